@@ -1,0 +1,63 @@
+// Lint rules that catch control-plane bugs: floating promises, non-exhaustive switches,
+// value imports of types, and imports that reach into another package's internals.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["**/dist/**", "**/node_modules/**", "**/*.d.ts", "bench/out/**", ".mesh/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/switch-exhaustiveness-check": "error",
+      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/only-throw-error": "error",
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["@mesh/*/src/*", "@mesh/*/dist/*", "../../*/src/*", "../../../*/src/*"],
+              message: "Import another package through its public entry (@mesh/<package>), never its internals.",
+            },
+            {
+              group: ["@nats-io/*"],
+              message: "Only @mesh/bus speaks NATS; use its helpers.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The bus package is the one place that may import the NATS client.
+    files: ["packages/bus/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["@mesh/*/src/*", "@mesh/*/dist/*", "../../*/src/*"],
+              message: "Import another package through its public entry (@mesh/<package>), never its internals.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["**/*.js", "**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ["scripts/**/*.js", "eslint.config.js"],
+    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+  },
+);

@@ -1,0 +1,123 @@
+/**
+ * The mesh's one error class and its permanent codes.
+ *
+ * A code never changes meaning once released: scripts and other processes match on it. Every
+ * code is documented in `docs/errors.md` (what it means, what to do); a test fails when the two
+ * drift apart.
+ */
+
+export const ErrorCode = {
+  /** A node, module, state, tool or key name breaks the naming rule. */
+  INVALID_NAME: "INVALID_NAME",
+  /** A bucket key or subject does not have the shape its layout entry says. */
+  INVALID_KEY: "INVALID_KEY",
+  /** A value read from or written to the bus does not match its schema. */
+  INVALID_VALUE: "INVALID_VALUE",
+  /** A credential file is missing, unreadable, or not a credential. */
+  CREDENTIAL_INVALID: "CREDENTIAL_INVALID",
+  /** A credential file can be read by someone other than its owner. */
+  CREDENTIAL_EXPOSED: "CREDENTIAL_EXPOSED",
+  /** The bus could not be reached or refused the credential. */
+  CONNECT_FAILED: "CONNECT_FAILED",
+  /** The bus's TLS certificate does not match the fingerprint the credential pins. */
+  TLS_PIN_MISMATCH: "TLS_PIN_MISMATCH",
+  /** The bus refused an operation the credential is not granted. */
+  PERMISSION_DENIED: "PERMISSION_DENIED",
+  /** A bucket, stream, object or key that was asked for does not exist. */
+  NOT_FOUND: "NOT_FOUND",
+  /** A write lost a race with another writer (wrong last revision). */
+  CONFLICT: "CONFLICT",
+  /** An operation did not finish before its deadline. */
+  TIMEOUT: "TIMEOUT",
+  /** The caller aborted the operation through its AbortSignal. */
+  ABORTED: "ABORTED",
+  /** No nats-server binary was found where the mesh looks for one. */
+  SERVER_NOT_FOUND: "SERVER_NOT_FOUND",
+  /** The nats-server binary is older than the mesh supports or its version cannot be read. */
+  SERVER_UNSUPPORTED: "SERVER_UNSUPPORTED",
+  /** The embedded nats-server did not start or did not answer in time. */
+  SERVER_START_FAILED: "SERVER_START_FAILED",
+  /** The embedded nats-server did not take a new configuration. */
+  SERVER_RELOAD_FAILED: "SERVER_RELOAD_FAILED",
+  /** A mesh root is already in use by another running `mesh up`. */
+  ROOT_IN_USE: "ROOT_IN_USE",
+  /** A command line was given a missing or malformed argument. */
+  USAGE: "USAGE",
+  /** Something the mesh did not expect; the detail is in the log. */
+  INTERNAL: "INTERNAL",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** What a caller may need to act on an error, beside its message. */
+export interface MeshErrorFields {
+  readonly node?: string;
+  readonly module?: string;
+  readonly key?: string;
+  readonly subject?: string;
+  readonly path?: string;
+  readonly cause?: unknown;
+}
+
+/**
+ * The one error the mesh throws on purpose. Its message says what failed, quotes the value,
+ * says the state, and says what to do; `code` is for programs.
+ */
+export class MeshError extends Error {
+  override readonly name = "MeshError";
+  readonly code: ErrorCode;
+  readonly node: string | undefined;
+  readonly module: string | undefined;
+  readonly key: string | undefined;
+  readonly subject: string | undefined;
+  readonly path: string | undefined;
+
+  constructor(code: ErrorCode, message: string, fields: MeshErrorFields = {}) {
+    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    this.code = code;
+    this.node = fields.node;
+    this.module = fields.module;
+    this.key = fields.key;
+    this.subject = fields.subject;
+    this.path = fields.path;
+  }
+
+  /** A plain object for `--json` output and logs: code, message and the fields that are set. */
+  toJSON(): Record<string, string> {
+    const out: Record<string, string> = { code: this.code, message: this.message };
+    for (const field of ["node", "module", "key", "subject", "path"] as const) {
+      const value = this[field];
+      if (value !== undefined) out[field] = value;
+    }
+    return out;
+  }
+}
+
+/** Whether `error` is a MeshError, optionally with the given code. */
+export function isMeshError(error: unknown, code?: ErrorCode): error is MeshError {
+  return error instanceof MeshError && (code === undefined || error.code === code);
+}
+
+/**
+ * The closed table of codes a reply on the bus may carry (in the `Mesh-Error-Code` header).
+ * Anything else a handler throws goes out as `INTERNAL`, and its detail stays in the log.
+ */
+export const ReplyCode = {
+  INVALID_INPUT: "INVALID_INPUT",
+  NOT_FOUND: "NOT_FOUND",
+  TIMEOUT: "TIMEOUT",
+  REFUSED: "REFUSED",
+  INTERNAL: "INTERNAL",
+} as const;
+export type ReplyCode = (typeof ReplyCode)[keyof typeof ReplyCode];
+
+/** Reads a code off the wire; anything outside the table becomes `INTERNAL`. */
+export function toReplyCode(value: unknown): ReplyCode {
+  return typeof value === "string" && Object.hasOwn(ReplyCode, value)
+    ? (value as ReplyCode)
+    : ReplyCode.INTERNAL;
+}
+
+/** The header names a coded reply uses. */
+export const ReplyHeader = {
+  code: "Mesh-Error-Code",
+} as const;

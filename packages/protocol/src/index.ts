@@ -1,0 +1,7 @@
+export * from "./errors.js";
+export * from "./names.js";
+export * from "./layout.js";
+export * from "./manifest.js";
+export * from "./resources.js";
+export * from "./values.js";
+export * from "./credential.js";

@@ -1,0 +1,367 @@
+/**
+ * The bus layout: every bucket, stream, subject, key pattern, resource id and environment
+ * variable of the mesh, defined once. Everything else imports these; no other file spells a
+ * bucket or a subject.
+ */
+import { ErrorCode, MeshError } from "./errors.js";
+import { ALL_NODES, checkName, isName, type NameKind } from "./names.js";
+
+/** Every key-value bucket of the layout (DESIGN.md "The bus layout"). */
+export const Bucket = {
+  modules: "mesh-modules",
+  candidates: "mesh-candidates",
+  builds: "mesh-builds",
+  manifests: "mesh-manifests",
+  assignments: "mesh-assignments",
+  presence: "mesh-presence",
+  have: "mesh-have",
+  puts: "mesh-puts",
+  asks: "mesh-asks",
+  answers: "mesh-answers",
+  wants: "mesh-wants",
+  compositions: "mesh-compositions",
+  differences: "mesh-differences",
+  composed: "mesh-composed",
+  grants: "mesh-grants",
+  config: "mesh-config",
+  secrets: "mesh-secrets",
+} as const;
+export type Bucket = (typeof Bucket)[keyof typeof Bucket];
+
+/**
+ * How each bucket keys its entries and how much history it keeps. `have` keeps history so the
+ * assigner can find the build a node last ran healthy.
+ */
+export const BucketSpec: Record<Bucket, { readonly key: string; readonly history: number }> = {
+  [Bucket.modules]: { key: "<module>", history: 1 },
+  [Bucket.candidates]: { key: "<module>.<seq>", history: 1 },
+  [Bucket.builds]: { key: "<module>.<build>", history: 1 },
+  [Bucket.manifests]: { key: "<digest>", history: 1 },
+  [Bucket.assignments]: { key: "<node|all>.<module>", history: 1 },
+  [Bucket.presence]: { key: "<node>", history: 1 },
+  [Bucket.have]: { key: "<node>.<module>", history: 64 },
+  [Bucket.puts]: { key: "<node|all>.<module>", history: 1 },
+  [Bucket.asks]: { key: "<id>", history: 1 },
+  [Bucket.answers]: { key: "<id>", history: 1 },
+  [Bucket.wants]: { key: "<node>.<module>", history: 1 },
+  [Bucket.compositions]: { key: "<node>", history: 1 },
+  [Bucket.differences]: { key: "<node>.<module>", history: 1 },
+  [Bucket.composed]: { key: "<node>", history: 1 },
+  [Bucket.grants]: { key: "<node>.<module>", history: 1 },
+  [Bucket.config]: { key: "<module>.<key>[.<node>]", history: 1 },
+  [Bucket.secrets]: { key: "<module>.<name>", history: 1 },
+};
+
+/** The one object store: bundle archives by the SHA-256 of their bytes. */
+export const ObjectStore = {
+  artifacts: "mesh-artifacts",
+} as const;
+export type ObjectStore = (typeof ObjectStore)[keyof typeof ObjectStore];
+
+/** Streams that are not key-value buckets. */
+export const Stream = {
+  /** Conditions, the last one kept per module and name. */
+  conditions: "mesh-conditions",
+  /** Process output, bounded by age and size. */
+  logs: "mesh-logs",
+  /** What each process keeps, the last word kept per process, so a late reader catches up. */
+  keeps: "mesh-keeps",
+} as const;
+export type Stream = (typeof Stream)[keyof typeof Stream];
+
+/** The stream behind a bucket (`KV_<bucket>`) or the object store (`OBJ_<store>`). */
+export const kvStreamName = (bucket: string): string => `KV_${bucket}`;
+export const objStreamName = (store: string): string => `OBJ_${store}`;
+
+/** The bucket of a module's own state. `_` occurs in no name, so the split is unambiguous. */
+export function stateBucket(module: string, state: string): string {
+  return `${checkName("module", module)}_${checkName("state", state)}`;
+}
+
+/** The module and state of a state bucket's name, or undefined when it is not one. */
+export function parseStateBucket(bucket: string): { module: string; state: string } | undefined {
+  const parts = bucket.split("_");
+  if (parts.length !== 2) return undefined;
+  const [module, state] = parts as [string, string];
+  return isName("module", module) && isName("state", state) ? { module, state } : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subjects
+
+export const Subject = {
+  /** Prefix of every tool endpoint. */
+  toolsPrefix: "mesh.tools",
+  provisionPrefix: "mesh.provision",
+  conditionsPrefix: "mesh.conditions",
+  keepsPrefix: "mesh.keeps",
+  logsPrefix: "mesh.logs",
+  join: "mesh.join",
+  inboxRoot: "_INBOX",
+} as const;
+
+/** A tool's endpoint: `mesh.tools.<node>.<module>.<tool>`. */
+export function toolSubject(node: string, module: string, tool: string): string {
+  return `${Subject.toolsPrefix}.${checkName("node", node)}.${checkName("module", module)}.${checkName("tool", tool)}`;
+}
+
+/** Every tool endpoint of one module on one node: `mesh.tools.<node>.<module>.*`. */
+export function moduleToolsWildcard(node: string, module: string): string {
+  return `${Subject.toolsPrefix}.${checkName("node", node)}.${checkName("module", module)}.*`;
+}
+
+export function parseToolSubject(subject: string): { node: string; module: string; tool: string } {
+  const parts = subject.split(".");
+  if (parts.length === 5 && `${parts[0]}.${parts[1]}` === Subject.toolsPrefix) {
+    const [, , node, module, tool] = parts as [string, string, string, string, string];
+    if (isName("node", node) && isName("module", module) && isName("tool", tool)) {
+      return { node, module, tool };
+    }
+  }
+  throw invalidKey(subject, "mesh.tools.<node>.<module>.<tool>");
+}
+
+/** Where the runtime asks its node's provisioner client. */
+export const provisionSubject = (node: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}`;
+
+/** Where the provisioner client says a value moved. */
+export const provisionChangedSubject = (node: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}.changed`;
+
+/**
+ * Where a module says a condition. The condition's name is the last token, so the stream can
+ * keep the last condition per module and name (see docs/decisions/0002-condition-subjects.md).
+ */
+export function conditionSubject(module: string, name: string): string {
+  return `${Subject.conditionsPrefix}.${checkName("module", module)}.${checkName("state", name)}`;
+}
+
+/** Every condition subject of one module. */
+export const moduleConditionsWildcard = (module: string): string =>
+  `${Subject.conditionsPrefix}.${checkName("module", module)}.*`;
+
+/** Where a process says which states it keeps. */
+export const keepsSubject = (node: string, module: string): string =>
+  `${Subject.keepsPrefix}.${checkName("node", node)}.${checkName("module", module)}`;
+
+/** Where a process's output goes. */
+export const logsSubject = (node: string, module: string): string =>
+  `${Subject.logsPrefix}.${checkName("node", node)}.${checkName("module", module)}`;
+
+/** Each credential's own inbox prefix: `_INBOX.<node>.<module>`. */
+export const inboxPrefix = (node: string, module: string): string =>
+  `${Subject.inboxRoot}.${checkName("node", node)}.${checkName("module", module)}`;
+
+/** Settings of the streams the mesh creates beside its buckets. */
+export const StreamSpec: Record<
+  Stream,
+  { readonly subjects: readonly string[]; readonly maxMsgsPerSubject: number; readonly maxAgeSeconds: number; readonly maxBytes: number }
+> = {
+  [Stream.conditions]: {
+    subjects: [`${Subject.conditionsPrefix}.>`],
+    maxMsgsPerSubject: 1,
+    maxAgeSeconds: 0,
+    maxBytes: 64 * 1024 * 1024,
+  },
+  [Stream.logs]: {
+    subjects: [`${Subject.logsPrefix}.>`],
+    maxMsgsPerSubject: -1,
+    maxAgeSeconds: 7 * 24 * 3600,
+    maxBytes: 256 * 1024 * 1024,
+  },
+  [Stream.keeps]: {
+    subjects: [`${Subject.keepsPrefix}.>`],
+    maxMsgsPerSubject: 1,
+    maxAgeSeconds: 0,
+    maxBytes: 16 * 1024 * 1024,
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+/** `<node>.<module>`: have, wants, differences, grants. */
+export function nodeModuleKey(node: string, module: string): string {
+  return `${checkName("node", node)}.${checkName("module", module)}`;
+}
+
+export function parseNodeModuleKey(key: string): { node: string; module: string } {
+  const [node, module, extra] = key.split(".");
+  if (extra === undefined && isName("node", node) && isName("module", module)) {
+    return { node, module };
+  }
+  throw invalidKey(key, "<node>.<module>");
+}
+
+/** A target of an assignment or a put: one node, or every node. */
+export type Target = { readonly node: string } | { readonly all: true };
+
+/** `<node>.<module>` or `all.<module>`: assignments and puts. */
+export function targetModuleKey(target: Target, module: string): string {
+  const first = "all" in target ? ALL_NODES : checkName("node", target.node);
+  return `${first}.${checkName("module", module)}`;
+}
+
+export function parseTargetModuleKey(key: string): { target: Target; module: string } {
+  const [first, module, extra] = key.split(".");
+  if (extra === undefined && isName("module", module)) {
+    if (first === ALL_NODES) return { target: { all: true }, module };
+    if (isName("node", first)) return { target: { node: first }, module };
+  }
+  throw invalidKey(key, "<node>.<module> or all.<module>");
+}
+
+/** `<module>.<seq>`: candidates. */
+export function candidateKey(module: string, seq: number): string {
+  if (!Number.isSafeInteger(seq) || seq < 1) {
+    throw new MeshError(
+      ErrorCode.INVALID_KEY,
+      `a candidate's seq must be a whole number from 1, got ${String(seq)}; the indexer counts from 1 per module`,
+      { module },
+    );
+  }
+  return `${checkName("module", module)}.${seq}`;
+}
+
+export function parseCandidateKey(key: string): { module: string; seq: number } {
+  const [module, seq, extra] = key.split(".");
+  if (extra === undefined && isName("module", module) && seq !== undefined && /^[1-9][0-9]*$/.test(seq)) {
+    return { module, seq: Number(seq) };
+  }
+  throw invalidKey(key, "<module>.<seq>");
+}
+
+/** `<module>.<build>`: builds. */
+export function buildKey(module: string, build: string): string {
+  return `${checkName("module", module)}.${checkName("build", build)}`;
+}
+
+export function parseBuildKey(key: string): { module: string; build: string } {
+  const [module, build] = parsePair(key, "build", "<module>.<build>");
+  return { module, build };
+}
+
+/** `<module>.<key>` (mesh-wide) or `<module>.<key>.<node>` (one node): config. */
+export function configKey(module: string, key: string, node?: string): string {
+  const base = `${checkName("module", module)}.${checkName("config key", key)}`;
+  return node === undefined ? base : `${base}.${checkName("node", node)}`;
+}
+
+export function parseConfigKey(key: string): { module: string; key: string; node?: string } {
+  const [module, name, node, extra] = key.split(".");
+  if (extra === undefined && isName("module", module) && isName("config key", name)) {
+    if (node === undefined) return { module, key: name };
+    if (isName("node", node)) return { module, key: name, node };
+  }
+  throw invalidKey(key, "<module>.<key> or <module>.<key>.<node>");
+}
+
+/** `<module>.<name>`: secrets. */
+export function secretKey(module: string, name: string): string {
+  return `${checkName("module", module)}.${checkName("secret", name)}`;
+}
+
+export function parseSecretKey(key: string): { module: string; name: string } {
+  const [module, name] = parsePair(key, "secret", "<module>.<name>");
+  return { module, name };
+}
+
+/** `<node>`: presence, compositions, composed. */
+export const nodeKey = (node: string): string => checkName("node", node);
+
+/** `<id>`: asks and answers. */
+export const askKey = (id: string): string => checkName("ask", id);
+
+/** `<digest>`: manifests and artifacts, the lowercase hex SHA-256 of the content. */
+export const DIGEST_PATTERN = /^[0-9a-f]{64}$/;
+export function digestKey(digest: string): string {
+  if (!DIGEST_PATTERN.test(digest)) throw invalidKey(digest, "a lowercase hex SHA-256 (64 characters)");
+  return digest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource ids and paths
+
+/** The module that is a node's tool runtime. */
+export const RUNTIME_MODULE = "node-tools";
+
+/** The archive that delivers one of a module's bundles: `<module>.bundle-<name>`. */
+export const bundleResourceId = (module: string, bundle: string): string =>
+  `${checkName("module", module)}.bundle-${checkName("bundle", bundle)}`;
+
+/** A credential or secret file a module declares: `<module>.need-<name>`. */
+export const needResourceId = (module: string, name: string): string =>
+  `${checkName("module", module)}.need-${checkName("secret", name)}`;
+
+/** A process a module declares: `<module>.process-<name>`. */
+export const processResourceId = (module: string, name: string): string =>
+  `${checkName("module", module)}.process-${checkName("process", name)}`;
+
+/** The one process that is the node's tool runtime. */
+export const RUNTIME_PROCESS_ID = `${RUNTIME_MODULE}.runtime`;
+
+/** The secret name under which a module receives its own bus credential. */
+export const BROKER_SECRET = "broker";
+
+/** Where production nodes keep everything; `mesh up --root` replaces it on a dev machine. */
+export const DEFAULT_NODE_ROOT = "/var/lib/mesh";
+
+/** Where a bundle is unpacked: `<root>/bundles/<module>/<bundle>`, stable across versions. */
+export const bundlePath = (root: string, module: string, bundle: string): string =>
+  `${root.replace(/\/+$/, "")}/bundles/${checkName("module", module)}/${checkName("bundle", bundle)}`;
+
+/** Where the resource id's module part ends. */
+export function resourceModule(id: string): string {
+  const module = id.slice(0, id.indexOf("."));
+  if (!isName("module", module)) throw invalidKey(id, "<module>.<id>");
+  return module;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environment and principals
+
+export const Env = {
+  /** The runtime's modules: `<module>=<path>`, sorted, comma-separated. */
+  toolModules: "MESH_TOOL_MODULES",
+  /** The path of a process's credential file. */
+  brokerFile: "MESH_BROKER_FILE",
+  operatorAccount: "MESH_OPERATOR_ACCOUNT",
+  operatorHome: "MESH_OPERATOR_HOME",
+  /** The operator's credential for CLI verbs, when not found under `--root`. */
+  credential: "MESH_CREDENTIAL",
+  /** The nats-server binary to use, before PATH and /usr/sbin. */
+  natsServer: "MESH_NATS_SERVER",
+} as const;
+
+/**
+ * The mesh's own principals. Each gets a credential whose module part is this name, so these
+ * names are refused as module names: a module called `controller` would share its inbox.
+ */
+export const Principal = {
+  controller: "controller",
+  host: "host",
+  assigner: "assigner",
+  delivery: "delivery",
+  operator: "operator",
+} as const;
+export type Principal = (typeof Principal)[keyof typeof Principal];
+
+export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set(Object.values(Principal));
+
+// ---------------------------------------------------------------------------------------------
+
+/** `<module>.<name>` where the name is of `second`'s kind. */
+function parsePair(key: string, second: NameKind, shape: string): [string, string] {
+  const [module, name, extra] = key.split(".");
+  if (extra === undefined && isName("module", module) && isName(second, name)) return [module, name];
+  throw invalidKey(key, shape);
+}
+
+function invalidKey(key: string, shape: string): MeshError {
+  return new MeshError(
+    ErrorCode.INVALID_KEY,
+    `the key ${JSON.stringify(key)} is not of the shape ${shape}; build keys with the functions in @mesh/protocol`,
+    { key },
+  );
+}

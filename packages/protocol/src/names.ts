@@ -1,0 +1,105 @@
+/**
+ * Name rules. A name enters the mesh in many places (a manifest, a flag, a key read off the bus);
+ * each of them checks it here, so the rule and its refusal read the same everywhere.
+ */
+import { ErrorCode, MeshError } from "./errors.js";
+
+/** Module, node and state names: a lowercase letter, then lowercase letters, digits and `-`. */
+export const NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
+
+/** Tool names may also use `_`, as function names often do; never `.`, which splits subjects. */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
+
+/** Config keys and secret names: like tool names. */
+export const KEY_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
+
+/** Build ids: lowercase letters, digits and `-`, starting with either. */
+export const BUILD_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+/** Ask ids: like build ids. */
+export const ASK_ID_PATTERN = BUILD_ID_PATTERN;
+
+/** `all` stands for every node in assignments and puts, so no node may be called that. */
+export const ALL_NODES = "all";
+
+/** What kind of name is being checked; used in messages and as the refusal's field. */
+export type NameKind =
+  | "module"
+  | "node"
+  | "state"
+  | "tool"
+  | "config key"
+  | "secret"
+  | "build"
+  | "ask"
+  | "bundle"
+  | "process";
+
+const RULES: Record<NameKind, { pattern: RegExp; rule: string; example: string }> = {
+  module: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "hello-world" },
+  node: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "edge-01" },
+  state: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "counts" },
+  bundle: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "tools" },
+  process: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "daemon" },
+  tool: { pattern: TOOL_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "greet" },
+  "config key": { pattern: KEY_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "greeting" },
+  secret: { pattern: KEY_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "api-token" },
+  build: { pattern: BUILD_ID_PATTERN, rule: "^[a-z0-9][a-z0-9-]{0,63}$", example: "3-1f2e3d4c" },
+  ask: { pattern: ASK_ID_PATTERN, rule: "^[a-z0-9][a-z0-9-]{0,63}$", example: "a-1f2e3d4c" },
+};
+
+/** The problem with `value` as a name of `kind`, or undefined when it is a good one. */
+export function nameProblem(kind: NameKind, value: unknown): string | undefined {
+  const { pattern, rule, example } = RULES[kind];
+  if (typeof value !== "string") {
+    return `a ${kind} name must be a string matching ${rule}, got ${describe(value)}; write e.g. "${example}"`;
+  }
+  if (!pattern.test(value)) {
+    return (
+      `the ${kind} name ${JSON.stringify(value)} does not match ${rule} ` +
+      `(a lowercase letter first, then lowercase letters, digits${kind === "tool" || kind === "config key" || kind === "secret" ? ", _" : ""} or -, at most 63 characters); ` +
+      `write e.g. "${suggest(value, example)}"`
+    );
+  }
+  if (kind === "node" && value === ALL_NODES) {
+    return `"all" is not a node name: it means every node in assignments and puts; pick another name, e.g. "${example}"`;
+  }
+  return undefined;
+}
+
+/** Whether `value` is a good name of `kind`. */
+export function isName(kind: NameKind, value: unknown): value is string {
+  return nameProblem(kind, value) === undefined;
+}
+
+/** Returns `value` when it is a good name of `kind`; throws INVALID_NAME saying why otherwise. */
+export function checkName(kind: NameKind, value: unknown): string {
+  const problem = nameProblem(kind, value);
+  if (problem !== undefined) {
+    throw new MeshError(ErrorCode.INVALID_NAME, problem, {
+      ...(kind === "module" && typeof value === "string" ? { module: value } : {}),
+      ...(kind === "node" && typeof value === "string" ? { node: value } : {}),
+    });
+  }
+  return value as string;
+}
+
+export const checkModuleName = (value: unknown): string => checkName("module", value);
+export const checkNodeName = (value: unknown): string => checkName("node", value);
+
+/** A best guess at the name the user meant, for the "write instead" part of a refusal. */
+function suggest(value: string, fallback: string): string {
+  const lowered = value
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .replace(/-+$/, "")
+    .slice(0, 63);
+  return lowered.length > 0 && lowered !== ALL_NODES ? lowered : fallback;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  return `${typeof value} ${JSON.stringify(value)}`;
+}

@@ -1,0 +1,309 @@
+/**
+ * The value of every bucket and message of the bus layout, as a schema and a type. A value read
+ * off the bus is parsed with its schema before it is trusted; `BucketValue` maps each bucket to
+ * its schema so helpers can do that by bucket name.
+ */
+import { z } from "zod";
+import { Bucket } from "./layout.js";
+import { BuildId, Digest, Manifest } from "./manifest.js";
+import { NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import { Resource } from "./resources.js";
+
+const Name = z.string().regex(NAME_PATTERN);
+/** An instant, as ISO 8601 in UTC. */
+export const Instant = z.iso.datetime();
+/** Who did something: an operator's name or one of the mesh's principals. */
+const Actor = z.string().min(1).max(200);
+
+// mesh-modules ---------------------------------------------------------------------------------
+
+export const ModuleSource = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("directory"), path: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal("git"), url: z.string().min(1), ref: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal("archive"), url: z.string().min(1), digest: Digest }).strict(),
+]);
+export type ModuleSource = z.infer<typeof ModuleSource>;
+
+export const ModuleRegistration = z
+  .object({ module: Name, source: ModuleSource, by: Actor, at: Instant })
+  .strict();
+export type ModuleRegistration = z.infer<typeof ModuleRegistration>;
+
+// mesh-candidates ------------------------------------------------------------------------------
+
+export const Candidate = z
+  .object({
+    module: Name,
+    seq: z.number().int().positive(),
+    /** The revision in the source's own terms: a commit, or the directory digest. */
+    revision: z.string().min(1),
+    sourceDigest: Digest,
+    at: Instant,
+  })
+  .strict();
+export type Candidate = z.infer<typeof Candidate>;
+
+// mesh-builds ----------------------------------------------------------------------------------
+
+export const BuildStatus = z.enum(["building", "built", "failed"]);
+export type BuildStatus = z.infer<typeof BuildStatus>;
+
+export const BuiltBundle = z
+  .object({ name: Name, digest: Digest, size: z.number().int().nonnegative() })
+  .strict();
+export type BuiltBundle = z.infer<typeof BuiltBundle>;
+
+export const Build = z
+  .object({
+    module: Name,
+    build: BuildId,
+    status: BuildStatus,
+    candidate: z.number().int().positive(),
+    manifestDigest: Digest.optional(),
+    bundles: z.array(BuiltBundle),
+    error: z.string().optional(),
+    /** The last lines of the build's output. */
+    log: z.string(),
+    timings: z
+      .object({ started: Instant, finished: Instant.optional(), ms: z.number().nonnegative().optional() })
+      .strict(),
+  })
+  .strict();
+export type Build = z.infer<typeof Build>;
+
+// mesh-manifests -------------------------------------------------------------------------------
+
+/** A manifest whose bundles carry the digest and size of their built archives. */
+export const ResolvedManifest = Manifest;
+export type ResolvedManifest = z.infer<typeof ResolvedManifest>;
+
+// mesh-assignments, mesh-puts -----------------------------------------------------------------
+
+export const Assignment = z.object({ by: Actor, at: Instant }).strict();
+export type Assignment = z.infer<typeof Assignment>;
+
+export const Put = z
+  .object({ build: BuildId, by: Actor, why: z.string().max(2000), at: Instant })
+  .strict();
+export type Put = z.infer<typeof Put>;
+
+// mesh-presence --------------------------------------------------------------------------------
+
+export const Presence = z
+  .object({
+    node: Name,
+    facts: z
+      .object({
+        hostname: z.string(),
+        os: z.string(),
+        arch: z.string(),
+        account: z.string().optional(),
+        accountHome: z.string().optional(),
+        adopted: z.boolean().optional(),
+        version: z.string(),
+      })
+      .strict(),
+    /** The node's X25519 public key, base64 (DER, SPKI), that needs are sealed to. */
+    publicKey: z.string().min(1),
+    heartbeat: Instant,
+  })
+  .strict();
+export type Presence = z.infer<typeof Presence>;
+
+// mesh-have ------------------------------------------------------------------------------------
+
+export const Health = z.enum(["starting", "healthy", "failing", "stopped"]);
+export type Health = z.infer<typeof Health>;
+
+export const Have = z
+  .object({
+    build: BuildId.optional(),
+    fingerprint: z.string(),
+    health: Health,
+    since: Instant,
+    restarts: z.number().int().nonnegative(),
+    lastError: z.string().optional(),
+  })
+  .strict();
+export type Have = z.infer<typeof Have>;
+
+// mesh-asks, mesh-answers ----------------------------------------------------------------------
+
+export const Ask = z
+  .object({
+    id: z.string().min(1),
+    what: z.string().min(1),
+    module: Name,
+    build: BuildId,
+    nodes: z.array(Name),
+    at: Instant,
+  })
+  .strict();
+export type Ask = z.infer<typeof Ask>;
+
+export const Answer = z.object({ answer: z.enum(["yes", "no"]), by: Actor, at: Instant }).strict();
+export type Answer = z.infer<typeof Answer>;
+
+// mesh-wants, mesh-compositions, mesh-differences ----------------------------------------------
+
+/** The six rules, in the order they apply. */
+export const Rule = z.enum(["placed", "built", "newest", "put", "set-back", "checked"]);
+export type Rule = z.infer<typeof Rule>;
+
+export const Want = z
+  .object({
+    build: BuildId,
+    manifestDigest: Digest,
+    fingerprint: z.string(),
+    rule: Rule,
+    reason: z.string().min(1),
+  })
+  .strict();
+export type Want = z.infer<typeof Want>;
+
+export const CompositionVerdict = z
+  .object({
+    node: Name,
+    verdict: z.enum(["ok", "refused"]),
+    /** The modules and builds that were checked together. */
+    wanted: z.record(Name, BuildId),
+    reasons: z.array(z.string()),
+  })
+  .strict();
+export type CompositionVerdict = z.infer<typeof CompositionVerdict>;
+
+export const Difference = z
+  .object({
+    want: z.string().optional(),
+    composed: z.string().optional(),
+    have: z.string().optional(),
+    reasons: z.array(z.string()),
+  })
+  .strict();
+export type Difference = z.infer<typeof Difference>;
+
+// mesh-composed --------------------------------------------------------------------------------
+
+export const Composed = z
+  .object({ node: Name, resources: z.array(Resource), fingerprint: z.string().min(1) })
+  .strict();
+export type Composed = z.infer<typeof Composed>;
+
+// mesh-grants ----------------------------------------------------------------------------------
+
+/** An allow or deny list; an empty allow list is never written (it allows everything). */
+export const SubjectList = z.array(z.string().min(1));
+
+export const Permissions = z
+  .object({
+    publish: z.object({ allow: SubjectList.optional(), deny: SubjectList.optional() }).strict(),
+    subscribe: z.object({ allow: SubjectList.optional(), deny: SubjectList.optional() }).strict(),
+    /** Whether the user may reply to requests it receives (services). */
+    allowResponses: z.boolean().optional(),
+  })
+  .strict();
+export type Permissions = z.infer<typeof Permissions>;
+
+export const Grant = z
+  .object({ user: z.string().min(1), node: Name, module: Name, permissions: Permissions, at: Instant })
+  .strict();
+export type Grant = z.infer<typeof Grant>;
+
+// mesh-config, mesh-secrets --------------------------------------------------------------------
+
+export const ConfigValue = z.object({ value: z.json(), by: Actor, at: Instant }).strict();
+export type ConfigValue = z.infer<typeof ConfigValue>;
+
+/** A secret sealed with the vault's key (AES-256-GCM), base64 parts. */
+export const SealedSecret = z
+  .object({ nonce: z.string().min(1), ciphertext: z.string().min(1), tag: z.string().min(1), by: Actor, at: Instant })
+  .strict();
+export type SealedSecret = z.infer<typeof SealedSecret>;
+
+// Messages -------------------------------------------------------------------------------------
+
+/** `mesh.keeps.<node>.<module>`: the states a process keeps and which of them others may read. */
+export const Keeps = z
+  .object({
+    node: Name,
+    module: Name,
+    states: z.array(z.object({ name: Name, readable: z.boolean() }).strict()),
+    at: Instant,
+  })
+  .strict();
+export type Keeps = z.infer<typeof Keeps>;
+
+export const ConditionLevel = z.enum(["info", "warning", "error"]);
+export type ConditionLevel = z.infer<typeof ConditionLevel>;
+
+/** `mesh.conditions.<module>.<name>`: something a module wants an operator to know. */
+export const Condition = z
+  .object({
+    module: Name,
+    name: Name,
+    level: ConditionLevel,
+    message: z.string().min(1).max(4000),
+    node: Name.optional(),
+    at: Instant,
+  })
+  .strict();
+export type Condition = z.infer<typeof Condition>;
+
+/** `mesh.provision.<node>`: the runtime asks for a module's value. */
+export const ProvisionAsk = z
+  .object({ module: Name, kind: z.enum(["config", "bound", "secret"]), key: z.string().min(1) })
+  .strict();
+export type ProvisionAsk = z.infer<typeof ProvisionAsk>;
+
+/** `mesh.provision.<node>.changed`: a value moved; no key means every value of that kind. */
+export const ProvisionChanged = z
+  .object({ module: Name, kind: z.enum(["config", "bound"]), key: z.string().min(1).optional() })
+  .strict();
+export type ProvisionChanged = z.infer<typeof ProvisionChanged>;
+
+/** `mesh.join`: a new node presents a one-time token and its public key. */
+export const JoinRequest = z
+  .object({ token: z.string().min(1), node: Name, publicKey: z.string().min(1) })
+  .strict();
+export type JoinRequest = z.infer<typeof JoinRequest>;
+
+/** `mesh.logs.<node>.<module>`: one line of a process's output. */
+export const LogLine = z
+  .object({ process: z.string().min(1), stream: z.enum(["stdout", "stderr"]), line: z.string(), at: Instant })
+  .strict();
+export type LogLine = z.infer<typeof LogLine>;
+
+/** A tool as the runtime describes it in its endpoint metadata. */
+export const ToolDescription = z
+  .object({
+    name: z.string().regex(TOOL_NAME_PATTERN),
+    description: z.string(),
+    input: z.record(z.string(), z.unknown()),
+    output: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type ToolDescription = z.infer<typeof ToolDescription>;
+
+/** The schema of each bucket's values, by bucket name. */
+export const BucketValue = {
+  [Bucket.modules]: ModuleRegistration,
+  [Bucket.candidates]: Candidate,
+  [Bucket.builds]: Build,
+  [Bucket.manifests]: ResolvedManifest,
+  [Bucket.assignments]: Assignment,
+  [Bucket.presence]: Presence,
+  [Bucket.have]: Have,
+  [Bucket.puts]: Put,
+  [Bucket.asks]: Ask,
+  [Bucket.answers]: Answer,
+  [Bucket.wants]: Want,
+  [Bucket.compositions]: CompositionVerdict,
+  [Bucket.differences]: Difference,
+  [Bucket.composed]: Composed,
+  [Bucket.grants]: Grant,
+  [Bucket.config]: ConfigValue,
+  [Bucket.secrets]: SealedSecret,
+} as const satisfies Record<Bucket, z.ZodType>;
+
+/** The value type of a bucket. */
+export type BucketValueOf<B extends Bucket> = z.infer<(typeof BucketValue)[B]>;
