@@ -13,6 +13,10 @@ export const ErrorCode = {
   INVALID_KEY: "INVALID_KEY",
   /** A value read from or written to the bus does not match its schema. */
   INVALID_VALUE: "INVALID_VALUE",
+  /** A module's manifest breaks the schema or a rule across its fields; every problem is listed. */
+  MANIFEST_INVALID: "MANIFEST_INVALID",
+  /** A node's wanted modules cannot be composed together; every reason is listed, with its fix. */
+  COMPOSITION_REFUSED: "COMPOSITION_REFUSED",
   /** A credential file is missing, unreadable, or not a credential. */
   CREDENTIAL_INVALID: "CREDENTIAL_INVALID",
   /** A credential file can be read by someone other than its owner. */
@@ -25,6 +29,10 @@ export const ErrorCode = {
   PERMISSION_DENIED: "PERMISSION_DENIED",
   /** A bucket, stream, object or key that was asked for does not exist. */
   NOT_FOUND: "NOT_FOUND",
+  /** A request's input does not match what the receiver accepts. */
+  INVALID_INPUT: "INVALID_INPUT",
+  /** The receiver understood the request and will not do it (a rule forbids it). */
+  REFUSED: "REFUSED",
   /** A write lost a race with another writer (wrong last revision). */
   CONFLICT: "CONFLICT",
   /** An operation did not finish before its deadline. */

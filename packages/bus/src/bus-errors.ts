@@ -1,0 +1,104 @@
+/**
+ * Turns what the NATS client throws into MeshErrors with a code, so callers branch on codes and
+ * never on the client's classes or prose. The client's error stays chained as `cause`.
+ */
+import {
+  AuthorizationError,
+  NoRespondersError,
+  PermissionViolationError,
+  TimeoutError,
+} from "@nats-io/nats-core";
+import { JetStreamApiCodes, JetStreamApiError, JetStreamError } from "@nats-io/jetstream";
+import { ErrorCode, MeshError, type MeshErrorFields } from "@mesh/protocol";
+
+/** What was being done, for the message: "reading mesh-have key n1.hello". */
+export interface ErrorContext extends Omit<MeshErrorFields, "cause"> {
+  readonly doing: string;
+}
+
+/** Finds a permission violation anywhere in an error's cause chain. */
+function permissionViolation(error: unknown): PermissionViolationError | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof PermissionViolationError) return e;
+  }
+  return undefined;
+}
+
+export function toMeshError(error: unknown, context: ErrorContext): MeshError {
+  if (error instanceof MeshError) return error;
+  const { doing, ...fields } = context;
+  const detail = error instanceof Error ? error.message : String(error);
+  const make = (code: ErrorCode, message: string) => new MeshError(code, message, { ...fields, cause: error });
+
+  const violation = permissionViolation(error);
+  if (violation !== undefined) {
+    return make(
+      ErrorCode.PERMISSION_DENIED,
+      `${doing}: the bus refused to ${violation.operation} on ${JSON.stringify(violation.subject)} for this credential; ` +
+        `the credential is not granted it — declare what the module needs in its manifest (states, reads, calls) so the broker grants it`,
+    );
+  }
+  if (error instanceof AuthorizationError) {
+    return make(
+      ErrorCode.CONNECT_FAILED,
+      `${doing}: the bus refused the credential's user and password (${detail}); the credential is stale or revoked — ask the controller for a new one`,
+    );
+  }
+  if (error instanceof JetStreamApiError) {
+    const code = error.code;
+    if (code === JetStreamApiCodes.StreamNotFound || code === JetStreamApiCodes.NoMessageFound) {
+      return make(ErrorCode.NOT_FOUND, `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`);
+    }
+    if (code === JetStreamApiCodes.StreamWrongLastSequence) {
+      return make(ErrorCode.CONFLICT, `${doing}: another writer changed it first (${detail}); read it again and retry`);
+    }
+  }
+  if (error instanceof JetStreamError && /stream not found/i.test(detail)) {
+    return make(ErrorCode.NOT_FOUND, `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`);
+  }
+  if (error instanceof NoRespondersError || (error instanceof Error && error.cause instanceof NoRespondersError)) {
+    return make(
+      ErrorCode.NOT_FOUND,
+      `${doing}: nothing on the bus answers there (${detail}); the bucket or service does not exist or is not running`,
+    );
+  }
+  if (error instanceof TimeoutError || (error instanceof Error && error.cause instanceof TimeoutError)) {
+    return make(ErrorCode.TIMEOUT, `${doing}: the bus did not answer in time (${detail}); check that the bus is up and retry`);
+  }
+  if (error instanceof Error && error.name === "AbortError") {
+    return make(ErrorCode.ABORTED, `${doing}: aborted by the caller`);
+  }
+  return make(ErrorCode.INTERNAL, `${doing}: ${detail}`);
+}
+
+/** Runs `fn`, turning whatever it throws into a MeshError with `context`. */
+export async function withContext<T>(context: ErrorContext, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    throw toMeshError(error, context);
+  }
+}
+
+/** Throws ABORTED when the signal has fired. */
+export function throwIfAborted(signal: AbortSignal | undefined, doing: string): void {
+  if (signal?.aborted === true) {
+    throw new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, { cause: signal.reason });
+  }
+}
+
+/** Races `promise` against the signal; the promise's own work is not cancelled, only awaited no more. */
+export async function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, doing: string): Promise<T> {
+  if (signal === undefined) return promise;
+  throwIfAborted(signal, doing);
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, { cause: signal.reason }));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Creates every bucket, stream and the object store of the layout. Only the controller's (admin)
+ * credential may do this: no other credential is granted stream creation (DESIGN.md, the three
+ * facts). Idempotent: what exists is found and left as it is.
+ */
+import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { Objm } from "@nats-io/obj";
+import { Bucket, BucketSpec, ObjectStore, Stream, StreamSpec, kvStreamName, objStreamName } from "@mesh/protocol";
+import type { MeshBus } from "./mesh-bus.js";
+import { abortable, withContext } from "./bus-errors.js";
+
+export interface LayoutOptions {
+  /** Copies of each stream in a cluster; 1 on one server. */
+  readonly replicas?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface LayoutReport {
+  readonly created: readonly string[];
+  readonly found: readonly string[];
+}
+
+export async function ensureLayout(bus: MeshBus, options: LayoutOptions = {}): Promise<LayoutReport> {
+  const replicas = options.replicas ?? 1;
+  const jsm = await withContext({ doing: "reaching JetStream" }, () => jetstreamManager(bus.nc, { checkAPI: false }));
+  const created: string[] = [];
+  const found: string[] = [];
+  const exists = async (stream: string): Promise<boolean> => {
+    try {
+      await jsm.streams.info(stream);
+      return true;
+    } catch (error) {
+      if ((error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message)) return false;
+      throw error;
+    }
+  };
+
+  for (const bucket of Object.values(Bucket)) {
+    const doing = `creating the bucket ${bucket}`;
+    await withContext({ doing }, async () => {
+      if (await abortable(exists(kvStreamName(bucket)), options.signal, doing)) {
+        found.push(bucket);
+        return;
+      }
+      await abortable(
+        bus.kvm.create(bucket, { history: BucketSpec[bucket].history, replicas, storage: StorageType.File }),
+        options.signal,
+        doing,
+      );
+      created.push(bucket);
+    });
+  }
+
+  for (const store of Object.values(ObjectStore)) {
+    const doing = `creating the object store ${store}`;
+    await withContext({ doing }, async () => {
+      if (await abortable(exists(objStreamName(store)), options.signal, doing)) {
+        found.push(store);
+        return;
+      }
+      await abortable(new Objm(bus.js).create(store, { replicas, storage: StorageType.File }), options.signal, doing);
+      created.push(store);
+    });
+  }
+
+  for (const stream of Object.values(Stream)) {
+    const spec = StreamSpec[stream];
+    const doing = `creating the stream ${stream}`;
+    await withContext({ doing }, async () => {
+      if (await abortable(exists(stream), options.signal, doing)) {
+        found.push(stream);
+        return;
+      }
+      await abortable(
+        jsm.streams.add({
+          name: stream,
+          subjects: [...spec.subjects],
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          discard: DiscardPolicy.Old,
+          num_replicas: replicas,
+          max_msgs_per_subject: spec.maxMsgsPerSubject,
+          max_age: spec.maxAgeSeconds * 1_000_000_000,
+          max_bytes: spec.maxBytes,
+        }),
+        options.signal,
+        doing,
+      );
+      created.push(stream);
+    });
+  }
+  return { created, found };
+}

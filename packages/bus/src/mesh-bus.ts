@@ -1,0 +1,154 @@
+/**
+ * A connection to the bus as one credential: its user and password, its own inbox prefix,
+ * reconnecting forever, and TLS pinned to the server certificate's fingerprint when the
+ * credential names one. Everything else in the mesh reaches NATS through this class.
+ */
+import type { PeerCertificate } from "node:tls";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection, Status } from "@nats-io/nats-core";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
+import { abortable, toMeshError } from "./bus-errors.js";
+import { credentialInbox, readCredential } from "./credential-file.js";
+
+export interface ConnectOptions {
+  /** The connection's name as the server shows it; defaults to `<node>.<module>`. */
+  readonly name?: string;
+  /** Keep trying when the bus is not up yet, instead of failing the first attempt. */
+  readonly waitForBus?: boolean;
+  /** How long one connection attempt may take, in ms. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** A change in the connection's state that a daemon may want to act on. */
+export type BusEvent =
+  | { readonly type: "disconnected"; readonly server: string }
+  | { readonly type: "reconnected"; readonly server: string }
+  | { readonly type: "error"; readonly error: MeshError };
+
+export class MeshBus implements AsyncDisposable {
+  readonly credential: Credential;
+  /** The raw connection, for the helpers in this package. Other packages use the helpers. */
+  readonly nc: NatsConnection;
+  /** JetStream without the `$JS.API.INFO` check, which no module credential is granted. */
+  readonly js: JetStreamClient;
+  readonly kvm: Kvm;
+  #closed = false;
+
+  private constructor(credential: Credential, nc: NatsConnection) {
+    this.credential = credential;
+    this.nc = nc;
+    this.js = jetstream(nc, { checkAPI: false });
+    this.kvm = new Kvm(this.js);
+  }
+
+  /** Connects with a credential. */
+  static async connect(credential: Credential, options: ConnectOptions = {}): Promise<MeshBus> {
+    let pinMismatch: string | undefined;
+    const tls =
+      credential.fingerprint === undefined
+        ? undefined
+        : {
+            // Node checks the identity only after the chain verifies, so the pinned certificate
+            // must also be the trusted authority (notes/nats.md §4): never rejectUnauthorized:false.
+            ...(credential.ca === undefined ? {} : { ca: credential.ca }),
+            checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined => {
+              if (cert.fingerprint256 === credential.fingerprint) return undefined;
+              pinMismatch = cert.fingerprint256;
+              return new Error(
+                `the bus's certificate fingerprint ${cert.fingerprint256} is not the pinned ${credential.fingerprint ?? ""}`,
+              );
+            },
+          };
+    const doing = `connecting to the bus at ${credential.servers.join(", ")} as ${credential.node}.${credential.module}`;
+    try {
+      const nc = await abortable(
+        connect({
+          servers: credential.servers,
+          user: credential.user,
+          pass: credential.password,
+          name: options.name ?? `${credential.node}.${credential.module}`,
+          inboxPrefix: credentialInbox(credential),
+          reconnect: true,
+          maxReconnectAttempts: -1,
+          waitOnFirstConnect: options.waitForBus === true,
+          timeout: options.timeoutMs ?? 5_000,
+          ...(tls === undefined ? {} : { tls: tls as never }),
+        }),
+        options.signal,
+        doing,
+      );
+      return new MeshBus(credential, nc);
+    } catch (error) {
+      if (pinMismatch !== undefined) {
+        throw new MeshError(
+          ErrorCode.TLS_PIN_MISMATCH,
+          `${doing}: the server presented a certificate with fingerprint ${pinMismatch}, but the credential pins ${credential.fingerprint ?? ""}; ` +
+            `this is not the mesh's bus, or its certificate changed — if the change is yours, issue new credentials with the new fingerprint`,
+          { cause: error },
+        );
+      }
+      if (error instanceof MeshError) throw error;
+      const mapped = toMeshError(error, { doing });
+      if (mapped.code !== ErrorCode.INTERNAL) throw mapped;
+      throw new MeshError(
+        ErrorCode.CONNECT_FAILED,
+        `${doing}: ${(error as Error).message}; check that the bus is running and the url is right`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Reads a credential file and connects with it. */
+  static async connectWithFile(path: string, options: ConnectOptions = {}): Promise<MeshBus> {
+    return MeshBus.connect(await readCredential(path), options);
+  }
+
+  /** The connection's state changes, until it closes. */
+  async *events(): AsyncGenerator<BusEvent> {
+    for await (const status of this.nc.status()) {
+      const event = toBusEvent(status);
+      if (event !== undefined) yield event;
+    }
+  }
+
+  /** Resolves when the connection is closed for good (by close(), or the server refusing it). */
+  async closed(): Promise<void> {
+    await this.nc.closed();
+  }
+
+  get isClosed(): boolean {
+    return this.#closed || this.nc.isClosed();
+  }
+
+  /** Flushes what was published and closes. Closing twice is harmless. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.nc.isClosed()) return;
+    try {
+      await this.nc.drain();
+    } catch {
+      await this.nc.close();
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function toBusEvent(status: Status): BusEvent | undefined {
+  switch (status.type) {
+    case "disconnect":
+      return { type: "disconnected", server: status.server };
+    case "reconnect":
+      return { type: "reconnected", server: status.server };
+    case "error":
+      return { type: "error", error: toMeshError(status.error, { doing: "on the bus connection" }) };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Brings a checkout to the point where the mesh runs: Node.js checked, dependencies installed
+# from the lock file, nats-server present (installed from the system's packages when we are root),
+# and the TypeScript built. Safe to run again: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+if ! command -v node >/dev/null 2>&1; then
+  say "Node.js is not installed. Install Node.js 20 or newer (https://nodejs.org or your system's packages), then run this again."
+  exit 1
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+  say "Node.js $(node -v) is too old: the mesh needs 20 or newer."
+  exit 1
+fi
+
+# Dependencies: npm ci when node_modules is missing or older than the lock file.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing dependencies (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error >&2
+fi
+
+# nats-server: MESH_NATS_SERVER, then PATH, then /usr/sbin (where Debian puts it).
+find_nats() {
+  if [ -n "${MESH_NATS_SERVER:-}" ] && [ -x "${MESH_NATS_SERVER}" ]; then echo "$MESH_NATS_SERVER"; return 0; fi
+  command -v nats-server 2>/dev/null && return 0
+  [ -x /usr/sbin/nats-server ] && { echo /usr/sbin/nats-server; return 0; }
+  return 1
+}
+if ! find_nats >/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "nats-server is missing: installing it from the system's packages (apt-get install nats-server)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >&2
+  else
+    say "nats-server is missing and cannot be installed from here."
+    say "  On Debian or Ubuntu, as root: apt-get install -y nats-server"
+    say "  Elsewhere: put a nats-server (2.9 or newer) release binary on PATH, or set MESH_NATS_SERVER to its path."
+    exit 1
+  fi
+fi
+
+# Build (incremental: fast when nothing changed).
+npx --no-install tsc -b >&2
