@@ -1,7 +1,11 @@
 /**
  * The shape of a module's manifest (`mesh.yaml` / `mesh.json`). This schema checks fields one by
- * one; the checks across fields (a process names an existing bundle, the runtime's rules, …) are
- * in `@mesh/core`, which reports every problem at once.
+ * one, and is what editors check a manifest against (as JSON Schema, `docs/manifest.schema.json`);
+ * the checks across fields (a process names an existing bundle, the runtime's rules, …) are in
+ * `@mesh/core`'s `checkManifest`, which reports every problem at once.
+ *
+ * Shape rules that JSON Schema can say are written as patterns rather than refinements, so an
+ * editor enforces them too.
  */
 import { z } from "zod";
 import { BUILD_ID_PATTERN, KEY_NAME_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
@@ -24,24 +28,52 @@ export const BuildId = z.string().regex(BUILD_ID_PATTERN, {
 export const Language = z.enum(["typescript", "prebuilt"]);
 export type Language = z.infer<typeof Language>;
 
-/** A path inside a bundle: relative, forward slashes, never leaving the bundle. */
-export const BundleRelativePath = z
-  .string()
-  .min(1)
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), {
-    error: "a path inside a bundle is relative and never uses .. (e.g. \"src/main.ts\")",
-  });
+/**
+ * A path inside a bundle: relative, `/` between non-empty parts, no part `.` or `..`, so it can
+ * never leave the bundle's folder.
+ */
+export const BUNDLE_PATH_PATTERN = /^(?:(?!\.\.?\/)[^/\u0000]+\/)*(?!\.\.?$)[^/\u0000]+$/;
+export const BundleRelativePath = z.string().regex(BUNDLE_PATH_PATTERN, {
+  error: 'a path inside a bundle is relative, with no empty, "." or ".." part (e.g. "src/main.ts")',
+});
+
+/** Where a declared file is written on the node: absolute, with no empty, `.` or `..` part. */
+export const ABSOLUTE_PATH_PATTERN = /^(?:\/(?!\.\.?(?:\/|$))[^/\u0000]+)+$/;
+
+/** An environment variable's name; `MESH_` names are the mesh's own and set by it. */
+export const ENV_NAME_PATTERN = /^(?!MESH_)[A-Za-z_][A-Za-z0-9_]*$/;
+/** The prefix of the variables the mesh sets for a process. */
+export const RESERVED_ENV_PREFIX = "MESH_";
+
+/** `config`, or a resource id `<module>.<id>` (e.g. `hello.need-api-token`). */
+export const RESTART_ON_PATTERN = /^(?:config|[a-z][a-z0-9-]{0,62}\.[a-z][a-z0-9_-]{0,127})$/;
+/** The `restart-on` entry that restarts a process when one of its module's config values moves. */
+export const RESTART_ON_CONFIG = "config";
 
 export const ManifestBundle = z
   .object({
     name: name("bundle", "tools"),
-    language: Language,
-    entrypoints: z.array(BundleRelativePath).default([]),
-    /** The files the tool runtime loads from this bundle; a bundle with loads is a tools bundle. */
-    loads: z.array(BundleRelativePath).optional(),
-    /** For `prebuilt`: where the archive comes from, and its digest. */
-    source: z.string().min(1).optional(),
-    digest: Digest.optional(),
+    language: Language.describe(
+      "typescript: built by the builder with esbuild; prebuilt: an archive taken as it is (needs source and digest)",
+    ),
+    entrypoints: z
+      .array(BundleRelativePath)
+      .default([])
+      .describe(
+        "Files the builder bundles (typescript: each is built to the same path ending in .js); the first is what a process runs when it gives no run",
+      ),
+    loads: z
+      .array(BundleRelativePath)
+      .optional()
+      .describe(
+        "Files the tool runtime loads from this bundle (for typescript, entrypoints as written). A bundle with loads is a tools bundle, delivered only where node-tools runs",
+      ),
+    source: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Where the archive comes from (prebuilt; filled in by the builder otherwise)"),
+    digest: Digest.optional().describe("The archive's SHA-256 (prebuilt; filled in by the builder otherwise)"),
     size: z.number().int().nonnegative().optional(),
   })
   .strict();
@@ -50,10 +82,32 @@ export type ManifestBundle = z.infer<typeof ManifestBundle>;
 export const ManifestProcess = z
   .object({
     name: name("process", "daemon"),
-    bundle: name("bundle", "daemon"),
-    run: z.array(z.string().min(1)).min(1).optional(),
-    env: z.record(z.string(), z.string()).optional(),
-    "restart-on": z.array(z.string().min(1)).optional(),
+    bundle: name("bundle", "daemon").describe("The bundle (of this manifest) the process runs from"),
+    run: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        "argv, paths relative to the bundle's folder; when omitted, the bundle's first entrypoint as built, run by its language's interpreter",
+      ),
+    env: z
+      .record(
+        z.string().regex(ENV_NAME_PATTERN, {
+          error: "an environment variable is a letter or _, then letters, digits or _, and never starts with MESH_",
+        }),
+        z.string(),
+      )
+      .optional(),
+    "restart-on": z
+      .array(
+        z.string().regex(RESTART_ON_PATTERN, {
+          error: 'a restart-on entry is "config" or a resource id "<module>.<id>" (e.g. "hello.need-api-token")',
+        }),
+      )
+      .optional()
+      .describe(
+        "Resource ids whose change restarts the process, or config: restart when one of the module's config values moves",
+      ),
   })
   .strict();
 export type ManifestProcess = z.infer<typeof ManifestProcess>;
@@ -61,7 +115,7 @@ export type ManifestProcess = z.infer<typeof ManifestProcess>;
 export const ManifestState = z
   .object({
     name: name("state", "counts"),
-    readable: z.boolean().default(false),
+    readable: z.boolean().default(false).describe("Whether other modules may be granted to read it"),
   })
   .strict();
 export type ManifestState = z.infer<typeof ManifestState>;
@@ -87,11 +141,37 @@ export const ConfigDeclaration = z
 export type ConfigDeclaration = z.infer<typeof ConfigDeclaration>;
 
 const ConfigKeyName = z.string().regex(KEY_NAME_PATTERN, {
-  error: "a config key is a lowercase letter, then lowercase letters, digits, _ or - (e.g. \"greeting\")",
+  error: 'a config key is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "greeting")',
 });
 
-export const OwnSecret = z.object({ path: z.string().min(1) }).strict();
+const SecretName = z.string().regex(KEY_NAME_PATTERN, {
+  error: 'a secret name is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "api-token")',
+});
+
+export const OwnSecret = z
+  .object({
+    path: z
+      .string()
+      .regex(ABSOLUTE_PATH_PATTERN, {
+        error: 'a secret\'s path is absolute, with no empty, "." or ".." part (e.g. "/etc/hello/token")',
+      })
+      .describe("Where the node writes the file (mode 0600)"),
+  })
+  .strict();
 export type OwnSecret = z.infer<typeof OwnSecret>;
+
+/**
+ * A module that changes how the machine itself is set up (its firewall, packages or services)
+ * says so with a filter. An adopted machine keeps that setup to its own administration, so there
+ * the module is left out of the node's composition altogether: nothing delivered, nothing run,
+ * nothing served. See docs/decisions/0012-filters-on-adopted-machines.md.
+ */
+export const ManifestFilter = z
+  .object({
+    description: z.string().min(1).describe("What the module changes on the machine, for the operator"),
+  })
+  .strict();
+export type ManifestFilter = z.infer<typeof ManifestFilter>;
 
 export const Manifest = z
   .object({
@@ -100,10 +180,16 @@ export const Manifest = z
     bundles: z.array(ManifestBundle).default([]),
     processes: z.array(ManifestProcess).default([]),
     states: z.array(ManifestState).default([]),
-    reads: z.array(StateRef).default([]),
-    calls: z.array(ToolRef).default([]),
+    reads: z.array(StateRef).default([]).describe('States of other modules it reads: "<module>/<state>"'),
+    calls: z.array(ToolRef).default([]).describe('Tools it calls: "<module>/<tool>"'),
     config: z.record(ConfigKeyName, ConfigDeclaration).default({}),
-    "own-secrets": z.record(ConfigKeyName, OwnSecret).default({}),
+    "own-secrets": z
+      .record(SecretName, OwnSecret)
+      .default({})
+      .describe("Files the module is given, by name; broker is the module's own bus credential"),
+    filter: ManifestFilter.optional().describe(
+      "Set when the module changes the machine's own setup; it is then left out on adopted machines",
+    ),
   })
   .strict();
 /** A manifest as written (defaults not yet filled in). */
@@ -111,7 +197,8 @@ export type ManifestInput = z.input<typeof Manifest>;
 /** A manifest after parsing: every list and map present. */
 export type Manifest = z.infer<typeof Manifest>;
 
-/** The JSON Schema of a manifest, for editors. */
+/** The JSON Schema of a manifest, for editors (kept in `docs/manifest.schema.json`). */
 export function manifestJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(Manifest, { io: "input" }) as Record<string, unknown>;
+  const schema = z.toJSONSchema(Manifest, { io: "input" }) as Record<string, unknown>;
+  return { ...schema, title: "mesh module manifest (mesh.yaml / mesh.json)" };
 }

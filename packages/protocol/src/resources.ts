@@ -3,13 +3,30 @@
  * match, one resource at a time.
  */
 import { z } from "zod";
+import { DIGEST_PATTERN } from "./layout.js";
 import { Digest } from "./manifest.js";
+
+/**
+ * Where the host fetches a bundle: `<store>/<digest>`, the object of that digest in the artifact
+ * store (e.g. `mesh-artifacts/<sha256>`). Every source the mesh composes is routed this way, so a
+ * host fetches from the bus only and checks the digest it was told.
+ */
+export const artifactSource = (store: string, digest: string): string => `${store}/${digest}`;
+
+/** The store and digest of an artifact source, or undefined when it is not one. */
+export function parseArtifactSource(source: string): { store: string; digest: string } | undefined {
+  const slash = source.lastIndexOf("/");
+  const store = source.slice(0, slash);
+  const digest = source.slice(slash + 1);
+  return slash > 0 && DIGEST_PATTERN.test(digest) ? { store, digest } : undefined;
+}
 
 /** A bundle archive to fetch, verify and unpack at `path`. */
 export const ArchiveResource = z
   .object({
     id: z.string().min(1),
     type: z.literal("archive"),
+    module: z.string().min(1),
     /** Where the host fetches it: `mesh-artifacts/<digest>` through the artifact store. */
     source: z.string().min(1),
     digest: Digest,
@@ -29,6 +46,7 @@ export const NeedResource = z
     path: z.string().min(1),
     /** The sealed content; absent until the controller has something to seal. */
     sealed: z.string().optional(),
+    /** Who owns the file (it is written 0600); absent: the host's own account. */
     user: z.string().optional(),
   })
   .strict();
@@ -41,11 +59,17 @@ export const ProcessResource = z
     type: z.literal("process"),
     name: z.string().min(1),
     module: z.string().min(1),
+    /** The bundle it runs, fetched like an archive and unpacked at `path`. */
     source: z.string().min(1),
     digest: Digest,
+    /** Where the bundle is unpacked, `<root>/bundles/<module>/<bundle>`; the process's working folder. */
+    path: z.string().min(1),
+    /** argv; relative paths are relative to `path`. */
     run: z.array(z.string().min(1)).min(1),
     env: z.record(z.string(), z.string()),
+    /** The account it runs as; absent: the host's own. */
     user: z.string().optional(),
+    /** Resource ids whose change restarts it, or `config`: one of its module's config values moved. */
     "restart-on": z.array(z.string()),
   })
   .strict();
