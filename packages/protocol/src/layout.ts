@@ -226,8 +226,9 @@ export function candidateKey(module: string, seq: number): string {
 
 export function parseCandidateKey(key: string): { module: string; seq: number } {
   const [module, seq, extra] = key.split(".");
+  // A seq beyond 2^53 would not read back as the number that was written; candidateKey refuses it.
   if (extra === undefined && isName("module", module) && seq !== undefined && /^[1-9][0-9]*$/.test(seq)) {
-    return { module, seq: Number(seq) };
+    if (Number.isSafeInteger(Number(seq))) return { module, seq: Number(seq) };
   }
   throw invalidKey(key, "<module>.<seq>");
 }
@@ -313,7 +314,9 @@ export const bundlePath = (root: string, module: string, bundle: string): string
 
 /** Where the resource id's module part ends. */
 export function resourceModule(id: string): string {
-  const module = id.slice(0, id.indexOf("."));
+  const dot = id.indexOf(".");
+  // Without a dot, slice(0, -1) would take all but the last character for a module name.
+  const module = dot > 0 && dot < id.length - 1 ? id.slice(0, dot) : "";
   if (!isName("module", module)) throw invalidKey(id, "<module>.<id>");
   return module;
 }

@@ -48,6 +48,16 @@ const RULES: Record<NameKind, { pattern: RegExp; rule: string; example: string }
   ask: { pattern: ASK_ID_PATTERN, rule: "^[a-z0-9][a-z0-9-]{0,63}$", example: "a-1f2e3d4c" },
 };
 
+/** Each pattern's rule in words, for refusals (tool, config key and secret share one source). */
+const RULE_WORDS: Record<string, string> = {
+  [NAME_PATTERN.source]:
+    "a lowercase letter first, then lowercase letters, digits or -, at most 63 characters",
+  [TOOL_NAME_PATTERN.source]:
+    "a lowercase letter first, then lowercase letters, digits, _ or -, at most 63 characters",
+  [BUILD_ID_PATTERN.source]:
+    "a lowercase letter or digit first, then lowercase letters, digits or -, at most 64 characters",
+};
+
 /** The problem with `value` as a name of `kind`, or undefined when it is a good one. */
 export function nameProblem(kind: NameKind, value: unknown): string | undefined {
   const { pattern, rule, example } = RULES[kind];
@@ -57,7 +67,7 @@ export function nameProblem(kind: NameKind, value: unknown): string | undefined 
   if (!pattern.test(value)) {
     return (
       `the ${kind} name ${JSON.stringify(value)} does not match ${rule} ` +
-      `(a lowercase letter first, then lowercase letters, digits${kind === "tool" || kind === "config key" || kind === "secret" ? ", _" : ""} or -, at most 63 characters); ` +
+      `(${RULE_WORDS[pattern.source] ?? rule}); ` +
       `write e.g. "${suggest(value, example)}"`
     );
   }
@@ -98,8 +108,15 @@ function suggest(value: string, fallback: string): string {
   return lowered.length > 0 && lowered !== ALL_NODES ? lowered : fallback;
 }
 
+/** A short account of a value that is not a string; never throws (a refusal must not fail). */
 function describe(value: unknown): string {
   if (value === undefined) return "nothing";
   if (value === null) return "null";
-  return `${typeof value} ${JSON.stringify(value)}`;
+  let shown: string | undefined;
+  try {
+    shown = typeof value === "bigint" ? `${value}n` : JSON.stringify(value);
+  } catch {
+    // A cycle or a throwing toJSON: the type alone says enough.
+  }
+  return shown === undefined ? typeof value : `${typeof value} ${shown.slice(0, 80)}`;
 }

@@ -6,10 +6,14 @@
 import { z } from "zod";
 import { Bucket } from "./layout.js";
 import { BuildId, Digest, Manifest } from "./manifest.js";
-import { NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import { ALL_NODES, ASK_ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { Resource } from "./resources.js";
 
 const Name = z.string().regex(NAME_PATTERN);
+/** A node's name: a name, and never `all`, which means every node in assignments and puts. */
+const NodeName = Name.refine((name) => name !== ALL_NODES, {
+  error: '"all" is not a node name: it means every node in assignments and puts',
+});
 /** An instant, as ISO 8601 in UTC. */
 export const Instant = z.iso.datetime();
 /** Who did something: an operator's name or one of the mesh's principals. */
@@ -91,7 +95,7 @@ export type Put = z.infer<typeof Put>;
 
 export const Presence = z
   .object({
-    node: Name,
+    node: NodeName,
     facts: z
       .object({
         hostname: z.string(),
@@ -131,11 +135,11 @@ export type Have = z.infer<typeof Have>;
 
 export const Ask = z
   .object({
-    id: z.string().min(1),
+    id: z.string().regex(ASK_ID_PATTERN),
     what: z.string().min(1),
     module: Name,
     build: BuildId,
-    nodes: z.array(Name),
+    nodes: z.array(NodeName),
     at: Instant,
   })
   .strict();
@@ -163,7 +167,7 @@ export type Want = z.infer<typeof Want>;
 
 export const CompositionVerdict = z
   .object({
-    node: Name,
+    node: NodeName,
     verdict: z.enum(["ok", "refused"]),
     /** The modules and builds that were checked together. */
     wanted: z.record(Name, BuildId),
@@ -185,7 +189,7 @@ export type Difference = z.infer<typeof Difference>;
 // mesh-composed --------------------------------------------------------------------------------
 
 export const Composed = z
-  .object({ node: Name, resources: z.array(Resource), fingerprint: z.string().min(1) })
+  .object({ node: NodeName, resources: z.array(Resource), fingerprint: z.string().min(1) })
   .strict();
 export type Composed = z.infer<typeof Composed>;
 
@@ -205,7 +209,7 @@ export const Permissions = z
 export type Permissions = z.infer<typeof Permissions>;
 
 export const Grant = z
-  .object({ user: z.string().min(1), node: Name, module: Name, permissions: Permissions, at: Instant })
+  .object({ user: z.string().min(1), node: NodeName, module: Name, permissions: Permissions, at: Instant })
   .strict();
 export type Grant = z.infer<typeof Grant>;
 
@@ -225,7 +229,7 @@ export type SealedSecret = z.infer<typeof SealedSecret>;
 /** `mesh.keeps.<node>.<module>`: the states a process keeps and which of them others may read. */
 export const Keeps = z
   .object({
-    node: Name,
+    node: NodeName,
     module: Name,
     states: z.array(z.object({ name: Name, readable: z.boolean() }).strict()),
     at: Instant,
@@ -243,7 +247,7 @@ export const Condition = z
     name: Name,
     level: ConditionLevel,
     message: z.string().min(1).max(4000),
-    node: Name.optional(),
+    node: NodeName.optional(),
     at: Instant,
   })
   .strict();
@@ -263,7 +267,7 @@ export type ProvisionChanged = z.infer<typeof ProvisionChanged>;
 
 /** `mesh.join`: a new node presents a one-time token and its public key. */
 export const JoinRequest = z
-  .object({ token: z.string().min(1), node: Name, publicKey: z.string().min(1) })
+  .object({ token: z.string().min(1), node: NodeName, publicKey: z.string().min(1) })
   .strict();
 export type JoinRequest = z.infer<typeof JoinRequest>;
 
