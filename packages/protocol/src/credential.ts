@@ -17,7 +17,8 @@ export const Credential = z
     fingerprint: z
       .string()
       .regex(FINGERPRINT_PATTERN, {
-        error: 'a fingerprint is 32 uppercase hex pairs joined by ":" (what `openssl x509 -fingerprint -sha256` prints)',
+        error:
+          'a fingerprint is 32 uppercase hex pairs joined by ":" (what `openssl x509 -fingerprint -sha256` prints)',
       })
       .optional(),
     /** The bus's certificate (PEM), trusted as its own authority when the fingerprint is set. */

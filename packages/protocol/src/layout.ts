@@ -156,7 +156,12 @@ export const inboxPrefix = (node: string, module: string): string =>
 /** Settings of the streams the mesh creates beside its buckets. */
 export const StreamSpec: Record<
   Stream,
-  { readonly subjects: readonly string[]; readonly maxMsgsPerSubject: number; readonly maxAgeSeconds: number; readonly maxBytes: number }
+  {
+    readonly subjects: readonly string[];
+    readonly maxMsgsPerSubject: number;
+    readonly maxAgeSeconds: number;
+    readonly maxBytes: number;
+  }
 > = {
   [Stream.conditions]: {
     subjects: [`${Subject.conditionsPrefix}.>`],
@@ -227,7 +232,12 @@ export function candidateKey(module: string, seq: number): string {
 export function parseCandidateKey(key: string): { module: string; seq: number } {
   const [module, seq, extra] = key.split(".");
   // A seq beyond 2^53 would not read back as the number that was written; candidateKey refuses it.
-  if (extra === undefined && isName("module", module) && seq !== undefined && /^[1-9][0-9]*$/.test(seq)) {
+  if (
+    extra === undefined &&
+    isName("module", module) &&
+    seq !== undefined &&
+    /^[1-9][0-9]*$/.test(seq)
+  ) {
     if (Number.isSafeInteger(Number(seq))) return { module, seq: Number(seq) };
   }
   throw invalidKey(key, "<module>.<seq>");
@@ -277,7 +287,8 @@ export const askKey = (id: string): string => checkName("ask", id);
 /** `<digest>`: manifests and artifacts, the lowercase hex SHA-256 of the content. */
 export const DIGEST_PATTERN = /^[0-9a-f]{64}$/;
 export function digestKey(digest: string): string {
-  if (!DIGEST_PATTERN.test(digest)) throw invalidKey(digest, "a lowercase hex SHA-256 (64 characters)");
+  if (!DIGEST_PATTERN.test(digest))
+    throw invalidKey(digest, "a lowercase hex SHA-256 (64 characters)");
   return digest;
 }
 
@@ -357,7 +368,8 @@ export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set(Object.values(
 /** `<module>.<name>` where the name is of `second`'s kind. */
 function parsePair(key: string, second: NameKind, shape: string): [string, string] {
   const [module, name, extra] = key.split(".");
-  if (extra === undefined && isName("module", module) && isName(second, name)) return [module, name];
+  if (extra === undefined && isName("module", module) && isName(second, name))
+    return [module, name];
   throw invalidKey(key, shape);
 }
 

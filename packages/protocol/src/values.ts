@@ -69,7 +69,11 @@ export const Build = z
     /** The last lines of the build's output. */
     log: z.string(),
     timings: z
-      .object({ started: Instant, finished: Instant.optional(), ms: z.number().nonnegative().optional() })
+      .object({
+        started: Instant,
+        finished: Instant.optional(),
+        ms: z.number().nonnegative().optional(),
+      })
       .strict(),
   })
   .strict();
@@ -209,7 +213,13 @@ export const Permissions = z
 export type Permissions = z.infer<typeof Permissions>;
 
 export const Grant = z
-  .object({ user: z.string().min(1), node: NodeName, module: Name, permissions: Permissions, at: Instant })
+  .object({
+    user: z.string().min(1),
+    node: NodeName,
+    module: Name,
+    permissions: Permissions,
+    at: Instant,
+  })
   .strict();
 export type Grant = z.infer<typeof Grant>;
 
@@ -220,7 +230,13 @@ export type ConfigValue = z.infer<typeof ConfigValue>;
 
 /** A secret sealed with the vault's key (AES-256-GCM), base64 parts. */
 export const SealedSecret = z
-  .object({ nonce: z.string().min(1), ciphertext: z.string().min(1), tag: z.string().min(1), by: Actor, at: Instant })
+  .object({
+    nonce: z.string().min(1),
+    ciphertext: z.string().min(1),
+    tag: z.string().min(1),
+    by: Actor,
+    at: Instant,
+  })
   .strict();
 export type SealedSecret = z.infer<typeof SealedSecret>;
 
@@ -273,7 +289,12 @@ export type JoinRequest = z.infer<typeof JoinRequest>;
 
 /** `mesh.logs.<node>.<module>`: one line of a process's output. */
 export const LogLine = z
-  .object({ process: z.string().min(1), stream: z.enum(["stdout", "stderr"]), line: z.string(), at: Instant })
+  .object({
+    process: z.string().min(1),
+    stream: z.enum(["stdout", "stderr"]),
+    line: z.string(),
+    at: Instant,
+  })
   .strict();
 export type LogLine = z.infer<typeof LogLine>;
 
