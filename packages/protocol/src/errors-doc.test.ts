@@ -2,7 +2,6 @@
  * docs/errors.md and the code must list the same codes: every ErrorCode and every ReplyCode has
  * a row with a meaning and a fix, and the doc lists no code the code does not have.
  */
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test tracks the promises test() and describe() return */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test tracks the promises test() and describe() return */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
