@@ -1,0 +1,212 @@
+/**
+ * The test harness: a real nats-server per test file, on a free port, with a temporary store,
+ * an admin user that may do everything (as the mesh's controller may) and the users a test
+ * gives. Behaviour the bus enforces (permissions, reloads, watches) is tested against it, never
+ * against a mock.
+ *
+ * ```ts
+ * const server = await startTestServer({ users: [{ user: "a", password: "pw", permissions }] });
+ * after(() => server.stop());
+ * ```
+ */
+import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ErrorCode, MeshError, isMeshError, type Permissions } from "@mesh/protocol";
+import { EmbeddedServer, type ReloadOptions } from "../server/embedded-server.js";
+import type { NatsServerBinary } from "../server/find-server.js";
+import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "../server/server-config.js";
+
+/** A user as a test writes it: the password in plain text (the harness hashes it). */
+export interface TestUser {
+  readonly user: string;
+  readonly password: string;
+  readonly permissions: Permissions;
+}
+
+export interface TestServerOptions {
+  readonly users?: readonly TestUser[];
+  readonly binary?: NatsServerBinary;
+  readonly startTimeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface TestServer extends AsyncDisposable {
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  /** The temporary folder (config, log, store); removed by stop(). */
+  readonly dir: string;
+  /** The user with every permission, for setting up buckets and streams. */
+  readonly admin: { readonly user: string; readonly password: string };
+  /** The running server, for its log and state. */
+  readonly server: EmbeddedServer;
+  /** Replaces the test users (the admin always stays) and reloads the server. */
+  setUsers(users: readonly TestUser[], options?: ReloadOptions): Promise<void>;
+  /** Stops the server and removes its folder; calling it again is harmless. */
+  stop(): Promise<void>;
+}
+
+export const ADMIN_USER = "admin";
+
+const START_ATTEMPTS = 3;
+
+/**
+ * Starts a server for one test file. The port is found by {@link freePort}; if another process
+ * takes it before the server binds, the start is tried again on a new port.
+ */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const { signal } = options;
+  const admin = { user: ADMIN_USER, password: randomBytes(18).toString("base64url") };
+  const dir = await mkdtemp(join(tmpdir(), "mesh-nats-"));
+  try {
+    const users = await hashUsers(admin, options.users ?? [], signal);
+    let server: EmbeddedServer | undefined;
+    for (let attempt = 1; server === undefined; attempt++) {
+      const port = await freePort(signal === undefined ? {} : { signal });
+      try {
+        server = await EmbeddedServer.start({
+          dir,
+          port,
+          users,
+          serverName: "mesh-test",
+          maxMemoryStore: 64 * 1024 * 1024,
+          maxFileStore: 1024 * 1024 * 1024,
+          startTimeoutMs: options.startTimeoutMs ?? 15_000,
+          // A test file that forgets stop() must still end; the server is killed when it does.
+          ref: false,
+          ...(options.binary === undefined ? {} : { binary: options.binary }),
+          ...(signal === undefined ? {} : { signal }),
+        });
+      } catch (error) {
+        const portTaken =
+          isMeshError(error, ErrorCode.SERVER_START_FAILED) &&
+          /address already in use/.test(error.message);
+        if (!portTaken || attempt >= START_ATTEMPTS) throw error;
+      }
+    }
+    return testServer(server, dir, admin);
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+function testServer(
+  server: EmbeddedServer,
+  dir: string,
+  admin: { readonly user: string; readonly password: string },
+): TestServer {
+  // A test file that never calls stop() still leaves no folder behind (the server itself is
+  // killed by EmbeddedServer's own exit hook, which runs first).
+  const removeOnExit = (): void => {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Best effort: the process is ending.
+    }
+  };
+  process.once("exit", removeOnExit);
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await server.stop({ graceMs: 2_000 });
+      await rm(dir, { recursive: true, force: true });
+      process.removeListener("exit", removeOnExit);
+    })();
+    return stopping;
+  };
+  return {
+    url: server.url,
+    port: server.port,
+    pid: server.pid,
+    dir,
+    admin,
+    server,
+    async setUsers(users, options = {}) {
+      await server.setUsers(await hashUsers(admin, users, options.signal), options);
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+// bcrypt takes ~60 ms a hash; tests reload the same users many times, so each is hashed once.
+const hashes = new Map<string, Promise<string>>();
+
+async function hashUsers(
+  admin: { readonly user: string; readonly password: string },
+  users: readonly TestUser[],
+  signal: AbortSignal | undefined,
+): Promise<ServerUser[]> {
+  const all: TestUser[] = [{ ...admin, permissions: FULL_PERMISSIONS }, ...users];
+  return Promise.all(
+    all.map(async ({ user, password, permissions }) => {
+      const key = `${user}\u0000${password}`;
+      let hash = hashes.get(key);
+      if (hash === undefined) {
+        hash = hashPassword(password, signal === undefined ? {} : { signal });
+        hashes.set(key, hash);
+        hash.catch(() => hashes.delete(key));
+      }
+      return { user, passwordHash: await hash, permissions };
+    }),
+  );
+}
+
+/**
+ * A TCP port that was free a moment ago: the OS picks one for a listener on port 0, which is
+ * closed again. Another process may take it before it is used; callers that bind it must be
+ * ready to try again.
+ */
+export function freePort(
+  options: { readonly host?: string; readonly signal?: AbortSignal } = {},
+): Promise<number> {
+  const { signal } = options;
+  return new Promise((resolvePromise, reject) => {
+    if (signal?.aborted === true) {
+      reject(
+        new MeshError(ErrorCode.ABORTED, "finding a free port was aborted", {
+          cause: signal.reason,
+        }),
+      );
+      return;
+    }
+    const listener = createServer();
+    listener.unref();
+    listener.once("error", reject);
+    listener.listen({ host: options.host ?? "127.0.0.1", port: 0 }, () => {
+      const address = listener.address();
+      listener.close(() => {
+        if (address !== null && typeof address === "object") resolvePromise(address.port);
+        else
+          reject(new MeshError(ErrorCode.INTERNAL, "the OS gave no port for a listener on port 0"));
+      });
+    });
+  });
+}
+
+/**
+ * `promise`, or a TIMEOUT error naming `what` when it has not settled within `ms`. Tests wait
+ * for events with this instead of sleeping.
+ */
+export function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      reject(new MeshError(ErrorCode.TIMEOUT, `${what} did not happen within ${ms} ms`));
+    }, ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolvePromise(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

@@ -1,0 +1,2 @@
+// `@mesh/bus/testing`: what tests of every package use to get a real bus.
+export * from "./harness.js";
