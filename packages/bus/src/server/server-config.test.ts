@@ -4,7 +4,7 @@ import { ErrorCode, isMeshError, type Permissions } from "@mesh/protocol";
 import {
   FULL_PERMISSIONS,
   hashPassword,
-  quote,
+  quoteConfigString,
   renderServerConfig,
   verifyPassword,
   type ServerConfigOptions,
@@ -104,7 +104,7 @@ describe("renderServerConfig permissions", () => {
   });
 });
 
-describe("quote", () => {
+describe("quoteConfigString", () => {
   const cases: { input: string; want: string }[] = [
     { input: "plain", want: '"plain"' },
     // $ stays literal inside double quotes; unquoted it would be a variable reference.
@@ -118,7 +118,7 @@ describe("quote", () => {
     { input: "a # b // c ; d , e } f ]", want: '"a # b // c ; d , e } f ]"' },
   ];
   for (const { input, want } of cases) {
-    it(`quotes ${JSON.stringify(input)}`, () => assert.equal(quote(input), want));
+    it(`quotes ${JSON.stringify(input)}`, () => assert.equal(quoteConfigString(input), want));
   }
 });
 

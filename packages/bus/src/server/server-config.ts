@@ -113,26 +113,26 @@ export function renderServerConfig(options: ServerConfigOptions): string {
   checkOptions(options);
   const lines: string[] = [
     "# Written by mesh; rewritten whenever the users list changes. Edits by hand are lost.",
-    `server_name: ${quote(options.serverName)}`,
-    `host: ${quote(options.host ?? DEFAULT_HOST)}`,
+    `server_name: ${quoteConfigString(options.serverName)}`,
+    `host: ${quoteConfigString(options.host ?? DEFAULT_HOST)}`,
     // -1 is the server's "pick a free port"; it logs the port it took.
     `port: ${options.port === 0 ? -1 : options.port}`,
     "",
     "jetstream {",
-    `  store_dir: ${quote(options.storeDir)}`,
+    `  store_dir: ${quoteConfigString(options.storeDir)}`,
     `  max_memory_store: ${options.maxMemoryStore ?? DEFAULT_MAX_MEMORY_STORE}`,
     `  max_file_store: ${options.maxFileStore ?? DEFAULT_MAX_FILE_STORE}`,
   ];
   if (supportsSyncInterval(options.serverVersion)) {
     // A single server has no replica to recover from: an acknowledged write must be on disk.
-    lines.push(`  sync_interval: ${quote("always")}`);
+    lines.push(`  sync_interval: ${quoteConfigString("always")}`);
   }
   lines.push("}", "");
   if (options.tls !== undefined) {
     lines.push(
       "tls {",
-      `  cert_file: ${quote(options.tls.certFile)}`,
-      `  key_file: ${quote(options.tls.keyFile)}`,
+      `  cert_file: ${quoteConfigString(options.tls.certFile)}`,
+      `  key_file: ${quoteConfigString(options.tls.keyFile)}`,
       "  timeout: 2",
       "}",
       "",
@@ -148,8 +148,8 @@ function renderUser(user: ServerUser): string[] {
   const { permissions } = user;
   const lines = [
     "    {",
-    `      user: ${quote(user.user)}`,
-    `      password: ${quote(user.passwordHash)}`,
+    `      user: ${quoteConfigString(user.user)}`,
+    `      password: ${quoteConfigString(user.passwordHash)}`,
     "      permissions: {",
     `        publish: ${renderSide(permissions.publish)}`,
     `        subscribe: ${renderSide(permissions.subscribe)}`,
@@ -173,7 +173,7 @@ function renderSide(side: Permissions["publish"]): string {
 }
 
 function renderList(subjects: readonly string[]): string {
-  return `[${subjects.map(quote).join(", ")}]`;
+  return `[${subjects.map(quoteConfigString).join(", ")}]`;
 }
 
 /**
@@ -181,7 +181,7 @@ function renderList(subjects: readonly string[]): string {
  * double quotes (the server substitutes variables only in unquoted values); non-ASCII text is
  * written as is (the file is UTF-8).
  */
-export function quote(value: string): string {
+export function quoteConfigString(value: string): string {
   let out = '"';
   for (const char of value) {
     const code = char.codePointAt(0) ?? 0;
