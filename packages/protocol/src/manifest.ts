@@ -32,12 +32,14 @@ export type Language = z.infer<typeof Language>;
  * A path inside a bundle: relative, `/` between non-empty parts, no part `.` or `..`, so it can
  * never leave the bundle's folder.
  */
+// eslint-disable-next-line no-control-regex -- a NUL ends a path for the OS, so a path with one is refused
 export const BUNDLE_PATH_PATTERN = /^(?:(?!\.\.?\/)[^/\u0000]+\/)*(?!\.\.?$)[^/\u0000]+$/;
 export const BundleRelativePath = z.string().regex(BUNDLE_PATH_PATTERN, {
   error: 'a path inside a bundle is relative, with no empty, "." or ".." part (e.g. "src/main.ts")',
 });
 
 /** Where a declared file is written on the node: absolute, with no empty, `.` or `..` part. */
+// eslint-disable-next-line no-control-regex -- as above
 export const ABSOLUTE_PATH_PATTERN = /^(?:\/(?!\.\.?(?:\/|$))[^/\u0000]+)+$/;
 
 /** An environment variable's name; `MESH_` names are the mesh's own and set by it. */
@@ -73,7 +75,9 @@ export const ManifestBundle = z
       .min(1)
       .optional()
       .describe("Where the archive comes from (prebuilt; filled in by the builder otherwise)"),
-    digest: Digest.optional().describe("The archive's SHA-256 (prebuilt; filled in by the builder otherwise)"),
+    digest: Digest.optional().describe(
+      "The archive's SHA-256 (prebuilt; filled in by the builder otherwise)",
+    ),
     size: z.number().int().nonnegative().optional(),
   })
   .strict();
@@ -82,7 +86,9 @@ export type ManifestBundle = z.infer<typeof ManifestBundle>;
 export const ManifestProcess = z
   .object({
     name: name("process", "daemon"),
-    bundle: name("bundle", "daemon").describe("The bundle (of this manifest) the process runs from"),
+    bundle: name("bundle", "daemon").describe(
+      "The bundle (of this manifest) the process runs from",
+    ),
     run: z
       .array(z.string().min(1))
       .min(1)
@@ -93,7 +99,8 @@ export const ManifestProcess = z
     env: z
       .record(
         z.string().regex(ENV_NAME_PATTERN, {
-          error: "an environment variable is a letter or _, then letters, digits or _, and never starts with MESH_",
+          error:
+            "an environment variable is a letter or _, then letters, digits or _, and never starts with MESH_",
         }),
         z.string(),
       )
@@ -101,7 +108,8 @@ export const ManifestProcess = z
     "restart-on": z
       .array(
         z.string().regex(RESTART_ON_PATTERN, {
-          error: 'a restart-on entry is "config" or a resource id "<module>.<id>" (e.g. "hello.need-api-token")',
+          error:
+            'a restart-on entry is "config" or a resource id "<module>.<id>" (e.g. "hello.need-api-token")',
         }),
       )
       .optional()
@@ -115,7 +123,10 @@ export type ManifestProcess = z.infer<typeof ManifestProcess>;
 export const ManifestState = z
   .object({
     name: name("state", "counts"),
-    readable: z.boolean().default(false).describe("Whether other modules may be granted to read it"),
+    readable: z
+      .boolean()
+      .default(false)
+      .describe("Whether other modules may be granted to read it"),
   })
   .strict();
 export type ManifestState = z.infer<typeof ManifestState>;
@@ -141,11 +152,13 @@ export const ConfigDeclaration = z
 export type ConfigDeclaration = z.infer<typeof ConfigDeclaration>;
 
 const ConfigKeyName = z.string().regex(KEY_NAME_PATTERN, {
-  error: 'a config key is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "greeting")',
+  error:
+    'a config key is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "greeting")',
 });
 
 const SecretName = z.string().regex(KEY_NAME_PATTERN, {
-  error: 'a secret name is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "api-token")',
+  error:
+    'a secret name is a lowercase letter, then lowercase letters, digits, _ or - (e.g. "api-token")',
 });
 
 export const OwnSecret = z
@@ -153,7 +166,8 @@ export const OwnSecret = z
     path: z
       .string()
       .regex(ABSOLUTE_PATH_PATTERN, {
-        error: 'a secret\'s path is absolute, with no empty, "." or ".." part (e.g. "/etc/hello/token")',
+        error:
+          'a secret\'s path is absolute, with no empty, "." or ".." part (e.g. "/etc/hello/token")',
       })
       .describe("Where the node writes the file (mode 0600)"),
   })
@@ -168,7 +182,10 @@ export type OwnSecret = z.infer<typeof OwnSecret>;
  */
 export const ManifestFilter = z
   .object({
-    description: z.string().min(1).describe("What the module changes on the machine, for the operator"),
+    description: z
+      .string()
+      .min(1)
+      .describe("What the module changes on the machine, for the operator"),
   })
   .strict();
 export type ManifestFilter = z.infer<typeof ManifestFilter>;
@@ -180,7 +197,10 @@ export const Manifest = z
     bundles: z.array(ManifestBundle).default([]),
     processes: z.array(ManifestProcess).default([]),
     states: z.array(ManifestState).default([]),
-    reads: z.array(StateRef).default([]).describe('States of other modules it reads: "<module>/<state>"'),
+    reads: z
+      .array(StateRef)
+      .default([])
+      .describe('States of other modules it reads: "<module>/<state>"'),
     calls: z.array(ToolRef).default([]).describe('Tools it calls: "<module>/<tool>"'),
     config: z.record(ConfigKeyName, ConfigDeclaration).default({}),
     "own-secrets": z

@@ -1,0 +1,469 @@
+/**
+ * The manifest schema's issues, told as manifest problems: each gets the rule id a program can
+ * match on, and a fix that says what to write there — not the schema library's own words.
+ */
+import {
+  ConfigDeclaration,
+  Manifest,
+  ManifestBundle,
+  ManifestFilter,
+  ManifestProcess,
+  ManifestState,
+  OwnSecret,
+  RESERVED_ENV_PREFIX,
+} from "@mesh/protocol";
+import { problem, quote, type ManifestPath, type ManifestProblem } from "./manifest-problem.js";
+import { closest, nameLike, oneOf } from "./suggest.js";
+
+/** What this file reads of a schema issue; the schema library's issues have this shape. */
+export interface SchemaIssue {
+  readonly code: string;
+  readonly path: readonly PropertyKey[];
+  readonly input?: unknown;
+  readonly expected?: string;
+  readonly keys?: readonly string[];
+  readonly values?: readonly unknown[];
+  readonly origin?: string;
+  readonly minimum?: unknown;
+}
+
+/** The problems of a manifest's schema issues, one per issue (one per key for unknown fields). */
+export function schemaProblems(issues: readonly SchemaIssue[], input: unknown): ManifestProblem[] {
+  const out: ManifestProblem[] = [];
+  for (const issue of issues) {
+    const at = issue.path.filter((p): p is string | number => typeof p !== "symbol");
+    if (issue.code === "unrecognized_keys") {
+      const holder = valueAt(input, at);
+      for (const key of issue.keys ?? [])
+        out.push(unknownField([...at, key], key, fieldOf(holder, key)));
+      continue;
+    }
+    out.push(oneProblem(issue, at));
+  }
+  return out;
+}
+
+function oneProblem(issue: SchemaIssue, at: ManifestPath): ManifestProblem {
+  const value = issue.input;
+  const found = { value };
+  const last = at[at.length - 1];
+  const field = typeof last === "string" ? last : "entry";
+  switch (issue.code) {
+    case "invalid_type": {
+      const expected = issue.expected ?? "value";
+      if (value === undefined) {
+        return problem(
+          "required",
+          at,
+          { missing: true },
+          `${describeField(at)} is missing`,
+          `add ${exampleOf(at)}`,
+        );
+      }
+      if (at.length === 0) {
+        return problem(
+          "type",
+          at,
+          found,
+          `a manifest is a mapping of fields, and this one is ${kindOfValue(value)}`,
+          'start from "module: <name>" at the top level, then the fields the module needs',
+        );
+      }
+      return problem(
+        "type",
+        at,
+        found,
+        `${describeField(at)} is ${kindOfValue(value)} ${quote(value)}, where ${article(expected)} is expected`,
+        typeFix(expected, value, at),
+      );
+    }
+    case "invalid_format":
+      return formatProblem(at, value);
+    case "invalid_key":
+      return keyProblem(at, value);
+    case "invalid_value":
+      if (field === "language") {
+        return problem(
+          "language-known",
+          at,
+          found,
+          `the language ${quote(value)} is not one the mesh builds or takes`,
+          `write ${oneOf((issue.values ?? []).map(String))}${typeof value === "string" && /^(ts|js|javascript|node)$/i.test(value) ? ' (for TypeScript and JavaScript: "typescript")' : ""}`,
+        );
+      }
+      return problem(
+        "value",
+        at,
+        found,
+        `${describeField(at)} is ${quote(value)}`,
+        `write ${oneOf((issue.values ?? []).map(String))}`,
+      );
+    case "too_small":
+      if (issue.origin === "number") {
+        return problem(
+          "number-range",
+          at,
+          found,
+          `${describeField(at)} is ${quote(value)}`,
+          "write a whole number of 0 or more",
+        );
+      }
+      return problem(
+        "not-empty",
+        at,
+        found,
+        `${describeField(at)} is empty`,
+        field === "run"
+          ? 'give the command, e.g. ["node", "main.js"], or leave run out to run the first entrypoint'
+          : `give a value, or leave ${JSON.stringify(field)} out`,
+      );
+    case "too_big":
+    case "not_multiple_of":
+      return problem(
+        "number-range",
+        at,
+        found,
+        `${describeField(at)} is ${quote(value)}`,
+        "write a whole number of 0 or more",
+      );
+    default:
+      return problem(
+        "value",
+        at,
+        found,
+        `${describeField(at)} is ${quote(value)}, which the schema does not allow`,
+        "see docs/manifest.schema.json for what this field takes",
+      );
+  }
+}
+
+/** A pattern the value does not match: which pattern depends on where the value is. */
+function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
+  const found = { value };
+  const [top, , field] = at;
+  const last = at[at.length - 1];
+  if (at.length === 1 && top === "module") {
+    return problem(
+      "name-valid",
+      at,
+      found,
+      `the module name ${quote(value)} is not a valid name`,
+      `write e.g. ${quote(nameLike(value, "hello"))}`,
+    );
+  }
+  if (last === "name" || (top === "processes" && field === "bundle")) {
+    const kind =
+      top === "bundles" || field === "bundle"
+        ? "bundle"
+        : top === "processes"
+          ? "process"
+          : "state";
+    const example = kind === "bundle" ? "tools" : kind === "process" ? "daemon" : "counts";
+    return problem(
+      "name-valid",
+      at,
+      found,
+      `the ${kind} name ${quote(value)} is not a valid name`,
+      `write e.g. ${quote(nameLike(value, example))}`,
+    );
+  }
+  if (top === "reads") {
+    return problem(
+      "read-well-formed",
+      at,
+      found,
+      `the read ${quote(value)} does not name a state as "<module>/<state>"`,
+      `write e.g. ${quote(refLike(value, "counter/counts"))}: the module that keeps the state, a /, then the state's name`,
+    );
+  }
+  if (top === "calls") {
+    return problem(
+      "call-well-formed",
+      at,
+      found,
+      `the call ${quote(value)} does not name a tool as "<module>/<tool>"`,
+      `write e.g. ${quote(refLike(value, "hello/greet"))}: the module that serves the tool, a /, then the tool's name`,
+    );
+  }
+  if (last === "digest") {
+    return problem(
+      "digest-valid",
+      at,
+      found,
+      `the digest ${quote(value)} is not a lowercase hex SHA-256`,
+      "write the archive's SHA-256 as 64 lowercase hex characters (what `sha256sum` prints first), without a sha256: prefix",
+    );
+  }
+  if (field === "entrypoints" || field === "loads") {
+    return problem(
+      "bundle-path-relative",
+      at,
+      found,
+      `the path ${quote(value)} could leave the bundle's folder or is not a plain relative path`,
+      `write a path relative to the bundle's folder, e.g. ${quote(relativeLike(value))}`,
+    );
+  }
+  if (top === "own-secrets" && last === "path") {
+    return problem(
+      "secret-path-absolute",
+      at,
+      found,
+      `the secret's path ${quote(value)} is not an absolute, plain path`,
+      `write an absolute path such as ${quote(`/etc/${String(at[1])}`)}, with no "." or ".." part`,
+    );
+  }
+  if (field === "restart-on") {
+    return problem(
+      "restart-on-valid",
+      at,
+      found,
+      `the restart-on entry ${quote(value)} is neither "config" nor a resource id`,
+      'write "config", or a resource id such as "hello.need-api-token" or "hello.bundle-tools"',
+    );
+  }
+  return problem(
+    "format",
+    at,
+    found,
+    `${describeField(at)} is ${quote(value)}, which does not have the expected form`,
+    "see docs/manifest.schema.json for the form this field takes",
+  );
+}
+
+/** A key of a map (config, own-secrets, env) that is not a good key. */
+function keyProblem(at: ManifestPath, key: unknown): ManifestProblem {
+  const found = { value: key };
+  const [top] = at;
+  if (top === "config") {
+    return problem(
+      "config-key-valid",
+      at,
+      found,
+      `the config key ${quote(key)} is not a valid key`,
+      `write e.g. ${quote(keyLike(key, "greeting"))}`,
+    );
+  }
+  if (top === "own-secrets") {
+    return problem(
+      "secret-name-valid",
+      at,
+      found,
+      `the secret name ${quote(key)} is not a valid name`,
+      `write e.g. ${quote(keyLike(key, "api-token"))}`,
+    );
+  }
+  if (typeof key === "string" && key.startsWith(RESERVED_ENV_PREFIX)) {
+    return problem(
+      "env-reserved",
+      at,
+      found,
+      `the variable ${quote(key)} is one the mesh sets itself`,
+      `use a name of your own, e.g. ${quote(key.slice(RESERVED_ENV_PREFIX.length) || "MY_SETTING")}; the mesh sets MESH_BROKER_FILE for a module that declares its broker secret`,
+    );
+  }
+  return problem(
+    "env-name-valid",
+    at,
+    found,
+    `the variable name ${quote(key)} is not one a process environment can hold portably`,
+    `write e.g. ${quote(envLike(key))}: a letter or _, then letters, digits or _`,
+  );
+}
+
+function unknownField(at: ManifestPath, key: string, value: unknown): ManifestProblem {
+  const known = knownFields(at.slice(0, -1));
+  const guess = closest(key, known);
+  return problem(
+    "unknown-field",
+    at,
+    { value },
+    `${JSON.stringify(key)} is not a field of ${whereIs(at.slice(0, -1))}`,
+    guess !== undefined
+      ? `write ${JSON.stringify(guess)} instead`
+      : `remove it; the fields here are ${oneOf(known)}`,
+  );
+}
+
+/** The fields an object at `at` may have, from the schema itself. */
+function knownFields(at: ManifestPath): string[] {
+  const [top] = at;
+  const shape =
+    at.length === 0
+      ? Manifest.shape
+      : top === "bundles"
+        ? ManifestBundle.shape
+        : top === "processes"
+          ? ManifestProcess.shape
+          : top === "states"
+            ? ManifestState.shape
+            : top === "config"
+              ? ConfigDeclaration.shape
+              : top === "own-secrets"
+                ? OwnSecret.shape
+                : top === "filter"
+                  ? ManifestFilter.shape
+                  : {};
+  return Object.keys(shape);
+}
+
+function whereIs(at: ManifestPath): string {
+  if (at.length === 0) return "a manifest";
+  const [top, key] = at;
+  switch (String(top)) {
+    case "bundles":
+      return "a bundle";
+    case "processes":
+      return "a process";
+    case "states":
+      return "a state";
+    case "config":
+      return `the config key ${JSON.stringify(key)}`;
+    case "own-secrets":
+      return `the secret ${JSON.stringify(key)}`;
+    case "filter":
+      return "a filter";
+    default:
+      return JSON.stringify(String(top));
+  }
+}
+
+function describeField(at: ManifestPath): string {
+  return at.length === 0 ? "the manifest" : `the field ${JSON.stringify(formatAt(at))}`;
+}
+
+function formatAt(at: ManifestPath): string {
+  return at
+    .map((p) => (typeof p === "number" ? `[${p}]` : p))
+    .join(".")
+    .replace(/\.\[/g, "[");
+}
+
+/** What to add for a required field: the field and a value of the right kind. */
+function exampleOf(at: ManifestPath): string {
+  const last = at[at.length - 1];
+  const [top] = at;
+  switch (String(last)) {
+    case "module":
+      return '"module: <name>", e.g. "module: hello"';
+    case "name":
+      return top === "bundles"
+        ? '"name: tools"'
+        : top === "processes"
+          ? '"name: daemon"'
+          : '"name: counts"';
+    case "language":
+      return '"language: typescript" (or prebuilt, with source and digest)';
+    case "bundle":
+      return '"bundle: <name of one of the bundles>"';
+    case "path":
+      return `"path: /etc/${String(at[1])}"`;
+    case "description":
+      return '"description: <what the module changes on the machine>"';
+    default:
+      return JSON.stringify(String(last));
+  }
+}
+
+function typeFix(expected: string, value: unknown, at: ManifestPath): string {
+  const last = at[at.length - 1];
+  switch (expected) {
+    case "array":
+      return typeof value === "string"
+        ? `write a list, even of one: [${JSON.stringify(value)}]`
+        : `write a list, e.g. ${listExample(last)}`;
+    case "object":
+    case "record":
+      return `write a mapping (key: value) here${last === "own-secrets" ? ', e.g. {"broker": {"path": "/etc/hello/broker.json"}}' : ""}`;
+    case "string":
+      return typeof value === "number" || typeof value === "boolean"
+        ? `quote it: ${JSON.stringify(String(value))}`
+        : "write text here";
+    case "boolean":
+      return typeof value === "string" && /^(yes|no|on|off|true|false)$/i.test(value)
+        ? `write ${/^(yes|on|true)$/i.test(value) ? "true" : "false"} without quotes (YAML 1.2 reads ${JSON.stringify(value)} as text)`
+        : "write true or false";
+    case "number":
+    case "int":
+      return "write a whole number of 0 or more";
+    default:
+      return `write ${article(expected)} here`;
+  }
+}
+
+function listExample(field: unknown): string {
+  switch (field) {
+    case "entrypoints":
+    case "loads":
+      return '["src/main.ts"]';
+    case "run":
+      return '["node", "main.js"]';
+    case "reads":
+      return '["counter/counts"]';
+    case "calls":
+      return '["hello/greet"]';
+    case "restart-on":
+      return '["config"]';
+    default:
+      return "[...]";
+  }
+}
+
+function kindOfValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  if (typeof value === "string") return "text";
+  return `a ${typeof value}`;
+}
+
+function article(expected: string): string {
+  const word =
+    expected === "object" || expected === "record"
+      ? "mapping"
+      : expected === "array"
+        ? "list"
+        : expected === "string"
+          ? "text"
+          : expected;
+  return word === "text" ? "text" : /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
+}
+
+function refLike(value: unknown, fallback: string): string {
+  if (typeof value !== "string") return fallback;
+  const [module, name] = value.split(/[/.:]/, 2);
+  if (module === undefined || name === undefined) return fallback;
+  return `${nameLike(module, fallback.split("/")[0] ?? "module")}/${nameLike(name, fallback.split("/")[1] ?? "name")}`;
+}
+
+function relativeLike(value: unknown): string {
+  if (typeof value !== "string") return "src/main.ts";
+  const parts = value.split("/").filter((p) => p !== "" && p !== "." && p !== "..");
+  return parts.length > 0 ? parts.join("/") : "src/main.ts";
+}
+
+function keyLike(value: unknown, fallback: string): string {
+  if (typeof value !== "string") return fallback;
+  const guess = value
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .slice(0, 63);
+  return guess.length > 0 ? guess : fallback;
+}
+
+function envLike(value: unknown): string {
+  if (typeof value !== "string") return "MY_SETTING";
+  const guess = value.replace(/[^A-Za-z0-9_]+/g, "_").replace(/^[0-9]+/, "");
+  return guess.length > 0 && !guess.startsWith(RESERVED_ENV_PREFIX) ? guess : "MY_SETTING";
+}
+
+function valueAt(input: unknown, at: ManifestPath): unknown {
+  let here = input;
+  for (const part of at) here = fieldOf(here, part);
+  return here;
+}
+
+function fieldOf(holder: unknown, key: string | number): unknown {
+  if (typeof holder !== "object" || holder === null) return undefined;
+  return Object.hasOwn(holder, key) ? (holder as Record<string | number, unknown>)[key] : undefined;
+}

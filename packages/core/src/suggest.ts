@@ -1,0 +1,56 @@
+/**
+ * Guesses for the "write instead" half of a refusal: the known word closest to a misspelt one,
+ * and a valid name close to an invalid one.
+ */
+
+/** The candidate closest to `word` by edit distance, when it is close enough to be a typo. */
+export function closest(word: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  const lowered = word.toLowerCase().replace(/_/g, "-");
+  for (const candidate of candidates) {
+    const distance = editDistance(lowered, candidate.toLowerCase());
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  // Up to a third of the word may differ; beyond that a guess misleads more than it helps.
+  return best !== undefined && bestDistance <= Math.max(1, Math.floor(word.length / 3))
+    ? best
+    : undefined;
+}
+
+/** `a`, `"a" or "b"`, `"a", "b" or "c"`: candidates as a refusal lists them. */
+export function oneOf(candidates: readonly string[]): string {
+  const quoted = candidates.map((c) => JSON.stringify(c));
+  if (quoted.length <= 1) return quoted.join("");
+  return `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
+}
+
+/** A valid mesh name close to `value` (lowercased, other characters turned to -), or `fallback`. */
+export function nameLike(value: unknown, fallback: string): string {
+  if (typeof value !== "string") return fallback;
+  const guess = value
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .replace(/-+$/, "")
+    .slice(0, 63);
+  return guess.length > 0 ? guess : fallback;
+}
+
+/** Levenshtein distance, keeping two rows of the table. */
+function editDistance(a: string, b: string): number {
+  if (a === b) return 0;
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
