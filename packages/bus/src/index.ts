@@ -6,3 +6,6 @@ export * from "./services.js";
 export * from "./say.js";
 export * from "./artifacts.js";
 export * from "./layout-setup.js";
+export * from "./server/find-server.js";
+export * from "./server/server-config.js";
+export * from "./server/embedded-server.js";

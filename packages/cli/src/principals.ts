@@ -1,0 +1,129 @@
+/**
+ * The mesh's own bus users on this root: each principal's password (in its credential file,
+ * 0600), its bcrypt hash and permissions (in the users list the bus is configured from). A
+ * password is made once and kept; permissions are taken afresh from the code at every start,
+ * so an upgrade that changes a grant applies on the next `mesh up`.
+ */
+import { z } from "zod";
+import { ErrorCode, MeshError, Permissions, type Credential } from "@mesh/protocol";
+import {
+  hashPassword,
+  readCredential,
+  verifyPassword,
+  writeCredential,
+  type ServerUser,
+} from "@mesh/bus";
+import {
+  credentialPath,
+  randomPassword,
+  readJson,
+  writeJson,
+  type RootPaths,
+} from "./mesh-root.js";
+
+/** One of the mesh's own principals as `mesh up` runs it. */
+export interface PrincipalSpec {
+  /** The credential's module part and file name: `controller`, `operator`, … */
+  readonly principal: string;
+  readonly permissions: Permissions;
+}
+
+const UsersFile = z.object({
+  users: z.array(
+    z
+      .object({
+        user: z.string(),
+        principal: z.string(),
+        passwordHash: z.string(),
+        permissions: Permissions,
+      })
+      .strict(),
+  ),
+});
+type UsersFile = z.infer<typeof UsersFile>;
+
+export interface EnsuredPrincipals {
+  readonly users: ServerUser[];
+  readonly credentials: ReadonlyMap<
+    string,
+    { readonly path: string; readonly credential: Credential }
+  >;
+}
+
+/**
+ * Makes sure every principal has a credential for `servers` and a matching entry in the users
+ * list, creating what is missing, and returns the users list for the bus.
+ */
+export async function ensurePrincipals(
+  paths: RootPaths,
+  options: { node: string; servers: readonly string[]; principals: readonly PrincipalSpec[] },
+): Promise<EnsuredPrincipals> {
+  const stored = await readUsers(paths);
+  const byPrincipal = new Map(stored.users.map((u) => [u.principal, u]));
+  const users: ServerUser[] = [];
+  const credentials = new Map<string, { path: string; credential: Credential }>();
+  const kept: UsersFile["users"] = [];
+
+  for (const spec of options.principals) {
+    const path = credentialPath(paths, spec.principal);
+    const user = `${options.node}.${spec.principal}`;
+    let credential = await readCredential(path).catch((error: unknown) => {
+      if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID)
+        return undefined;
+      throw error;
+    });
+    let entry = byPrincipal.get(spec.principal);
+    // A credential whose user moved (another node name) or whose password no longer matches the
+    // kept hash is replaced: both halves are made again together.
+    if (
+      credential === undefined ||
+      entry === undefined ||
+      credential.user !== user ||
+      entry.user !== user ||
+      !(await verifyPassword(credential.password, entry.passwordHash))
+    ) {
+      const password = randomPassword();
+      credential = {
+        servers: [...options.servers],
+        user,
+        password,
+        node: options.node,
+        module: spec.principal,
+      };
+      entry = {
+        user,
+        principal: spec.principal,
+        passwordHash: await hashPassword(password),
+        permissions: spec.permissions,
+      };
+      await writeCredential(path, credential);
+    } else if (credential.servers.join(",") !== options.servers.join(",")) {
+      credential = { ...credential, servers: [...options.servers] };
+      await writeCredential(path, credential);
+    }
+    entry = { ...entry, permissions: spec.permissions };
+    kept.push(entry);
+    users.push({
+      user: entry.user,
+      passwordHash: entry.passwordHash,
+      permissions: entry.permissions,
+    });
+    credentials.set(spec.principal, { path, credential });
+  }
+  await writeJson(paths.users, { users: kept } satisfies UsersFile);
+  return { users, credentials };
+}
+
+async function readUsers(paths: RootPaths): Promise<UsersFile> {
+  const raw = await readJson(paths.users);
+  if (raw === undefined) return { users: [] };
+  const parsed = UsersFile.safeParse(raw);
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${paths.users} is not a users list this mesh wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); move it away and run \`mesh up\` again to issue new credentials`,
+      { path: paths.users },
+    );
+  }
+  return parsed.data;
+}
