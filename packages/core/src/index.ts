@@ -4,3 +4,4 @@ export * from "./manifest-text.js";
 export * from "./bundle-run.js";
 export * from "./composition.js";
 export * from "./fingerprint.js";
+export * from "./permissions.js";

@@ -1,0 +1,469 @@
+/**
+ * Each credential's bus permissions, derived from the manifests and the layout (DESIGN.md
+ * "Credentials and the broker"). Pure: the broker calls these with what it read off the bus and
+ * writes the result into the bus's user list.
+ *
+ * A module is granted what its manifest declares and nothing else: its own states read-write, the
+ * states it reads (only where their owner keeps them readable), the tools it calls, its
+ * conditions, its keeps and its inbox. The mesh's own principals get what their part of DESIGN.md
+ * needs; the controller alone is admin. The reasons for each list are in
+ * docs/decisions/0020-permissions.md.
+ */
+import {
+  Bucket,
+  ErrorCode,
+  MeshError,
+  ObjectStore,
+  Principal,
+  RESERVED_MODULE_NAMES,
+  RUNTIME_MODULE,
+  Stream,
+  StreamSpec,
+  Subject,
+  keepsSubject,
+  moduleConditionsWildcard,
+  nodeKey,
+  provisionChangedSubject,
+  provisionSubject,
+  stateBucket,
+  type Manifest,
+  type Permissions,
+} from "@mesh/protocol";
+import {
+  EVERYTHING,
+  type Rights,
+  answerRequests,
+  callAnyTool,
+  callTool,
+  inbox,
+  kvGet,
+  kvRead,
+  kvReadWrite,
+  kvWatch,
+  kvWrite,
+  merge,
+  objRead,
+  objWrite,
+  publishTo,
+  serveTools,
+  streamRead,
+  subscribeTo,
+  toPermissions,
+} from "./permissions/rights.js";
+
+export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
+
+/** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */
+export interface StateDeclaration {
+  readonly name: string;
+  readonly readable: boolean;
+}
+
+/** What one owner keeps: its manifest (or anything with `states`), or the states themselves. */
+export type OwnerStates =
+  { readonly states: readonly StateDeclaration[] } | readonly StateDeclaration[];
+
+/** Every owner a read may name, by module name. */
+export type Owners = ReadonlyMap<string, OwnerStates> | Readonly<Record<string, OwnerStates>>;
+
+/** The parts of a manifest a module's grant is derived from. */
+export type GrantManifest = Pick<Manifest, "module" | "states" | "reads" | "calls">;
+
+/** The parts of a manifest the runtime's grant is derived from: also whether it has tools. */
+export type ServedManifest = GrantManifest & Pick<Manifest, "bundles">;
+
+/** Why a declared read was not granted. */
+export const ReadRefusal = {
+  /** No owner by that name is known: not registered, or its manifest is not read yet. */
+  unknownModule: "unknown-module",
+  /** The owner does not declare a state by that name. */
+  unknownState: "unknown-state",
+  /** The owner declares the state but does not keep it readable. */
+  notReadable: "not-readable",
+} as const;
+export type ReadRefusal = (typeof ReadRefusal)[keyof typeof ReadRefusal];
+
+/**
+ * A declaration that was not granted. The grant is still good (it holds everything else); the
+ * broker says these to the operator rather than refusing the whole credential, since an owner
+ * that is registered later or makes a state readable later turns them into grants.
+ */
+export interface GrantProblem {
+  /** The module whose declaration it is. */
+  readonly module: string;
+  /** The read as declared: `<module>/<state>`. */
+  readonly read: string;
+  readonly reason: ReadRefusal;
+  /** What failed, the value, the state, and what to do. */
+  readonly message: string;
+}
+
+/** A grant derived from manifests, and what in them could not be granted. */
+export interface DerivedGrant {
+  readonly permissions: Permissions;
+  /** Sorted by module, then read. */
+  readonly problems: readonly GrantProblem[];
+}
+
+/** The runtime's grant, and how many replies one request may draw from it. */
+export interface RuntimeGrant extends DerivedGrant {
+  /**
+   * The `allow_responses: { max }` the runtime's user needs: one per service it runs. Every
+   * service on its connection subscribes to `$SRV.PING`, `$SRV.INFO` and `$SRV.STATS`, so one
+   * mesh-wide discovery request draws one reply per served module; with the default max of 1
+   * the server drops all but the first (verified on 2.9.10: `mesh tools` would list one module
+   * per node). `permissions.allowResponses` is `true` whenever this applies; the broker writes
+   * `{ max }` until Permissions can carry it (see docs/decisions/0020-permissions.md).
+   */
+  readonly maxResponses: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modules
+
+/**
+ * The credential of a module's process on `node`: its own states read-write, the states it reads
+ * read-only where their owner keeps them readable, requests to the tools it calls on any node,
+ * its conditions, its keeps and its inbox. A read that cannot be granted is left out and
+ * returned as a problem.
+ *
+ * `owners` holds the other modules' states (their manifests, or what they said they keep); the
+ * module's own manifest answers reads of its own states.
+ *
+ * Throws INVALID_NAME for a node that is not a name, or a module named after one of the mesh's
+ * principals or the runtime: such a credential would share their inbox. The runtime's
+ * credential comes from {@link runtimeGrant}.
+ */
+export function moduleGrant(input: {
+  readonly node: string;
+  readonly manifest: GrantManifest;
+  readonly owners: Owners;
+}): DerivedGrant {
+  const { node, manifest, owners } = input;
+  refuseReserved(manifest.module, { runtime: "refused" });
+  const own = moduleRights(node, manifest, owners);
+  return {
+    permissions: toPermissions(merge(own.rights, inbox(node, manifest.module))),
+    problems: sortProblems(own.problems),
+  };
+}
+
+/**
+ * The credential of `node`'s tool runtime (module `node-tools`). It serves exactly the tools of
+ * the served modules on its own node (their endpoints, `$SRV` discovery, replies), asks its own
+ * node's provisioner, and says its own conditions.
+ *
+ * Module code runs inside the runtime and reaches the bus only through it (its worker has no
+ * connection of its own), so the runtime also holds what each served module declares: its states,
+ * reads, calls, conditions and keeps, as {@link moduleGrant} derives them. The bus cannot tell
+ * those modules apart on one connection; the runtime does, by which worker asked (DESIGN.md
+ * "The runtime").
+ *
+ * `modules` may be every manifest wanted on the node: only modules with a tools bundle (one that
+ * `loads` something) run in the runtime, so only they are served and granted. The runtime's own
+ * manifest, when it is among them, is granted as its own module whether it has tools or not.
+ */
+export function runtimeGrant(input: {
+  readonly node: string;
+  readonly modules: readonly ServedManifest[];
+  readonly owners: Owners;
+}): RuntimeGrant {
+  const { node, modules, owners } = input;
+  const parts: Rights[] = [
+    publishTo(provisionSubject(node), moduleConditionsWildcard(RUNTIME_MODULE)),
+    subscribeTo(provisionChangedSubject(node)),
+    inbox(node, RUNTIME_MODULE),
+  ];
+  const problems: GrantProblem[] = [];
+  const services = new Set<string>();
+  for (const manifest of modules) {
+    const tools = hasTools(manifest);
+    if (!tools && manifest.module !== RUNTIME_MODULE) continue;
+    refuseReserved(manifest.module, { runtime: "allowed" });
+    if (tools) {
+      parts.push(serveTools(node, manifest.module));
+      services.add(manifest.module);
+    }
+    const declared = moduleRights(node, manifest, owners);
+    parts.push(declared.rights);
+    problems.push(...declared.problems);
+  }
+  return {
+    permissions: toPermissions(merge(...parts)),
+    problems: sortProblems(problems),
+    maxResponses: Math.max(1, services.size),
+  };
+}
+
+/** A bundle with `loads` is a tools bundle (DESIGN.md "Manifests"). */
+const hasTools = (manifest: Pick<Manifest, "bundles">): boolean =>
+  manifest.bundles.some((bundle) => (bundle.loads?.length ?? 0) > 0);
+
+/** What a module's declarations grant, without its inbox (the runtime has one inbox for all). */
+function moduleRights(
+  node: string,
+  manifest: GrantManifest,
+  owners: Owners,
+): { rights: Rights; problems: GrantProblem[] } {
+  const module = manifest.module;
+  const parts: Rights[] = [
+    // Every module may say conditions and what it keeps; neither reaches anyone else's data.
+    publishTo(moduleConditionsWildcard(module), keepsSubject(node, module)),
+  ];
+  for (const state of manifest.states) parts.push(kvReadWrite(stateBucket(module, state.name)));
+
+  const problems: GrantProblem[] = [];
+  for (const read of manifest.reads) {
+    const [owner, state] = splitRef(read);
+    // A module reads its own states whether it keeps them readable or not: readable is for others.
+    const refusal =
+      owner === module
+        ? readRefusal(
+            manifest.states.map((s) => ({ name: s.name, readable: true })),
+            state,
+          )
+        : readRefusal(statesOf(owners, owner), state);
+    if (refusal === undefined) parts.push(kvRead(stateBucket(owner, state)));
+    else
+      problems.push({
+        module,
+        read,
+        reason: refusal,
+        message: refusalMessage(module, owner, state, refusal),
+      });
+  }
+
+  for (const call of manifest.calls) {
+    const [callee, tool] = splitRef(call);
+    parts.push(callTool(callee, tool));
+  }
+  return { rights: merge(...parts), problems };
+}
+
+function readRefusal(
+  declared: readonly StateDeclaration[] | undefined,
+  state: string,
+): ReadRefusal | undefined {
+  if (declared === undefined) return ReadRefusal.unknownModule;
+  const named = declared.filter((s) => s.name === state);
+  if (named.length === 0) return ReadRefusal.unknownState;
+  // Should an owner declare a name twice, every declaration must say readable: the answer may
+  // not depend on which one comes first.
+  return named.every((s) => s.readable) ? undefined : ReadRefusal.notReadable;
+}
+
+function refusalMessage(module: string, owner: string, state: string, reason: ReadRefusal): string {
+  const read = `"${owner}/${state}"`;
+  switch (reason) {
+    case ReadRefusal.unknownModule:
+      return (
+        `${module} reads ${read}, but no module ${JSON.stringify(owner)} is known, so the read is not granted; ` +
+        `register ${owner}, or remove the read from ${module}'s manifest`
+      );
+    case ReadRefusal.unknownState:
+      return (
+        `${module} reads ${read}, but ${owner} declares no state ${JSON.stringify(state)}, so the read is not granted; ` +
+        `name one of ${owner}'s states, or remove the read from ${module}'s manifest`
+      );
+    case ReadRefusal.notReadable:
+      return (
+        `${module} reads ${read}, but ${owner} does not keep ${state} readable, so the read is not granted; ` +
+        `${owner}'s manifest must declare ${state} with readable: true, or remove the read from ${module}'s manifest`
+      );
+  }
+}
+
+function statesOf(owners: Owners, module: string): readonly StateDeclaration[] | undefined {
+  const entry = isMap(owners)
+    ? owners.get(module)
+    : // A plain object: own keys only, or a module called "constructor" would find a function.
+      Object.hasOwn(owners, module)
+      ? owners[module]
+      : undefined;
+  if (entry === undefined) return undefined;
+  return "states" in entry ? entry.states : entry;
+}
+
+const isMap = (owners: Owners): owners is ReadonlyMap<string, OwnerStates> => owners instanceof Map;
+
+/** `<module>/<name>` as the manifest schema checked it. */
+function splitRef(ref: string): [string, string] {
+  const slash = ref.indexOf("/");
+  return [ref.slice(0, slash), ref.slice(slash + 1)];
+}
+
+/**
+ * A module named after a principal would share that principal's inbox; the manifest check refuses
+ * such names, and this refuses them again rather than grant on an unchecked manifest.
+ */
+function refuseReserved(module: string, { runtime }: { runtime: "allowed" | "refused" }): void {
+  if (module === RUNTIME_MODULE && runtime === "refused") {
+    throw new MeshError(
+      ErrorCode.INVALID_NAME,
+      `a module credential was asked for ${JSON.stringify(module)}, the tool runtime; its credential ` +
+        `comes from runtimeGrant, which also holds what the modules it serves declare`,
+      { module },
+    );
+  }
+  if (RESERVED_MODULE_NAMES.has(module)) {
+    throw new MeshError(
+      ErrorCode.INVALID_NAME,
+      `a module credential was asked for ${JSON.stringify(module)}, the name of one of the mesh's own ` +
+        `credentials, whose inbox it would share; check the manifest first (it refuses this name) and rename the module`,
+      { module },
+    );
+  }
+}
+
+/** Sorted and without repeats, so the broker can compare them with what it said last time. */
+function sortProblems(problems: readonly GrantProblem[]): GrantProblem[] {
+  const byKey = new Map<string, GrantProblem>();
+  for (const p of problems) byKey.set([p.module, p.read, p.reason].join("\u0000"), p);
+  return [...byKey.keys()].sort().map((key) => byKey.get(key) as GrantProblem);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mesh's own principals
+
+/**
+ * A node's host: its own node's keys only where the layout keys by node. It watches its
+ * composition; writes its presence and what it runs (and gets its own `have` back after a
+ * restart, to carry `since` and `restarts` on); fetches archives by digest; reads config to
+ * answer its runtime's provision asks, and says when a value moved; publishes its processes'
+ * output.
+ *
+ * `mesh-config` is read whole: its keys end in the node (`<module>.<key>.<node>`), and a grant of
+ * `*.*` plus `*.*.<node>` is widened by a client to `*.>` (see docs/decisions/0020). Config holds
+ * no secrets (those are in `mesh-secrets`, the controller's alone).
+ */
+export function hostGrant(input: { readonly node: string }): Permissions {
+  const { node } = input;
+  const ownKey = nodeKey(node);
+  return toPermissions(
+    merge(
+      kvGet(Bucket.composed, ownKey),
+      kvWatch(Bucket.composed, ownKey),
+      kvWrite(Bucket.presence, ownKey),
+      kvWrite(Bucket.have, `${ownKey}.>`),
+      kvGet(Bucket.have, `${ownKey}.>`),
+      objRead(ObjectStore.artifacts),
+      kvRead(Bucket.config),
+      subscribeTo(provisionSubject(node)),
+      answerRequests,
+      publishTo(provisionChangedSubject(node), `${Subject.logsPrefix}.${ownKey}.*`),
+      inbox(node, Principal.host),
+    ),
+  );
+}
+
+/**
+ * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
+ * secrets (sealed with the vault's key: only the controller can use them); writes what DESIGN.md
+ * says the operator writes (assignments, puts, answers, config) and registrations (`mesh-modules`:
+ * the CLI checks the manifest itself and registers it directly, see docs/decisions/0020); calls
+ * every tool and discovers every service; reads the conditions and logs streams. Creates and
+ * deletes no stream or bucket.
+ *
+ * `node` is the node part of the operator's credential (its inbox is `_INBOX.<node>.operator`).
+ */
+export function operatorGrant(input: { readonly node: string }): Permissions {
+  const writes: readonly Bucket[] = [
+    Bucket.assignments,
+    Bucket.puts,
+    Bucket.answers,
+    Bucket.config,
+    Bucket.modules,
+  ];
+  const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
+  return toPermissions(
+    merge(
+      ...reads.map(kvRead),
+      ...writes.map((b) => kvWrite(b)),
+      streamRead(Stream.conditions, streamFilter(Stream.conditions)),
+      streamRead(Stream.logs, streamFilter(Stream.logs)),
+      callAnyTool(),
+      inbox(input.node, Principal.operator),
+    ),
+  );
+}
+
+/**
+ * The assigner (seeds/003): it watches every bucket a pass reads (have with its history, the
+ * manifests for their keys and read by digest) and its own, writes wants, compositions,
+ * differences and asks, says conditions and what it keeps.
+ */
+export function assignerGrant(input: { readonly node: string }): Permissions {
+  const reads: readonly Bucket[] = [
+    Bucket.assignments,
+    Bucket.builds,
+    Bucket.candidates,
+    Bucket.manifests,
+    Bucket.modules,
+    Bucket.presence,
+    Bucket.have,
+    Bucket.puts,
+    Bucket.answers,
+    Bucket.composed,
+    Bucket.grants,
+  ];
+  const owns: readonly Bucket[] = [
+    Bucket.wants,
+    Bucket.compositions,
+    Bucket.differences,
+    Bucket.asks,
+  ];
+  return toPermissions(
+    merge(
+      ...reads.map(kvRead),
+      ...owns.map(kvReadWrite),
+      publishTo(
+        moduleConditionsWildcard(Principal.assigner),
+        keepsSubject(input.node, Principal.assigner),
+      ),
+      inbox(input.node, Principal.assigner),
+    ),
+  );
+}
+
+/**
+ * Delivery, the indexer and the builder on one credential: it follows registrations, keeps the
+ * candidates, builds and resolved manifests (reading them back to number candidates and to build
+ * each once), stores archives in the object store, and says conditions.
+ */
+export function deliveryGrant(input: { readonly node: string }): Permissions {
+  return toPermissions(
+    merge(
+      kvRead(Bucket.modules),
+      kvReadWrite(Bucket.candidates),
+      kvReadWrite(Bucket.builds),
+      kvReadWrite(Bucket.manifests),
+      objWrite(ObjectStore.artifacts),
+      publishTo(moduleConditionsWildcard(Principal.delivery)),
+      inbox(input.node, Principal.delivery),
+    ),
+  );
+}
+
+/**
+ * The controller is the bus's admin: it creates every bucket and stream, writes the user list,
+ * composes, keeps the vault, and answers joins. It is the only credential that may create,
+ * update or delete streams (`$JS.API.STREAM.CREATE/UPDATE/DELETE`): a stream's subjects are not
+ * checked against its creator's permissions, so anyone else holding these could capture any
+ * subject (notes §1.2 (f)).
+ */
+export function controllerGrant(): Permissions {
+  return { publish: { allow: [EVERYTHING] }, subscribe: { allow: [EVERYTHING] } };
+}
+
+/** Every subject a stream captures, as one consumer filter (each stream has one subject). */
+function streamFilter(stream: Stream): string {
+  const [subject, ...rest] = StreamSpec[stream].subjects;
+  if (subject === undefined || rest.length > 0) {
+    // A consumer on 2.9 takes one filter; a second subject would need a second consumer and grant.
+    throw new MeshError(
+      ErrorCode.INTERNAL,
+      `the stream ${stream} captures ${StreamSpec[stream].subjects.length} subjects; its readers' grant expects exactly one`,
+    );
+  }
+  return subject;
+}
