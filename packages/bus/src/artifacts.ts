@@ -42,7 +42,10 @@ export class ArtifactStore {
   }
 
   /** The artifact's bytes, or undefined when the store has none by that digest. Not verified here. */
-  async get(digest: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
+  async get(
+    digest: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Uint8Array | undefined> {
     const doing = `fetching artifact ${digest}`;
     const bytes = await withContext({ doing, key: digest }, () =>
       abortable(this.#store.getBlob(digestKey(digest)), options.signal, doing),
@@ -50,7 +53,10 @@ export class ArtifactStore {
     return bytes ?? undefined;
   }
 
-  async info(digest: string, options: { signal?: AbortSignal } = {}): Promise<ArtifactInfo | undefined> {
+  async info(
+    digest: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ArtifactInfo | undefined> {
     const doing = `looking up artifact ${digest}`;
     const info = await withContext({ doing, key: digest }, () =>
       abortable(this.#store.info(digestKey(digest)), options.signal, doing),

@@ -28,7 +28,8 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
   if (error instanceof MeshError) return error;
   const { doing, ...fields } = context;
   const detail = error instanceof Error ? error.message : String(error);
-  const make = (code: ErrorCode, message: string) => new MeshError(code, message, { ...fields, cause: error });
+  const make = (code: ErrorCode, message: string) =>
+    new MeshError(code, message, { ...fields, cause: error });
 
   const violation = permissionViolation(error);
   if (violation !== undefined) {
@@ -47,23 +48,41 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
   if (error instanceof JetStreamApiError) {
     const code = error.code;
     if (code === JetStreamApiCodes.StreamNotFound || code === JetStreamApiCodes.NoMessageFound) {
-      return make(ErrorCode.NOT_FOUND, `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`);
+      return make(
+        ErrorCode.NOT_FOUND,
+        `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`,
+      );
     }
     if (code === JetStreamApiCodes.StreamWrongLastSequence) {
-      return make(ErrorCode.CONFLICT, `${doing}: another writer changed it first (${detail}); read it again and retry`);
+      return make(
+        ErrorCode.CONFLICT,
+        `${doing}: another writer changed it first (${detail}); read it again and retry`,
+      );
     }
   }
   if (error instanceof JetStreamError && /stream not found/i.test(detail)) {
-    return make(ErrorCode.NOT_FOUND, `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`);
+    return make(
+      ErrorCode.NOT_FOUND,
+      `${doing}: not found (${detail}); create it with \`mesh up\` or check the name`,
+    );
   }
-  if (error instanceof NoRespondersError || (error instanceof Error && error.cause instanceof NoRespondersError)) {
+  if (
+    error instanceof NoRespondersError ||
+    (error instanceof Error && error.cause instanceof NoRespondersError)
+  ) {
     return make(
       ErrorCode.NOT_FOUND,
       `${doing}: nothing on the bus answers there (${detail}); the bucket or service does not exist or is not running`,
     );
   }
-  if (error instanceof TimeoutError || (error instanceof Error && error.cause instanceof TimeoutError)) {
-    return make(ErrorCode.TIMEOUT, `${doing}: the bus did not answer in time (${detail}); check that the bus is up and retry`);
+  if (
+    error instanceof TimeoutError ||
+    (error instanceof Error && error.cause instanceof TimeoutError)
+  ) {
+    return make(
+      ErrorCode.TIMEOUT,
+      `${doing}: the bus did not answer in time (${detail}); check that the bus is up and retry`,
+    );
   }
   if (error instanceof Error && error.name === "AbortError") {
     return make(ErrorCode.ABORTED, `${doing}: aborted by the caller`);
@@ -83,17 +102,28 @@ export async function withContext<T>(context: ErrorContext, fn: () => Promise<T>
 /** Throws ABORTED when the signal has fired. */
 export function throwIfAborted(signal: AbortSignal | undefined, doing: string): void {
   if (signal?.aborted === true) {
-    throw new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, { cause: signal.reason });
+    throw new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, {
+      cause: signal.reason,
+    });
   }
 }
 
 /** Races `promise` against the signal; the promise's own work is not cancelled, only awaited no more. */
-export async function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, doing: string): Promise<T> {
+export async function abortable<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  doing: string,
+): Promise<T> {
   if (signal === undefined) return promise;
   throwIfAborted(signal, doing);
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, { cause: signal.reason }));
+    onAbort = () =>
+      reject(
+        new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, {
+          cause: signal.reason,
+        }),
+      );
     signal.addEventListener("abort", onAbort, { once: true });
   });
   try {

@@ -37,7 +37,10 @@ for (const mode of [0o644, 0o640, 0o604, 0o660, 0o666, 0o700, 0o620]) {
       const path = join(dir, "cred.json");
       await writeCredential(path, sample);
       await chmod(path, mode);
-      await assert.rejects(readCredential(path), (error) => isMeshError(error, ErrorCode.CREDENTIAL_EXPOSED) && error.path === path);
+      await assert.rejects(
+        readCredential(path),
+        (error) => isMeshError(error, ErrorCode.CREDENTIAL_EXPOSED) && error.path === path,
+      );
     }));
 }
 
@@ -51,13 +54,17 @@ test("a credential file with mode 0400 is accepted (owner-only)", () =>
 
 test("a missing file, bad JSON and a wrong shape are each CREDENTIAL_INVALID", () =>
   withDir(async (dir) => {
-    await assert.rejects(readCredential(join(dir, "none.json")), (e) => isMeshError(e, ErrorCode.CREDENTIAL_INVALID));
+    await assert.rejects(readCredential(join(dir, "none.json")), (e) =>
+      isMeshError(e, ErrorCode.CREDENTIAL_INVALID),
+    );
     const bad = join(dir, "bad.json");
     await writeFile(bad, "{ not json", { mode: 0o600 });
     await assert.rejects(readCredential(bad), (e) => isMeshError(e, ErrorCode.CREDENTIAL_INVALID));
     const shape = join(dir, "shape.json");
     await writeFile(shape, JSON.stringify({ ...sample, node: "Not A Name" }), { mode: 0o600 });
-    await assert.rejects(readCredential(shape), (e) => isMeshError(e, ErrorCode.CREDENTIAL_INVALID));
+    await assert.rejects(readCredential(shape), (e) =>
+      isMeshError(e, ErrorCode.CREDENTIAL_INVALID),
+    );
   }));
 
 test("writing refuses a credential that is not well-formed", () =>

@@ -53,7 +53,9 @@ export async function readCredential(path: string): Promise<Credential> {
   }
   const parsed = Credential.safeParse(json);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+      .join("; ");
     throw new MeshError(
       ErrorCode.CREDENTIAL_INVALID,
       `the credential file ${JSON.stringify(path)} is not a mesh credential: ${problems}; ask for a new credential`,

@@ -4,13 +4,7 @@
  */
 import type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 import type { z } from "zod";
-import {
-  BucketValue,
-  ErrorCode,
-  MeshError,
-  type Bucket,
-  type BucketValueOf,
-} from "@mesh/protocol";
+import { BucketValue, ErrorCode, MeshError, type Bucket, type BucketValueOf } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
 
@@ -29,10 +23,26 @@ export interface Entry<T> {
 
 /** What a watch hands, in order: the standing values, one `current` marker, then each change. */
 export type WatchEvent<T> =
-  | { readonly type: "put"; readonly key: string; readonly value: T; readonly revision: number; readonly created: Date }
-  | { readonly type: "delete"; readonly key: string; readonly revision: number; readonly created: Date }
+  | {
+      readonly type: "put";
+      readonly key: string;
+      readonly value: T;
+      readonly revision: number;
+      readonly created: Date;
+    }
+  | {
+      readonly type: "delete";
+      readonly key: string;
+      readonly revision: number;
+      readonly created: Date;
+    }
   /** A value that does not match the bucket's schema: reported, never thrown, so one bad writer cannot stop a watcher. */
-  | { readonly type: "invalid"; readonly key: string; readonly revision: number; readonly problem: MeshError }
+  | {
+      readonly type: "invalid";
+      readonly key: string;
+      readonly revision: number;
+      readonly problem: MeshError;
+    }
   /** Everything that stood when the watch began has been handed. Sent once. */
   | { readonly type: "current" };
 
@@ -55,12 +65,23 @@ export class KvBucket<T> {
   }
 
   /** Opens a bucket of the layout with its schema. Opening does not talk to the server. */
-  static async open<B extends Bucket>(bus: MeshBus, bucket: B): Promise<KvBucket<BucketValueOf<B>>> {
-    return KvBucket.openWith(bus, bucket, BucketValue[bucket] as unknown as z.ZodType<BucketValueOf<B>>);
+  static async open<B extends Bucket>(
+    bus: MeshBus,
+    bucket: B,
+  ): Promise<KvBucket<BucketValueOf<B>>> {
+    return KvBucket.openWith(
+      bus,
+      bucket,
+      BucketValue[bucket] as unknown as z.ZodType<BucketValueOf<B>>,
+    );
   }
 
   /** Opens any bucket (a module's state, say) with a schema of the caller's. */
-  static async openWith<T>(bus: MeshBus, bucket: string, schema: z.ZodType<T>): Promise<KvBucket<T>> {
+  static async openWith<T>(
+    bus: MeshBus,
+    bucket: string,
+    schema: z.ZodType<T>,
+  ): Promise<KvBucket<T>> {
     // Direct gets (`$JS.API.DIRECT.GET.<stream>.<subject>`) carry the key in the subject, so a
     // credential can be granted a single key; every bucket the mesh creates allows them.
     const kv = await bus.kvm.open(bucket, { allow_direct: true });
@@ -77,30 +98,48 @@ export class KvBucket<T> {
   /** The key's current value, or undefined when it has none (never written, deleted or purged). */
   async get(key: string, options: CallOptions = {}): Promise<Entry<T> | undefined> {
     const doing = `reading ${this.name} key ${key}`;
-    const entry = await withContext({ doing, key }, () => abortable(this.#kv.get(key), options.signal, doing));
+    const entry = await withContext({ doing, key }, () =>
+      abortable(this.#kv.get(key), options.signal, doing),
+    );
     if (entry === null || entry.operation !== "PUT") return undefined;
-    return { key, value: this.#decode(entry, doing), revision: entry.revision, created: entry.created };
+    return {
+      key,
+      value: this.#decode(entry, doing),
+      revision: entry.revision,
+      created: entry.created,
+    };
   }
 
   /** Writes the key's value and returns its revision. */
   async put(key: string, value: T, options: CallOptions = {}): Promise<number> {
     const doing = `writing ${this.name} key ${key}`;
     const data = this.#encode(value, doing, key);
-    return withContext({ doing, key }, () => abortable(this.#kv.put(key, data), options.signal, doing));
+    return withContext({ doing, key }, () =>
+      abortable(this.#kv.put(key, data), options.signal, doing),
+    );
   }
 
   /** Writes the key only when it has no value; CONFLICT otherwise. */
   async create(key: string, value: T, options: CallOptions = {}): Promise<number> {
     const doing = `creating ${this.name} key ${key}`;
     const data = this.#encode(value, doing, key);
-    return withContext({ doing, key }, () => abortable(this.#kv.create(key, data), options.signal, doing));
+    return withContext({ doing, key }, () =>
+      abortable(this.#kv.create(key, data), options.signal, doing),
+    );
   }
 
   /** Writes the key only when its revision is still `revision`; CONFLICT otherwise. */
-  async update(key: string, value: T, revision: number, options: CallOptions = {}): Promise<number> {
+  async update(
+    key: string,
+    value: T,
+    revision: number,
+    options: CallOptions = {},
+  ): Promise<number> {
     const doing = `updating ${this.name} key ${key} at revision ${revision}`;
     const data = this.#encode(value, doing, key);
-    return withContext({ doing, key }, () => abortable(this.#kv.update(key, data, revision), options.signal, doing));
+    return withContext({ doing, key }, () =>
+      abortable(this.#kv.update(key, data, revision), options.signal, doing),
+    );
   }
 
   /** Deletes the key's value (its history stays until purged). */
@@ -126,7 +165,10 @@ export class KvBucket<T> {
   }
 
   /** Every kept revision of one key, oldest first; deletes appear as undefined values. */
-  async history(key: string, options: CallOptions = {}): Promise<Array<{ revision: number; value: T | undefined }>> {
+  async history(
+    key: string,
+    options: CallOptions = {},
+  ): Promise<Array<{ revision: number; value: T | undefined }>> {
     const doing = `reading the history of ${this.name} key ${key}`;
     return withContext({ doing, key }, () =>
       abortable(
@@ -191,7 +233,12 @@ export class KvBucket<T> {
     try {
       return { type: "put", ...base, value: this.#decode(entry, doing) };
     } catch (error) {
-      return { type: "invalid", key: entry.key, revision: entry.revision, problem: error as MeshError };
+      return {
+        type: "invalid",
+        key: entry.key,
+        revision: entry.revision,
+        problem: error as MeshError,
+      };
     }
   }
 
@@ -200,10 +247,14 @@ export class KvBucket<T> {
     try {
       json = entry.json();
     } catch (error) {
-      throw new MeshError(ErrorCode.INVALID_VALUE, `${doing}: the value is not JSON; whoever wrote it is broken — rewrite it`, {
-        key: entry.key,
-        cause: error,
-      });
+      throw new MeshError(
+        ErrorCode.INVALID_VALUE,
+        `${doing}: the value is not JSON; whoever wrote it is broken — rewrite it`,
+        {
+          key: entry.key,
+          cause: error,
+        },
+      );
     }
     const parsed = this.#schema.safeParse(json);
     if (!parsed.success) {
@@ -238,7 +289,9 @@ function summarise(error: z.ZodError): string {
 
 /** The number of messages the watch's consumer had pending when it was created. */
 async function initialCount(iter: object, doing: string): Promise<number> {
-  const consumer = (iter as { _data?: { info?: (cached: boolean) => Promise<{ num_pending: number }> } })._data;
+  const consumer = (
+    iter as { _data?: { info?: (cached: boolean) => Promise<{ num_pending: number }> } }
+  )._data;
   if (consumer?.info === undefined) {
     throw new MeshError(
       ErrorCode.INTERNAL,

@@ -5,7 +5,15 @@
  */
 import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
-import { Bucket, BucketSpec, ObjectStore, Stream, StreamSpec, kvStreamName, objStreamName } from "@mesh/protocol";
+import {
+  Bucket,
+  BucketSpec,
+  ObjectStore,
+  Stream,
+  StreamSpec,
+  kvStreamName,
+  objStreamName,
+} from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
 
@@ -20,9 +28,14 @@ export interface LayoutReport {
   readonly found: readonly string[];
 }
 
-export async function ensureLayout(bus: MeshBus, options: LayoutOptions = {}): Promise<LayoutReport> {
+export async function ensureLayout(
+  bus: MeshBus,
+  options: LayoutOptions = {},
+): Promise<LayoutReport> {
   const replicas = options.replicas ?? 1;
-  const jsm = await withContext({ doing: "reaching JetStream" }, () => jetstreamManager(bus.nc, { checkAPI: false }));
+  const jsm = await withContext({ doing: "reaching JetStream" }, () =>
+    jetstreamManager(bus.nc, { checkAPI: false }),
+  );
   const created: string[] = [];
   const found: string[] = [];
   const exists = async (stream: string): Promise<boolean> => {
@@ -30,7 +43,11 @@ export async function ensureLayout(bus: MeshBus, options: LayoutOptions = {}): P
       await jsm.streams.info(stream);
       return true;
     } catch (error) {
-      if ((error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message)) return false;
+      if (
+        (error as { code?: number }).code === 10059 ||
+        /not found/i.test((error as Error).message)
+      )
+        return false;
       throw error;
     }
   };
@@ -43,7 +60,11 @@ export async function ensureLayout(bus: MeshBus, options: LayoutOptions = {}): P
         return;
       }
       await abortable(
-        bus.kvm.create(bucket, { history: BucketSpec[bucket].history, replicas, storage: StorageType.File }),
+        bus.kvm.create(bucket, {
+          history: BucketSpec[bucket].history,
+          replicas,
+          storage: StorageType.File,
+        }),
         options.signal,
         doing,
       );
@@ -58,7 +79,11 @@ export async function ensureLayout(bus: MeshBus, options: LayoutOptions = {}): P
         found.push(store);
         return;
       }
-      await abortable(new Objm(bus.js).create(store, { replicas, storage: StorageType.File }), options.signal, doing);
+      await abortable(
+        new Objm(bus.js).create(store, { replicas, storage: StorageType.File }),
+        options.signal,
+        doing,
+      );
       created.push(store);
     });
   }

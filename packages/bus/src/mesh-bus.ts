@@ -75,7 +75,7 @@ export class MeshBus implements AsyncDisposable {
           maxReconnectAttempts: -1,
           waitOnFirstConnect: options.waitForBus === true,
           timeout: options.timeoutMs ?? 5_000,
-          ...(tls === undefined ? {} : { tls: tls as never }),
+          ...(tls === undefined ? {} : { tls }),
         }),
         options.signal,
         doing,
@@ -147,7 +147,10 @@ function toBusEvent(status: Status): BusEvent | undefined {
     case "reconnect":
       return { type: "reconnected", server: status.server };
     case "error":
-      return { type: "error", error: toMeshError(status.error, { doing: "on the bus connection" }) };
+      return {
+        type: "error",
+        error: toMeshError(status.error, { doing: "on the bus connection" }),
+      };
     default:
       return undefined;
   }

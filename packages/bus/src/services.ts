@@ -9,14 +9,7 @@
  */
 import { headers as natsHeaders, type Msg } from "@nats-io/nats-core";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
-import {
-  ErrorCode,
-  MeshError,
-  ReplyCode,
-  ReplyHeader,
-  Subject,
-  toReplyCode,
-} from "@mesh/protocol";
+import { ErrorCode, MeshError, ReplyCode, ReplyHeader, Subject, toReplyCode } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
 
@@ -66,7 +59,10 @@ const STATUS_OF: Record<ReplyCode, number> = {
 };
 
 /** Why a message is not a genuine request to `subject`, or undefined when it is one. */
-export function notAGenuineRequest(msg: Pick<Msg, "subject" | "reply">, subject: string): string | undefined {
+export function notAGenuineRequest(
+  msg: Pick<Msg, "subject" | "reply">,
+  subject: string,
+): string | undefined {
   if (msg.subject !== subject) {
     return `it arrived on ${JSON.stringify(msg.subject)}, not the endpoint's own subject (a JetStream delivery or a forged subject)`;
   }
@@ -108,7 +104,11 @@ export async function serve(bus: MeshBus, options: ServeOptions): Promise<Served
   return { id: service.info().id, stop, [Symbol.asyncDispose]: stop };
 }
 
-async function answer(msg: ServiceMsg, endpoint: EndpointSpec, options: ServeOptions): Promise<void> {
+async function answer(
+  msg: ServiceMsg,
+  endpoint: EndpointSpec,
+  options: ServeOptions,
+): Promise<void> {
   const rejected = notAGenuineRequest(msg, endpoint.subject);
   if (rejected !== undefined) {
     options.onRejected?.(rejected, msg.subject);
@@ -122,9 +122,13 @@ async function answer(msg: ServiceMsg, endpoint: EndpointSpec, options: ServeOpt
       try {
         return msg.json();
       } catch (error) {
-        throw new MeshError(ErrorCode.INVALID_INPUT, `the request body is not JSON (${(error as Error).message}); send a JSON document`, {
-          cause: error,
-        });
+        throw new MeshError(
+          ErrorCode.INVALID_INPUT,
+          `the request body is not JSON (${(error as Error).message}); send a JSON document`,
+          {
+            cause: error,
+          },
+        );
       }
     },
   };
@@ -135,7 +139,9 @@ async function answer(msg: ServiceMsg, endpoint: EndpointSpec, options: ServeOpt
     const code = replyCodeOf(error);
     if (code === ReplyCode.INTERNAL) options.onInternalError?.(error, endpoint.subject);
     const description =
-      code === ReplyCode.INTERNAL ? "the handler failed; its detail is in the server's log" : (error as Error).message;
+      code === ReplyCode.INTERNAL
+        ? "the handler failed; its detail is in the server's log"
+        : (error as Error).message;
     const h = natsHeaders();
     h.set(ReplyHeader.code, code);
     msg.respondError(STATUS_OF[code], description, undefined, { headers: h });
@@ -164,7 +170,12 @@ export interface RequestOptions {
  * Sends a JSON request and returns the reply's JSON body. A coded error reply becomes a
  * MeshError with that code (unknown codes become INTERNAL).
  */
-export async function request(bus: MeshBus, subject: string, body: unknown, options: RequestOptions = {}): Promise<unknown> {
+export async function request(
+  bus: MeshBus,
+  subject: string,
+  body: unknown,
+  options: RequestOptions = {},
+): Promise<unknown> {
   const doing = `asking ${subject}`;
   let reply: Msg;
   try {
@@ -184,6 +195,10 @@ export async function request(bus: MeshBus, subject: string, body: unknown, opti
   try {
     return reply.json();
   } catch (error) {
-    throw new MeshError(ErrorCode.INVALID_VALUE, `${doing}: the reply is not JSON; the service is broken`, { subject, cause: error });
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${doing}: the reply is not JSON; the service is broken`,
+      { subject, cause: error },
+    );
   }
 }
