@@ -282,16 +282,15 @@ describe("runtimeGrant", () => {
       assert.ok(hears(p, `$SRV.${verb}.counter.id123`));
       assert.equal(hears(p, `$SRV.${verb}.hello`), false);
     }
-    assert.equal(p.allowResponses, true);
+    assert.deepEqual(p.allowResponses, { max: 2 });
   });
 
   test("may answer one mesh-wide discovery request once per module it serves", () => {
-    assert.equal(
-      runtimeGrant({ node: "n1", modules: [counter, board, daemon], owners }).maxResponses,
-      2,
-    );
-    assert.equal(runtimeGrant({ node: "n1", modules: [counter, counter], owners }).maxResponses, 1);
-    assert.equal(runtimeGrant({ node: "n1", modules: [], owners }).maxResponses, 1);
+    const responses = (modules: Parameters<typeof runtimeGrant>[0]["modules"]) =>
+      runtimeGrant({ node: "n1", modules, owners }).permissions.allowResponses;
+    assert.deepEqual(responses([counter, board, daemon]), { max: 2 });
+    assert.equal(responses([counter, counter]), true);
+    assert.equal(responses([]), undefined);
   });
 
   test("cannot subscribe to every service's discovery", () => {

@@ -105,18 +105,14 @@ export interface DerivedGrant {
   readonly problems: readonly GrantProblem[];
 }
 
-/** The runtime's grant, and how many replies one request may draw from it. */
-export interface RuntimeGrant extends DerivedGrant {
-  /**
-   * The `allow_responses: { max }` the runtime's user needs: one per service it runs. Every
-   * service on its connection subscribes to `$SRV.PING`, `$SRV.INFO` and `$SRV.STATS`, so one
-   * mesh-wide discovery request draws one reply per served module; with the default max of 1
-   * the server drops all but the first (verified on 2.9.10: `mesh tools` would list one module
-   * per node). `permissions.allowResponses` is `true` whenever this applies; the broker writes
-   * `{ max }` until Permissions can carry it (see docs/decisions/0020-permissions.md).
-   */
-  readonly maxResponses: number;
-}
+/**
+ * The runtime's grant. Its `allowResponses` is `{ max }` with one reply per service it runs:
+ * every service on its connection subscribes to `$SRV.PING`, `$SRV.INFO` and `$SRV.STATS`, so
+ * one mesh-wide discovery request draws one reply per served module, and with the default max
+ * of 1 the server drops all but the first (verified on 2.9.10: `mesh tools` would list one
+ * module per node).
+ */
+export type RuntimeGrant = DerivedGrant;
 
 // ---------------------------------------------------------------------------------------------
 // Modules
@@ -188,10 +184,11 @@ export function runtimeGrant(input: {
     parts.push(declared.rights);
     problems.push(...declared.problems);
   }
+  const permissions = toPermissions(merge(...parts));
   return {
-    permissions: toPermissions(merge(...parts)),
+    permissions:
+      services.size > 1 ? { ...permissions, allowResponses: { max: services.size } } : permissions,
     problems: sortProblems(problems),
-    maxResponses: Math.max(1, services.size),
   };
 }
 

@@ -206,8 +206,22 @@ export const Permissions = z
   .object({
     publish: z.object({ allow: SubjectList.optional(), deny: SubjectList.optional() }).strict(),
     subscribe: z.object({ allow: SubjectList.optional(), deny: SubjectList.optional() }).strict(),
-    /** Whether the user may reply to requests it receives (services). */
-    allowResponses: z.boolean().optional(),
+    /**
+     * Whether the user may reply to requests it receives (services). `true` allows one reply per
+     * request within the server's default two minutes; `{ max }` allows that many, which a
+     * connection running several services needs (each answers a mesh-wide `$SRV.PING`).
+     */
+    allowResponses: z
+      .union([
+        z.boolean(),
+        z
+          .object({
+            max: z.number().int().positive(),
+            expiresMs: z.number().int().positive().optional(),
+          })
+          .strict(),
+      ])
+      .optional(),
   })
   .strict();
 export type Permissions = z.infer<typeof Permissions>;

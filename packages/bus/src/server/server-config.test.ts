@@ -80,6 +80,17 @@ describe("renderServerConfig permissions", () => {
       want: 'permissions: { publish: { deny: [">"] } subscribe: { allow: ["svc.a.>"] } allow_responses: true',
     },
     {
+      name: "allowResponses with a max (and an expiry) writes the server's map form",
+      permissions: {
+        publish: {},
+        subscribe: { allow: ["svc.a.>"] },
+        allowResponses: { max: 3, expiresMs: 5000 },
+      },
+      want:
+        'permissions: { publish: { deny: [">"] } subscribe: { allow: ["svc.a.>"] } ' +
+        'allow_responses: { max: 3, expires: "5000ms" }',
+    },
+    {
       name: "allowResponses false writes nothing",
       permissions: {
         publish: { allow: ["x"] },

@@ -154,7 +154,15 @@ function renderUser(user: ServerUser): string[] {
     `        publish: ${renderSide(permissions.publish)}`,
     `        subscribe: ${renderSide(permissions.subscribe)}`,
   ];
-  if (permissions.allowResponses === true) lines.push("        allow_responses: true");
+  const responses = permissions.allowResponses;
+  if (responses === true) lines.push("        allow_responses: true");
+  if (typeof responses === "object") {
+    const expires =
+      responses.expiresMs === undefined
+        ? ""
+        : `, expires: ${quoteConfigString(`${responses.expiresMs}ms`)}`;
+    lines.push(`        allow_responses: { max: ${responses.max}${expires} }`);
+  }
   lines.push("      }", "    }");
   return lines;
 }
