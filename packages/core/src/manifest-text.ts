@@ -100,13 +100,9 @@ function fromJson(text: string): ManifestCheck {
 
 function fromYaml(text: string): ManifestCheck {
   const lineCounter = new LineCounter();
-  // logLevel silent: the reader would otherwise print warnings on the process; they are problems here.
-  const doc = parseDocument(text, {
-    lineCounter,
-    prettyErrors: false,
-    uniqueKeys: true,
-    logLevel: "silent",
-  });
+  // logLevel error: faults and warnings are still collected (they are problems here), and the
+  // reader prints nothing on the process; "silent" would stop collecting faults too.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: "error" });
   const where = (offset: number): { line: number; column: number } => {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };

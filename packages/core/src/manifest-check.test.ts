@@ -1,0 +1,658 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { ErrorCode, Manifest, type ManifestInput } from "@mesh/protocol";
+import { checkManifest } from "./manifest-check.js";
+import { ManifestRule, formatProblem, manifestInvalid } from "./manifest-problem.js";
+import { digest, fixture } from "./test-support.js";
+
+const tools = {
+  name: "tools",
+  language: "typescript" as const,
+  entrypoints: ["src/tools.ts"],
+  loads: ["src/tools.ts"],
+};
+const daemon = { name: "daemon", language: "typescript" as const, entrypoints: ["src/main.ts"] };
+const runtimeBundle = {
+  name: "runtime",
+  language: "typescript" as const,
+  entrypoints: ["src/main.ts"],
+};
+const broker = { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } };
+
+/** Each row breaks one rule; `want` is every problem the manifest must get, as code@path. */
+const table: { name: string; input: unknown; want: string[] }[] = [
+  { name: "a manifest that is not a mapping", input: "hello", want: ["type@"] },
+  { name: "no module", input: { bundles: [tools] }, want: ["required@module"] },
+  {
+    name: "a module name with capitals",
+    input: { module: "Hello", bundles: [tools] },
+    want: ["name-valid@module"],
+  },
+  {
+    name: "a reserved module name",
+    input: { module: "host", bundles: [tools] },
+    want: ["module-name-reserved@module"],
+  },
+  {
+    name: "an unknown field",
+    input: { module: "hello", bundles: [tools], tools: [] },
+    want: ["unknown-field@tools"],
+  },
+  {
+    name: "an unknown field of a process",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", user: "root" }],
+    },
+    want: ["unknown-field@processes[0].user"],
+  },
+  {
+    name: "a bundle name with _",
+    input: { module: "hello", bundles: [{ ...tools, name: "my_tools" }] },
+    want: ["name-valid@bundles[0].name"],
+  },
+  {
+    name: "a process name with a dot",
+    input: { module: "c", bundles: [daemon], processes: [{ name: "d.1", bundle: "daemon" }] },
+    want: ["name-valid@processes[0].name"],
+  },
+  {
+    name: "a state name too long",
+    input: { module: "c", bundles: [tools], states: [{ name: `s${"x".repeat(63)}` }] },
+    want: ["name-valid@states[0].name"],
+  },
+  {
+    name: "a language the mesh does not know",
+    input: { module: "hello", bundles: [{ ...tools, language: "go" }] },
+    want: ["language-known@bundles[0].language"],
+  },
+  {
+    name: "a digest that is not SHA-256 hex",
+    input: { module: "hello", bundles: [{ ...tools, digest: "ABC" }] },
+    want: ["digest-valid@bundles[0].digest"],
+  },
+  {
+    name: "an entrypoint that leaves the bundle",
+    input: {
+      module: "hello",
+      bundles: [{ ...tools, entrypoints: ["src/../../x.ts"], loads: ["src/../../x.ts"] }],
+    },
+    want: [
+      "bundle-path-relative@bundles[0].entrypoints[0]",
+      "bundle-path-relative@bundles[0].loads[0]",
+    ],
+  },
+  {
+    name: "a secret path that is relative",
+    input: { module: "hello", bundles: [tools], "own-secrets": { token: { path: "token" } } },
+    want: ["secret-path-absolute@own-secrets.token.path"],
+  },
+  {
+    name: "a config key with a space",
+    input: { module: "hello", bundles: [tools], config: { "a b": {} } },
+    want: ['config-key-valid@config["a b"]'],
+  },
+  {
+    name: "a secret name with capitals",
+    input: { module: "hello", bundles: [tools], "own-secrets": { Token: { path: "/etc/t" } } },
+    want: ["secret-name-valid@own-secrets.Token"],
+  },
+  {
+    name: "an environment name the mesh keeps",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", env: { MESH_TOOL_MODULES: "x" } }],
+    },
+    want: ["env-reserved@processes[0].env.MESH_TOOL_MODULES"],
+  },
+  {
+    name: "an environment name with a dash",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", env: { "LOG-LEVEL": "x" } }],
+    },
+    want: ["env-name-valid@processes[0].env.LOG-LEVEL"],
+  },
+  {
+    name: "a read with a dot",
+    input: { module: "hello", bundles: [tools], reads: ["counter.counts"] },
+    want: ["read-well-formed@reads[0]"],
+  },
+  {
+    name: "a call without a tool",
+    input: { module: "hello", bundles: [tools], calls: ["counter/"] },
+    want: ["call-well-formed@calls[0]"],
+  },
+  {
+    name: "a restart-on entry that is no id",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", "restart-on": ["every hour"] }],
+    },
+    want: ["restart-on-valid@processes[0].restart-on[0]"],
+  },
+  {
+    name: "an empty description of a filter",
+    input: { module: "fw", bundles: [tools], filter: { description: "" } },
+    want: ["not-empty@filter.description"],
+  },
+  {
+    name: "an empty run",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", run: [] }],
+    },
+    want: ["not-empty@processes[0].run"],
+  },
+  {
+    name: "a negative size",
+    input: { module: "hello", bundles: [{ ...tools, size: -3 }] },
+    want: ["number-range@bundles[0].size"],
+  },
+  {
+    name: "a size that is not whole",
+    input: { module: "hello", bundles: [{ ...tools, size: 1.5 }] },
+    want: ["type@bundles[0].size"],
+  },
+  {
+    name: "a readable that is text",
+    input: { module: "c", bundles: [tools], states: [{ name: "s", readable: "true" }] },
+    want: ["type@states[0].readable"],
+  },
+  {
+    name: "two bundles of one name",
+    input: { module: "hello", bundles: [tools, tools] },
+    want: ["name-unique@bundles[1].name"],
+  },
+  {
+    name: "two processes of one name",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [
+        { name: "d", bundle: "daemon" },
+        { name: "d", bundle: "daemon" },
+      ],
+    },
+    want: ["name-unique@processes[1].name"],
+  },
+  {
+    name: "two states of one name",
+    input: { module: "c", bundles: [tools], states: [{ name: "s" }, { name: "s" }] },
+    want: ["name-unique@states[1].name"],
+  },
+  {
+    name: "a call listed twice",
+    input: { module: "hello", bundles: [tools], calls: ["a/b", "a/b"] },
+    want: ["no-duplicates@calls[1]"],
+  },
+  {
+    name: "an entrypoint listed twice",
+    input: {
+      module: "hello",
+      bundles: [{ ...tools, entrypoints: ["src/tools.ts", "src/tools.ts"] }],
+    },
+    want: ["no-duplicates@bundles[0].entrypoints[1]"],
+  },
+  {
+    name: "a process of a bundle not declared",
+    input: { module: "c", bundles: [tools], processes: [{ name: "d", bundle: "daemon" }] },
+    want: ["process-bundle-exists@processes[0].bundle"],
+  },
+  {
+    name: "a prebuilt process without run",
+    input: {
+      module: "c",
+      bundles: [
+        {
+          name: "bin",
+          language: "prebuilt",
+          source: "bin.tgz",
+          digest: digest("a"),
+          entrypoints: ["bin/c"],
+        },
+      ],
+      processes: [{ name: "d", bundle: "bin" }],
+    },
+    want: ["process-run-needed@processes[0].run"],
+  },
+  {
+    name: "a bundle nothing uses",
+    input: { module: "c", bundles: [daemon] },
+    want: ["bundle-used@bundles[0].name"],
+  },
+  {
+    name: "a bundle loaded and run",
+    input: { module: "c", bundles: [tools], processes: [{ name: "d", bundle: "tools" }] },
+    want: ["bundle-loaded-or-run@bundles[0].loads"],
+  },
+  {
+    name: "empty loads",
+    input: { module: "c", bundles: [{ ...tools, loads: [] }] },
+    want: ["loads-not-empty@bundles[0].loads"],
+  },
+  {
+    name: "a load that is not an entrypoint",
+    input: { module: "c", bundles: [{ ...tools, loads: ["src/other.ts"] }] },
+    want: ["load-is-entrypoint@bundles[0].loads[0]"],
+  },
+  {
+    name: "a typescript bundle without entrypoints",
+    input: {
+      module: "c",
+      bundles: [{ name: "daemon", language: "typescript" }],
+      processes: [{ name: "d", bundle: "daemon" }],
+    },
+    want: ["entrypoint-needed@bundles[0].entrypoints"],
+  },
+  {
+    name: "a typescript entrypoint without a known ending",
+    input: {
+      module: "c",
+      bundles: [{ ...daemon, entrypoints: ["main"] }],
+      processes: [{ name: "d", bundle: "daemon" }],
+    },
+    want: ["entrypoint-extension@bundles[0].entrypoints[0]"],
+  },
+  {
+    name: "two entrypoints built to one file",
+    input: {
+      module: "c",
+      bundles: [{ ...daemon, entrypoints: ["a.ts", "a.tsx"] }],
+      processes: [{ name: "d", bundle: "daemon" }],
+    },
+    want: ["entrypoint-built-clash@bundles[0].entrypoints[1]"],
+  },
+  {
+    name: "a prebuilt bundle without source and digest",
+    input: { module: "c", bundles: [{ name: "tools", language: "prebuilt", loads: ["index.js"] }] },
+    want: ["prebuilt-source@bundles[0].source", "prebuilt-digest@bundles[0].digest"],
+  },
+  {
+    name: "a read of its own state",
+    input: { module: "c", bundles: [tools], reads: ["c/s"] },
+    want: ["read-not-own@reads[0]"],
+  },
+  {
+    name: "a restart-on of its own resource that is not declared",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", "restart-on": ["c.need-broker"] }],
+    },
+    want: ["restart-on-exists@processes[0].restart-on[0]"],
+  },
+  {
+    name: "a restart-on config without config",
+    input: {
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", "restart-on": ["config"] }],
+    },
+    want: ["restart-on-config-declared@processes[0].restart-on[0]"],
+  },
+  {
+    name: "two secrets in one file",
+    input: {
+      module: "c",
+      bundles: [tools],
+      "own-secrets": { a: { path: "/etc/x" }, b: { path: "/etc/x" } },
+    },
+    want: ["secret-path-unique@own-secrets.b.path"],
+  },
+  {
+    name: "the runtime without bundles",
+    input: { module: "node-tools", "own-secrets": broker },
+    want: ["runtime-one-bundle@bundles"],
+  },
+  {
+    name: "the runtime with two bundles",
+    input: {
+      module: "node-tools",
+      bundles: [runtimeBundle, { ...runtimeBundle, name: "other" }],
+      "own-secrets": broker,
+    },
+    want: ["runtime-one-bundle@bundles"],
+  },
+  {
+    name: "the runtime with two entrypoints",
+    input: {
+      module: "node-tools",
+      bundles: [{ ...runtimeBundle, entrypoints: ["a.ts", "b.ts"] }],
+      "own-secrets": broker,
+    },
+    want: ["runtime-one-entrypoint@bundles[0].entrypoints"],
+  },
+  {
+    name: "the runtime prebuilt",
+    input: {
+      module: "node-tools",
+      bundles: [
+        {
+          name: "runtime",
+          language: "prebuilt",
+          source: "rt.tgz",
+          digest: digest("a"),
+          entrypoints: ["main.js"],
+        },
+      ],
+      "own-secrets": broker,
+    },
+    want: ["runtime-language@bundles[0].language"],
+  },
+  {
+    name: "the runtime without broker",
+    input: { module: "node-tools", bundles: [runtimeBundle] },
+    want: ["runtime-broker-secret@own-secrets.broker"],
+  },
+  {
+    name: "the runtime with loads",
+    input: {
+      module: "node-tools",
+      bundles: [{ ...runtimeBundle, loads: ["src/main.ts"] }],
+      "own-secrets": broker,
+    },
+    want: ["runtime-no-loads@bundles[0].loads"],
+  },
+  {
+    name: "the runtime with a process",
+    input: {
+      module: "node-tools",
+      bundles: [runtimeBundle],
+      processes: [{ name: "r", bundle: "runtime" }],
+      "own-secrets": broker,
+    },
+    want: ["runtime-no-processes@processes"],
+  },
+  {
+    name: "the runtime with a filter",
+    input: {
+      module: "node-tools",
+      bundles: [runtimeBundle],
+      "own-secrets": broker,
+      filter: { description: "x" },
+    },
+    want: ["runtime-no-filter@filter"],
+  },
+];
+
+const good: { name: string; input: ManifestInput }[] = [
+  { name: "a tools module", input: { module: "hello", bundles: [tools] } },
+  {
+    name: "a daemon with everything",
+    input: {
+      module: "counter",
+      description: "counts",
+      bundles: [
+        {
+          name: "daemon",
+          language: "typescript",
+          entrypoints: ["src/main.ts"],
+          digest: digest("b"),
+          size: 10,
+        },
+        {
+          name: "tools",
+          language: "prebuilt",
+          source: "https://example.org/t.tgz",
+          digest: digest("c"),
+          loads: ["index.js"],
+        },
+      ],
+      processes: [
+        {
+          name: "daemon",
+          bundle: "daemon",
+          env: { LOG_LEVEL: "info" },
+          "restart-on": ["config", "counter.need-broker", "counter.bundle-tools"],
+        },
+      ],
+      states: [{ name: "counts", readable: true }, { name: "scratch" }],
+      reads: ["other/state"],
+      calls: ["hello/greet", "counter/get_count"],
+      config: {
+        step: { description: "how much", default: 1 },
+        labels: { default: { a: [1, null] } },
+      },
+      "own-secrets": { broker: { path: "/etc/counter/broker.json" } },
+    },
+  },
+  {
+    name: "the runtime",
+    input: {
+      module: "node-tools",
+      bundles: [{ name: "runtime", language: "typescript", entrypoints: ["src/main.ts"] }],
+      "own-secrets": broker,
+    },
+  },
+  {
+    name: "a filtered module",
+    input: {
+      module: "firewall",
+      bundles: [
+        {
+          name: "tools",
+          language: "prebuilt",
+          source: "fw.tgz",
+          digest: digest("d"),
+          loads: ["fw.js"],
+        },
+      ],
+      filter: { description: "opens ports" },
+    },
+  },
+];
+
+const corpus = JSON.parse(
+  readFileSync(fixture("bad-manifests", "expected.json"), "utf8"),
+) as Record<string, { code: string; path: string }[]>;
+
+describe("checkManifest", () => {
+  for (const row of table) {
+    it(`refuses ${row.name}`, () => {
+      const checked = checkManifest(row.input);
+      assert.equal(checked.ok, false);
+      if (checked.ok) return;
+      assert.equal(checked.code, ErrorCode.MANIFEST_INVALID);
+      assert.deepEqual(
+        checked.problems.map((p) => `${p.code}@${p.path}`).sort(),
+        [...row.want].sort(),
+        checked.problems.map(formatProblem).join("\n"),
+      );
+    });
+  }
+
+  for (const row of good) {
+    it(`accepts ${row.name}, with defaults filled in`, () => {
+      const checked = checkManifest(row.input);
+      assert.ok(checked.ok, checked.ok ? "" : checked.problems.map(formatProblem).join("\n"));
+      assert.deepEqual(checked.manifest, Manifest.parse(row.input));
+      assert.deepEqual(checked.manifest.reads, row.input.reads ?? []);
+    });
+  }
+
+  it("has a refusing test (here or in the corpus) for every rule", () => {
+    const tested = new Set<string>([
+      ...table.flatMap((row) => row.want.map((w) => w.split("@")[0] ?? "")),
+      ...Object.values(corpus).flatMap((problems) => problems.map((p) => p.code)),
+    ]);
+    // `format` and `value` are the fallbacks for schema issues that no manifest field gives today;
+    // too-large is about text, and tested with parseManifestText.
+    const elsewhere = new Set(["format", "value", "too-large"]);
+    const untested = Object.keys(ManifestRule).filter(
+      (id) => !tested.has(id) && !elsewhere.has(id),
+    );
+    assert.deepEqual(untested, []);
+  });
+
+  it("returns every problem at once, in path order", () => {
+    const checked = checkManifest({
+      module: "Bad",
+      bundles: [{ name: "t", language: "typescript", entrypoints: ["a.ts"], loads: ["b.ts"] }],
+      processes: [{ name: "d", bundle: "nope" }],
+      reads: ["x"],
+    });
+    assert.ok(!checked.ok);
+    assert.deepEqual(
+      checked.problems.map((p) => `${p.code}@${p.path}`),
+      [
+        "load-is-entrypoint@bundles[0].loads[0]",
+        "name-valid@module",
+        "process-bundle-exists@processes[0].bundle",
+        "read-well-formed@reads[0]",
+      ],
+    );
+  });
+
+  it("says what was found, the rule, and what to write instead", () => {
+    const checked = checkManifest({
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "deamon" }],
+    });
+    assert.ok(!checked.ok);
+    const p = checked.problems.find((found) => found.code === "process-bundle-exists");
+    assert.equal(p?.value, "deamon");
+    assert.deepEqual(p?.at, ["processes", 0, "bundle"]);
+    assert.equal(p?.rule, ManifestRule["process-bundle-exists"]);
+    assert.match(p?.message ?? "", /"deamon"/);
+    assert.match(p?.fix ?? "", /"daemon"/);
+  });
+
+  it("suggests the field that was meant", () => {
+    const checked = checkManifest({
+      module: "c",
+      bundles: [daemon],
+      processes: [{ name: "d", bundle: "daemon", restart_on: [] }],
+    });
+    assert.ok(!checked.ok);
+    assert.match(checked.problems[0]?.fix ?? "", /"restart-on"/);
+  });
+
+  it("keeps long values short in a problem", () => {
+    const checked = checkManifest({ module: "x".repeat(5000) });
+    assert.ok(!checked.ok);
+    const value = checked.problems[0]?.value;
+    assert.ok(typeof value === "string" && value.length < 300);
+  });
+
+  it("refuses a cycle and deep nesting without overflowing", () => {
+    const cyclic: Record<string, unknown> = { module: "c" };
+    cyclic.config = { k: { default: cyclic } };
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    for (const input of [cyclic, { module: "c", config: { k: { default: deep } } }]) {
+      const checked = checkManifest(input);
+      assert.ok(!checked.ok);
+      assert.equal(checked.problems[0]?.code, "too-deep");
+    }
+  });
+
+  it("makes one error of every problem", () => {
+    const checked = checkManifest({ module: "Bad", reads: ["x"] });
+    assert.ok(!checked.ok);
+    const error = manifestInvalid(checked.problems, { module: "Bad" });
+    assert.equal(error.code, ErrorCode.MANIFEST_INVALID);
+    assert.equal(error.module, "Bad");
+    assert.match(error.message, /name-valid/);
+    assert.match(error.message, /read-well-formed/);
+  });
+
+  it("never throws, and every problem is well-formed, whatever the input", () => {
+    const ids = new Set(Object.keys(ManifestRule));
+    fc.assert(
+      fc.property(manifestLike(), (input) => {
+        const checked = checkManifest(input);
+        if (checked.ok) {
+          assert.deepEqual(checked.manifest, Manifest.parse(input));
+          return;
+        }
+        assert.ok(checked.problems.length > 0);
+        for (const p of checked.problems) {
+          assert.ok(ids.has(p.code), p.code);
+          assert.equal(typeof p.path, "string");
+          assert.ok(p.message.length > 0 && p.fix.length > 0);
+          JSON.stringify(p);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+/** Values near a manifest: right and wrong fields, right and wrong types, anything at all. */
+function manifestLike(): fc.Arbitrary<unknown> {
+  const word = fc.constantFrom(
+    "hello",
+    "node-tools",
+    "host",
+    "Bad",
+    "",
+    "a/b",
+    "c.d",
+    "config",
+    "src/main.ts",
+    "../x",
+    "MESH_X",
+    "/etc/x",
+    "broker",
+    "typescript",
+    "prebuilt",
+    "x.need-broker",
+  );
+  const loose = fc.oneof(word, fc.anything({ maxDepth: 2 }));
+  const list = fc.array(loose, { maxLength: 3 });
+  const bundle = fc.record(
+    {
+      name: loose,
+      language: fc.oneof(fc.constantFrom("typescript", "prebuilt"), loose),
+      entrypoints: list,
+      loads: list,
+      source: loose,
+      digest: fc.oneof(fc.constant(digest("a")), loose),
+      size: loose,
+    },
+    { requiredKeys: [] },
+  );
+  const process = fc.record(
+    {
+      name: loose,
+      bundle: loose,
+      run: list,
+      env: fc.dictionary(word, loose, { maxKeys: 2 }),
+      "restart-on": list,
+    },
+    { requiredKeys: [] },
+  );
+  const manifest = fc.record(
+    {
+      module: loose,
+      bundles: fc.oneof(fc.array(bundle, { maxLength: 3 }), loose),
+      processes: fc.oneof(fc.array(process, { maxLength: 2 }), loose),
+      states: fc.array(fc.record({ name: loose, readable: loose }, { requiredKeys: [] }), {
+        maxLength: 2,
+      }),
+      reads: list,
+      calls: list,
+      config: fc.dictionary(
+        word,
+        fc.record({ description: loose, default: loose }, { requiredKeys: [] }),
+        { maxKeys: 2 },
+      ),
+      "own-secrets": fc.dictionary(word, fc.record({ path: loose }, { requiredKeys: [] }), {
+        maxKeys: 2,
+      }),
+      filter: loose,
+      extra: loose,
+    },
+    { requiredKeys: [] },
+  );
+  return fc.oneof(manifest, fc.anything());
+}
