@@ -192,8 +192,29 @@ export type Difference = z.infer<typeof Difference>;
 
 // mesh-composed --------------------------------------------------------------------------------
 
+/**
+ * What the host's provisioner client needs of one module composed on the node, so it can answer
+ * the runtime without reading manifests: the module's build, its declared config keys with their
+ * defaults, and the values the mesh derives for it (see `BoundKey`).
+ */
+export const ComposedModule = z
+  .object({
+    build: BuildId.optional(),
+    manifestDigest: Digest.optional(),
+    config: z.record(z.string(), z.object({ default: z.json().optional() }).strict()),
+    bound: z.record(z.string(), z.json()),
+  })
+  .strict();
+export type ComposedModule = z.infer<typeof ComposedModule>;
+
 export const Composed = z
-  .object({ node: NodeName, resources: z.array(Resource), fingerprint: z.string().min(1) })
+  .object({
+    node: NodeName,
+    resources: z.array(Resource),
+    /** Per module composed on the node; absent in compositions written before it existed. */
+    modules: z.record(Name, ComposedModule).optional(),
+    fingerprint: z.string().min(1),
+  })
   .strict();
 export type Composed = z.infer<typeof Composed>;
 
@@ -288,6 +309,13 @@ export const ProvisionAsk = z
   .object({ module: Name, kind: z.enum(["config", "bound", "secret"]), key: z.string().min(1) })
   .strict();
 export type ProvisionAsk = z.infer<typeof ProvisionAsk>;
+
+/**
+ * The answer to a provision ask: the value. A refusal is a coded error reply instead (REFUSED or
+ * NOT_FOUND, with the reason as its description).
+ */
+export const ProvisionAnswer = z.object({ value: z.json() }).strict();
+export type ProvisionAnswer = z.infer<typeof ProvisionAnswer>;
 
 /** `mesh.provision.<node>.changed`: a value moved; no key means every value of that kind. */
 export const ProvisionChanged = z
