@@ -9,3 +9,4 @@ export * from "./layout-setup.js";
 export * from "./server/find-server.js";
 export * from "./server/server-config.js";
 export * from "./server/embedded-server.js";
+export * from "./sealing.js";
