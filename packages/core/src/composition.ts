@@ -279,19 +279,23 @@ function refused(node: string, refusals: readonly CompositionRefusal[]): Composi
 
 /** A module's declared files: its credential (`broker`) and its secrets, sealed to the node later. */
 function needsOf(m: Manifest, c: Context): NeedResource[] {
-  // The file is read by whoever runs the module's code here: the runtime (as the operator
-  // account, when there is one) for the runtime itself and for modules whose tools it serves.
-  const readByRuntime =
-    m.module === RUNTIME_MODULE || (c.runtimeHere && toolsBundles(m).length > 0);
-  const user = readByRuntime ? c.account : undefined;
+  // A file belongs to whoever runs the code that reads it. The runtime runs as the operator
+  // account, when there is one: its own credential is the account's, and so are the secrets of the
+  // modules whose tools it serves here (tool code reads its secrets as files). A module's own bus
+  // credential is for its processes (the host's account), never for the runtime, or every tool
+  // module's code could speak on the bus as that module.
+  const servedHere = c.runtimeHere && toolsBundles(m).length > 0;
   return Object.keys(m["own-secrets"])
     .sort()
     .map((name) => {
       const path = (m["own-secrets"][name] as { path: string }).path;
+      const credential = name === BROKER_SECRET;
+      const user =
+        m.module === RUNTIME_MODULE || (servedHere && !credential) ? c.account : undefined;
       return sortedKeys({
         id: needResourceId(m.module, name),
         type: "need" as const,
-        kind: name === BROKER_SECRET ? ("credential" as const) : ("secret" as const),
+        kind: credential ? ("credential" as const) : ("secret" as const),
         module: m.module,
         name,
         path,

@@ -272,7 +272,8 @@ function bundleProblems(b: Bundle, about: { isRuntime: boolean; run: boolean }):
 
   // When entrypoints or loads is not a list, the schema says so, and nothing more can be said.
   const listsReadable =
-    (b.raw.entrypoints === undefined || b.entrypoints !== undefined) && (b.raw.loads === undefined || b.loads !== undefined);
+    (b.raw.entrypoints === undefined || b.entrypoints !== undefined) &&
+    (b.raw.loads === undefined || b.loads !== undefined);
   if (b.language === "typescript" && listsReadable) {
     const entries = b.entrypoints ?? [];
     if (entries.length === 0) {

@@ -177,3 +177,12 @@ describe("the bad-manifest corpus", () => {
     });
   }
 });
+
+describe("numbers where text is expected", () => {
+  it("are quoted back as they were written", () => {
+    const checked = parseManifestText("module: a\ndescription: 1.10\n", "yaml");
+    assert.ok(!checked.ok);
+    assert.equal(checked.problems[0]?.value, "1.10");
+    assert.match(checked.problems[0]?.fix ?? "", /"1\.10"/);
+  });
+});

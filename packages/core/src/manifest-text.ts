@@ -102,7 +102,12 @@ function fromYaml(text: string): ManifestCheck {
   const lineCounter = new LineCounter();
   // logLevel error: faults and warnings are still collected (they are problems here), and the
   // reader prints nothing on the process; "silent" would stop collecting faults too.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: "error" });
+  const doc = parseDocument(text, {
+    lineCounter,
+    prettyErrors: false,
+    uniqueKeys: true,
+    logLevel: "error",
+  });
   const where = (offset: number): { line: number; column: number } => {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
@@ -178,9 +183,25 @@ function fromYaml(text: string): ManifestCheck {
   return inTextOrder(
     checked.problems.map((p) => {
       const offset = yamlOffset(doc.contents, p.at, p.code === "unknown-field");
-      return offset === undefined ? p : { ...p, ...where(offset) };
+      const located = offset === undefined ? p : { ...p, ...where(offset) };
+      return p.code === "type" && typeof p.value === "number"
+        ? quoteAsWritten(located, doc.getIn(p.at, true))
+        : located;
     }),
   );
+}
+
+/**
+ * A number where text is expected (a digest of digits only, a version like 1.10) is told back as
+ * it was written, not as the number YAML read: quoting what the author wrote is the fix.
+ */
+function quoteAsWritten(p: ManifestProblem, node: unknown): ManifestProblem {
+  if (!isScalar(node) || typeof node.source !== "string") return p;
+  return {
+    ...p,
+    value: node.source,
+    fix: `quote it, so YAML reads it as text: ${JSON.stringify(node.source)}`,
+  };
 }
 
 /** The offset of the node at `at`, or of the deepest node on the way there. */

@@ -75,6 +75,10 @@ export const ProcessResource = z
   .strict();
 export type ProcessResource = z.infer<typeof ProcessResource>;
 
-export const Resource = z.discriminatedUnion("type", [ArchiveResource, NeedResource, ProcessResource]);
+export const Resource = z.discriminatedUnion("type", [
+  ArchiveResource,
+  NeedResource,
+  ProcessResource,
+]);
 export type Resource = z.infer<typeof Resource>;
 export type ResourceType = Resource["type"];
