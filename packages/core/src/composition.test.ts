@@ -442,6 +442,12 @@ describe("compose: fingerprints", () => {
     const composition = compose(node([runtime(), hello]));
     assert.ok(composition.ok);
     assert.equal(composition.fingerprint, fingerprintOf(composition.resources));
+    for (const [module, fingerprint] of Object.entries(composition.moduleFingerprints)) {
+      assert.equal(
+        fingerprint,
+        fingerprintOf(composition.resources.filter((r) => r.module === module)),
+      );
+    }
   });
 
   it("moves a module's fingerprint, and not the runtime's, when one of its bundles changes", () => {

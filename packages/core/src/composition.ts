@@ -17,6 +17,7 @@
  * Manifests come in checked (`checkManifest`) and resolved (bundle digests filled in by the
  * builder); what composition cannot do with them is refused with a reason and a fix, never thrown.
  */
+import { createHash } from "node:crypto";
 import {
   ABSOLUTE_PATH_PATTERN,
   BROKER_SECRET,
@@ -41,7 +42,7 @@ import {
   type Resource,
 } from "@mesh/protocol";
 import { builtEntrypoint, interpreterFor, RUNNABLE_LANGUAGES } from "./bundle-run.js";
-import { fingerprintOf } from "./fingerprint.js";
+import { canonicalJson } from "./fingerprint.js";
 
 /** Everything composition needs to know about one node. */
 export interface NodeResolution {
@@ -233,16 +234,24 @@ export function compose(resolution: NodeResolution): Composition {
   if (refusals.length > 0) return refused(node, refusals);
 
   resources.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const byModule = new Map<string, Resource[]>();
-  for (const r of resources) byModule.set(r.module, [...(byModule.get(r.module) ?? []), r]);
+  // Each resource is written once; the node's fingerprint and each module's are hashes of the
+  // same pieces, and equal fingerprintOf of the whole list and of each module's part of it.
+  const pieces = resources.map((r) => canonicalJson(r));
+  const byModule = new Map<string, string[]>();
+  resources.forEach((r, i) => {
+    const list = byModule.get(r.module) ?? [];
+    list.push(pieces[i] ?? "");
+    byModule.set(r.module, list);
+  });
   const moduleFingerprints: Record<string, string> = {};
-  for (const name of [...byModule.keys()].sort())
-    moduleFingerprints[name] = fingerprintOf(byModule.get(name));
+  for (const name of [...byModule.keys()].sort()) {
+    moduleFingerprints[name] = sha256(`[${(byModule.get(name) ?? []).join(",")}]`);
+  }
   return {
     ok: true,
     node,
     resources,
-    fingerprint: fingerprintOf(resources),
+    fingerprint: sha256(`[${pieces.join(",")}]`),
     moduleFingerprints,
     leftOut,
   };
@@ -522,6 +531,10 @@ function sortedKeys<T extends object>(value: T): T {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value).sort()) out[key] = (value as Record<string, unknown>)[key];
   return out as T;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 function cmp(a: string, b: string): number {
