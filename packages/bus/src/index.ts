@@ -10,3 +10,4 @@ export * from "./server/find-server.js";
 export * from "./server/server-config.js";
 export * from "./server/embedded-server.js";
 export * from "./sealing.js";
+export * from "./publish.js";
