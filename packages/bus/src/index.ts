@@ -11,3 +11,4 @@ export * from "./server/server-config.js";
 export * from "./server/embedded-server.js";
 export * from "./sealing.js";
 export * from "./publish.js";
+export * from "./stream-reader.js";
