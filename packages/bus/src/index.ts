@@ -12,3 +12,4 @@ export * from "./server/embedded-server.js";
 export * from "./sealing.js";
 export * from "./publish.js";
 export * from "./stream-reader.js";
+export * from "./tool-discovery.js";
