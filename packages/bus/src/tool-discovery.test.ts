@@ -35,7 +35,7 @@ describe("discoverTools", () => {
 
   it("finds each tool with its node, module and schemas, and reports a schema that is not JSON", async () => {
     const input = { type: "object", properties: { name: { type: "string" } } };
-    const handler = async () => ({ ok: true });
+    const handler = () => Promise.resolve({ ok: true });
     await using _hello = await serve(bus, {
       name: "hello",
       version: "1.0.0",

@@ -6,7 +6,7 @@
  * and `output`.
  */
 import { Svcm, type ServiceInfo } from "@nats-io/services";
-import { ErrorCode, Subject, isMeshError, parseToolSubject } from "@mesh/protocol";
+import { ErrorCode, Subject, parseToolSubject } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
 
@@ -68,7 +68,7 @@ export async function discoverTools(
   } catch (error) {
     const mapped = toMeshError(error, { doing, subject: "$SRV.INFO" });
     // No responders: nothing serves anything yet.
-    if (isMeshError(mapped, ErrorCode.NOT_FOUND)) return [];
+    if (mapped.code === ErrorCode.NOT_FOUND) return [];
     throw mapped;
   }
   const tools: DiscoveredTool[] = [];
@@ -113,4 +113,3 @@ export async function discoverTools(
       a.node.localeCompare(b.node),
   );
 }
-
