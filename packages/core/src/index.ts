@@ -5,3 +5,4 @@ export * from "./bundle-run.js";
 export * from "./composition.js";
 export * from "./fingerprint.js";
 export * from "./permissions.js";
+export * from "./assigner/index.js";

@@ -1,0 +1,133 @@
+/**
+ * Snapshots for the assigner's tests (not exported from the package): a small mesh built up
+ * step by step, with readable build ids and digests.
+ */
+import { createHash } from "node:crypto";
+import type { Build, Have, Manifest, ManifestInput, Want } from "@mesh/protocol";
+import { Manifest as ManifestSchema } from "@mesh/protocol";
+import { canonicalJson } from "../fingerprint.js";
+import { emptySnapshot, type AssignerSnapshot, type HaveRecord } from "./snapshot.js";
+import type { AssignResult } from "./assign.js";
+
+export const T0 = "2026-01-01T00:00:00.000Z";
+
+const hex = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+type Mutable<T> = {
+  -readonly [K in keyof T]: T[K] extends ReadonlyMap<infer A, infer B> ? Map<A, B> : T[K];
+};
+
+export interface MutableSnapshot extends Omit<Mutable<AssignerSnapshot>, "own"> {
+  own: Mutable<AssignerSnapshot["own"]>;
+}
+
+export function snapshot(): MutableSnapshot {
+  const s = emptySnapshot(T0);
+  return s as unknown as MutableSnapshot;
+}
+
+export function present(s: MutableSnapshot, node: string, facts: { account?: string } = {}): void {
+  s.presence.set(node, {
+    node,
+    facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0", ...facts },
+    publicKey: "k",
+    heartbeat: T0,
+  });
+}
+
+export function assignTo(s: MutableSnapshot, target: string, module: string): void {
+  s.assignments.set(`${target}.${module}`, { by: "ada", at: T0 });
+}
+
+/** A module manifest with one tools bundle; `extra` adds reads, calls and secrets. */
+export function manifestOf(
+  module: string,
+  seq: number,
+  extra: Partial<ManifestInput> = {},
+): Manifest {
+  return ManifestSchema.parse({
+    module,
+    bundles: [
+      {
+        name: "tools",
+        language: "typescript",
+        entrypoints: ["src/tools.ts"],
+        loads: ["src/tools.ts"],
+        digest: hex(`${module}-${seq}-tools`),
+        size: 100,
+      },
+    ],
+    ...extra,
+  });
+}
+
+/** Adds a candidate and its build; a built one with its manifest stored. Returns the build id. */
+export function build(
+  s: MutableSnapshot,
+  module: string,
+  seq: number,
+  options: { status?: Build["status"]; manifest?: Manifest } = {},
+): string {
+  const status = options.status ?? "built";
+  const id = `${seq}-${hex(`${module}${seq}`).slice(0, 8)}`;
+  const manifest = options.manifest ?? manifestOf(module, seq);
+  const manifestDigest = hex(canonicalJson(manifest));
+  s.candidates.set(`${module}.${seq}`, {
+    module,
+    seq,
+    revision: `r${seq}`,
+    sourceDigest: hex(`src${module}${seq}`),
+    at: T0,
+  });
+  s.builds.set(`${module}.${id}`, {
+    module,
+    build: id,
+    status,
+    candidate: seq,
+    ...(status === "built" ? { manifestDigest } : {}),
+    bundles:
+      status === "built"
+        ? manifest.bundles.map((b) => ({ name: b.name, digest: b.digest as string, size: 100 }))
+        : [],
+    ...(status === "failed" ? { error: "compile error" } : {}),
+    log: "",
+    timings: { started: T0 },
+  });
+  if (status === "built") s.manifests.set(manifestDigest, manifest);
+  return id;
+}
+
+export function reportHave(
+  s: MutableSnapshot,
+  node: string,
+  module: string,
+  build: string,
+  health: Have["health"],
+): void {
+  const key = `${node}.${module}`;
+  const have: Have = { build, fingerprint: "f", health, since: T0, restarts: 0 };
+  const record: HaveRecord = s.have.get(key) ?? { current: undefined, history: [] };
+  s.have.set(key, { current: have, history: [...record.history, have] });
+}
+
+export function put(s: MutableSnapshot, target: string, module: string, buildId: string): void {
+  s.puts.set(`${target}.${module}`, { build: buildId, by: "ada", why: "pinned", at: T0 });
+}
+
+/** Applies a pass's writes to the snapshot's own buckets, as the shell's watches would. */
+export function apply(s: MutableSnapshot, result: AssignResult): void {
+  for (const w of result.writes) {
+    const map = {
+      "mesh-wants": s.own.wants,
+      "mesh-compositions": s.own.compositions,
+      "mesh-differences": s.own.differences,
+      "mesh-asks": s.own.asks,
+    }[w.bucket] as Map<string, unknown>;
+    if (w.value === undefined) map.delete(w.key);
+    else map.set(w.key, w.value);
+  }
+}
+
+export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {
+  return result.wants.get(`${node}.${module}`);
+}

@@ -1,0 +1,77 @@
+/**
+ * What one pass of the assigner reads: every bucket it watches, as plain maps keyed as the bus
+ * keys them, and the clock's reading (the rules hold no clock; only a new ask is stamped with it).
+ */
+import type {
+  Answer,
+  Ask,
+  Assignment,
+  Build,
+  Composed,
+  CompositionVerdict,
+  Difference,
+  Have,
+  Manifest,
+  ModuleRegistration,
+  Presence,
+  Put,
+  Want,
+  Candidate,
+} from "@mesh/protocol";
+
+/** One node's report on one module: what it has now, and every kept revision, oldest first. */
+export interface HaveRecord {
+  /** The latest value; undefined when the key was deleted (the module no longer runs there). */
+  readonly current: Have | undefined;
+  /** Every kept value, oldest first (the current one included): where set-backs look. */
+  readonly history: readonly Have[];
+}
+
+/** What the assigner itself wrote and stands now: a pass writes only what differs from it. */
+export interface AssignerOwn {
+  readonly wants: ReadonlyMap<string, Want>;
+  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
+  readonly differences: ReadonlyMap<string, Difference>;
+  readonly asks: ReadonlyMap<string, Ask>;
+}
+
+export interface AssignerSnapshot {
+  /** ISO 8601; stamps new asks only. */
+  readonly now: string;
+  readonly registrations: ReadonlyMap<string, ModuleRegistration>;
+  /** `<node>.<module>` or `all.<module>`. */
+  readonly assignments: ReadonlyMap<string, Assignment>;
+  readonly presence: ReadonlyMap<string, Presence>;
+  /** `<module>.<seq>`. */
+  readonly candidates: ReadonlyMap<string, Candidate>;
+  /** `<module>.<build>`. */
+  readonly builds: ReadonlyMap<string, Build>;
+  /** By digest. */
+  readonly manifests: ReadonlyMap<string, Manifest>;
+  /** `<node>.<module>`. */
+  readonly have: ReadonlyMap<string, HaveRecord>;
+  /** `<node>.<module>` or `all.<module>`; empty when the puts bucket could not be opened. */
+  readonly puts: ReadonlyMap<string, Put>;
+  readonly answers: ReadonlyMap<string, Answer>;
+  /** By node. */
+  readonly composed: ReadonlyMap<string, Composed>;
+  readonly own: AssignerOwn;
+}
+
+/** An empty snapshot, for tests and for a shell that fills maps as watches hand values. */
+export function emptySnapshot(now = "1970-01-01T00:00:00.000Z"): AssignerSnapshot {
+  return {
+    now,
+    registrations: new Map(),
+    assignments: new Map(),
+    presence: new Map(),
+    candidates: new Map(),
+    builds: new Map(),
+    manifests: new Map(),
+    have: new Map(),
+    puts: new Map(),
+    answers: new Map(),
+    composed: new Map(),
+    own: { wants: new Map(), compositions: new Map(), differences: new Map(), asks: new Map() },
+  };
+}
