@@ -49,6 +49,10 @@ export const ErrorCode = {
   SERVER_RELOAD_FAILED: "SERVER_RELOAD_FAILED",
   /** A mesh root is already in use by another running `mesh up`. */
   ROOT_IN_USE: "ROOT_IN_USE",
+  /** The view was asked to listen beyond loopback without the explicit option and a token. */
+  VIEW_UNPROTECTED: "VIEW_UNPROTECTED",
+  /** A server of the mesh (the view) could not listen on its address and port. */
+  LISTEN_FAILED: "LISTEN_FAILED",
   /** A command line was given a missing or malformed argument. */
   USAGE: "USAGE",
   /** Something the mesh did not expect; the detail is in the log. */
