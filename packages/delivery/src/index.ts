@@ -1,1 +1,3 @@
-export {};
+export * from "./pack.js";
+export * from "./source.js";
+export * from "./build-source.js";

@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { cp, mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildSource } from "./build-source.js";
+import { directoryDigest } from "./source.js";
+
+const dirs: string[] = [];
+after(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+export async function writeModule(files: Record<string, string>, name = "hello"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `mesh-src-${name}-`));
+  dirs.push(dir);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, ".."), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return dir;
+}
+
+const HELLO = {
+  "mesh.yaml": [
+    "module: hello",
+    "bundles:",
+    "  - name: tools",
+    "    language: typescript",
+    "    entrypoints: [src/tools.ts]",
+    "    loads: [src/tools.ts]",
+    "",
+  ].join("\n"),
+  "src/tools.ts": 'import { greet } from "./greet.js";\nexport const tools = { greet };\n',
+  "src/greet.ts": "export const greet = (name: string): string => `Hello, ${name}`;\n",
+  ".gitignore": "scratch/\n",
+  "scratch/notes.txt": "not part of the source\n",
+};
+
+describe("buildSource", () => {
+  it("the same source built twice, from copies in different folders at different times, gives the same digests", async () => {
+    const a = await writeModule(HELLO);
+    const b = await mkdtemp(join(tmpdir(), "mesh-src-copy-elsewhere-"));
+    dirs.push(b);
+    await cp(a, b, { recursive: true });
+    // Different file times in the copy: nothing of them may reach the archive.
+    const later = new Date(Date.UTC(2031, 5, 1));
+    for (const f of ["src/tools.ts", "src/greet.ts", "mesh.yaml"])
+      await utimes(join(b, f), later, later);
+    const first = await buildSource(a);
+    const second = await buildSource(b);
+    assert.ok(first.ok && second.ok, first.ok ? "" : first.log);
+    assert.equal(first.manifestDigest, second.manifestDigest);
+    assert.deepEqual(
+      first.archives.map((x) => x.digest),
+      second.archives.map((x) => x.digest),
+    );
+    assert.equal(first.manifest.bundles[0]?.digest, first.archives[0]?.digest);
+    assert.equal(await directoryDigest(a), await directoryDigest(b));
+  });
+
+  it("the directory digest ignores .gitignore'd files and node_modules, and sees a change", async () => {
+    const dir = await writeModule(HELLO);
+    const before = await directoryDigest(dir);
+    await writeFile(join(dir, "scratch", "more.txt"), "x");
+    await mkdir(join(dir, "node_modules", "x"), { recursive: true });
+    await writeFile(join(dir, "node_modules", "x", "index.js"), "x");
+    assert.equal(await directoryDigest(dir), before);
+    await writeFile(join(dir, "src", "greet.ts"), "export const greet = (n: string) => n;\n");
+    assert.notEqual(await directoryDigest(dir), before);
+  });
+
+  it("a compile error gives a failed build with the compiler's message in its log", async () => {
+    const dir = await writeModule({
+      ...HELLO,
+      "src/greet.ts": "export const greet = (name: string => {\n",
+    });
+    const result = await buildSource(dir);
+    assert.equal(result.ok, false);
+    assert.match(result.log, /src\/greet\.ts:1:\d+: error: Expected/);
+  });
+
+  it("a bad manifest gives a failed build with every problem", async () => {
+    const dir = await writeModule({ ...HELLO, "mesh.yaml": "module: Hello\nbundles: 3\n" });
+    const result = await buildSource(dir);
+    assert.equal(result.ok, false);
+    assert.match(result.log, /module/);
+    assert.match(result.log, /bundles/);
+  });
+});

@@ -1,0 +1,255 @@
+/**
+ * One build of a module's source folder, on disk only: read and check the manifest, bundle each
+ * typescript bundle's entrypoints with esbuild, take each prebuilt bundle from its source after
+ * checking its digest, and pack every bundle as a reproducible archive. The builder daemon puts
+ * what this returns on the bus.
+ */
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative, sep } from "node:path";
+import { build as esbuild, type Message } from "esbuild";
+import {
+  MANIFEST_FILE_NAMES,
+  builtEntrypoint,
+  canonicalJson,
+  formatProblem,
+  manifestFormatOf,
+  parseManifestText,
+} from "@mesh/core";
+import { ErrorCode, MeshError, type Manifest, type ManifestBundle } from "@mesh/protocol";
+import { sha256 } from "@mesh/bus";
+import { packArchive, type ArchiveFile } from "./pack.js";
+import { copySource, fetchArchive, unpackArchive } from "./source.js";
+
+export interface BuiltArchive {
+  readonly bundle: string;
+  readonly bytes: Uint8Array;
+  readonly digest: string;
+  readonly size: number;
+}
+
+export type SourceBuild =
+  | {
+      readonly ok: true;
+      /** The manifest with every bundle's digest and size filled in. */
+      readonly manifest: Manifest;
+      /** The SHA-256 of the resolved manifest's canonical JSON: its key in mesh-manifests. */
+      readonly manifestDigest: string;
+      readonly archives: readonly BuiltArchive[];
+      readonly log: string;
+    }
+  | { readonly ok: false; readonly error: string; readonly log: string };
+
+/** The last lines of a build's output kept in its record. */
+export const LOG_TAIL_CHARS = 16_000;
+
+/** Reads the manifest at a source folder's root and checks it; every problem on refusal. */
+export async function readManifest(
+  root: string,
+): Promise<{ ok: true; manifest: Manifest; file: string } | { ok: false; error: string }> {
+  const names = new Set(await readdir(root).catch(() => [] as string[]));
+  const file = MANIFEST_FILE_NAMES.find((n) => names.has(n));
+  if (file === undefined) {
+    return {
+      ok: false,
+      error: `no manifest at the root of ${root}: write one of ${MANIFEST_FILE_NAMES.join(", ")} (see docs/manifest.schema.json)`,
+    };
+  }
+  const format = manifestFormatOf(file) ?? "yaml";
+  const checked = parseManifestText(await readFile(join(root, file), "utf8"), format);
+  if (!checked.ok) {
+    return {
+      ok: false,
+      error: `${file} has ${checked.problems.length} problem(s):\n${checked.problems.map((p) => `  ${formatProblem(p)}`).join("\n")}`,
+    };
+  }
+  return { ok: true, manifest: checked.manifest, file };
+}
+
+/** Builds the module in `root`; never throws for the module's own faults (they make a failed build). */
+export async function buildSource(
+  root: string,
+  options: { signal?: AbortSignal; onProgress?: (line: string) => void } = {},
+): Promise<SourceBuild> {
+  const log: string[] = [];
+  const say = (line: string): void => {
+    log.push(line);
+    options.onProgress?.(line);
+  };
+  const fail = (error: string): SourceBuild => {
+    say(`error: ${error}`);
+    return { ok: false, error: error.split("\n")[0] ?? error, log: tail(log) };
+  };
+  // Built from a copy at a fixed place beside the output, so the source maps' relative paths are
+  // the same wherever the source lives: the same source gives the same bytes.
+  const work = await mkdtemp(join(tmpdir(), "mesh-build-"));
+  try {
+    await copySource(
+      root,
+      join(work, "source"),
+      options.signal === undefined ? {} : { signal: options.signal },
+    );
+    return await buildCopy(join(work, "source"), join(work, "out"), {
+      log,
+      say,
+      fail,
+      signal: options.signal,
+    });
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function buildCopy(
+  root: string,
+  outRoot: string,
+  context: {
+    log: readonly string[];
+    say: (line: string) => void;
+    fail: (error: string) => SourceBuild;
+    signal: AbortSignal | undefined;
+  },
+): Promise<SourceBuild> {
+  const { log, say, fail, signal } = context;
+  const read = await readManifest(root);
+  if (!read.ok) return fail(read.error);
+  const manifest = read.manifest;
+  say(`manifest ${read.file}: ${manifest.module}, ${manifest.bundles.length} bundle(s)`);
+  const archives: BuiltArchive[] = [];
+  const bundles: ManifestBundle[] = [];
+  for (const bundle of manifest.bundles) {
+    signal?.throwIfAborted();
+    let files: ArchiveFile[] | string;
+    if (bundle.language === "typescript") {
+      files = await bundleTypescript(root, join(outRoot, bundle.name), bundle, say);
+    } else {
+      files = await prebuiltFiles(root, bundle, say, signal);
+    }
+    if (typeof files === "string") return fail(files);
+    const bytes = packArchive(files);
+    const digest = sha256(bytes);
+    say(
+      `bundle ${bundle.name}: ${files.length} file(s), ${bytes.byteLength} bytes, sha256 ${digest}`,
+    );
+    archives.push({ bundle: bundle.name, bytes, digest, size: bytes.byteLength });
+    bundles.push({ ...bundle, digest, size: bytes.byteLength });
+  }
+  const resolved: Manifest = { ...manifest, bundles };
+  const manifestDigest = sha256(Buffer.from(canonicalJson(resolved), "utf8"));
+  say(`resolved manifest ${manifestDigest}`);
+  return { ok: true, manifest: resolved, manifestDigest, archives, log: tail(log) };
+}
+
+async function bundleTypescript(
+  root: string,
+  out: string,
+  bundle: ManifestBundle,
+  say: (line: string) => void,
+): Promise<ArchiveFile[] | string> {
+  // What the runtime loads is built too: a tools bundle's loads name the files it will find.
+  const entries = [...new Set([...bundle.entrypoints, ...(bundle.loads ?? [])])].sort();
+  if (entries.length === 0)
+    return `the typescript bundle ${bundle.name} has no entrypoints: list the files to build in its entrypoints`;
+  {
+    let messages: Message[] = [];
+    try {
+      const result = await esbuild({
+        absWorkingDir: root,
+        entryPoints: entries,
+        outdir: out,
+        outbase: ".",
+        entryNames: "[dir]/[name]",
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: "node20",
+        sourcemap: "linked",
+        // Bundled CommonJS dependencies call require; an ES module has none of its own.
+        banner: {
+          js: 'import { createRequire as __meshRequire } from "node:module"; const require = __meshRequire(import.meta.url);',
+        },
+        logLevel: "silent",
+        write: true,
+        metafile: false,
+      });
+      messages = result.warnings;
+    } catch (error) {
+      const failure = error as { errors?: Message[]; warnings?: Message[] };
+      for (const m of [...(failure.errors ?? [])]) say(formatMessage("error", m));
+      for (const m of [...(failure.warnings ?? [])]) say(formatMessage("warning", m));
+      const first = failure.errors?.[0];
+      return `esbuild could not build bundle ${bundle.name}: ${first === undefined ? (error as Error).message : formatMessage("error", first)}`;
+    }
+    for (const m of messages) say(formatMessage("warning", m));
+    const files = await listFiles(out);
+    for (const entry of entries) {
+      const built = builtEntrypoint("typescript", entry);
+      if (!files.includes(built))
+        return `the entrypoint ${entry} of bundle ${bundle.name} did not build to ${built}; give it a .ts, .mts, .tsx, .js or .mjs ending`;
+    }
+    return Promise.all(
+      files.map(async (path) => ({ path, bytes: await readFile(join(out, path)) })),
+    );
+  }
+}
+
+async function prebuiltFiles(
+  root: string,
+  bundle: ManifestBundle,
+  say: (line: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<ArchiveFile[] | string> {
+  if (bundle.source === undefined || bundle.digest === undefined) {
+    return `the prebuilt bundle ${bundle.name} needs a source and a digest`;
+  }
+  const url =
+    bundle.source.startsWith("file://") || bundle.source.startsWith("/")
+      ? bundle.source
+      : join(root, bundle.source);
+  let bytes: Uint8Array;
+  try {
+    bytes = await fetchArchive(url, bundle.digest, signal === undefined ? {} : { signal });
+  } catch (error) {
+    return error instanceof MeshError ? error.message : String(error);
+  }
+  say(`bundle ${bundle.name}: prebuilt ${bundle.source}, digest checked`);
+  // Repacked reproducibly, so every archive the mesh stores is of one kind and unpacks the same way.
+  const dir = await mkdtemp(join(tmpdir(), "mesh-prebuilt-"));
+  try {
+    await unpackArchive(bytes, join(dir, "x"));
+    const files = await listFiles(join(dir, "x"));
+    return Promise.all(
+      files.map(async (path) => ({ path, bytes: await readFile(join(dir, "x", path)) })),
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function listFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join("/"))
+    .sort();
+}
+
+function formatMessage(kind: string, m: Message): string {
+  const where =
+    m.location === null ? "" : `${m.location.file}:${m.location.line}:${m.location.column + 1}: `;
+  return `${where}${kind}: ${m.text}`;
+}
+
+function tail(lines: readonly string[]): string {
+  const text = lines.join("\n");
+  return text.length <= LOG_TAIL_CHARS ? text : `…${text.slice(-LOG_TAIL_CHARS)}`;
+}
+
+/** Thrown by verbs that wait for a build which failed. */
+export function buildFailed(module: string, build: string, error: string): MeshError {
+  return new MeshError(
+    ErrorCode.BUILD_FAILED,
+    `the build ${build} of ${module} failed: ${error}; see its log with \`mesh builds ${module}\``,
+    { module },
+  );
+}
