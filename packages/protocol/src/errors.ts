@@ -53,6 +53,12 @@ export const ErrorCode = {
   VIEW_UNPROTECTED: "VIEW_UNPROTECTED",
   /** A server of the mesh (the view) could not listen on its address and port. */
   LISTEN_FAILED: "LISTEN_FAILED",
+  /** A module's source (a folder, a git ref, an archive) cannot be read or found. */
+  SOURCE_UNAVAILABLE: "SOURCE_UNAVAILABLE",
+  /** A build failed (a bad manifest, a compile error); its record holds the error and the log. */
+  BUILD_FAILED: "BUILD_FAILED",
+  /** A bucket a process cannot work without cannot be opened with its credential's grant. */
+  BUCKET_UNAVAILABLE: "BUCKET_UNAVAILABLE",
   /** A command line was given a missing or malformed argument. */
   USAGE: "USAGE",
   /** Something the mesh did not expect; the detail is in the log. */
