@@ -53,6 +53,10 @@ export const ErrorCode = {
   VIEW_UNPROTECTED: "VIEW_UNPROTECTED",
   /** A server of the mesh (the view) could not listen on its address and port. */
   LISTEN_FAILED: "LISTEN_FAILED",
+  /** An archive's bytes do not have the SHA-256 digest it was asked for by. */
+  DIGEST_MISMATCH: "DIGEST_MISMATCH",
+  /** An archive holds an entry a bundle may not hold, or is too big; nothing of it was unpacked. */
+  ARCHIVE_REFUSED: "ARCHIVE_REFUSED",
   /** A module's source (a folder, a git ref, an archive) cannot be read or found. */
   SOURCE_UNAVAILABLE: "SOURCE_UNAVAILABLE",
   /** A build failed (a bad manifest, a compile error); its record holds the error and the log. */

@@ -1,0 +1,92 @@
+/**
+ * What the host has applied, on disk, so a host that restarts (after a crash, a kill -9, a
+ * reboot) picks up where it was: which bundle is unpacked where, which need files it wrote,
+ * which processes it started (pid and start time, so it can find them again and never signal a
+ * stranger), and the last composition it received, so it can start what it ran without the bus.
+ *
+ * Written atomically after every step that changes the machine; read once at start.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Composed, ErrorCode, MeshError } from "@mesh/protocol";
+import { writeFileAtomic } from "./atomic-file.js";
+
+/** A bundle unpacked at a path. */
+export interface AppliedDelivery {
+  readonly module: string;
+  readonly digest: string;
+}
+
+/** A need file the host wrote. */
+export interface AppliedNeed {
+  readonly module: string;
+  readonly path: string;
+  readonly fingerprint: string;
+}
+
+/** A process the host started, and the fingerprint of everything it was started from. */
+export interface AppliedProcess {
+  readonly module: string;
+  readonly name: string;
+  /** Changes when the process must restart: its resource, a restart-on resource, its config. */
+  readonly effective: string;
+  /** Absent between deciding to start it and the spawn (a crash there leaves no pid). */
+  readonly pid?: number;
+  readonly startTime?: string;
+}
+
+export interface AppliedState {
+  readonly version: 1;
+  /** The last composition received from the bus. */
+  composed?: Composed;
+  /** By bundle path. */
+  deliveries: Record<string, AppliedDelivery>;
+  /** By resource id. */
+  needs: Record<string, AppliedNeed>;
+  /** By resource id. */
+  processes: Record<string, AppliedProcess>;
+}
+
+export const emptyState = (): AppliedState => ({
+  version: 1,
+  deliveries: {},
+  needs: {},
+  processes: {},
+});
+
+export const statePath = (root: string): string => join(root, "state", "applied.json");
+
+/** The state under `root`, or an empty one on first start. */
+export async function loadState(root: string): Promise<AppliedState> {
+  const path = statePath(root);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return emptyState();
+    throw error;
+  }
+  try {
+    const raw = JSON.parse(text) as Partial<AppliedState>;
+    if (raw.version !== 1) throw new Error(`version ${String(raw.version)}`);
+    const composed = raw.composed === undefined ? undefined : Composed.parse(raw.composed);
+    return {
+      version: 1,
+      ...(composed === undefined ? {} : { composed }),
+      deliveries: raw.deliveries ?? {},
+      needs: raw.needs ?? {},
+      processes: raw.processes ?? {},
+    };
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `the host's applied state ${JSON.stringify(path)} cannot be read (${(error as Error).message}); ` +
+        `it is written atomically, so something else changed it — move it aside and start the host again: it re-applies its composition from the bus`,
+      { path, cause: error },
+    );
+  }
+}
+
+export async function saveState(root: string, state: AppliedState): Promise<void> {
+  await writeFileAtomic(statePath(root), `${JSON.stringify(state, null, 1)}\n`);
+}

@@ -1,0 +1,329 @@
+/**
+ * Bundle archives: fetched by digest, verified before anything is read from them, checked entry
+ * by entry, unpacked into a fresh folder beside the target and moved into place with one atomic
+ * rename.
+ *
+ * Layout under a bundle's folder `<root>/bundles/<module>/`:
+ * - `.<bundle>@<digest>`: one unpacked version (complete: it appears only by a rename);
+ * - `<bundle>`: a symbolic link to the current version, replaced by a rename, so a reader sees
+ *   the old bundle or the new, never a half-unpacked one or none;
+ * - `.<bundle>.unpack-<random>`: an unpack in progress (a crash leaves it; the next unpack of
+ *   that bundle removes it).
+ *
+ * Verified archives are kept in `<root>/cache/<digest>.tgz`, so an unchanged archive is never
+ * fetched twice and a node that restarts without the bus can start what it ran.
+ *
+ * Refused before anything is written to the target: entries that escape (`..`, absolute paths),
+ * symbolic links that point outside or that a later entry is written through, hard links,
+ * devices, FIFOs and anything else that is not a file, folder or link, set-id bits, and more
+ * than the configured bytes or entries (a decompression bomb is stopped while it is read).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { lstat, mkdir, readFile, readdir, rename, rm, symlink } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, posix } from "node:path";
+import { Parser, extract, type ReadEntry } from "tar";
+import { ErrorCode, MeshError, ObjectStore, isName, parseArtifactSource } from "@mesh/protocol";
+import { syncFolder, writeFileAtomic } from "./atomic-file.js";
+
+export interface ArchiveLimits {
+  /** Most bytes the unpacked files may hold together. */
+  readonly maxBytes: number;
+  /** Most entries (files, folders, links). */
+  readonly maxEntries: number;
+}
+
+export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
+  maxBytes: 1024 * 1024 * 1024,
+  maxEntries: 100_000,
+};
+
+/** Where the host gets an archive's bytes: the artifact store, in the daemon. */
+export type FetchArtifact = (
+  digest: string,
+  options: { signal?: AbortSignal },
+) => Promise<Uint8Array | undefined>;
+
+export const cachePath = (root: string, digest: string): string =>
+  join(root, "cache", `${digest}.tgz`);
+
+/**
+ * The cached archive of `digest`, fetched first when the cache has none. The bytes are checked
+ * against the digest before they are kept: DIGEST_MISMATCH when they differ, NOT_FOUND when the
+ * store has no such archive.
+ */
+export async function fetchVerified(input: {
+  readonly root: string;
+  readonly module: string;
+  readonly source: string;
+  readonly digest: string;
+  readonly fetch: FetchArtifact | undefined;
+  readonly signal?: AbortSignal;
+}): Promise<string> {
+  const { root, module, source, digest } = input;
+  const routed = parseArtifactSource(source);
+  if (routed === undefined || routed.store !== ObjectStore.artifacts || routed.digest !== digest) {
+    throw new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${module}'s bundle comes from ${JSON.stringify(source)}, which is not ${ObjectStore.artifacts}/${digest}; the host fetches only from the artifact store, by the digest it was told — recompose the node`,
+      { module },
+    );
+  }
+  const cached = cachePath(root, digest);
+  try {
+    const bytes = await readFile(cached);
+    if (sha256(bytes) === digest) return cached;
+    // A damaged cache entry is fetched again rather than trusted.
+    await rm(cached, { force: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (input.fetch === undefined) {
+    throw new MeshError(
+      ErrorCode.NOT_FOUND,
+      `${module}'s bundle ${digest} is not in the local cache and the bus is not reachable; it is fetched when the bus returns`,
+      { module, key: digest },
+    );
+  }
+  const bytes = await input.fetch(
+    digest,
+    input.signal === undefined ? {} : { signal: input.signal },
+  );
+  if (bytes === undefined) {
+    throw new MeshError(
+      ErrorCode.NOT_FOUND,
+      `${module}'s bundle ${digest} is not in ${ObjectStore.artifacts}; the build that made it was lost or never stored — rebuild the module`,
+      { module, key: digest },
+    );
+  }
+  const actual = sha256(bytes);
+  if (actual !== digest) {
+    throw new MeshError(
+      ErrorCode.DIGEST_MISMATCH,
+      `${module}'s bundle was asked for as ${digest}, but the store's bytes digest to ${actual}; nothing was unpacked — the store's object is damaged or replaced: rebuild the module`,
+      { module, key: digest },
+    );
+  }
+  await writeFileAtomic(cached, bytes, { mode: 0o600 });
+  return cached;
+}
+
+/**
+ * Reads every entry of the archive without writing anything, and refuses it (ARCHIVE_REFUSED)
+ * at the first entry that breaks a rule. Stops reading as soon as a limit is passed.
+ */
+export async function checkArchive(
+  file: string,
+  limits: ArchiveLimits,
+  context: { readonly module: string; readonly digest: string },
+): Promise<{ entries: number; bytes: number }> {
+  let entries = 0;
+  let bytes = 0;
+  const links = new Set<string>();
+  let refusal: MeshError | undefined;
+  const refuse = (why: string): MeshError =>
+    new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${context.module}'s bundle ${context.digest.slice(0, 12)}… is refused: ${why}; nothing of it was unpacked — fix the bundle and rebuild`,
+      { module: context.module, key: context.digest },
+    );
+  await new Promise<void>((resolvePromise, reject) => {
+    const input = createReadStream(file);
+    const parser = new Parser({
+      strict: true,
+      onReadEntry: (entry: ReadEntry) => {
+        if (refusal === undefined) {
+          const why = entryProblem(entry, links, limits, entries, bytes);
+          entries += 1;
+          bytes += entry.type === "File" || entry.type === "OldFile" ? entry.size : 0;
+          if (why !== undefined) {
+            refusal = refuse(why);
+            input.destroy();
+            parser.abort(refusal);
+          }
+        }
+        entry.resume();
+      },
+    });
+    const fail = (error: unknown): void => {
+      reject(refusal ?? refuse(`it is not a readable tar archive (${(error as Error).message})`));
+    };
+    parser.on("error", fail);
+    parser.on("abort", fail);
+    input.on("error", fail);
+    parser.on("end", () => (refusal === undefined ? resolvePromise() : reject(refusal)));
+    input.on("data", (chunk) => parser.write(chunk as Buffer));
+    input.on("end", () => parser.end());
+  });
+  if (entries === 0) throw refuse("it holds no entries");
+  return { entries, bytes };
+}
+
+/** Why an entry is refused, or undefined. */
+function entryProblem(
+  entry: ReadEntry,
+  links: Set<string>,
+  limits: ArchiveLimits,
+  entriesBefore: number,
+  bytesBefore: number,
+): string | undefined {
+  const path = entry.path;
+  const shown = JSON.stringify(path);
+  if (entriesBefore + 1 > limits.maxEntries)
+    return `it holds more than ${limits.maxEntries} entries (the host's limit)`;
+  if (path === "" || isAbsolute(path) || /^[a-zA-Z]:/.test(path) || path.startsWith("\\"))
+    return `the entry ${shown} is an absolute path`;
+  const normal = posix.normalize(path.replace(/\/+$/, ""));
+  if (normal.split("/").includes("..") || path.split(/[\\/]/).includes(".."))
+    return `the entry ${shown} climbs out of the bundle's folder (..)`;
+  for (const link of links) {
+    if (normal === link || normal.startsWith(`${link}/`))
+      return `the entry ${shown} would be written through the symbolic link ${JSON.stringify(link)}`;
+  }
+  if ((entry.mode ?? 0) & 0o6000) return `the entry ${shown} has a set-user-id or set-group-id bit`;
+  switch (entry.type) {
+    case "File":
+    case "OldFile":
+      if (bytesBefore + entry.size > limits.maxBytes)
+        return `it unpacks to more than ${limits.maxBytes} bytes (the host's limit)`;
+      return undefined;
+    case "Directory":
+      return undefined;
+    case "SymbolicLink": {
+      const target = entry.linkpath ?? "";
+      if (target === "" || isAbsolute(target))
+        return `the symbolic link ${shown} points to the absolute path ${JSON.stringify(target)}`;
+      const resolved = posix.normalize(posix.join(posix.dirname(normal), target));
+      if (resolved === ".." || resolved.startsWith("../"))
+        return `the symbolic link ${shown} points outside the bundle (${JSON.stringify(target)})`;
+      links.add(normal);
+      return undefined;
+    }
+    case "Link":
+      return `the entry ${shown} is a hard link`;
+    case "CharacterDevice":
+    case "BlockDevice":
+      return `the entry ${shown} is a device node`;
+    case "FIFO":
+      return `the entry ${shown} is a FIFO`;
+    default:
+      return `the entry ${shown} is of type ${entry.type}, which a bundle may not hold`;
+  }
+}
+
+/** `<root>/bundles/<module>/<bundle>`, checked: the host writes bundles nowhere else. */
+export function checkBundlePath(root: string, module: string, path: string): void {
+  const base = join(root, "bundles", module);
+  if (dirname(path) !== base || !isName("bundle", basename(path))) {
+    throw new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${module}'s bundle is to be unpacked at ${JSON.stringify(path)}, which is not ${base}/<bundle>; the host unpacks bundles only under its root — recompose the node`,
+      { module, path },
+    );
+  }
+}
+
+const versionName = (path: string, digest: string): string => `.${basename(path)}@${digest}`;
+
+/**
+ * Unpacks the checked archive into `.<bundle>@<digest>` beside `path` (through a temporary
+ * folder, so the version folder is complete whenever it exists). The current link is not
+ * touched: {@link placeBundle} does that.
+ */
+export async function unpackBeside(input: {
+  readonly file: string;
+  readonly path: string;
+  readonly digest: string;
+  readonly module: string;
+  readonly limits: ArchiveLimits;
+}): Promise<void> {
+  const { file, path, digest, module } = input;
+  const folder = dirname(path);
+  const version = join(folder, versionName(path, digest));
+  if (await exists(version)) return;
+  await checkArchive(file, input.limits, { module, digest });
+  await mkdir(folder, { recursive: true, mode: 0o755 });
+  // Leftovers of an unpack a crash interrupted.
+  for (const name of await readdir(folder)) {
+    if (name.startsWith(`.${basename(path)}.unpack-`))
+      await rm(join(folder, name), { recursive: true, force: true });
+  }
+  const temporary = join(folder, `.${basename(path)}.unpack-${randomBytes(6).toString("hex")}`);
+  await mkdir(temporary, { mode: 0o755 });
+  try {
+    await extract({
+      file,
+      cwd: temporary,
+      strict: true,
+      // As root, tar would give files the archive's owners; bundles belong to the host.
+      preserveOwner: false,
+      // Checked above; checked again, so a difference between the two readings cannot slip by.
+      filter: (_path, entry) => {
+        const type = (entry as ReadEntry).type;
+        return (
+          type === "File" || type === "OldFile" || type === "Directory" || type === "SymbolicLink"
+        );
+      },
+    });
+    await rename(temporary, version);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    throw new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${module}'s bundle ${digest.slice(0, 12)}… could not be unpacked (${(error as Error).message}); nothing was moved into place — rebuild the module`,
+      { module, key: digest, cause: error },
+    );
+  }
+  await syncFolder(folder);
+}
+
+/**
+ * Points `path` at the unpacked version of `digest`, with one rename, then removes the other
+ * versions of that bundle.
+ */
+export async function placeBundle(path: string, digest: string): Promise<void> {
+  const folder = dirname(path);
+  const name = basename(path);
+  const link = join(folder, `.${name}.link-${randomBytes(6).toString("hex")}`);
+  await symlink(versionName(path, digest), link);
+  try {
+    const current = await lstat(path).catch(() => undefined);
+    if (current !== undefined && !current.isSymbolicLink()) {
+      // A real folder (from before this layout, or by hand): moved aside, then removed.
+      const aside = join(folder, `.${name}.old-${randomBytes(6).toString("hex")}`);
+      await rename(path, aside);
+      await rm(aside, { recursive: true, force: true });
+    }
+    await rename(link, path);
+  } catch (error) {
+    await rm(link, { force: true });
+    throw error;
+  }
+  await syncFolder(folder);
+  for (const entry of await readdir(folder)) {
+    if (entry.startsWith(`.${name}@`) && entry !== versionName(path, digest))
+      await rm(join(folder, entry), { recursive: true, force: true });
+  }
+}
+
+/** Removes a bundle: its link, every version and leftover; then its module's folder if empty. */
+export async function removeBundle(path: string): Promise<void> {
+  const folder = dirname(path);
+  const name = basename(path);
+  await rm(path, { recursive: true, force: true });
+  const entries = await readdir(folder).catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (entry.startsWith(`.${name}@`) || entry.startsWith(`.${name}.`))
+      await rm(join(folder, entry), { recursive: true, force: true });
+  }
+  if ((await readdir(folder).catch(() => ["?"])).length === 0)
+    await rm(folder, { recursive: true, force: true });
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+async function exists(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => undefined)) !== undefined;
+}

@@ -1,0 +1,54 @@
+/**
+ * Writing a file so that a reader (or a host restarted after a crash) sees the old content or
+ * the new, never half of either: write a temporary file beside it with its final mode and
+ * owner, fsync it, rename it over the target, fsync the folder.
+ */
+import { randomBytes } from "node:crypto";
+import { chmod, chown, mkdir, open, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+
+export interface AtomicWriteOptions {
+  /** Default 0600: the host writes state and secrets. */
+  readonly mode?: number;
+  /** Owner to give the file (root only). */
+  readonly owner?: { readonly uid: number; readonly gid: number };
+}
+
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
+  const mode = options.mode ?? 0o600;
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: 0o700 });
+  const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const handle = await open(temporary, "wx", mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await chmod(temporary, mode); // the umask may have narrowed it; say exactly what was asked
+    if (options.owner !== undefined) await chown(temporary, options.owner.uid, options.owner.gid);
+    await rename(temporary, path);
+  } catch (error) {
+    await unlink(temporary).catch(() => undefined);
+    throw error;
+  }
+  await syncFolder(folder);
+}
+
+/** fsync a folder, so a rename in it survives a power cut. */
+export async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, "r");
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems refuse fsync on a folder; the rename is still atomic.
+  } finally {
+    await handle.close();
+  }
+}

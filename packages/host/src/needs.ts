@@ -1,0 +1,75 @@
+/**
+ * Need files: a module's credential and secrets, sealed to this node's key in the composition,
+ * unsealed here and written 0600, owned by the user of the process that reads them. The sealed
+ * text is opened with the need's resource id as context, so a value sealed for another need (or
+ * node) does not open.
+ */
+import type { KeyObject } from "node:crypto";
+import { lstat, rm } from "node:fs/promises";
+import { isAbsolute, normalize } from "node:path";
+import { unseal } from "@mesh/bus";
+import { ErrorCode, MeshError, type NeedResource } from "@mesh/protocol";
+import { lookupAccount, runningAsRoot } from "./accounts.js";
+import { writeFileAtomic } from "./atomic-file.js";
+
+/** Refuses a path the host must not write: relative, climbing, or inside the host's own root. */
+export function checkNeedPath(root: string, need: NeedResource): void {
+  const path = need.path;
+  const inRoot = (sub: string): boolean =>
+    path === `${root}/${sub}` || path.startsWith(`${root}/${sub}/`);
+  if (
+    !isAbsolute(path) ||
+    normalize(path) !== path ||
+    path.split("/").includes("..") ||
+    ["state", "cache", "bundles", "logs"].some(inRoot) ||
+    path === `${root}/node.key`
+  ) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${need.id} is to be written at ${JSON.stringify(path)}, which is not an absolute, normal path outside the host's own folders; correct the path in ${need.module}'s manifest (own-secrets)`,
+      { module: need.module, path },
+    );
+  }
+}
+
+/**
+ * Writes the need's file. `known` says whether the host wrote this path before: a file the host
+ * did not write is never overwritten (it may be the machine's own).
+ */
+export async function writeNeed(input: {
+  readonly root: string;
+  readonly need: NeedResource;
+  readonly privateKey: KeyObject;
+  readonly known: boolean;
+}): Promise<void> {
+  const { need } = input;
+  checkNeedPath(input.root, need);
+  if (need.sealed === undefined) {
+    throw new MeshError(
+      ErrorCode.NOT_FOUND,
+      `${need.id} has no sealed content yet; the controller seals it once the node's presence shows its key — the module starts when it arrives`,
+      { module: need.module, path: need.path },
+    );
+  }
+  if (!input.known) {
+    const there = await lstat(need.path).catch(() => undefined);
+    if (there !== undefined) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${need.id} is to be written at ${JSON.stringify(need.path)}, where a file the host did not write already is; move that file away or choose another path in ${need.module}'s manifest`,
+        { module: need.module, path: need.path },
+      );
+    }
+  }
+  const content = unseal(input.privateKey, need.sealed, need.id);
+  const owner =
+    need.user !== undefined && runningAsRoot() ? await lookupAccount(need.user) : undefined;
+  await writeFileAtomic(need.path, content, {
+    mode: 0o600,
+    ...(owner === undefined ? {} : { owner: { uid: owner.uid, gid: owner.gid } }),
+  });
+}
+
+export async function removeNeed(path: string): Promise<void> {
+  await rm(path, { force: true });
+}

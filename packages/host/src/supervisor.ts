@@ -1,0 +1,329 @@
+/**
+ * Runs and watches processes: each in its own process group (so a stop reaches everything it
+ * started), as its user, with its environment and working folder, its output in files the host
+ * tails; restarted on exit after a delay that doubles from 1 s to 5 min and starts again at 1 s
+ * once it ran healthy; stopped with TERM to the group, a grace period, then KILL.
+ *
+ * A process the host started before it restarted is adopted: watched by polling /proc, since
+ * only its parent could wait for it.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, open, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { lookupAccount, runningAsRoot } from "./accounts.js";
+import { FileTail, type TailLimits } from "./log-tail.js";
+import { isAlive, signalGroup, startTimeOf, type ProcessIdentity } from "./proc.js";
+
+export interface ProcessSpec {
+  readonly id: string;
+  readonly module: string;
+  readonly name: string;
+  readonly argv: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly user?: string | undefined;
+  /** The environment variable (name=value) by which a restarted host recognises it. */
+  readonly marker: { readonly name: string; readonly value: string };
+}
+
+export interface Backoff {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+export const DEFAULT_BACKOFF: Backoff = { initialMs: 1_000, maxMs: 5 * 60_000 };
+
+export interface SupervisorOptions {
+  readonly root: string;
+  readonly backoff: Backoff;
+  /** A process that ran this long is healthy, and its next exit starts the backoff again. */
+  readonly healthyMs: number;
+  readonly graceMs: number;
+  readonly tail: TailLimits;
+  /** How often adopted processes and output files are looked at. */
+  readonly pollMs: number;
+  /** A process was spawned (also on each restart); the host records its identity. */
+  readonly onSpawned: (id: string, identity: ProcessIdentity) => void;
+  /** A process exited (or could not be started); it is restarted after `delayMs`. */
+  readonly onExit: (id: string, exit: ExitInfo) => void;
+  readonly onLine: (
+    module: string,
+    process: string,
+    stream: "stdout" | "stderr",
+    line: string,
+  ) => void;
+}
+
+export interface ExitInfo {
+  readonly reason: string;
+  readonly delayMs: number;
+}
+
+/** What the host reports about one process. */
+export interface ProcessStatus {
+  readonly running: boolean;
+  /** When the current run began (ms since epoch). */
+  readonly since: number | undefined;
+  /** When each recent exit happened. */
+  readonly exits: readonly number[];
+  readonly restarts: number;
+  readonly lastError: string | undefined;
+}
+
+interface Unit {
+  spec: ProcessSpec;
+  identity: ProcessIdentity | undefined;
+  child: ChildProcess | undefined;
+  since: number | undefined;
+  exits: number[];
+  restarts: number;
+  attempt: number;
+  lastError: string | undefined;
+  timer: NodeJS.Timeout | undefined;
+  stopping: boolean;
+  tails: FileTail[];
+  exited: Promise<void>;
+  markExited: () => void;
+}
+
+export class Supervisor implements AsyncDisposable {
+  readonly #options: SupervisorOptions;
+  readonly #units = new Map<string, Unit>();
+  #poller: NodeJS.Timeout | undefined;
+
+  constructor(options: SupervisorOptions) {
+    this.#options = options;
+    this.#poller = setInterval(() => void this.#poll(), options.pollMs);
+    this.#poller.unref();
+  }
+
+  ids(): string[] {
+    return [...this.#units.keys()].sort();
+  }
+
+  status(id: string): ProcessStatus | undefined {
+    const unit = this.#units.get(id);
+    if (unit === undefined) return undefined;
+    return {
+      running: unit.identity !== undefined,
+      since: unit.since,
+      exits: [...unit.exits],
+      restarts: unit.restarts,
+      lastError: unit.lastError,
+    };
+  }
+
+  identity(id: string): ProcessIdentity | undefined {
+    return this.#units.get(id)?.identity;
+  }
+
+  /** Starts the process now. */
+  async start(spec: ProcessSpec, carried?: { restarts: number }): Promise<void> {
+    const unit = this.#newUnit(spec);
+    unit.restarts = carried?.restarts ?? 0;
+    this.#units.set(spec.id, unit);
+    await this.#spawn(unit);
+  }
+
+  /** Watches a process a previous host started, whose identity was recorded. */
+  async adopt(
+    spec: ProcessSpec,
+    identity: ProcessIdentity,
+    carried?: { restarts: number; since?: number },
+  ): Promise<void> {
+    const unit = this.#newUnit(spec);
+    unit.identity = identity;
+    unit.restarts = carried?.restarts ?? 0;
+    unit.since = carried?.since ?? Date.now();
+    this.#units.set(spec.id, unit);
+    unit.tails = await this.#tails(spec, "end");
+  }
+
+  /** Stops the process and forgets it: TERM to its group, the grace period, then KILL. */
+  async stop(id: string): Promise<void> {
+    const unit = this.#units.get(id);
+    if (unit === undefined) return;
+    unit.stopping = true;
+    if (unit.timer !== undefined) clearTimeout(unit.timer);
+    const identity = unit.identity;
+    if (identity !== undefined) {
+      await signalGroup(identity, "SIGTERM");
+      const gone = await this.#waitGone(unit, identity, this.#options.graceMs);
+      if (!gone) {
+        await signalGroup(identity, "SIGKILL");
+        await this.#waitGone(unit, identity, 10_000);
+      }
+    }
+    await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
+    this.#units.delete(id);
+  }
+
+  /** Stops watching (processes keep running, to be adopted by the next host). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#poller !== undefined) clearInterval(this.#poller);
+    this.#poller = undefined;
+    for (const unit of this.#units.values()) {
+      if (unit.timer !== undefined) clearTimeout(unit.timer);
+      unit.child?.removeAllListeners("exit");
+      unit.child?.unref();
+      await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
+    }
+    this.#units.clear();
+  }
+
+  /** Stops every process, then stops watching. */
+  async stopAll(): Promise<void> {
+    await Promise.all(this.ids().map((id) => this.stop(id)));
+    await this[Symbol.asyncDispose]();
+  }
+
+  #newUnit(spec: ProcessSpec): Unit {
+    let markExited = (): void => undefined;
+    const exited = new Promise<void>((resolve) => (markExited = resolve));
+    return {
+      spec,
+      identity: undefined,
+      child: undefined,
+      since: undefined,
+      exits: [],
+      restarts: 0,
+      attempt: 0,
+      lastError: undefined,
+      timer: undefined,
+      stopping: false,
+      tails: [],
+      exited,
+      markExited,
+    };
+  }
+
+  async #spawn(unit: Unit): Promise<void> {
+    const { spec } = unit;
+    unit.timer = undefined;
+    if (unit.stopping) return;
+    let out: Awaited<ReturnType<typeof open>> | undefined;
+    let err: Awaited<ReturnType<typeof open>> | undefined;
+    try {
+      const account =
+        spec.user !== undefined && runningAsRoot() ? await lookupAccount(spec.user) : undefined;
+      const files = logFiles(this.#options.root, spec);
+      await mkdir(files.folder, { recursive: true, mode: 0o750 });
+      if (unit.tails.length === 0) unit.tails = await this.#tails(spec, "end");
+      out = await open(files.stdout, "a", 0o640);
+      err = await open(files.stderr, "a", 0o640);
+      const env: Record<string, string> = {
+        PATH: process.env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
+        HOME: account?.home ?? process.env["HOME"] ?? "/",
+        ...(account === undefined ? {} : { USER: account.name, LOGNAME: account.name }),
+        ...spec.env,
+        [spec.marker.name]: spec.marker.value,
+      };
+      const [command, ...args] = spec.argv;
+      const child = spawn(command ?? "", args, {
+        cwd: spec.cwd,
+        env,
+        detached: true,
+        stdio: ["ignore", out.fd, err.fd],
+        ...(account === undefined ? {} : { uid: account.uid, gid: account.gid }),
+      });
+      const spawned = await new Promise<number>((resolve, reject) => {
+        child.once("spawn", () => resolve(child.pid ?? -1));
+        child.once("error", reject);
+      });
+      const startTime = await startTimeOf(spawned);
+      unit.child = child;
+      unit.identity = { pid: spawned, startTime: startTime ?? "?" };
+      unit.since = Date.now();
+      let markExited = (): void => undefined;
+      unit.exited = new Promise<void>((resolve) => (markExited = resolve));
+      unit.markExited = markExited;
+      child.once("exit", (code, signal) => {
+        this.#exited(
+          unit,
+          child,
+          signal === null ? `exited with code ${String(code)}` : `was ended by ${signal}`,
+        );
+      });
+      this.#options.onSpawned(spec.id, unit.identity);
+    } catch (error) {
+      this.#exited(unit, undefined, `could not be started: ${(error as Error).message}`);
+    } finally {
+      await out?.close();
+      await err?.close();
+    }
+  }
+
+  #exited(unit: Unit, child: ChildProcess | undefined, reason: string): void {
+    if (child !== undefined && unit.child !== child) return;
+    const now = Date.now();
+    const ranMs = unit.since === undefined ? 0 : now - unit.since;
+    unit.identity = undefined;
+    unit.child = undefined;
+    unit.since = undefined;
+    unit.markExited();
+    if (unit.stopping) return;
+    if (ranMs >= this.#options.healthyMs) unit.attempt = 0;
+    unit.exits = [...unit.exits.slice(-19), now];
+    unit.lastError = `${unit.spec.id} ${reason}`;
+    const { initialMs, maxMs } = this.#options.backoff;
+    const delayMs = Math.min(maxMs, initialMs * 2 ** unit.attempt);
+    unit.attempt += 1;
+    unit.timer = setTimeout(() => {
+      unit.restarts += 1;
+      void this.#spawn(unit);
+    }, delayMs);
+    this.#options.onExit(unit.spec.id, { reason: unit.lastError, delayMs });
+  }
+
+  async #waitGone(unit: Unit, identity: ProcessIdentity, ms: number): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      if (unit.child !== undefined) {
+        const done = await Promise.race([
+          unit.exited.then(() => true),
+          new Promise<boolean>((r) =>
+            setTimeout(() => r(false), Math.min(100, until - Date.now())).unref(),
+          ),
+        ]);
+        if (done) return true;
+      } else if (!(await isAlive(identity))) return true;
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+    return !(await isAlive(identity));
+  }
+
+  async #tails(spec: ProcessSpec, from: "end"): Promise<FileTail[]> {
+    void from;
+    const files = logFiles(this.#options.root, spec);
+    const make = async (path: string, stream: "stdout" | "stderr"): Promise<FileTail> => {
+      const size = (await stat(path).catch(() => undefined))?.size ?? 0;
+      return new FileTail(path, size, this.#options.tail, (line) =>
+        this.#options.onLine(spec.module, spec.name, stream, line),
+      );
+    };
+    return [await make(files.stdout, "stdout"), await make(files.stderr, "stderr")];
+  }
+
+  async #poll(): Promise<void> {
+    for (const unit of [...this.#units.values()]) {
+      for (const tail of unit.tails) await tail.poll().catch(() => undefined);
+      // Adopted processes are not our children: their exit is seen here.
+      if (unit.child === undefined && unit.identity !== undefined && !unit.stopping) {
+        if (!(await isAlive(unit.identity)))
+          this.#exited(unit, undefined, "exited (it was adopted, so its code is unknown)");
+      }
+    }
+  }
+}
+
+export function logFiles(
+  root: string,
+  spec: Pick<ProcessSpec, "module" | "name">,
+): { folder: string; stdout: string; stderr: string } {
+  const folder = join(root, "logs", spec.module);
+  return {
+    folder,
+    stdout: join(folder, `${spec.name}.log`),
+    stderr: join(folder, `${spec.name}.stderr.log`),
+  };
+}

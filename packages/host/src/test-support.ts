@@ -1,0 +1,222 @@
+/**
+ * What the host's tests share: a real bus with the layout and a user holding exactly the host's
+ * grant, bundles made as real tar.gz archives (and hand-made ones with entries no tool would
+ * write), compositions, and waiting for a condition with a deadline.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { create } from "tar";
+import { hostGrant } from "@mesh/core";
+import { ArtifactStore, MeshBus, ensureLayout } from "@mesh/bus";
+import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
+import {
+  ObjectStore,
+  Principal,
+  artifactSource,
+  bundlePath,
+  type ArchiveResource,
+  type ComposedModule,
+  type Composed,
+  type Credential,
+  type ProcessResource,
+  type Resource,
+} from "@mesh/protocol";
+import { fingerprintOf } from "@mesh/core";
+
+export interface Bus {
+  readonly server: TestServer;
+  readonly admin: MeshBus;
+  readonly artifacts: ArtifactStore;
+  /** The host's credential: a user with exactly hostGrant({node}). */
+  hostCredential(node: string): Credential;
+  stop(): Promise<void>;
+}
+
+export const HOST_PASSWORD = "host-password-for-tests";
+
+/** A server with the layout, and a host user for each node named. */
+export async function startBus(nodes: readonly string[]): Promise<Bus> {
+  const server = await startTestServer({
+    users: nodes.map((node) => ({
+      user: `host-${node}`,
+      password: HOST_PASSWORD,
+      permissions: hostGrant({ node }),
+    })),
+  });
+  const admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "admin", module: Principal.controller }),
+  );
+  await ensureLayout(admin);
+  const artifacts = await ArtifactStore.open(admin);
+  return {
+    server,
+    admin,
+    artifacts,
+    hostCredential: (node) =>
+      credentialFor(
+        server,
+        { user: `host-${node}`, password: HOST_PASSWORD },
+        { node, module: Principal.host },
+      ),
+    async stop() {
+      await admin.close();
+      await server.stop();
+    },
+  };
+}
+
+export async function tempRoot(): Promise<string> {
+  return mkdtemp(join(tmpdir(), "mesh-host-"));
+}
+
+/** A tar.gz of the given files, made by the tar package. */
+export async function bundleOf(files: Record<string, string>): Promise<Uint8Array> {
+  const dir = await mkdtemp(join(tmpdir(), "mesh-bundle-"));
+  try {
+    for (const [name, content] of Object.entries(files)) {
+      await mkdir(join(dir, name, ".."), { recursive: true });
+      await writeFile(join(dir, name), content);
+    }
+    const out = join(dir, "..", `${randomBytes(6).toString("hex")}.tgz`);
+    await create({ gzip: true, file: out, cwd: dir, portable: true }, Object.keys(files).sort());
+    const { readFile } = await import("node:fs/promises");
+    const bytes = await readFile(out);
+    await rm(out, { force: true });
+    return bytes;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** One hand-made tar entry: what a hostile archive may hold. */
+export interface RawEntry {
+  readonly name: string;
+  /** ustar type flag: 0 file, 1 hard link, 2 symlink, 3 char device, 4 block device, 5 dir, 6 fifo. */
+  readonly type: "0" | "1" | "2" | "3" | "4" | "5" | "6";
+  readonly data?: string;
+  /** The size the header claims (a bomb claims much, with data that compresses to nothing). */
+  readonly size?: number;
+  readonly linkname?: string;
+  readonly mode?: number;
+}
+
+/** A gzipped tar of hand-made headers. */
+export function rawTar(entries: readonly RawEntry[]): Uint8Array {
+  const blocks: Buffer[] = [];
+  for (const e of entries) {
+    const data = Buffer.from(e.data ?? "");
+    const size = e.size ?? data.length;
+    const header = Buffer.alloc(512, 0);
+    const put = (text: string, offset: number, length: number) =>
+      header.write(text.slice(0, length), offset, length, "latin1");
+    const octal = (n: number, length: number): string =>
+      `${n.toString(8).padStart(length - 1, "0")}\0`;
+    put(e.name, 0, 100);
+    put(octal(e.mode ?? 0o644, 8), 100, 8);
+    put(octal(0, 8), 108, 8);
+    put(octal(0, 8), 116, 8);
+    put(octal(size, 12), 124, 12);
+    put(octal(0, 12), 136, 12);
+    put("        ", 148, 8);
+    put(e.type, 156, 1);
+    put(e.linkname ?? "", 157, 100);
+    put("ustar\0", 257, 6);
+    put("00", 263, 2);
+    let sum = 0;
+    for (const byte of header) sum += byte;
+    put(`${sum.toString(8).padStart(6, "0")}\0 `, 148, 8);
+    blocks.push(header);
+    if (e.type === "0") {
+      const body = e.size === undefined ? data : Buffer.alloc(size, 0);
+      blocks.push(body, Buffer.alloc((512 - (body.length % 512)) % 512, 0));
+    }
+  }
+  blocks.push(Buffer.alloc(1024, 0));
+  return gzipSync(Buffer.concat(blocks));
+}
+
+/** A process resource running `script` (a file in its bundle) with node. */
+export function processResource(input: {
+  root: string;
+  module: string;
+  name: string;
+  digest: string;
+  bundle?: string;
+  script?: string;
+  env?: Record<string, string>;
+  restartOn?: string[];
+}): ProcessResource {
+  const bundle = input.bundle ?? "main";
+  return {
+    id: `${input.module}.process-${input.name}`,
+    type: "process",
+    name: input.name,
+    module: input.module,
+    source: artifactSource(ObjectStore.artifacts, input.digest),
+    digest: input.digest,
+    path: bundlePath(input.root, input.module, bundle),
+    run: [process.execPath, input.script ?? "main.js"],
+    env: input.env ?? {},
+    "restart-on": input.restartOn ?? [],
+  };
+}
+
+export function archiveResource(input: {
+  root: string;
+  module: string;
+  bundle: string;
+  digest: string;
+}): ArchiveResource {
+  return {
+    id: `${input.module}.bundle-${input.bundle}`,
+    type: "archive",
+    module: input.module,
+    source: artifactSource(ObjectStore.artifacts, input.digest),
+    digest: input.digest,
+    path: bundlePath(input.root, input.module, input.bundle),
+  };
+}
+
+export function composedOf(
+  node: string,
+  resources: readonly Resource[],
+  modules?: Record<string, ComposedModule>,
+): Composed {
+  const sorted = [...resources].sort((a, b) => (a.id < b.id ? -1 : 1));
+  return {
+    node,
+    resources: sorted,
+    ...(modules === undefined ? {} : { modules }),
+    fingerprint: fingerprintOf(sorted),
+  };
+}
+
+/** Waits until `check` returns a value other than undefined/false, polling, within `ms`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = 30_000,
+): Promise<T> {
+  const until = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > until) {
+      throw new Error(
+        `${what} did not happen within ${ms} ms${last === undefined ? "" : ` (last error: ${String(last)})`}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A script that runs until it is ended, writing a line when it starts. */
+export const LONG_RUNNING = `console.log("started", process.pid); setInterval(() => {}, 1 << 30);`;
