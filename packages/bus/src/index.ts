@@ -11,5 +11,7 @@ export * from "./server/server-config.js";
 export * from "./server/embedded-server.js";
 export * from "./sealing.js";
 export * from "./publish.js";
+export * from "./server/reload-users.js";
+export * from "./join-client.js";
 export * from "./stream-reader.js";
 export * from "./tool-discovery.js";

@@ -98,6 +98,39 @@ export const Subject = {
   logsPrefix: "mesh.logs",
   join: "mesh.join",
   inboxRoot: "_INBOX",
+  /** The controller's request endpoints for the operator (only the controller writes secrets). */
+  joinToken: "mesh.controller.join-token",
+  secretSet: "mesh.controller.secret-set",
+} as const;
+
+/**
+ * A join token is `<id>.<secret>`; the id starts with a digit, so it is never a node or module
+ * name and the join user and inbox below can never be a principal's. The joining node connects as
+ * the user `join.<id>` with the secret as password (the token is its only way onto the bus) and
+ * may only ask `mesh.join` and hear its own inbox. See docs/decisions/0041-join-tokens.md.
+ */
+export const JOIN_TOKEN_ID_PATTERN = /^[0-9][0-9a-f]{11}$/;
+export function parseJoinToken(token: string): { id: string; secret: string } | undefined {
+  const dot = token.indexOf(".");
+  const id = token.slice(0, dot);
+  const secret = token.slice(dot + 1);
+  return dot > 0 && JOIN_TOKEN_ID_PATTERN.test(id) && /^[A-Za-z0-9_-]{16,}$/.test(secret)
+    ? { id, secret }
+    : undefined;
+}
+export const joinUser = (id: string): string => `join.${id}`;
+export const joinInbox = (id: string): string => `${Subject.inboxRoot}.join.${id}`;
+/** What a join answer is sealed for (the context of seal/unseal): one node's join. */
+export const joinSealContext = (node: string): string =>
+  `${Subject.join}.${checkName("node", node)}`;
+
+/**
+ * Headers a tool call may carry. `Mesh-Timeout-Ms` is the caller's deadline for the call in
+ * milliseconds: the runtime aborts the handler's signal and answers TIMEOUT when it passes (it
+ * caps the value, and uses its default without one).
+ */
+export const CallHeader = {
+  timeoutMs: "Mesh-Timeout-Ms",
 } as const;
 
 /** A tool's endpoint: `mesh.tools.<node>.<module>.<tool>`. */

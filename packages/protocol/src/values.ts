@@ -329,6 +329,10 @@ export const JoinRequest = z
   .strict();
 export type JoinRequest = z.infer<typeof JoinRequest>;
 
+/** The answer to a join: the node's host credential, sealed to the key it presented. */
+export const JoinAnswer = z.object({ node: NodeName, sealed: z.string().min(1) }).strict();
+export type JoinAnswer = z.infer<typeof JoinAnswer>;
+
 /** `mesh.logs.<node>.<module>`: one line of a process's output. */
 export const LogLine = z
   .object({

@@ -27,6 +27,11 @@ export const ServerFiles = {
   log: "nats-server.log",
   pid: "nats-server.pid",
   store: "store",
+  /**
+   * The options the config was rendered from, users aside, so another process (the controller)
+   * can render the same config with a new users list and reload: see reload-users.ts.
+   */
+  options: "nats-server.options.json",
 } as const;
 
 /** The lifecycle: `failed` is a server that exited without being asked to. */
@@ -185,6 +190,7 @@ export class EmbeddedServer implements AsyncDisposable {
     await mkdir(base.storeDir, { recursive: true, mode: 0o700 });
     await refuseIfRunning(pidPath, configPath);
     await writeFileAtomically(configPath, configText);
+    await writeFileAtomically(join(dir, ServerFiles.options), `${JSON.stringify(base)}\n`);
 
     throwIfAborted(signal, "starting nats-server");
     const log = createWriteStream(join(dir, ServerFiles.log), { flags: "a", mode: 0o600 });

@@ -1,0 +1,134 @@
+/**
+ * The joining side of `mesh.join`: a new node holds only the bus's url and a one-time token. It
+ * connects as the token's join user (the token's secret is the password), presents the token, its
+ * name and its public key, and gets back its host credential sealed to that key, which only it can
+ * open. `mesh join` (a later verb) wraps this.
+ */
+import type { PeerCertificate } from "node:tls";
+import type { KeyObject } from "node:crypto";
+import { connect } from "@nats-io/transport-node";
+import {
+  Credential,
+  ErrorCode,
+  JoinAnswer,
+  MeshError,
+  ReplyHeader,
+  Subject,
+  joinInbox,
+  joinSealContext,
+  joinUser,
+  parseJoinToken,
+  toReplyCode,
+} from "@mesh/protocol";
+import { abortable, toMeshError } from "./bus-errors.js";
+import { unseal } from "./sealing.js";
+
+export interface JoinOptions {
+  readonly servers: readonly string[];
+  readonly token: string;
+  readonly node: string;
+  /** The node's key pair; the public half is presented, the private one opens the answer. */
+  readonly keys: { readonly publicKey: string; readonly privateKey: KeyObject };
+  /** The bus certificate's SHA-256 fingerprint to pin, and its PEM, when the bus speaks TLS. */
+  readonly fingerprint?: string;
+  readonly ca?: string;
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Joins the mesh: returns the node's host credential (write it 0600 with writeCredential). */
+export async function requestJoin(options: JoinOptions): Promise<Credential> {
+  const parts = parseJoinToken(options.token);
+  if (parts === undefined) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      "the join token is not of the shape <id>.<secret> that `mesh join-token` prints; copy it whole",
+    );
+  }
+  const doing = `joining the mesh at ${options.servers.join(", ")} as ${options.node}`;
+  const tls =
+    options.fingerprint === undefined
+      ? undefined
+      : {
+          ...(options.ca === undefined ? {} : { ca: options.ca }),
+          checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined =>
+            cert.fingerprint256 === options.fingerprint
+              ? undefined
+              : new Error(`the bus's certificate ${cert.fingerprint256} is not the pinned one`),
+        };
+  let nc;
+  try {
+    nc = await abortable(
+      connect({
+        servers: [...options.servers],
+        user: joinUser(parts.id),
+        pass: parts.secret,
+        name: `join.${options.node}`,
+        inboxPrefix: joinInbox(parts.id),
+        // One attempt: a refused token must not be retried forever.
+        reconnect: false,
+        timeout: options.timeoutMs ?? 5_000,
+        ...(tls === undefined ? {} : { tls }),
+      }),
+      options.signal,
+      doing,
+    );
+  } catch (error) {
+    const mapped = toMeshError(error, { doing });
+    throw new MeshError(
+      mapped.code === ErrorCode.INTERNAL ? ErrorCode.CONNECT_FAILED : mapped.code,
+      `${doing}: the bus did not take the token (${(error as Error).message}); a token works once ` +
+        "and expires — ask the operator for a new one (`mesh join-token`)",
+      { node: options.node, cause: error },
+    );
+  }
+  try {
+    const reply = await abortable(
+      nc.request(
+        Subject.join,
+        JSON.stringify({
+          token: options.token,
+          node: options.node,
+          publicKey: options.keys.publicKey,
+        }),
+        { timeout: options.timeoutMs ?? 10_000 },
+      ),
+      options.signal,
+      doing,
+    ).catch((error: unknown) => {
+      throw toMeshError(error, { doing, subject: Subject.join });
+    });
+    const code = reply.headers?.get(ReplyHeader.code);
+    if (code !== undefined && code !== "") {
+      throw new MeshError(
+        toReplyCode(code),
+        reply.headers?.get("Nats-Service-Error") ?? `${doing}: refused`,
+        { node: options.node, subject: Subject.join },
+      );
+    }
+    const answer = JoinAnswer.safeParse(reply.json());
+    if (!answer.success || answer.data.node !== options.node) {
+      throw new MeshError(
+        ErrorCode.INVALID_VALUE,
+        `${doing}: the answer is not a join answer for ${options.node}; the controller is broken or this is not the mesh`,
+        { node: options.node },
+      );
+    }
+    const opened = unseal(
+      options.keys.privateKey,
+      answer.data.sealed,
+      joinSealContext(options.node),
+    );
+    const credential = Credential.safeParse(JSON.parse(opened.toString("utf8")));
+    if (!credential.success) {
+      throw new MeshError(
+        ErrorCode.INVALID_VALUE,
+        `${doing}: the sealed answer is not a credential; the controller is broken`,
+        { node: options.node },
+      );
+    }
+    return credential.data;
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * Rewriting the users list of an embedded nats-server that ANOTHER process started (the bus is a
+ * child of `mesh up`; the controller, its own process, owns the users). The server's folder holds
+ * what this needs: the options the config was rendered from (`nats-server.options.json`, written
+ * at start), the pid file, and the log the starting process appends the server's output to.
+ *
+ * The reload is the one notes/nats.md §2 verified: rewrite the file, SIGHUP the pid, and wait for
+ * `Reloaded server configuration` (or the refusal) in the log, after the offset it had before the
+ * signal. Nothing restarts; connections of unchanged users stay up.
+ */
+import { open, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { ServerFiles, writeFileAtomically } from "./embedded-server.js";
+import { renderServerConfig, type ServerConfigOptions, type ServerUser } from "./server-config.js";
+
+export interface ReloadServerUsersOptions {
+  /** The server's folder, as given to EmbeddedServer.start (`<root>/bus` for `mesh up`). */
+  readonly dir: string;
+  readonly users: readonly ServerUser[];
+  /** How long to wait for the server to say it reloaded; default 10 s. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** What a users list can be applied through: an EmbeddedServer, the test harness's, or a folder. */
+export interface UsersSink {
+  setUsers(users: readonly ServerUser[], options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+const RELOADED_LINE = "Reloaded server configuration";
+const RELOAD_FAILED = /Failed to reload server configuration:?\s*(.*)$/;
+/** How often the log is read while waiting; the reload itself takes 2–200 ms (notes §2). */
+const POLL_MS = 10;
+
+/** A UsersSink for the server whose folder is `dir`, whichever process started it. */
+export function serverFolderSink(dir: string): UsersSink {
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    setUsers(users, options = {}) {
+      // One reload at a time: two interleaved rewrites could confirm each other's reload.
+      const run = queue.then(() =>
+        reloadServerUsers({ dir, users, ...(options.signal ? { signal: options.signal } : {}) }),
+      );
+      queue = run.catch(() => undefined);
+      return run;
+    },
+  };
+}
+
+/**
+ * Renders the config with `users` from the options the running server was started with, writes
+ * it atomically, SIGHUPs the server and resolves once its log says it reloaded. A refusal puts the
+ * previous file back and throws SERVER_RELOAD_FAILED with the server's words.
+ */
+export async function reloadServerUsers(options: ReloadServerUsersOptions): Promise<void> {
+  const { dir, signal } = options;
+  const configPath = join(dir, ServerFiles.config);
+  const base = await readBase(dir);
+  const pid = await runningPid(dir, configPath);
+  // Rendering first: a list the mesh cannot write leaves the file and the server untouched.
+  const text = renderServerConfig({ ...base, users: options.users });
+  const previous = await readFile(configPath, "utf8");
+  const logPath = join(dir, ServerFiles.log);
+  const offset = await stat(logPath).then(
+    (s) => s.size,
+    () => 0,
+  );
+  await writeFileAtomically(configPath, text);
+  try {
+    process.kill(pid, "SIGHUP");
+  } catch (error) {
+    await writeFileAtomically(configPath, previous);
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `could not signal nats-server (pid ${pid}) to reload: ${(error as Error).message}; is it running, and as this user?`,
+      { path: configPath, cause: error },
+    );
+  }
+  const line = await waitForLogLine(logPath, offset, options.timeoutMs ?? 10_000, signal);
+  const failed = RELOAD_FAILED.exec(line);
+  if (failed !== null) {
+    await writeFileAtomically(configPath, previous);
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `nats-server refused the new users list and keeps running the previous one: ${failed[1] ?? line}. ` +
+        "The config that failed was not kept; fix the users or permissions it names and set them again.",
+      { path: configPath },
+    );
+  }
+}
+
+async function readBase(dir: string): Promise<Omit<ServerConfigOptions, "users">> {
+  const path = join(dir, ServerFiles.options);
+  try {
+    const value = JSON.parse(await readFile(path, "utf8")) as Omit<ServerConfigOptions, "users">;
+    if (typeof value.serverName !== "string" || typeof value.storeDir !== "string") {
+      throw new Error("it lacks serverName or storeDir");
+    }
+    return value;
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `cannot read the options the bus in ${dir} was started with (${path}: ${(error as Error).message}); ` +
+        "restart the bus with this version of mesh (it writes them at start), then try again",
+      { path, cause: error },
+    );
+  }
+}
+
+/** The pid of the server running on this folder's config; refuses a pid that is something else. */
+async function runningPid(dir: string, configPath: string): Promise<number> {
+  const pidPath = join(dir, ServerFiles.pid);
+  const pid = Number((await readFile(pidPath, "utf8").catch(() => "")).trim());
+  if (!Number.isSafeInteger(pid) || pid <= 0) {
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `no running bus in ${dir}: ${pidPath} is missing or empty; start the mesh (mesh up) first`,
+      { path: pidPath },
+    );
+  }
+  // A pid that was reused by another process must not get our SIGHUP (Linux: /proc says whose).
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => undefined);
+  if (cmdline !== undefined && !cmdline.split("\0").includes(configPath)) {
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `the pid file ${pidPath} names process ${pid}, which is not nats-server on ${configPath}; the bus is not running — start it again`,
+      { path: pidPath },
+    );
+  }
+  return pid;
+}
+
+/** The first reload verdict the log gets after `offset`. */
+async function waitForLogLine(
+  logPath: string,
+  offset: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let position = offset;
+  let partial = "";
+  for (;;) {
+    if (signal?.aborted === true) {
+      throw new MeshError(ErrorCode.ABORTED, "waiting for nats-server to reload was aborted", {
+        cause: signal.reason,
+      });
+    }
+    const handle = await open(logPath, "r").catch(() => undefined);
+    if (handle !== undefined) {
+      try {
+        const { size } = await handle.stat();
+        if (size > position) {
+          const buffer = Buffer.alloc(size - position);
+          await handle.read(buffer, 0, buffer.length, position);
+          position = size;
+          const lines = (partial + buffer.toString("utf8")).split("\n");
+          partial = lines.pop() ?? "";
+          const verdict = lines.find((l) => l.includes(RELOADED_LINE) || RELOAD_FAILED.test(l));
+          if (verdict !== undefined) return verdict;
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    if (Date.now() >= deadline) {
+      throw new MeshError(
+        ErrorCode.SERVER_RELOAD_FAILED,
+        `nats-server did not confirm the reload within ${timeoutMs} ms (nothing in ${logPath}); ` +
+          "the new users list is in its config and applies at the latest on its next start — check the log",
+        { path: logPath },
+      );
+    }
+    await delay(POLL_MS);
+  }
+}
