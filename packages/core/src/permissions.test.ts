@@ -471,6 +471,13 @@ describe("operatorGrant", () => {
     assert.equal(hears(p, "mesh.tools.n1.hello.greet"), false);
     assert.ok(hears(p, "_INBOX.laptop.operator.x"));
   });
+
+  test("asks the controller for join tokens and secrets, and cannot present a join itself", () => {
+    assert.ok(can(p, "mesh.controller.join-token"));
+    assert.ok(can(p, "mesh.controller.secret-set"));
+    assert.equal(can(p, "mesh.join"), false);
+    assert.equal(hears(p, "mesh.controller.join-token"), false);
+  });
 });
 
 describe("assignerGrant", () => {

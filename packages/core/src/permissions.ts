@@ -358,8 +358,8 @@ export function hostGrant(input: { readonly node: string }): Permissions {
  * secrets (sealed with the vault's key: only the controller can use them); writes what DESIGN.md
  * says the operator writes (assignments, puts, answers, config) and registrations (`mesh-modules`:
  * the CLI checks the manifest itself and registers it directly, see docs/decisions/0020); calls
- * every tool and discovers every service; reads the conditions and logs streams. Creates and
- * deletes no stream or bucket.
+ * every tool and discovers every service; reads the conditions and logs streams; asks the
+ * controller for join tokens and to set secrets. Creates and deletes no stream or bucket.
  *
  * `node` is the node part of the operator's credential (its inbox is `_INBOX.<node>.operator`).
  */
@@ -379,6 +379,8 @@ export function operatorGrant(input: { readonly node: string }): Permissions {
       streamRead(Stream.conditions, streamFilter(Stream.conditions)),
       streamRead(Stream.logs, streamFilter(Stream.logs)),
       callAnyTool(),
+      // Join tokens and secrets go through the controller, which alone holds the broker and vault.
+      publishTo(Subject.joinToken, Subject.secretSet),
       inbox(input.node, Principal.operator),
     ),
   );
