@@ -1,2 +1,3 @@
 // `@mesh/bus/testing`: what tests of every package use to get a real bus.
 export * from "./harness.js";
+export * from "./probe.js";
