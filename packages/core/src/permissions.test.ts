@@ -406,6 +406,16 @@ describe("hostGrant", () => {
     assert.equal(p.allowResponses, true);
   });
 
+  test("its provisioner client is a service: its own discovery subjects, and no other service's", () => {
+    for (const verb of ["PING", "INFO", "STATS"]) {
+      assert.ok(hears(p, `$SRV.${verb}`));
+      assert.ok(hears(p, `$SRV.${verb}.mesh-provision`));
+      assert.ok(hears(p, `$SRV.${verb}.mesh-provision.ID123`));
+      assert.equal(hears(p, `$SRV.${verb}.hello`), false);
+    }
+    assert.equal(hears(p, "$SRV.>"), false);
+  });
+
   test("logs its own node's processes only; no secrets", () => {
     assert.ok(can(p, "mesh.logs.n1.hello"));
     assert.equal(can(p, "mesh.logs.n2.hello"), false);

@@ -158,6 +158,12 @@ export function parseToolSubject(subject: string): { node: string; module: strin
 export const provisionSubject = (node: string): string =>
   `${Subject.provisionPrefix}.${checkName("node", node)}`;
 
+/**
+ * The NATS service name the host's provisioner client answers under (every node's host runs one,
+ * on its own node's subject).
+ */
+export const PROVISION_SERVICE = "mesh-provision";
+
 /** Where the provisioner client says a value moved. */
 export const provisionChangedSubject = (node: string): string =>
   `${Subject.provisionPrefix}.${checkName("node", node)}.changed`;

@@ -208,6 +208,23 @@ export function serveTools(node: string, module: string): Rights {
 }
 
 /**
+ * The discovery subjects of one NATS service named `name`, which the services client subscribes
+ * to whenever it serves anything (the host's provisioner client): without them the server logs
+ * nine violations per start and discovery does not find it.
+ */
+export function serviceDiscovery(name: string): Rights {
+  return {
+    publish: [],
+    subscribe: SRV_VERBS.flatMap((verb) => [
+      `$SRV.${verb}`,
+      `$SRV.${verb}.${name}`,
+      `$SRV.${verb}.${name}.*`,
+    ]),
+    responses: true,
+  };
+}
+
+/**
  * Call `module`'s `tool` on whichever node serves it: the caller cannot know the node in advance,
  * and any node's endpoint is the same tool of the same module. Discovery of that one service
  * (PING, INFO) finds the nodes; STATS is not needed to call and the rest of `$SRV` is other
