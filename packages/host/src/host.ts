@@ -28,6 +28,7 @@ import {
   Bucket,
   ErrorCode,
   MeshError,
+  PROVISION_SERVICE,
   ProvisionAsk,
   isMeshError,
   logsSubject,
@@ -71,9 +72,6 @@ export type HostState = (typeof HostState)[keyof typeof HostState];
 
 /** The environment variable that marks a process as started by the host of one root. */
 export const HOST_PROCESS_MARKER = "MESH_HOST_PROCESS";
-
-/** The name of the provisioner client's NATS service. */
-export const PROVISION_SERVICE = "mesh-provision";
 
 export const HOST_VERSION = "0.1.0";
 

@@ -1,0 +1,240 @@
+/**
+ * The host against a real bus (its own least-privilege user), with real processes in temporary
+ * roots: a composition applied from nothing, changed, emptied; failures reported; restarts.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
+import { Bucket, type Have, type NeedResource } from "@mesh/protocol";
+import { Host } from "./host.js";
+import { isAlive } from "./proc.js";
+import {
+  LONG_RUNNING,
+  archiveResource,
+  bundleOf,
+  composedOf,
+  processResource,
+  rawTar,
+  startBus,
+  tempRoot,
+  waitFor,
+  type Bus,
+} from "./test-support.js";
+
+let bus: Bus;
+before(async () => {
+  bus = await startBus(["n1", "n2", "n3"]);
+});
+after(async () => {
+  // Every test ran inside the host's own grant: the server saw no violation of it.
+  const log = await readFile(bus.server.server.logPath, "utf8");
+  const violations = log.split("\n").filter((l) => /Violation/.test(l));
+  await bus.stop();
+  assert.deepEqual(violations, []);
+});
+
+const fast = {
+  health: { healthyMs: 500 },
+  backoff: { initialMs: 100, maxMs: 2_000 },
+  graceMs: 2_000,
+  pollMs: 100,
+  heartbeatMs: 500,
+  log: () => undefined,
+};
+
+/** Each test has a node of its own, so no test sees another's composition or reports. */
+function nodeHelpers(NODE: string) {
+  return {
+    NODE,
+    haveOf: async (module: string): Promise<Have | undefined> => {
+      const have = await KvBucket.open(bus.admin, Bucket.have);
+      return (await have.get(`${NODE}.${module}`))?.value;
+    },
+    putComposed: async (
+      resources: Parameters<typeof composedOf>[1],
+      modules?: Parameters<typeof composedOf>[2],
+    ) => {
+      const composed = await KvBucket.open(bus.admin, Bucket.composed);
+      await composed.put(NODE, composedOf(NODE, resources, modules));
+    },
+  };
+}
+
+describe("the host", () => {
+  test("applies a composition from nothing, restarts exactly what a changed digest names, and removes everything when emptied", async () => {
+    const { NODE, haveOf, putComposed } = nodeHelpers("n1");
+    const root = await tempRoot();
+    const host = Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+    });
+    const running = host.run();
+    try {
+      // The key needs are sealed to, as the controller finds it: in the node's presence.
+      const presence = await KvBucket.open(bus.admin, Bucket.presence);
+      const publicKey = await waitFor(
+        "presence",
+        async () => (await presence.get(NODE))?.value.publicKey,
+      );
+      assert.equal(publicKey, (await loadOrCreateNodeKeys(join(root, "node.key"))).publicKey);
+      const main = await bundleOf({ "main.js": LONG_RUNNING });
+      const tools1 = await bundleOf({ "tools.js": "v1" });
+      const mainDigest = (await bus.artifacts.put(main)).digest;
+      const tools1Digest = (await bus.artifacts.put(tools1)).digest;
+      const archive = archiveResource({
+        root,
+        module: "app",
+        bundle: "tools",
+        digest: tools1Digest,
+      });
+      const need: NeedResource = {
+        id: "app.need-token",
+        type: "need",
+        kind: "secret",
+        module: "app",
+        name: "token",
+        path: join(root, "secrets", "app-token"),
+        sealed: seal(publicKey, "s3cret", "app.need-token"),
+      };
+      const watcher = processResource({
+        root,
+        module: "app",
+        name: "watcher",
+        digest: mainDigest,
+        restartOn: [archive.id],
+      });
+      const steady = processResource({ root, module: "app", name: "steady", digest: mainDigest });
+      await putComposed([archive, need, watcher, steady]);
+
+      const first = await waitFor("both processes", () => {
+        const p = host.processes();
+        return p.size === 2 ? p : undefined;
+      });
+      assert.equal(await readFile(join(archive.path, "tools.js"), "utf8"), "v1");
+      assert.equal(await readFile(need.path, "utf8"), "s3cret");
+      assert.equal((await stat(need.path)).mode & 0o777, 0o600);
+      await waitFor("app healthy", async () => (await haveOf("app"))?.health === "healthy");
+      // Output reaches the local file.
+      await waitFor("the log file", async () =>
+        (await readFile(join(root, "logs", "app", "steady.log"), "utf8")).includes("started"),
+      );
+
+      // A new digest of the archive restarts the watcher only.
+      const tools2Digest = (await bus.artifacts.put(await bundleOf({ "tools.js": "v2" }))).digest;
+      const archive2 = archiveResource({
+        root,
+        module: "app",
+        bundle: "tools",
+        digest: tools2Digest,
+      });
+      await putComposed([archive2, need, watcher, steady]);
+      await waitFor(
+        "the new archive",
+        async () => (await readFile(join(archive.path, "tools.js"), "utf8")) === "v2",
+      );
+      const second = await waitFor("the watcher restarted", () => {
+        const p = host.processes();
+        const w = p.get(watcher.id);
+        return w !== undefined && w.pid !== first.get(watcher.id)?.pid ? p : undefined;
+      });
+      assert.deepEqual(second.get(steady.id), first.get(steady.id));
+      assert.equal(await isAlive(first.get(watcher.id)!), false);
+
+      // Emptied: everything stopped and removed.
+      await putComposed([]);
+      await waitFor("no process", () => host.processes().size === 0);
+      await host.settled();
+      for (const identity of second.values()) assert.equal(await isAlive(identity), false);
+      await assert.rejects(stat(need.path));
+      assert.deepEqual(await readdir(join(root, "bundles")), []);
+      await waitFor("app stopped", async () => (await haveOf("app"))?.health === "stopped");
+    } finally {
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a wrong digest and a refused archive fail their module with the reason; other modules run on", async () => {
+    const { NODE, haveOf, putComposed } = nodeHelpers("n2");
+    const root = await tempRoot();
+    const host = Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+    });
+    const running = host.run();
+    try {
+      const good = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
+      const hostile = (
+        await bus.artifacts.put(rawTar([{ name: "../../../escaped", type: "0", data: "x" }]))
+      ).digest;
+      const missing = sha256(Buffer.from("never stored"));
+      await putComposed([
+        processResource({ root, module: "fine", name: "p", digest: good }),
+        archiveResource({ root, module: "evil", bundle: "b", digest: hostile }),
+        processResource({ root, module: "lost", name: "p", digest: missing }),
+      ]);
+      await waitFor("fine healthy", async () => (await haveOf("fine"))?.health === "healthy");
+      const evil = await waitFor("evil failing", async () => {
+        const h = await haveOf("evil");
+        return h?.health === "failing" ? h : undefined;
+      });
+      assert.match(evil.lastError ?? "", /climbs out/);
+      const lost = await waitFor("lost failing", async () => {
+        const h = await haveOf("lost");
+        return h?.health === "failing" ? h : undefined;
+      });
+      assert.match(lost.lastError ?? "", /not in mesh-artifacts/);
+      assert.deepEqual((await readdir(join(root, "bundles"))).sort(), ["fine"]);
+      await assert.rejects(stat(join(root, "escaped")));
+      assert.equal(host.processes().size, 1);
+    } finally {
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a process that exits at once is restarted with growing delays and reported failing", async () => {
+    const { NODE, haveOf, putComposed } = nodeHelpers("n3");
+    const root = await tempRoot();
+    const delays: number[] = [];
+    const host = Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+      log: (line) => {
+        const m = /restarting in (\d+) ms/.exec(line);
+        if (m) delays.push(Number(m[1]));
+      },
+    });
+    const running = host.run();
+    try {
+      const crash = (await bus.artifacts.put(await bundleOf({ "main.js": "process.exit(3)" })))
+        .digest;
+      await putComposed([processResource({ root, module: "crashy", name: "p", digest: crash })]);
+      const have = await waitFor("crashy failing", async () => {
+        const h = await haveOf("crashy");
+        return h?.health === "failing" ? h : undefined;
+      });
+      assert.match(have.lastError ?? "", /exited with code 3/);
+      await waitFor("three delays", () => delays.length >= 3);
+      assert.deepEqual(delays.slice(0, 3), [100, 200, 400]);
+      await waitFor("restarts counted", async () => ((await haveOf("crashy"))?.restarts ?? 0) >= 2);
+    } finally {
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
