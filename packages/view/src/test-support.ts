@@ -1,0 +1,163 @@
+/**
+ * What the view's tests share: a real bus with the layout, the operator's credential with the
+ * operator's real grant (so the view is proven to work with exactly those rights), and a mesh
+ * state worth looking at, written as the mesh's processes would write it.
+ */
+import { createHash } from "node:crypto";
+import {
+  Bucket,
+  Principal,
+  askKey,
+  buildKey,
+  nodeKey,
+  nodeModuleKey,
+  targetModuleKey,
+  type Credential,
+} from "@mesh/protocol";
+import { KvBucket, MeshBus, ensureLayout, sayCondition } from "@mesh/bus";
+import { startTestServer, type TestServer } from "@mesh/bus/testing";
+import { operatorGrant } from "@mesh/core";
+
+export const OPERATOR_NODE = "laptop";
+
+export interface TestMesh extends AsyncDisposable {
+  readonly server: TestServer;
+  /** Every right: what the mesh's own processes write is written with this. */
+  readonly admin: MeshBus;
+  /** The operator's rights, as `mesh up` grants them: what the view runs with. */
+  readonly operator: MeshBus;
+  stop(): Promise<void>;
+}
+
+const operatorUser = { user: "operator", password: "operator-password-for-tests" };
+
+export async function startTestMesh(): Promise<TestMesh> {
+  const server = await startTestServer({
+    users: [{ ...operatorUser, permissions: operatorGrant({ node: OPERATOR_NODE }) }],
+  });
+  const as = (who: { user: string; password: string }, module: string): Credential => ({
+    servers: [server.url],
+    user: who.user,
+    password: who.password,
+    node: OPERATOR_NODE,
+    module,
+  });
+  const admin = await MeshBus.connect(as(server.admin, Principal.controller));
+  await ensureLayout(admin);
+  const operator = await MeshBus.connect(as(operatorUser, Principal.operator));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await operator.close();
+      await admin.close();
+      await server.stop();
+    })();
+    return stopping;
+  };
+  return { server, admin, operator, stop, [Symbol.asyncDispose]: stop };
+}
+
+/** A lowercase hex SHA-256 of a word, for digests that must look real. */
+export const digestOf = (word: string): string => createHash("sha256").update(word).digest("hex");
+
+export const NODES = ["laptop", "rack-2"] as const;
+export const MODULES = ["board", "counter", "hello", "node-tools"] as const;
+export const ASK_ID = "a-board-3";
+export const FAILED_BUILD_LOG = [
+  "esbuild: bundling src/main.ts",
+  '✘ [ERROR] Could not resolve "./missing.js"',
+  "    src/main.ts:3:21: note: imported here",
+  "1 error",
+].join("\n");
+
+/**
+ * Writes a small healthy mesh: two nodes present, four modules built, wanted and healthy on
+ * them, an open ask, a condition, and a failed build with its log.
+ */
+export async function seedMesh(admin: MeshBus, now: Date = new Date()): Promise<void> {
+  const at = now.toISOString();
+  const open = async <B extends Bucket>(bucket: B) => KvBucket.open(admin, bucket);
+
+  const presence = await open(Bucket.presence);
+  for (const node of NODES) {
+    await presence.put(nodeKey(node), {
+      node,
+      facts: { hostname: `${node}.local`, os: "linux", arch: "x64", version: "0.1.0" },
+      publicKey: "MCowBQYDK2VuAyEA0000000000000000000000000000000000000000000=",
+      heartbeat: at,
+    });
+  }
+  const modules = await open(Bucket.modules);
+  const builds = await open(Bucket.builds);
+  const wants = await open(Bucket.wants);
+  const have = await open(Bucket.have);
+  const assignments = await open(Bucket.assignments);
+  for (const module of MODULES) {
+    const build = `1-${digestOf(module).slice(0, 8)}`;
+    await modules.put(module, {
+      module,
+      source: { kind: "directory", path: `/src/examples/${module}` },
+      by: "ada",
+      at,
+    });
+    await builds.put(buildKey(module, build), {
+      module,
+      build,
+      status: "built",
+      candidate: 1,
+      manifestDigest: digestOf(`${module}-manifest`),
+      bundles: [{ name: "tools", digest: digestOf(`${module}-tools`), size: 4096 }],
+      log: `esbuild: bundling ${module}\ndone in 41ms`,
+      timings: { started: at, finished: at, ms: 412 },
+    });
+    await assignments.put(targetModuleKey({ all: true }, module), { by: "ada", at });
+    // board runs on the laptop only; everything else everywhere.
+    for (const node of module === "board" ? ["laptop"] : NODES) {
+      await wants.put(nodeModuleKey(node, module), {
+        build,
+        manifestDigest: digestOf(`${module}-manifest`),
+        fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
+        rule: "newest",
+        reason: `the build of ${module}'s newest candidate (1)`,
+      });
+      await have.put(nodeModuleKey(node, module), {
+        build,
+        fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
+        health: "healthy",
+        since: at,
+        restarts: 0,
+      });
+    }
+  }
+  await builds.put(buildKey("board", "2-failed"), {
+    module: "board",
+    build: "2-failed",
+    status: "failed",
+    candidate: 2,
+    bundles: [],
+    error: "esbuild could not resolve ./missing.js",
+    log: FAILED_BUILD_LOG,
+    timings: { started: at, finished: at, ms: 230 },
+  });
+  const compositions = await open(Bucket.compositions);
+  for (const node of NODES) {
+    await compositions.put(nodeKey(node), { node, verdict: "ok", wanted: {}, reasons: [] });
+  }
+  await (
+    await open(Bucket.asks)
+  ).put(askKey(ASK_ID), {
+    id: ASK_ID,
+    what: "board 3 reads counter/count, which build 1 did not: allow it?",
+    module: "board",
+    build: "3-widened",
+    nodes: ["laptop"],
+    at,
+  });
+  await sayCondition(admin, {
+    module: "assigner",
+    name: "set-back",
+    level: "warning",
+    node: "rack-2",
+    message: "counter was set back to 1-aaaa on rack-2: build 2-bbbb failed there",
+  });
+}
