@@ -1,1 +1,10 @@
-export {};
+export * from "./broker.js";
+export * from "./controller.js";
+export * from "./controller-api.js";
+export * from "./fleet.js";
+export * from "./join-tokens.js";
+export * from "./manifest-intake.js";
+export * from "./node-plan.js";
+export * from "./seal-cache.js";
+export * from "./vault.js";
+export * from "./compose-preview.js";

@@ -1,0 +1,59 @@
+/**
+ * The controller's request endpoints for the operator, and the calls the CLI makes to them. Only
+ * the controller holds the vault's key and the broker, so making a join token and setting a
+ * secret go through it; the operator's credential may ask these two subjects and nothing else of
+ * the controller's.
+ */
+import { z } from "zod";
+import { KEY_NAME_PATTERN, NAME_PATTERN, Subject } from "@mesh/protocol";
+import { request, type MeshBus } from "@mesh/bus";
+
+/** `mesh.controller.join-token`. */
+export const JoinTokenAsk = z
+  .object({
+    ttlSeconds: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 24 * 3600)
+      .optional(),
+  })
+  .strict();
+export type JoinTokenAsk = z.infer<typeof JoinTokenAsk>;
+export const JoinTokenAnswer = z
+  .object({ token: z.string().min(1), id: z.string().min(1), expiresAt: z.string() })
+  .strict();
+export type JoinTokenAnswer = z.infer<typeof JoinTokenAnswer>;
+
+/** The largest secret value taken: a file a module reads, not a data store. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+
+/** `mesh.controller.secret-set`. */
+export const SecretSetAsk = z
+  .object({
+    module: z.string().regex(NAME_PATTERN),
+    name: z.string().regex(KEY_NAME_PATTERN),
+    value: z.string().max(MAX_SECRET_BYTES),
+  })
+  .strict();
+export type SecretSetAsk = z.infer<typeof SecretSetAsk>;
+export const SecretSetAnswer = z
+  .object({ module: z.string(), name: z.string(), at: z.string() })
+  .strict();
+export type SecretSetAnswer = z.infer<typeof SecretSetAnswer>;
+
+export async function askJoinToken(
+  bus: MeshBus,
+  ask: JoinTokenAsk,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<JoinTokenAnswer> {
+  return JoinTokenAnswer.parse(await request(bus, Subject.joinToken, ask, options));
+}
+
+export async function askSecretSet(
+  bus: MeshBus,
+  ask: SecretSetAsk,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<SecretSetAnswer> {
+  return SecretSetAnswer.parse(await request(bus, Subject.secretSet, ask, options));
+}

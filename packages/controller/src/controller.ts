@@ -1,0 +1,684 @@
+/**
+ * The controller process: it watches wants, manifests, presence, keeps and secrets; for each node
+ * whose inputs moved it composes with core's `compose`, issues the bus users the composition
+ * implies (the broker), seals the node's credentials and secrets to its key, and writes
+ * `mesh-composed.<node>` when, and only when, the composition changed. It also answers joins and
+ * the operator's asks for join tokens and secrets.
+ *
+ * One pass at a time: every watch marks nodes dirty in the Fleet index and wakes the loop; a pass
+ * takes the dirty nodes, stages their users, reloads the bus once for all of them, then writes
+ * their compositions. A refusal writes nothing for that node (what it runs stays) and says a
+ * condition. Handlers that change users (joins, tokens) take the same lock, so the users list is
+ * never written by two at once.
+ */
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { z } from "zod";
+import type { SealedSecret } from "@mesh/protocol";
+import {
+  Bucket,
+  ErrorCode,
+  JoinRequest,
+  Keeps,
+  MeshError,
+  Principal,
+  Stream,
+  Subject,
+  joinInbox,
+  joinSealContext,
+  joinUser,
+  secretKey,
+  type Composed,
+  type JoinAnswer,
+  type Presence,
+  type Resource,
+  type Want,
+} from "@mesh/protocol";
+import { fingerprintOf, hostGrant } from "@mesh/core";
+import {
+  KvBucket,
+  flush,
+  readStream,
+  sayCondition,
+  seal,
+  serve,
+  type MeshBus,
+  type Request,
+  type Served,
+  type ServerUser,
+  type UsersSink,
+  type WatchEvent,
+} from "@mesh/bus";
+import { Broker, PrincipalKind, principalUser } from "./broker.js";
+import {
+  JoinTokenAsk,
+  SecretSetAsk,
+  type JoinTokenAnswer,
+  type SecretSetAnswer,
+} from "./controller-api.js";
+import { Fleet } from "./fleet.js";
+import { DEFAULT_JOIN_TOKEN_TTL_MS, JoinTokens } from "./join-tokens.js";
+import { intakeManifest } from "./manifest-intake.js";
+import { DEFAULT_ARTIFACT_STORE, planNode, type NodePlan, type NodeRefusal } from "./node-plan.js";
+import { SealCache } from "./seal-cache.js";
+import { Vault } from "./vault.js";
+
+export const ControllerState = {
+  starting: "starting",
+  running: "running",
+  stopping: "stopping",
+  stopped: "stopped",
+  failed: "failed",
+} as const;
+export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
+
+/** The files the controller keeps in its folder. */
+export const ControllerFiles = {
+  vaultKey: "vault.key",
+  sealed: "sealed",
+} as const;
+
+export interface ControllerOptions {
+  /** Connected as the controller (the bus's admin). */
+  readonly bus: MeshBus;
+  /** The controller's folder: vault key, issued users, join tokens, sealed values (all 0600). */
+  readonly dir: string;
+  /** Where the full users list goes: `serverFolderSink(<root>/bus)`, or a server in tests. */
+  readonly sink: UsersSink;
+  /** The users the broker does not issue but keeps in the list (`mesh up`'s principals). */
+  readonly staticUsers: () => Promise<readonly ServerUser[]>;
+  /** The bus urls issued credentials name; the controller's own credential's by default. */
+  readonly servers?: readonly string[];
+  /** The artifact store sources are routed through; `mesh-artifacts` by default. */
+  readonly artifactStore?: string;
+  readonly log?: (line: string) => void;
+  readonly now?: () => Date;
+}
+
+/** What one pass did, for tests and the log. */
+export interface PassReport {
+  readonly nodes: readonly string[];
+  readonly written: readonly string[];
+  readonly refused: readonly string[];
+  readonly reloaded: boolean;
+}
+
+export class Controller implements AsyncDisposable {
+  readonly fleet = new Fleet();
+  readonly broker: Broker;
+  readonly #options: ControllerOptions;
+  readonly #bus: MeshBus;
+  readonly #vault: Vault;
+  readonly #tokens: JoinTokens;
+  readonly #seals: SealCache;
+  readonly #composed: KvBucket<Composed>;
+  readonly #secretsBucket: KvBucket<SealedSecret>;
+  readonly #secrets = new Map<string, SealedSecret>();
+  /** The fingerprint last written (or found) per node, so an unchanged one is not rewritten. */
+  readonly #written = new Map<string, string>();
+  /** The refusal last said per node, so a condition is said once per change. */
+  readonly #refusedSaid = new Map<string, string>();
+  readonly #problemsSaid = new Map<string, string>();
+  readonly #stop = new AbortController();
+  readonly #passListeners = new Set<(report: PassReport) => void>();
+  #state: ControllerState = ControllerState.starting;
+  #lock: Promise<unknown> = Promise.resolve();
+  #wake: (() => void) | undefined;
+  #woken = false;
+  #running: Promise<void> | undefined;
+  #served: Served | undefined;
+  /** Counters: how many compositions were written, how many passes ran. */
+  composedWrites = 0;
+  passes = 0;
+
+  private constructor(init: {
+    options: ControllerOptions;
+    vault: Vault;
+    broker: Broker;
+    tokens: JoinTokens;
+    composed: KvBucket<Composed>;
+    secrets: KvBucket<SealedSecret>;
+  }) {
+    this.#options = init.options;
+    this.#bus = init.options.bus;
+    this.#vault = init.vault;
+    this.broker = init.broker;
+    this.#tokens = init.tokens;
+    this.#composed = init.composed;
+    this.#secretsBucket = init.secrets;
+    this.#seals = new SealCache({ dir: join(init.options.dir, ControllerFiles.sealed) });
+  }
+
+  static async create(options: ControllerOptions): Promise<Controller> {
+    const { bus, dir } = options;
+    const vault = await Vault.open(join(dir, ControllerFiles.vaultKey));
+    const credential = bus.credential;
+    const broker = await Broker.open({
+      dir,
+      vault,
+      sink: options.sink,
+      staticUsers: options.staticUsers,
+      servers: options.servers ?? credential.servers,
+      ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
+      ...(credential.ca === undefined ? {} : { ca: credential.ca }),
+      grants: await KvBucket.open(bus, Bucket.grants),
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
+    return new Controller({
+      options,
+      vault,
+      broker,
+      tokens: await JoinTokens.open(dir),
+      composed: await KvBucket.open(bus, Bucket.composed),
+      secrets: await KvBucket.open(bus, Bucket.secrets),
+    });
+  }
+
+  get state(): ControllerState {
+    return this.#state;
+  }
+
+  /** Called after every pass (tests wait on this instead of sleeping). */
+  onPass(listener: (report: PassReport) => void): () => void {
+    this.#passListeners.add(listener);
+    return () => this.#passListeners.delete(listener);
+  }
+
+  /**
+   * Runs until stop(): starts the watches and the endpoints, makes a first pass once every watch
+   * has handed what stands, then one pass per burst of changes. Resolves when stopped; rejects
+   * (state failed) when it cannot go on.
+   */
+  run(): Promise<void> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  #readyResolve: (() => void) | undefined;
+  /** Resolves once the first pass is done (every watch had handed what stands). */
+  readonly ready: Promise<void> = new Promise((resolve) => {
+    this.#readyResolve = resolve;
+  });
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    const log = this.#options.log ?? (() => undefined);
+    try {
+      const standing: Promise<void>[] = [];
+      const watch = (what: string, feed: (mark: () => void) => Promise<void>): void => {
+        standing.push(
+          new Promise<void>((resolve) => {
+            void this.#keepWatching(what, feed, resolve, signal);
+          }),
+        );
+      };
+      watch("wants", (mark) =>
+        this.#watchBucket(Bucket.wants, mark, signal, (e) => {
+          this.fleet.setWant(e.key, e.type === "put" ? (e.value as Want) : undefined);
+        }),
+      );
+      watch("presence", (mark) =>
+        this.#watchBucket(Bucket.presence, mark, signal, (e) => {
+          this.fleet.setPresence(e.key, e.type === "put" ? (e.value as Presence) : undefined);
+        }),
+      );
+      watch("manifests", async (mark) => {
+        const bucket = await KvBucket.openWith(this.#bus, Bucket.manifests, z.unknown());
+        await this.#feed(bucket.watch({ signal }), mark, (e) => {
+          if (e.type === "put") this.fleet.setManifest(e.key, intakeManifest(e.value));
+          else if (e.type === "invalid") {
+            this.fleet.setManifest(e.key, { ok: false, problems: [e.problem.message] });
+          } else this.fleet.setManifest(e.key, undefined);
+        });
+      });
+      watch("secrets", (mark) =>
+        this.#feed(this.#secretsBucket.watch({ signal }), mark, (e) => {
+          if (e.type === "put") this.#secrets.set(e.key, e.value);
+          else this.#secrets.delete(e.key);
+          this.fleet.setSecret(e.key, e.type === "put");
+        }),
+      );
+      watch("keeps", async (mark) => {
+        for await (const event of readStream(this.#bus, Stream.keeps, {
+          filter: `${Subject.keepsPrefix}.>`,
+          schema: Keeps,
+          deliver: "last-per-subject",
+          signal,
+        })) {
+          if (event.type === "current") mark();
+          else if (event.type === "message") this.fleet.setKeeps(event.value);
+          else log(`controller: ${event.problem.message}`);
+          this.#poke();
+        }
+      });
+      this.#served = await serve(this.#bus, {
+        name: "mesh-controller",
+        version: "0.1.0",
+        description: "joins, join tokens and secrets",
+        endpoints: [
+          { name: "join", subject: Subject.join, handler: (r) => this.#join(r) },
+          { name: "join-token", subject: Subject.joinToken, handler: (r) => this.#joinToken(r) },
+          { name: "secret-set", subject: Subject.secretSet, handler: (r) => this.#secretSet(r) },
+        ],
+        onRejected: (why, subject) => log(`controller: rejected a message on ${subject}: ${why}`),
+        onInternalError: (error, subject) =>
+          log(`controller: ${subject} failed: ${String((error as Error).stack ?? error)}`),
+      });
+      await Promise.race([
+        Promise.all(standing),
+        new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
+      ]);
+      if (signal.aborted) return;
+      this.#state = ControllerState.running;
+      // Every node that stands is composed once at start: fingerprints decide what is written.
+      for (const node of this.fleet.nodes()) this.fleet.touch(node);
+      let first = true;
+      while (!signal.aborted) {
+        await this.#exclusive(() => this.#pass(signal));
+        if (first) {
+          first = false;
+          this.#readyResolve?.();
+        }
+        await this.#nextWake(signal);
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      this.#state = ControllerState.failed;
+      log(`controller: failed: ${String((error as Error).stack ?? error)}`);
+      throw error;
+    } finally {
+      await this.#served?.stop().catch(() => undefined);
+      await this.#seals.flush().catch(() => undefined);
+      if (this.#state !== ControllerState.failed) this.#state = ControllerState.stopped;
+    }
+  }
+
+  /** Stops after the pass in progress; resolves when stopped. Calling it twice is harmless. */
+  async stop(): Promise<void> {
+    if (this.#state === ControllerState.running || this.#state === ControllerState.starting) {
+      this.#state = ControllerState.stopping;
+    }
+    this.#stop.abort();
+    this.#poke();
+    await this.#running?.catch(() => undefined);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  // --- watches -------------------------------------------------------------------------------
+
+  /** Runs `feed` again when it ends with an error (a lost bus): the watch is the controller's eyes. */
+  async #keepWatching(
+    what: string,
+    feed: (mark: () => void) => Promise<void>,
+    ready: () => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const mark = (): void => ready();
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        await feed(mark);
+        return;
+      } catch (error) {
+        if (signal.aborted) return;
+        this.#options.log?.(
+          `controller: watching ${what} failed (${(error as Error).message}); watching again`,
+        );
+        await delay(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)), undefined, {
+          signal,
+        }).catch(() => undefined);
+      }
+    }
+  }
+
+  async #watchBucket(
+    bucket: typeof Bucket.wants | typeof Bucket.presence,
+    mark: () => void,
+    signal: AbortSignal,
+    apply: (e: { type: "put" | "delete"; key: string; value?: unknown }) => void,
+  ): Promise<void> {
+    const kv = await KvBucket.open(this.#bus, bucket);
+    await this.#feed(kv.watch({ signal }) as AsyncGenerator<WatchEvent<unknown>>, mark, (e) => {
+      if (e.type === "invalid") {
+        this.#options.log?.(`controller: ${e.problem.message}`);
+        return;
+      }
+      apply(e.type === "put" ? { type: "put", key: e.key, value: e.value } : e);
+    });
+  }
+
+  async #feed<T>(
+    events: AsyncGenerator<WatchEvent<T>>,
+    mark: () => void,
+    apply: (e: Exclude<WatchEvent<T>, { type: "current" }>) => void,
+  ): Promise<void> {
+    for await (const event of events) {
+      if (event.type === "current") mark();
+      else {
+        try {
+          apply(event);
+        } catch (error) {
+          // One bad key (a name the layout refuses) is said and skipped, never fatal.
+          this.#options.log?.(`controller: ignored ${event.key}: ${(error as Error).message}`);
+        }
+      }
+      this.#poke();
+    }
+  }
+
+  #poke(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
+
+  async #nextWake(signal: AbortSignal): Promise<void> {
+    if (this.#woken || signal.aborted) {
+      this.#woken = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+    });
+    this.#wake = undefined;
+    this.#woken = false;
+  }
+
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#lock.then(fn);
+    this.#lock = run.catch(() => undefined);
+    return run;
+  }
+
+  // --- passes --------------------------------------------------------------------------------
+
+  async #pass(signal: AbortSignal): Promise<void> {
+    const nodes = this.fleet.takeDirty();
+    const now = this.#now();
+    // Join users of spent tokens go with this pass's reload.
+    for (const id of this.#tokens.spent(now)) this.broker.revoke(joinUser(id));
+    if (nodes.length === 0 && !this.broker.pending) return;
+    const context = {
+      servers: this.#options.servers ?? this.#bus.credential.servers,
+      artifactStore: this.#options.artifactStore ?? DEFAULT_ARTIFACT_STORE,
+      ownerStates: (m: string) => this.fleet.ownerStates(m),
+    };
+    const planned: Extract<NodePlan, { ok: true }>[] = [];
+    const refused: string[] = [];
+    for (const node of nodes) {
+      let plan: NodePlan;
+      try {
+        plan = planNode(this.fleet.inputsOf(node), context);
+      } catch (error) {
+        plan = {
+          ok: false,
+          node,
+          refusals: [
+            { code: "internal", reason: String((error as Error).message), fix: "see the log" },
+          ],
+        };
+      }
+      if (!plan.ok) {
+        refused.push(node);
+        await this.#sayRefused(node, plan.refusals, signal);
+        if (this.fleet.inputsOf(node).wanted.size === 0) this.#revokeNode(node, new Set());
+        continue;
+      }
+      const keep = new Set<string>();
+      for (const p of plan.principals) {
+        await this.broker.ensure(p);
+        keep.add(p.user);
+      }
+      this.#revokeNode(node, keep);
+      const host = principalUser(node, Principal.host);
+      if (this.broker.get(host) !== undefined) {
+        await this.broker.ensure({
+          user: host,
+          node,
+          module: Principal.host,
+          kind: PrincipalKind.host,
+          permissions: hostGrant({ node }),
+        });
+      }
+      this.#sayProblems(node, plan);
+      planned.push(plan);
+    }
+    // One reload for every node of the pass, before any credential reaches a node.
+    const reloaded = await this.broker.commit({ signal });
+    const written: string[] = [];
+    for (const plan of planned) {
+      if (await this.#write(plan, signal)) written.push(plan.node);
+      await this.#sayComposed(plan.node, signal);
+    }
+    await this.#seals.flush();
+    await this.#tokens.prune(now);
+    this.passes += 1;
+    const report: PassReport = { nodes, written, refused, reloaded };
+    for (const listener of this.#passListeners) listener(report);
+  }
+
+  /** Revokes the runtime and module users of `node` that are not in `keep`. */
+  #revokeNode(node: string, keep: ReadonlySet<string>): void {
+    for (const u of this.broker.usersOf(node)) {
+      if ((u.kind === "runtime" || u.kind === "module") && !keep.has(u.user)) {
+        this.broker.revoke(u.user);
+      }
+    }
+  }
+
+  /** Seals the plan's needs and writes the composition when its fingerprint moved. */
+  async #write(plan: Extract<NodePlan, { ok: true }>, signal: AbortSignal): Promise<boolean> {
+    const { node } = plan;
+    const presence = this.fleet.presenceOf(node);
+    if (presence === undefined) return false;
+    const resources: Resource[] = [];
+    const needs = new Set<string>();
+    for (const r of plan.resources) {
+      if (r.type !== "need") {
+        resources.push(r);
+        continue;
+      }
+      needs.add(r.id);
+      const plaintext = this.#needContent(node, r.kind, r.module, r.name);
+      resources.push(
+        plaintext === undefined
+          ? r
+          : {
+              ...r,
+              sealed: await this.#seals.sealFor({
+                node,
+                needId: r.id,
+                publicKey: presence.publicKey,
+                plaintext,
+              }),
+            },
+      );
+    }
+    this.#seals.retain(node, needs);
+    const fingerprint = fingerprintOf({ resources, modules: plan.modules });
+    let before = this.#written.get(node);
+    if (before === undefined) {
+      before = (await this.#composed.get(node, { signal }))?.value.fingerprint;
+    }
+    if (before === fingerprint) {
+      this.#written.set(node, fingerprint);
+      return false;
+    }
+    await this.#composed.put(
+      node,
+      { node, resources, modules: plan.modules, fingerprint },
+      { signal },
+    );
+    this.#written.set(node, fingerprint);
+    this.composedWrites += 1;
+    return true;
+  }
+
+  /** What a need's file holds: the module's credential, or the secret from the vault. */
+  #needContent(
+    node: string,
+    kind: "credential" | "secret",
+    module: string,
+    name: string,
+  ): string | undefined {
+    if (kind === "credential") {
+      const user = principalUser(node, module);
+      return this.broker.get(user) === undefined
+        ? undefined
+        : `${JSON.stringify(this.broker.credential(user))}\n`;
+    }
+    const key = secretKey(module, name);
+    const sealed = this.#secrets.get(key);
+    if (sealed === undefined) return undefined;
+    try {
+      return this.#vault.open(sealed, key).toString("utf8");
+    } catch (error) {
+      this.#options.log?.(`controller: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  async #sayRefused(node: string, refusals: readonly NodeRefusal[], signal: AbortSignal) {
+    const message =
+      `${node} is not composed again; what it runs stays as it is until each reason is fixed: ` +
+      refusals.map((r) => `${r.reason}; ${r.fix} [${r.code}]`).join(" | ");
+    if (this.#refusedSaid.get(node) === message) return;
+    this.#refusedSaid.set(node, message);
+    this.#options.log?.(`controller: ${message}`);
+    await this.#say({ name: node, level: "error", message: message.slice(0, 4000), node }, signal);
+  }
+
+  async #sayComposed(node: string, signal: AbortSignal): Promise<void> {
+    if (!this.#refusedSaid.has(node)) return;
+    this.#refusedSaid.delete(node);
+    await this.#say({ name: node, level: "info", message: `${node} is composed`, node }, signal);
+  }
+
+  #sayProblems(node: string, plan: Extract<NodePlan, { ok: true }>): void {
+    const text = plan.grantProblems.map((p) => p.message).join(" | ");
+    if ((this.#problemsSaid.get(node) ?? "") === text) return;
+    this.#problemsSaid.set(node, text);
+    if (text !== "") this.#options.log?.(`controller: on ${node}: ${text}`);
+  }
+
+  async #say(
+    condition: { name: string; level: "info" | "error"; message: string; node: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    try {
+      await sayCondition(this.#bus, { ...condition, module: Principal.controller }, { signal });
+    } catch (error) {
+      // A condition is for people; failing to say one must not stop composing.
+      this.#options.log?.(`controller: could not say a condition: ${(error as Error).message}`);
+    }
+  }
+
+  #now(): Date {
+    return this.#options.now?.() ?? new Date();
+  }
+
+  // --- endpoints -----------------------------------------------------------------------------
+
+  async #join(request: Request): Promise<JoinAnswer> {
+    const parsed = JoinRequest.safeParse(request.json());
+    if (!parsed.success) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `a join request is {token, node, publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    }
+    const { token, node, publicKey } = parsed.data;
+    const answer = await this.#exclusive(async () => {
+      const host = principalUser(node, Principal.host);
+      if (this.broker.get(host) !== undefined || this.fleet.presenceOf(node) !== undefined) {
+        throw new MeshError(
+          ErrorCode.REFUSED,
+          `the node name ${JSON.stringify(node)} is taken: a node of that name is in the mesh already; join under another name (the token was not used)`,
+          { node },
+        );
+      }
+      // Sealing to the key first: a key that is not X25519 is refused before the token is spent.
+      try {
+        seal(publicKey, "check", joinSealContext(node));
+      } catch (error) {
+        throw new MeshError(
+          ErrorCode.INVALID_INPUT,
+          `${(error as Error).message} (the join's publicKey)`,
+          {
+            node,
+            cause: error,
+          },
+        );
+      }
+      await this.#tokens.take(token, node, this.#now());
+      await this.broker.ensure({
+        user: host,
+        node,
+        module: Principal.host,
+        kind: PrincipalKind.host,
+        permissions: hostGrant({ node }),
+      });
+      await this.broker.commit();
+      const credential = `${JSON.stringify(this.broker.credential(host))}\n`;
+      return { node, sealed: seal(publicKey, credential, joinSealContext(node)) };
+    });
+    // The join user goes once the answer is out: the next pass's reload drops it.
+    setImmediate(() => {
+      void flush(this.#bus)
+        .catch(() => undefined)
+        .then(() => this.#poke());
+    });
+    return answer;
+  }
+
+  async #joinToken(request: Request): Promise<JoinTokenAnswer> {
+    const parsed = JoinTokenAsk.safeParse(request.json() ?? {});
+    if (!parsed.success) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `a join-token ask is {ttlSeconds?} (at most a week): ${parsed.error.issues[0]?.message ?? ""}`,
+      );
+    }
+    const ttlMs =
+      parsed.data.ttlSeconds === undefined
+        ? DEFAULT_JOIN_TOKEN_TTL_MS
+        : parsed.data.ttlSeconds * 1000;
+    return this.#exclusive(async () => {
+      const made = await this.#tokens.create({ ttlMs, now: this.#now() });
+      await this.broker.ensure(
+        {
+          user: joinUser(made.id),
+          node: "join",
+          module: made.id,
+          kind: PrincipalKind.join,
+          // May ask mesh.join and hear its own inbox; nothing else.
+          permissions: {
+            publish: { allow: [Subject.join] },
+            subscribe: { allow: [`${joinInbox(made.id)}.>`] },
+          },
+          expiresAt: made.expiresAt,
+        },
+        made.secret,
+      );
+      await this.broker.commit();
+      return { token: made.token, id: made.id, expiresAt: made.expiresAt };
+    });
+  }
+
+  async #secretSet(request: Request): Promise<SecretSetAnswer> {
+    const parsed = SecretSetAsk.safeParse(request.json());
+    if (!parsed.success) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `a secret-set ask is {module, name, value} (a module name, a secret name, at most 64 KiB): ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    }
+    const { module, name, value } = parsed.data;
+    const key = secretKey(module, name);
+    const at = this.#now().toISOString();
+    const sealed = { ...this.#vault.seal(value, key), by: Principal.operator, at };
+    await this.#secretsBucket.put(key, sealed);
+    return { module, name, at };
+  }
+}

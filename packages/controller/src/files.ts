@@ -1,0 +1,34 @@
+/** The controller's own files: JSON, mode 0600, written atomically so a crash leaves the old one. */
+import { mkdir, readFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { writeFileAtomically } from "@mesh/bus";
+
+/** The file's JSON, or undefined when there is no file. */
+export async function readJsonFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new MeshError(
+      ErrorCode.INTERNAL,
+      `cannot read ${path}: ${(error as Error).message}; check its owner and mode (0600, the controller's user)`,
+      { path, cause: error },
+    );
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${path} is not JSON (${(error as Error).message}); it was damaged — restore it from a backup or move it away`,
+      { path, cause: error },
+    );
+  }
+}
+
+export async function writeJsonFile(path: string, value: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await writeFileAtomically(path, `${JSON.stringify(value, null, 1)}\n`);
+}

@@ -1,0 +1,136 @@
+/**
+ * One-time join tokens: `<id>.<secret>`. The controller keeps only the SHA-256 of the secret (the
+ * secret is 32 random bytes, so a fast hash suffices) with its expiry and, once used, when and by
+ * which node; in a file of its own (0600, atomic writes). The bus knows the token too, as the join
+ * user `join.<id>` whose password is the secret (its bcrypt hash, kept by the broker): a joining
+ * node has no other way onto the bus. See docs/decisions/0041-join-tokens.md.
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { join } from "node:path";
+import { z } from "zod";
+import { ErrorCode, MeshError, parseJoinToken } from "@mesh/protocol";
+import { readJsonFile, writeJsonFile } from "./files.js";
+import { sha256Hex } from "./seal-cache.js";
+
+const TokenRecord = z
+  .object({
+    id: z.string(),
+    hash: z.string(),
+    expiresAt: z.string(),
+    usedAt: z.string().optional(),
+    node: z.string().optional(),
+  })
+  .strict();
+type TokenRecord = z.infer<typeof TokenRecord>;
+const TokensFile = z.object({ version: z.literal(1), tokens: z.array(TokenRecord) }).strict();
+
+export const JOIN_TOKENS_FILE = "join-tokens.json";
+export const DEFAULT_JOIN_TOKEN_TTL_MS = 60 * 60 * 1000;
+export const MAX_JOIN_TOKEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+export class JoinTokens {
+  readonly #path: string;
+  readonly #tokens = new Map<string, TokenRecord>();
+
+  private constructor(path: string) {
+    this.#path = path;
+  }
+
+  static async open(dir: string): Promise<JoinTokens> {
+    const store = new JoinTokens(join(dir, JOIN_TOKENS_FILE));
+    const raw = await readJsonFile(store.#path);
+    if (raw !== undefined) {
+      const parsed = TokensFile.safeParse(raw);
+      if (!parsed.success) {
+        throw new MeshError(
+          ErrorCode.INVALID_VALUE,
+          `${store.#path} is not a join-token file this controller wrote; move it away (every unused token then stops working)`,
+          { path: store.#path },
+        );
+      }
+      for (const t of parsed.data.tokens) store.#tokens.set(t.id, t);
+    }
+    return store;
+  }
+
+  /** A new token; returns it whole (shown once) with its id and expiry. */
+  async create(options: { readonly ttlMs: number; readonly now: Date }): Promise<{
+    token: string;
+    id: string;
+    secret: string;
+    expiresAt: string;
+  }> {
+    // A digit first: the id is then never a node or module name (see parseJoinToken).
+    const id = `${randomBytes(1)[0]! % 10}${randomBytes(6).toString("hex").slice(0, 11)}`;
+    const secret = randomBytes(32).toString("base64url");
+    const expiresAt = new Date(options.now.getTime() + options.ttlMs).toISOString();
+    this.#tokens.set(id, { id, hash: sha256Hex(secret), expiresAt });
+    await this.#save();
+    return { token: `${id}.${secret}`, id, secret, expiresAt };
+  }
+
+  /**
+   * Takes the token for `node`: REFUSED when it is unknown, malformed, expired or used. A taken
+   * token is marked used (and kept) before anything is issued, so it cannot work twice.
+   */
+  async take(token: string, node: string, now: Date): Promise<{ id: string }> {
+    const parts = parseJoinToken(token);
+    const record = parts === undefined ? undefined : this.#tokens.get(parts.id);
+    const given = parts === undefined ? "" : sha256Hex(parts.secret);
+    if (
+      parts === undefined ||
+      record === undefined ||
+      !timingSafeEqual(Buffer.from(given), Buffer.from(record.hash))
+    ) {
+      throw refused(
+        "the join token is not one this mesh made; ask the operator for a new one (mesh join-token)",
+        node,
+      );
+    }
+    if (record.usedAt !== undefined) {
+      throw refused(
+        `the join token ${parts.id} was used at ${record.usedAt} by ${record.node ?? "a node"}; a token works once — ask the operator for a new one (mesh join-token)`,
+        node,
+      );
+    }
+    if (Date.parse(record.expiresAt) <= now.getTime()) {
+      throw refused(
+        `the join token ${parts.id} expired at ${record.expiresAt}; ask the operator for a new one (mesh join-token)`,
+        node,
+      );
+    }
+    this.#tokens.set(record.id, { ...record, usedAt: now.toISOString(), node });
+    await this.#save();
+    return { id: record.id };
+  }
+
+  /** Ids whose join user should go: used, or expired. */
+  spent(now: Date): string[] {
+    return [...this.#tokens.values()]
+      .filter((t) => t.usedAt !== undefined || Date.parse(t.expiresAt) <= now.getTime())
+      .map((t) => t.id);
+  }
+
+  /** Forgets expired tokens (used ones are kept a while, so their refusal says "used"). */
+  async prune(now: Date): Promise<void> {
+    let changed = false;
+    for (const t of [...this.#tokens.values()]) {
+      if (Date.parse(t.expiresAt) + MAX_JOIN_TOKEN_TTL_MS <= now.getTime()) {
+        this.#tokens.delete(t.id);
+        changed = true;
+      }
+    }
+    if (changed) await this.#save();
+  }
+
+  async #save(): Promise<void> {
+    await writeJsonFile(this.#path, {
+      version: 1,
+      tokens: [...this.#tokens.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    });
+  }
+}
+
+function refused(message: string, node: string): MeshError {
+  return new MeshError(ErrorCode.REFUSED, message, { node });
+}

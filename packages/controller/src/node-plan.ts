@@ -1,0 +1,222 @@
+/**
+ * One node's composition as the controller sends it, planned from the node's inputs: core's
+ * `compose` for the resources, plus what the host's provisioner client needs per module (build,
+ * manifest digest, declared config defaults, bound values), and the bus principals the
+ * composition implies (the runtime's, each module process's that declares its credential) with
+ * the permissions core's grant functions derive. Pure: sealing happens after, in the controller.
+ */
+import {
+  BROKER_SECRET,
+  BoundKey,
+  DEFAULT_NODE_ROOT,
+  ObjectStore,
+  RUNTIME_MODULE,
+  Subject,
+  stateBucket,
+  type ComposedModule,
+  type Manifest,
+  type Resource,
+} from "@mesh/protocol";
+import {
+  compose,
+  moduleGrant,
+  runtimeGrant,
+  type CompositionRefusal,
+  type GrantProblem,
+  type StateDeclaration,
+} from "@mesh/core";
+import { PrincipalKind, principalUser, type DesiredPrincipal } from "./broker.js";
+import type { NodeInputs } from "./fleet.js";
+
+export interface PlanContext {
+  /** The bus urls a module is told (`bound.servers`). */
+  readonly servers: readonly string[];
+  /** The artifact store every source is routed through; absent: none (every source refused). */
+  readonly artifactStore?: string | undefined;
+  /** The states each owner keeps, for grants of reads. */
+  readonly ownerStates: (module: string) => readonly StateDeclaration[] | undefined;
+}
+
+/** Why a node was not composed: core's refusals, or an input that is missing or broken. */
+export interface NodeRefusal {
+  readonly code: string;
+  readonly module?: string;
+  readonly reason: string;
+  readonly fix: string;
+}
+
+export type NodePlan =
+  | {
+      readonly ok: true;
+      readonly node: string;
+      /** Sorted by id; needs not yet sealed. */
+      readonly resources: readonly Resource[];
+      readonly modules: Readonly<Record<string, ComposedModule>>;
+      readonly principals: readonly DesiredPrincipal[];
+      readonly grantProblems: readonly GrantProblem[];
+      readonly leftOut: readonly { module: string; reason: string }[];
+    }
+  | { readonly ok: false; readonly node: string; readonly refusals: readonly NodeRefusal[] };
+
+export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
+  const { node, presence } = inputs;
+  const refusals: NodeRefusal[] = [];
+  const manifests: Manifest[] = [];
+  for (const [module, { want, manifest }] of [...inputs.wanted].sort(([a], [b]) => cmp(a, b))) {
+    if (manifest === undefined) {
+      refusals.push({
+        code: "manifest-missing",
+        module,
+        reason: `${node} wants ${module} build ${want.build}, whose manifest ${want.manifestDigest.slice(0, 12)}… is not in mesh-manifests`,
+        fix: `build ${module} again (the builder writes the resolved manifest), or unassign it`,
+      });
+    } else if (!manifest.ok) {
+      const first = manifest.problems[0];
+      const detail =
+        first === undefined
+          ? ""
+          : typeof first === "string"
+            ? first
+            : `${first.path}: ${first.message}`;
+      refusals.push({
+        code: "manifest-invalid",
+        module,
+        reason: `${node} wants ${module} build ${want.build}, whose manifest ${want.manifestDigest.slice(0, 12)}… is refused (${manifest.problems.length} problem(s); first: ${detail})`,
+        fix: `fix ${module}'s manifest (mesh manifest check) and build it again`,
+      });
+    } else if (manifest.manifest.module !== module) {
+      refusals.push({
+        code: "manifest-module",
+        module,
+        reason: `${node} wants ${module}, but the manifest ${want.manifestDigest.slice(0, 12)}… is of ${JSON.stringify(manifest.manifest.module)}`,
+        fix: "the assigner wrote a want with another module's manifest digest; let it write the want again",
+      });
+    } else manifests.push(manifest.manifest);
+  }
+  if (presence === undefined) {
+    refusals.push({
+      code: "presence-missing",
+      reason: `${node} has no presence in mesh-presence, so there is no public key to seal its credentials to`,
+      fix: `start the node's host (it writes its presence), or join the node first (mesh join)`,
+    });
+  }
+  if (refusals.length > 0 || presence === undefined) return { ok: false, node, refusals };
+
+  const facts = presence.facts;
+  const composition = compose({
+    node,
+    modules: manifests,
+    account: facts.account,
+    accountHome: facts.accountHome,
+    adopted: facts.adopted,
+    root: DEFAULT_NODE_ROOT,
+    artifacts:
+      context.artifactStore === undefined || context.artifactStore === ""
+        ? undefined
+        : { store: context.artifactStore },
+  });
+  if (!composition.ok) {
+    return {
+      ok: false,
+      node,
+      refusals: composition.refusals.map((r: CompositionRefusal) => ({
+        code: r.code,
+        ...(r.module === undefined ? {} : { module: r.module }),
+        reason: r.reason,
+        fix: r.fix,
+      })),
+    };
+  }
+
+  const leftOut = new Set(composition.leftOut.map((l) => l.module));
+  const composed = manifests.filter((m) => !leftOut.has(m.module));
+  const owners = new Map<string, readonly StateDeclaration[]>();
+  for (const m of composed) {
+    for (const read of m.reads) {
+      const owner = read.slice(0, read.indexOf("/"));
+      const states = context.ownerStates(owner);
+      if (states !== undefined) owners.set(owner, states);
+    }
+  }
+
+  const principals: DesiredPrincipal[] = [];
+  const grantProblems: GrantProblem[] = [];
+  if (composed.some((m) => m.module === RUNTIME_MODULE)) {
+    const grant = runtimeGrant({ node, modules: composed, owners });
+    principals.push({
+      user: principalUser(node, RUNTIME_MODULE),
+      node,
+      module: RUNTIME_MODULE,
+      kind: PrincipalKind.runtime,
+      permissions: grant.permissions,
+    });
+    grantProblems.push(...grant.problems);
+  }
+  for (const m of composed) {
+    if (m.module === RUNTIME_MODULE || m["own-secrets"][BROKER_SECRET] === undefined) continue;
+    const grant = moduleGrant({ node, manifest: m, owners });
+    principals.push({
+      user: principalUser(node, m.module),
+      node,
+      module: m.module,
+      kind: PrincipalKind.module,
+      permissions: grant.permissions,
+    });
+    grantProblems.push(...grant.problems);
+  }
+
+  const modules: Record<string, ComposedModule> = {};
+  for (const m of composed) {
+    const want = inputs.wanted.get(m.module)?.want;
+    const config: Record<string, { default?: unknown }> = {};
+    for (const key of Object.keys(m.config).sort()) {
+      const declared = m.config[key];
+      config[key] = declared?.default === undefined ? {} : { default: declared.default };
+    }
+    modules[m.module] = {
+      ...(want === undefined ? {} : { build: want.build, manifestDigest: want.manifestDigest }),
+      config: config as ComposedModule["config"],
+      bound: boundValues(node, m, context.servers),
+    };
+  }
+  return {
+    ok: true,
+    node,
+    resources: composition.resources,
+    modules,
+    principals,
+    grantProblems,
+    leftOut: composition.leftOut,
+  };
+}
+
+/** The values the mesh derives for a module (DESIGN.md "The host": bound). */
+function boundValues(
+  node: string,
+  m: Manifest,
+  servers: readonly string[],
+): ComposedModule["bound"] {
+  const bound: Record<string, string | string[]> = {
+    [BoundKey.node]: node,
+    [BoundKey.servers]: [...servers],
+  };
+  for (const s of m.states) bound[BoundKey.state(s.name)] = stateBucket(m.module, s.name);
+  for (const read of m.reads) {
+    const [owner, state] = read.split("/") as [string, string];
+    bound[BoundKey.read(owner, state)] = stateBucket(owner, state);
+  }
+  for (const call of m.calls) {
+    const [callee, tool] = call.split("/") as [string, string];
+    bound[BoundKey.call(callee, tool)] = `${Subject.toolsPrefix}.*.${callee}.${tool}`;
+  }
+  const out: Record<string, string | string[]> = {};
+  for (const key of Object.keys(bound).sort()) out[key] = bound[key] as string | string[];
+  return out;
+}
+
+/** The artifact store the controller routes through by default. */
+export const DEFAULT_ARTIFACT_STORE = ObjectStore.artifacts;
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
