@@ -164,6 +164,8 @@ function headerMap(msg: Msg): ReadonlyMap<string, string> {
 export interface RequestOptions {
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** Headers to send beside the body (a tool call's `Mesh-Timeout-Ms`, say). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -178,9 +180,17 @@ export async function request(
 ): Promise<unknown> {
   const doing = `asking ${subject}`;
   let reply: Msg;
+  let sent: ReturnType<typeof natsHeaders> | undefined;
+  if (options.headers !== undefined) {
+    sent = natsHeaders();
+    for (const [key, value] of Object.entries(options.headers)) sent.set(key, value);
+  }
   try {
     reply = await abortable(
-      bus.nc.request(subject, JSON.stringify(body), { timeout: options.timeoutMs ?? 5_000 }),
+      bus.nc.request(subject, JSON.stringify(body), {
+        timeout: options.timeoutMs ?? 5_000,
+        ...(sent === undefined ? {} : { headers: sent }),
+      }),
       options.signal,
       doing,
     );

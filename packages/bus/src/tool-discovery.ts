@@ -81,6 +81,8 @@ export async function discoverTools(
       } catch {
         continue;
       }
+      // A service may call itself anything; only its own module's subjects are the runtime's to serve.
+      if (where.module !== info.name) continue;
       const metadata = endpoint.metadata ?? {};
       const problems: string[] = [];
       const schema = (key: "input" | "output"): unknown => {

@@ -1,1 +1,5 @@
-export {};
+export * from "./runtime.js";
+export * from "./module-worker.js";
+export * from "./provisioner.js";
+export * from "./tool-modules.js";
+export * from "./env.js";

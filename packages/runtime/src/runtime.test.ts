@@ -1,0 +1,325 @@
+/**
+ * The runtime against a real nats-server, with real worker threads: two modules (and a third
+ * that hangs) in one runtime whose bus user holds exactly `runtimeGrant`, their values asked of
+ * a test double of the host's provisioner client.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { KvBucket, MeshBus, discoverTools, request } from "@mesh/bus";
+import { credentialFor, deadline } from "@mesh/bus/testing";
+import { moduleGrant } from "@mesh/core";
+import type { MeshError } from "@mesh/protocol";
+import { CallHeader, ErrorCode, isMeshError, toolSubject } from "@mesh/protocol";
+import { z } from "zod";
+import { Runtime, type RuntimeStatus } from "./runtime.js";
+import { ModuleState } from "./module-worker.js";
+import {
+  startProvisionerDouble,
+  type ProvisionerDouble,
+} from "./test-support/provisioner-double.js";
+import { ALPHA_MORE, ALPHA_TOOLS, BETA, GAMMA, writeModule } from "./test-support/modules.js";
+import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
+
+const WAIT = 15_000;
+const ALPHA = served("alpha", { states: [{ name: "notes", readable: false }] });
+const ALPHA_PROCESS = { user: "alpha-process", password: "alpha-process-password" };
+
+describe("the runtime", () => {
+  let bus: TestBus;
+  let dir: string;
+  let runtimeBus: MeshBus;
+  let runtime: Runtime;
+  let provisioner: ProvisionerDouble;
+  const statuses = new StatusLog();
+  const rejected: Array<{ why: string; subject: string }> = [];
+  let onRejected: (() => void) | undefined;
+
+  const call = (module: string, tool: string, input: unknown, timeoutMs?: number) =>
+    request(bus.admin, toolSubject(NODE, module, tool), input, {
+      timeoutMs: 10_000,
+      ...(timeoutMs === undefined
+        ? {}
+        : { headers: { [CallHeader.timeoutMs]: String(timeoutMs) } }),
+    });
+
+  const failsWith = async (promise: Promise<unknown>, code: string): Promise<MeshError> => {
+    try {
+      await promise;
+    } catch (error) {
+      assert.ok(isMeshError(error), `not a MeshError: ${String(error)}`);
+      assert.equal(error.code, code, error.message);
+      return error;
+    }
+    assert.fail(`expected ${code}, got an answer`);
+  };
+
+  const allServing = (s: RuntimeStatus) =>
+    Object.values(s.modules).every((m) => m.state === ModuleState.serving);
+
+  before(async () => {
+    bus = await startTestBus({
+      modules: [ALPHA, served("beta"), served("gamma")],
+      users: [
+        {
+          ...ALPHA_PROCESS,
+          permissions: moduleGrant({ node: NODE, manifest: ALPHA, owners: {} }).permissions,
+        },
+      ],
+    });
+    await bus.admin.kvm.create("alpha_notes", { history: 1 });
+    provisioner = await startProvisionerDouble({
+      bus: bus.admin,
+      node: NODE,
+      values: {
+        alpha: { "config.greeting": "Hello", "bound.node": NODE },
+        beta: { "config.color": "blue" },
+      },
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-runtime-"));
+    const modules = new Map([
+      [
+        "alpha",
+        await writeModule(dir, "alpha", { "tools.mjs": ALPHA_TOOLS, "more.mjs": ALPHA_MORE }),
+      ],
+      ["beta", await writeModule(dir, "beta", { "tools.mjs": BETA })],
+      ["gamma", await writeModule(dir, "gamma", { "tools.mjs": GAMMA })],
+    ]);
+    runtimeBus = await MeshBus.connect(bus.runtimeCredential);
+    runtime = Runtime.create({
+      bus: runtimeBus,
+      modules,
+      tuning: { heartbeatMs: 100, hangMs: 1_000, initialBackoffMs: 50, defaultTimeoutMs: 5_000 },
+      onStatus: statuses.push,
+      onRejected: (why, subject) => {
+        rejected.push({ why, subject });
+        onRejected?.();
+      },
+      log: () => undefined,
+    });
+    await deadline(statuses.until(allServing), WAIT, "every module serving");
+  });
+
+  after(async () => {
+    await runtime?.stop();
+    await runtimeBus?.close();
+    await provisioner?.stop();
+    await bus?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("discovery lists a module's tools with their description and schemas", async () => {
+    const tools = await discoverTools(bus.admin, { maxWaitMs: 1_000 });
+    const alpha = tools.filter((t) => t.module === "alpha" && t.node === NODE);
+    const greet = alpha.find((t) => t.tool === "greet");
+    const add = alpha.find((t) => t.tool === "add");
+    assert.ok(greet !== undefined && add !== undefined, JSON.stringify(tools));
+    assert.equal(greet.subject, toolSubject(NODE, "alpha", "greet"));
+    assert.match(greet.description, /Greets/);
+    const input = greet.input as { properties: Record<string, unknown>; required: string[] };
+    assert.deepEqual(Object.keys(input.properties).sort(), ["name", "times"]);
+    assert.deepEqual(input.required, ["name"]);
+    assert.deepEqual(Object.keys((add.output as { properties: object }).properties), ["sum"]);
+    // Both entries of alpha are one service: every tool of both is listed.
+    assert.deepEqual(alpha.map((t) => t.tool).sort(), [
+      "aborted",
+      "add",
+      "explode",
+      "greet",
+      "missing",
+      "note",
+      "overrun",
+      "seen",
+      "value",
+      "warn",
+    ]);
+  });
+
+  test("good input is answered with the handler's result", async () => {
+    assert.deepEqual(await call("alpha", "add", { a: 2, b: 3 }), { sum: 5 });
+    assert.deepEqual(await call("alpha", "greet", { name: "Ada" }), { text: "Hello, Ada" });
+  });
+
+  test("bad input is INVALID_INPUT naming each path, and the handler never runs", async () => {
+    const error = await failsWith(
+      call("alpha", "greet", { name: 5, times: -1 }),
+      ErrorCode.INVALID_INPUT,
+    );
+    assert.match(error.message, /\bname\b/);
+    assert.match(error.message, /\btimes\b/);
+    await failsWith(call("alpha", "add", "not an object"), ErrorCode.INVALID_INPUT);
+    const header = await failsWith(
+      call("alpha", "add", { a: 1, b: 1 }, -5),
+      ErrorCode.INVALID_INPUT,
+    );
+    assert.match(header.message, new RegExp(CallHeader.timeoutMs));
+  });
+
+  test("a throwing handler is INTERNAL without its detail, and the runtime keeps serving", async () => {
+    const error = await failsWith(call("alpha", "explode", {}), ErrorCode.INTERNAL);
+    assert.doesNotMatch(error.message, /kaboom/);
+    const refused = await failsWith(call("alpha", "missing", { id: "x1" }), ErrorCode.NOT_FOUND);
+    assert.match(refused.message, /x1/);
+    assert.deepEqual(await call("alpha", "add", { a: 1, b: 1 }), { sum: 2 });
+  });
+
+  test("a call past its deadline is TIMEOUT and the handler's signal aborts", async () => {
+    await failsWith(call("alpha", "overrun", {}, 200), ErrorCode.TIMEOUT);
+    assert.deepEqual(await call("alpha", "aborted", {}), { reason: "TimeoutError" });
+  });
+
+  test("provision: config and bound values are asked of the client as the module", async () => {
+    const before = provisioner.asks.length;
+    assert.deepEqual(await call("alpha", "value", { kind: "bound", key: "node" }), { value: NODE });
+    assert.deepEqual(await call("alpha", "value", { kind: "config", key: "greeting" }), {
+      value: "Hello",
+    });
+    assert.deepEqual(provisioner.asks.slice(before), [
+      { module: "alpha", kind: "bound", key: "node" },
+      { module: "alpha", kind: "config", key: "greeting" },
+    ]);
+    const missing = await failsWith(
+      call("alpha", "value", { kind: "config", key: "nope" }),
+      ErrorCode.NOT_FOUND,
+    );
+    assert.match(missing.message, /nope/);
+  });
+
+  test("a secret ask is refused with the reason and the client is never asked", async () => {
+    const before = provisioner.asks.length;
+    const error = await failsWith(
+      call("alpha", "value", { kind: "secret", key: "api-token" }),
+      ErrorCode.REFUSED,
+    );
+    assert.match(error.message, /secret "api-token"/);
+    assert.match(error.message, /file/);
+    assert.deepEqual(provisioner.asks.slice(before), []);
+  });
+
+  test("module B's code cannot obtain module A's values, whatever it sends", async () => {
+    const before = provisioner.asks.length;
+    const result = (await call("beta", "steal", {})) as Record<string, Record<string, unknown>>;
+    assert.equal(result["viaSdk"]?.["code"], ErrorCode.NOT_FOUND);
+    assert.equal(result["viaWatch"]?.["code"], ErrorCode.NOT_FOUND);
+    assert.ok(
+      [ErrorCode.NOT_FOUND, ErrorCode.REFUSED].includes(result["viaState"]?.["code"] as never),
+      JSON.stringify(result["viaState"]),
+    );
+    assert.equal(result["raw"]?.["t"], "refusal");
+    assert.doesNotMatch(JSON.stringify(result), /Hello/);
+    const asked = provisioner.asks.slice(before);
+    assert.ok(asked.length >= 4, JSON.stringify(asked));
+    assert.ok(
+      asked.every((ask) => ask.module === "beta"),
+      `every ask was made as beta: ${JSON.stringify(asked)}`,
+    );
+  });
+
+  test("a change reaches a watching module, unchanged values are not handed twice", async () => {
+    const seen = async (count: number) =>
+      ((await call("alpha", "seen", { count })) as { seen: unknown[] }).seen;
+    assert.deepEqual(await seen(1), [{ value: "Hello" }]);
+    provisioner.set("alpha", "config", "greeting", "Hi");
+    assert.deepEqual((await seen(2))[1], { value: "Hi" });
+    provisioner.set("alpha", "config", "greeting", "Hi");
+    provisioner.set("alpha", "config", "greeting", "Hey");
+    assert.deepEqual((await seen(3)).slice(1), [{ value: "Hi" }, { value: "Hey" }]);
+  });
+
+  test("a refusal ends a watch's values with the reason; a value that comes back is handed", async () => {
+    const seen = async (count: number) =>
+      ((await call("alpha", "seen", { count })) as { seen: unknown[] }).seen;
+    const before = (await seen(1)).length;
+    provisioner.remove("alpha", "config", "greeting");
+    const refused = (await seen(before + 1))[before] as { refused?: string };
+    assert.match(refused.refused ?? "", /declares no config "greeting"/);
+    provisioner.set("alpha", "config", "greeting", "Hello");
+    assert.deepEqual((await seen(before + 2))[before + 1], { value: "Hello" });
+  });
+
+  test("a JetStream delivery into a tool subject is rejected and the handler never runs", async () => {
+    // alpha's own process may create consumers on its own state; it makes one deliver into
+    // beta's echo endpoint (queue group q, as NATS services subscribe), notes/nats.md §1.4.3.
+    await using alphaProcess = await MeshBus.connect(
+      credentialFor(bus.server, ALPHA_PROCESS, { node: NODE, module: "alpha" }),
+    );
+    const notes = await KvBucket.openWith(alphaProcess, "alpha_notes", z.json());
+    await notes.put("forged", { forged: "a command beta never got" });
+    const heard = new Promise<void>((resolve) => (onRejected = resolve));
+    const created = (await request(
+      alphaProcess,
+      "$JS.API.CONSUMER.CREATE.KV_alpha_notes.forger.$KV.alpha_notes.>",
+      {
+        stream_name: "KV_alpha_notes",
+        config: {
+          name: "forger",
+          deliver_subject: toolSubject(NODE, "beta", "echo"),
+          deliver_group: "q",
+          filter_subject: "$KV.alpha_notes.>",
+          ack_policy: "none",
+          deliver_policy: "all",
+        },
+      },
+    )) as { error?: unknown };
+    assert.equal(created.error, undefined, JSON.stringify(created.error));
+    await deadline(heard, WAIT, "the runtime rejecting the delivery");
+    assert.ok(
+      rejected.some((r) => r.subject === "$KV.alpha_notes.forged"),
+      JSON.stringify(rejected),
+    );
+    assert.deepEqual(await call("beta", "count", {}), { echoes: 0 });
+  });
+
+  test("a module keeps its own state and says conditions", async () => {
+    assert.deepEqual(await call("alpha", "note", { key: "k", text: "remember" }), {
+      read: { text: "remember" },
+      keys: ["forged", "k"],
+    });
+    assert.deepEqual(await call("alpha", "warn", { message: "disk almost full" }), {});
+  });
+
+  test("killing B's worker leaves A's tools answering, and B is restarted", async () => {
+    const restartsBefore = runtime.status().modules["beta"]?.restarts ?? 0;
+    const failing = statuses.until((s) => s.modules["beta"]?.state === ModuleState.failing);
+    await failsWith(call("beta", "crash", {}), ErrorCode.INTERNAL);
+    const status = await deadline(failing, WAIT, "beta failing");
+    assert.match(status.modules["beta"]?.error ?? "", /exited with code 3/);
+    assert.deepEqual(await call("alpha", "add", { a: 20, b: 22 }), { sum: 42 });
+    await deadline(
+      statuses.until(
+        (s) =>
+          s.modules["beta"]?.state === ModuleState.serving &&
+          (s.modules["beta"]?.restarts ?? 0) > restartsBefore,
+      ),
+      WAIT,
+      "beta serving again",
+    );
+    assert.deepEqual(await call("beta", "count", {}), { echoes: 0 });
+  });
+
+  test("a handler that blocks its worker is a hang: terminated, reported and restarted", async () => {
+    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    await failsWith(call("gamma", "block", {}, 300), ErrorCode.TIMEOUT);
+    const status = await deadline(failing, WAIT, "gamma failing");
+    assert.match(status.modules["gamma"]?.error ?? "", /hung/);
+    assert.deepEqual(await call("alpha", "add", { a: 1, b: 2 }), { sum: 3 });
+    await deadline(
+      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      WAIT,
+      "gamma serving again",
+    );
+    assert.deepEqual(await call("gamma", "ok", {}), { ok: true });
+  });
+
+  test("stopping the runtime stops every watch and reports every module stopped", async () => {
+    assert.ok(runtime.provisioner.watchCount > 0);
+    await runtime.stop();
+    assert.equal(runtime.provisioner.watchCount, 0);
+    assert.ok(
+      Object.values(runtime.status().modules).every((m) => m.state === ModuleState.stopped),
+    );
+    await failsWith(call("alpha", "add", { a: 1, b: 1 }), ErrorCode.NOT_FOUND);
+  });
+});

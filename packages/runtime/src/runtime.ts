@@ -1,0 +1,195 @@
+/**
+ * The tool runtime (`node-tools`): every served module in a worker of its own, its tools served
+ * as one NATS service per module, its values asked of the node's provisioner client as that
+ * module, and what each module's load came to written where the host reads it.
+ */
+import { rename, writeFile } from "node:fs/promises";
+import { Env, ErrorCode, MeshError } from "@mesh/protocol";
+import type { MeshBus } from "@mesh/bus";
+import {
+  DEFAULT_TUNING,
+  ModuleState,
+  ModuleWorker,
+  type ModuleStatus,
+  type WorkerTuning,
+} from "./module-worker.js";
+import { Provisioner } from "./provisioner.js";
+import { StatusEnv } from "./env.js";
+
+/** The runtime's version, as its services report it. */
+export const RUNTIME_VERSION = "0.1.0";
+
+/** The version of the status file's shape (README.md, "Reporting"). */
+export const STATUS_VERSION = 1;
+
+/** The runtime's own lifecycle. */
+export const RuntimeState = {
+  starting: "starting",
+  running: "running",
+  stopping: "stopping",
+  stopped: "stopped",
+} as const;
+export type RuntimeState = (typeof RuntimeState)[keyof typeof RuntimeState];
+
+/** What the status file holds. */
+export interface RuntimeStatus {
+  readonly v: typeof STATUS_VERSION;
+  readonly node: string;
+  readonly pid: number;
+  readonly state: RuntimeState;
+  /** When this was written (ISO 8601). */
+  readonly at: string;
+  readonly modules: Readonly<Record<string, ModuleStatus>>;
+}
+
+export interface RuntimeOptions {
+  /** The runtime's connection, as `node-tools` of its node. */
+  readonly bus: MeshBus;
+  /** Each module's entry files (absolute paths), as `parseToolModules` reads them. */
+  readonly modules: ReadonlyMap<string, readonly string[]>;
+  /** The node; the credential's when omitted. */
+  readonly node?: string;
+  readonly tuning?: Partial<WorkerTuning>;
+  /** Where to write the status (atomically, on every change); nowhere when omitted. */
+  readonly statusFile?: string;
+  /** Told every status change. */
+  readonly onStatus?: (status: RuntimeStatus) => void;
+  /** Told every request rejected before a handler (a JetStream delivery into a tool subject). */
+  readonly onRejected?: (why: string, subject: string) => void;
+  /** The environment module code sees; the runtime's own, without its credential's path, by default. */
+  readonly env?: Record<string, string>;
+  readonly log?: (text: string) => void;
+}
+
+/** Variables module code must not see: the runtime's credential and its wiring. */
+const HIDDEN_FROM_MODULES: readonly string[] = [Env.brokerFile, Env.toolModules, StatusEnv];
+
+export class Runtime implements AsyncDisposable {
+  readonly node: string;
+  readonly provisioner: Provisioner;
+  readonly #workers = new Map<string, ModuleWorker>();
+  readonly #options: RuntimeOptions;
+  #state: RuntimeState = RuntimeState.starting;
+  #writing: Promise<void> = Promise.resolve();
+  #stopping: Promise<void> | undefined;
+
+  private constructor(options: RuntimeOptions) {
+    this.#options = options;
+    this.node = options.node ?? options.bus.credential.node;
+    const log = options.log ?? ((text: string) => process.stderr.write(`${text}\n`));
+    this.provisioner = new Provisioner({ bus: options.bus, node: this.node, log });
+    const tuning: WorkerTuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const workerFile = new URL(import.meta.resolve("@mesh/sdk/worker"));
+    const env = options.env ?? moduleEnv(process.env);
+    for (const [module, entries] of [...options.modules].sort(([a], [b]) => a.localeCompare(b))) {
+      this.#workers.set(
+        module,
+        new ModuleWorker({
+          module,
+          node: this.node,
+          entries,
+          bus: options.bus,
+          provisioner: this.provisioner,
+          tuning,
+          workerFile,
+          env,
+          version: RUNTIME_VERSION,
+          onStatus: () => this.#changed(),
+          onRejected: (why, subject) => {
+            log(`[node-tools] rejected a message on ${subject}: ${why}`);
+            options.onRejected?.(why, subject);
+          },
+          log,
+        }),
+      );
+    }
+  }
+
+  /** Starts a worker for every module and returns at once; `status()` says how each load went. */
+  static create(options: RuntimeOptions): Runtime {
+    if (options.modules.size === 0) {
+      throw new MeshError(
+        ErrorCode.USAGE,
+        `the runtime was given no module to serve (${Env.toolModules} is empty); the host starts it only where a module with tools is assigned`,
+      );
+    }
+    const runtime = new Runtime(options);
+    for (const worker of runtime.#workers.values()) worker.start();
+    runtime.#state = RuntimeState.running;
+    runtime.#changed();
+    return runtime;
+  }
+
+  get state(): RuntimeState {
+    return this.#state;
+  }
+
+  status(): RuntimeStatus {
+    const modules: Record<string, ModuleStatus> = {};
+    for (const [name, worker] of this.#workers) modules[name] = worker.status;
+    return {
+      v: STATUS_VERSION,
+      node: this.node,
+      pid: process.pid,
+      state: this.#state,
+      at: new Date().toISOString(),
+      modules,
+    };
+  }
+
+  /** One module's supervisor, or undefined when the runtime does not serve it. */
+  module(name: string): ModuleWorker | undefined {
+    return this.#workers.get(name);
+  }
+
+  /** Stops every worker, service and watch, and writes the last status. Stopping twice is harmless. */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#state = RuntimeState.stopping;
+      this.#changed();
+      await Promise.all([...this.#workers.values()].map((worker) => worker.stop()));
+      await this.provisioner.close();
+      this.#state = RuntimeState.stopped;
+      this.#changed();
+      await this.#writing;
+    })();
+    return this.#stopping;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  #changed(): void {
+    if (this.#state === RuntimeState.starting) return;
+    const status = this.status();
+    this.#options.onStatus?.(status);
+    const file = this.#options.statusFile;
+    if (file === undefined) return;
+    // One write at a time, each complete: the host never reads a half-written file.
+    this.#writing = this.#writing.then(async () => {
+      const temporary = `${file}.${process.pid}.tmp`;
+      try {
+        await writeFile(temporary, `${JSON.stringify(status, null, 2)}\n`, { mode: 0o644 });
+        await rename(temporary, file);
+      } catch (error) {
+        (this.#options.log ?? console.error)(
+          `[node-tools] could not write the status file ${file}: ${String(error)}`,
+        );
+      }
+    });
+  }
+}
+
+/** Whether every module has finished loading, one way or the other. */
+export function settled(status: RuntimeStatus): boolean {
+  return Object.values(status.modules).every((m) => m.state !== ModuleState.starting);
+}
+
+function moduleEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && !HIDDEN_FROM_MODULES.includes(key)) out[key] = value;
+  }
+  return out;
+}

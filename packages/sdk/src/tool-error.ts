@@ -1,0 +1,32 @@
+import { ToolErrorCode } from "./worker-protocol.js";
+
+/**
+ * An error a tool's handler throws to answer with a code other than INTERNAL. Anything else a
+ * handler throws goes back to the caller as INTERNAL, its detail only in the runtime's log.
+ *
+ * ```ts
+ * throw new ToolError("NOT_FOUND", `no order ${JSON.stringify(id)}; list orders with orders/list`);
+ * ```
+ */
+export class ToolError extends Error {
+  override readonly name = "ToolError";
+  readonly code: ToolErrorCode;
+  /** Recognised across copies of the SDK: a module bundle carries its own. */
+  readonly meshToolError = true;
+
+  constructor(code: ToolErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = Object.hasOwn(ToolErrorCode, code) ? code : ToolErrorCode.INTERNAL;
+  }
+}
+
+/** Whether `error` is a ToolError from any copy of the SDK. */
+export function isToolError(error: unknown): error is ToolError {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { meshToolError?: unknown }).meshToolError === true &&
+    typeof (error as { code?: unknown }).code === "string" &&
+    Object.hasOwn(ToolErrorCode, (error as { code: string }).code)
+  );
+}

@@ -1,0 +1,120 @@
+/**
+ * The message protocol between the runtime's main thread and a module's worker, over the
+ * worker's `parentPort`. Both sides check `v`: a worker built against another version of this
+ * protocol is refused at load with both versions named, rather than misread.
+ *
+ * The runtime knows which worker a message came from by the port it arrived on; nothing in these
+ * messages names a module, and a field that did would not be read.
+ *
+ * Also the in-worker contract between the worker's bootstrap and a module's definition
+ * ({@link MODULE_BRAND}): a module bundle carries its own copy of this SDK, so the bootstrap
+ * recognises a definition by a registered symbol and a version, never by class identity.
+ */
+
+/** The version of both contracts; bumped on any change a peer could misread. */
+export const PROTOCOL_VERSION = 1;
+
+/** The kinds of value a module's code may ask for. `secret` is always refused. */
+export type ProvisionKind = "config" | "bound" | "secret";
+
+/** What a watch hands: the value, or why it is no longer answered. */
+export type ProvisionItem = { readonly value: unknown } | { readonly refused: string };
+
+/** The codes a tool's failure may carry on the bus (the closed table of reply codes). */
+export const ToolErrorCode = {
+  INVALID_INPUT: "INVALID_INPUT",
+  NOT_FOUND: "NOT_FOUND",
+  TIMEOUT: "TIMEOUT",
+  REFUSED: "REFUSED",
+  INTERNAL: "INTERNAL",
+} as const;
+export type ToolErrorCode = (typeof ToolErrorCode)[keyof typeof ToolErrorCode];
+
+export type LogLevel = "info" | "warn" | "error";
+
+/** A tool as the worker reports it after loading. */
+export interface ToolInfo {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the input. */
+  readonly input: Record<string, unknown>;
+  /** JSON Schema of the output, when the tool declares one. */
+  readonly output?: Record<string, unknown>;
+}
+
+/** What module code asks the runtime for, and the parameters of each. */
+export interface AskParams {
+  "provision.get": { kind: string; key: string };
+  "provision.watch": { kind: string; key: string };
+  "provision.unwatch": { watch: number };
+  condition: { name: string; level: string; message: string };
+  "state.get": { state: string; key: string };
+  "state.put": { state: string; key: string; value: unknown };
+  "state.delete": { state: string; key: string };
+  "state.keys": { state: string; filter?: string };
+}
+export type AskOp = keyof AskParams;
+
+/** Worker → runtime. */
+export type FromWorker =
+  | { v: 1; t: "loaded"; tools: ToolInfo[] }
+  | { v: 1; t: "load-failed"; error: string }
+  | { v: 1; t: "result"; id: number; value: unknown }
+  | { v: 1; t: "failed"; id: number; code: ToolErrorCode; message: string; detail?: string }
+  | { v: 1; t: "ask"; id: number; op: AskOp; params: unknown }
+  | { v: 1; t: "log"; level: LogLevel; text: string }
+  | { v: 1; t: "pong"; seq: number };
+
+/** Runtime → worker. */
+export type ToWorker =
+  | { v: 1; t: "call"; id: number; tool: string; input: unknown; timeoutMs: number }
+  | { v: 1; t: "cancel"; id: number }
+  | { v: 1; t: "answer"; id: number; value: unknown }
+  | { v: 1; t: "refusal"; id: number; code: ToolErrorCode; message: string }
+  | { v: 1; t: "watched"; watch: number; item: ProvisionItem }
+  | { v: 1; t: "ping"; seq: number }
+  | { v: 1; t: "stop" };
+
+/** What the runtime hands a worker at start (`workerData`). */
+export interface WorkerStart {
+  readonly v: 1;
+  readonly module: string;
+  readonly node: string;
+  /** Absolute paths of the module's entry files, in the order the runtime was given them. */
+  readonly entries: readonly string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// In the worker: the bootstrap and a module's definition
+
+/** The registered symbol a module definition carries, with {@link PROTOCOL_VERSION} as value. */
+export const MODULE_BRAND: unique symbol = Symbol.for("mesh.sdk.module") as never;
+
+/** What the bootstrap gives a definition: the raw ways to reach the runtime. */
+export interface WorkerHost {
+  readonly module: string;
+  readonly node: string;
+  ask<Op extends AskOp>(op: Op, params: AskParams[Op], signal?: AbortSignal): Promise<unknown>;
+  /** Starts a watch; items arrive through `onItem` until `stop()`. Rejects when refused at once. */
+  watch(
+    kind: string,
+    key: string,
+    onItem: (item: ProvisionItem) => void,
+  ): Promise<{ stop(): void }>;
+  log(level: LogLevel, text: string): void;
+}
+
+/** A tool as a definition exposes it to the bootstrap. */
+export interface BrandedTool {
+  readonly info: ToolInfo;
+  /** Validates input, runs the handler, validates output; throws a ToolError to refuse. */
+  invoke(input: unknown, call: { host: WorkerHost; signal: AbortSignal }): Promise<unknown>;
+}
+
+/** A module's definition, as the bootstrap reads it off an entry's default export. */
+export interface BrandedModule {
+  readonly [MODULE_BRAND]: number;
+  readonly tools: readonly BrandedTool[];
+  /** Runs once after load, with a signal that aborts when the module is unloaded. */
+  start?(call: { host: WorkerHost; signal: AbortSignal }): Promise<void>;
+}
