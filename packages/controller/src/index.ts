@@ -8,3 +8,4 @@ export * from "./node-plan.js";
 export * from "./seal-cache.js";
 export * from "./vault.js";
 export * from "./compose-preview.js";
+export * from "./daemon.js";

@@ -1,0 +1,91 @@
+/**
+ * The controller as a process: `mesh-controller --root DIR` (or `mesh controller`), started by
+ * `mesh up` beside the bus it runs. It finds everything under the root `mesh up` made: the bus's
+ * folder (to reload its users), the static users (`users.json`), its credential
+ * (`credentials/controller.json`, or `--credential FILE`), and keeps its own state in
+ * `<root>/controller` (0700). SIGTERM or SIGINT stop it after the pass in progress, within a grace.
+ */
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { MeshBus, serverFolderSink } from "@mesh/bus";
+import { readStaticUsers } from "./broker.js";
+import { Controller } from "./controller.js";
+
+export interface DaemonOptions {
+  /** The mesh's root (`mesh up --root`). */
+  readonly root: string;
+  /** The controller's credential file; `<root>/credentials/controller.json` by default. */
+  readonly credential?: string;
+  /** The bus server's folder; `<root>/bus` by default. */
+  readonly busDir?: string;
+  /** How long a stop may take before the process gives up on a clean one; default 10 s. */
+  readonly graceMs?: number;
+  readonly log?: (line: string) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** The folders and files a controller on `root` uses. */
+export function controllerPaths(root: string, credential?: string, busDir?: string) {
+  const abs = resolve(root);
+  return {
+    root: abs,
+    dir: join(abs, "controller"),
+    bus: busDir ?? join(abs, "bus"),
+    users: join(abs, "users.json"),
+    credential: credential ?? join(abs, "credentials", "controller.json"),
+  };
+}
+
+/** Runs the controller until the signal aborts (or the process is told to stop). */
+export async function runControllerDaemon(options: DaemonOptions): Promise<void> {
+  const paths = controllerPaths(options.root, options.credential, options.busDir);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+  const bus = await MeshBus.connectWithFile(paths.credential, {
+    name: "controller",
+    waitForBus: true,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  try {
+    const controller = await Controller.create({
+      bus,
+      dir: paths.dir,
+      sink: serverFolderSink(paths.bus),
+      staticUsers: () => readStaticUsers(paths.users),
+      log,
+    });
+    const stop = (): void => {
+      log(`controller: stopping (state ${controller.state})`);
+      void controller.stop();
+    };
+    options.signal?.addEventListener("abort", stop, { once: true });
+    const running = controller.run();
+    void controller.ready.then(() => log(`controller: running on ${paths.root}`));
+    await running;
+    if (options.signal?.aborted !== true && controller.state === "failed") {
+      throw new MeshError(
+        ErrorCode.INTERNAL,
+        "the controller failed; its reason is in the log above",
+      );
+    }
+  } finally {
+    await bus.close().catch(() => undefined);
+  }
+}
+
+/** Stops on SIGTERM/SIGINT with a grace period: a stop that hangs ends the process anyway. */
+export function stopOnSignals(graceMs = 10_000): AbortSignal {
+  const stopping = new AbortController();
+  const onSignal = (): void => {
+    if (stopping.signal.aborted) return;
+    stopping.abort();
+    setTimeout(() => {
+      process.stderr.write(`controller: did not stop within ${graceMs} ms; exiting\n`);
+      process.exit(1);
+    }, graceMs).unref();
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  return stopping.signal;
+}
