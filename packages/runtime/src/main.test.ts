@@ -1,0 +1,137 @@
+/**
+ * The runtime as the host runs it: a child process started with MESH_TOOL_MODULES (two entries
+ * for one module, and a module that cannot load), MESH_BROKER_FILE and MESH_RUNTIME_STATUS,
+ * speaking on the bus with exactly runtimeGrant, and stopped by SIGTERM.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { watch } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { request, writeCredential } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { Env, toolSubject } from "@mesh/protocol";
+import { ModuleState } from "./module-worker.js";
+import type { RuntimeStatus } from "./runtime.js";
+import { StatusEnv } from "./env.js";
+import {
+  startProvisionerDouble,
+  type ProvisionerDouble,
+} from "./test-support/provisioner-double.js";
+import { ALPHA_MORE, ALPHA_TOOLS, DELTA, writeModule } from "./test-support/modules.js";
+import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+
+const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
+const WAIT = 20_000;
+
+/** Resolves with the status file's content once it matches; re-read on every change of its folder. */
+function statusUntil(file: string, match: (s: RuntimeStatus) => boolean): Promise<RuntimeStatus> {
+  return new Promise((resolve, reject) => {
+    const dir = join(file, "..");
+    let done = false;
+    const check = async (): Promise<void> => {
+      if (done) return;
+      let status: RuntimeStatus;
+      try {
+        status = JSON.parse(await readFile(file, "utf8")) as RuntimeStatus;
+      } catch {
+        return; // not written yet
+      }
+      if (!done && match(status)) {
+        done = true;
+        watcher.close();
+        resolve(status);
+      }
+    };
+    const watcher = watch(dir, () => void check());
+    watcher.on("error", reject);
+    void check();
+  });
+}
+
+describe("the runtime's process", () => {
+  let bus: TestBus;
+  let dir: string;
+  let provisioner: ProvisionerDouble;
+  let child: ChildProcess | undefined;
+  let exited: Promise<number | null>;
+  const statusFile = () => join(dir, "status.json");
+
+  before(async () => {
+    bus = await startTestBus({ modules: [served("alpha"), served("delta")] });
+    provisioner = await startProvisionerDouble({
+      bus: bus.admin,
+      node: NODE,
+      values: { alpha: { "config.greeting": "Hello" } },
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-runtime-main-"));
+    const [tools, more] = await writeModule(dir, "alpha", {
+      "tools.mjs": ALPHA_TOOLS,
+      "more.mjs": ALPHA_MORE,
+    });
+    const [broken] = await writeModule(dir, "delta", { "tools.mjs": DELTA });
+    const credential = join(dir, "broker.json");
+    await writeCredential(credential, bus.runtimeCredential);
+    child = spawn(process.execPath, [MAIN], {
+      env: {
+        ...process.env,
+        [Env.toolModules]: [`alpha=${tools}`, `alpha=${more}`, `delta=${broken}`].sort().join(","),
+        [Env.brokerFile]: credential,
+        [StatusEnv]: statusFile(),
+        MESH_RUNTIME_INITIAL_BACKOFF_MS: "100",
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    exited = new Promise((resolve) => child?.once("exit", (code) => resolve(code)));
+    void exited.then((code) => {
+      if (code !== 0) process.stderr.write(`runtime exited ${code}:\n${stderr}\n`);
+    });
+  });
+
+  after(async () => {
+    if (child?.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGKILL");
+    await provisioner?.stop();
+    await bus?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("reports each module's load: serving with its tools, or failing with the reason", async () => {
+    const status = await deadline(
+      statusUntil(
+        statusFile(),
+        (s) =>
+          s.modules["alpha"]?.state === ModuleState.serving &&
+          s.modules["delta"]?.state === ModuleState.failing &&
+          (s.modules["delta"]?.restarts ?? 0) >= 1,
+      ),
+      WAIT,
+      "the status file saying alpha serves and delta fails after a restart",
+    );
+    assert.equal(status.node, NODE);
+    assert.equal(status.pid, child?.pid);
+    assert.ok(status.modules["alpha"]?.tools.includes("greet"));
+    assert.ok(status.modules["alpha"]?.tools.includes("seen"), "both entries of alpha are loaded");
+    assert.match(status.modules["delta"]?.error ?? "", /its database is missing/);
+  });
+
+  test("serves the loaded module's tools while another fails", async () => {
+    assert.deepEqual(
+      await request(bus.admin, toolSubject(NODE, "alpha", "greet"), { name: "Ada" }),
+      { text: "Hello, Ada" },
+    );
+  });
+
+  test("stops on SIGTERM, reporting every module stopped", async () => {
+    assert.ok(child?.pid !== undefined);
+    process.kill(child.pid, "SIGTERM");
+    assert.equal(await deadline(exited, WAIT, "the runtime exiting"), 0);
+    const status = JSON.parse(await readFile(statusFile(), "utf8")) as RuntimeStatus;
+    assert.equal(status.state, "stopped");
+    assert.ok(Object.values(status.modules).every((m) => m.state === ModuleState.stopped));
+  });
+});
