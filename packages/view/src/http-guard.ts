@@ -10,7 +10,9 @@
  *   cross-site `fetch` with it needs a preflight the view never grants) and, when the browser
  *   says where it comes from, an Origin that is the view's own.
  * - DNS rebinding: a name that resolves to 127.0.0.1 makes another site same-origin with the
- *   view. The Host header still carries that name, so only the view's own hosts are served.
+ *   view. The Host header still carries that name, so a view without a token serves only its
+ *   own loopback names. (With a token the name does not matter: the token's cookie is never sent
+ *   to another name, and an exposed view is reached by whatever name the network gives it.)
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -66,12 +68,10 @@ export function hostAllowed(request: IncomingMessage, allowed: ReadonlySet<strin
 
 /**
  * Why a POST is refused as cross-site, or undefined when it is the view's own page that sent it:
- * the custom header is present, and the Origin (when the browser sends one) is the view's.
+ * the custom header is present, and the Origin (when the browser sends one) is the host the
+ * request was sent to.
  */
-export function crossSiteRefusal(
-  request: IncomingMessage,
-  allowedHosts: ReadonlySet<string>,
-): string | undefined {
+export function crossSiteRefusal(request: IncomingMessage): string | undefined {
   if (request.headers[CSRF_HEADER] !== CSRF_VALUE) {
     return `a POST must carry the header ${CSRF_HEADER}: ${CSRF_VALUE}, which the view's page sends and another site cannot`;
   }
@@ -83,7 +83,7 @@ export function crossSiteRefusal(
     } catch {
       return `the request's Origin ${JSON.stringify(origin)} is not a URL`;
     }
-    if (!allowedHosts.has(host)) {
+    if (host !== (request.headers.host ?? "").toLowerCase()) {
       return `the request comes from ${JSON.stringify(origin)}, not from the view's own page`;
     }
   }

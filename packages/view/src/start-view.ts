@@ -143,7 +143,7 @@ export async function startView(options: ViewOptions): Promise<View> {
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://view.invalid");
-    if (!hostAllowed(req, allowedHosts)) {
+    if (token === undefined && !hostAllowed(req, allowedHosts)) {
       return refuse(res, 421, ErrorCode.REFUSED, "this view serves only its own host names");
     }
     if (token !== undefined) {
@@ -169,7 +169,7 @@ export async function startView(options: ViewOptions): Promise<View> {
       }
     }
     if (req.method === "POST") {
-      const refusal = crossSiteRefusal(req, allowedHosts);
+      const refusal = crossSiteRefusal(req);
       if (refusal !== undefined) return refuse(res, 403, ErrorCode.REFUSED, refusal);
       if (url.pathname === "/api/answer") return answer(req, res);
       if (url.pathname === "/api/call") return call(req, res);
