@@ -11,3 +11,4 @@ export {
   type Backoff,
   type ProcessSpec,
 } from "./supervisor.js";
+export { runHost, parseHostArgs } from "./main.js";

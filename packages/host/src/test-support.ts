@@ -11,7 +11,7 @@ import { gzipSync } from "node:zlib";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
 import { ArtifactStore, MeshBus, ensureLayout } from "@mesh/bus";
-import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { startTestServer, type TestServer } from "@mesh/bus/testing";
 import {
   ObjectStore,
   Principal,
@@ -66,6 +66,15 @@ export async function startBus(nodes: readonly string[]): Promise<Bus> {
       await server.stop();
     },
   };
+}
+
+/** A credential for one of the server's users, speaking as `<node>.<module>`. */
+export function credentialFor(
+  server: { readonly url: string },
+  who: { readonly user: string; readonly password: string },
+  as: { readonly node: string; readonly module: string },
+): Credential {
+  return { servers: [server.url], user: who.user, password: who.password, ...as };
 }
 
 export async function tempRoot(): Promise<string> {

@@ -1,0 +1,117 @@
+/**
+ * The bus goes away for a while: what runs keeps running; when the bus is back the host reports
+ * and follows changes again, without being restarted.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { rm } from "node:fs/promises";
+import { EmbeddedServer, KvBucket, hashPassword, FULL_PERMISSIONS } from "@mesh/bus";
+import { hostGrant } from "@mesh/core";
+import { Bucket } from "@mesh/protocol";
+import { Host } from "./host.js";
+import { isAlive } from "./proc.js";
+import {
+  HOST_PASSWORD,
+  LONG_RUNNING,
+  bundleOf,
+  composedOf,
+  processResource,
+  startBus,
+  tempRoot,
+  waitFor,
+  type Bus,
+} from "./test-support.js";
+
+const NODE = "o1";
+let bus: Bus;
+let root: string;
+let revived: EmbeddedServer | undefined;
+
+before(async () => {
+  bus = await startBus([NODE]);
+  root = await tempRoot();
+});
+
+after(async () => {
+  await revived?.stop();
+  await bus.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+test("processes keep running without the bus; when it returns the host reports and follows changes", async () => {
+  const logged: string[] = [];
+  const host = Host.create({
+    node: NODE,
+    root,
+    credential: bus.hostCredential(NODE),
+    health: { healthyMs: 300 },
+    pollMs: 100,
+    heartbeatMs: 300,
+    graceMs: 2_000,
+    stopProcessesOnStop: true,
+    log: (line) => logged.push(line),
+  });
+  const running = host.run();
+  try {
+    const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
+    const one = processResource({ root, module: "one", name: "p", digest });
+    const composed = await KvBucket.open(bus.admin, Bucket.composed);
+    await composed.put(NODE, composedOf(NODE, [one]));
+    const have = await KvBucket.open(bus.admin, Bucket.have);
+    await waitFor(
+      "one healthy",
+      async () => (await have.get(`${NODE}.one`))?.value.health === "healthy",
+    );
+    const before = host.processes().get(one.id);
+    assert.ok(before !== undefined);
+
+    await bus.server.server.stop({ graceMs: 2_000 });
+    await waitFor("the host noticing", () => logged.some((l) => l.startsWith("lost the bus")));
+    assert.ok(await isAlive(before), "the process runs on without the bus");
+
+    revived = await EmbeddedServer.start({
+      dir: bus.server.dir,
+      port: bus.server.port,
+      serverName: "mesh-test",
+      startTimeoutMs: 15_000,
+      ref: false,
+      users: [
+        {
+          user: bus.server.admin.user,
+          passwordHash: await hashPassword(bus.server.admin.password),
+          permissions: FULL_PERMISSIONS,
+        },
+        {
+          user: `host-${NODE}`,
+          passwordHash: await hashPassword(HOST_PASSWORD),
+          permissions: hostGrant({ node: NODE }),
+        },
+      ],
+    });
+    await waitFor(
+      "the host back on the bus",
+      () => logged.some((l) => l === "the bus is back"),
+      60_000,
+    );
+
+    const two = processResource({ root, module: "two", name: "p", digest });
+    await waitFor(
+      "the new composition written",
+      async () => {
+        await composed.put(NODE, composedOf(NODE, [one, two]));
+        return true;
+      },
+      60_000,
+    );
+    await waitFor(
+      "two healthy",
+      async () => (await have.get(`${NODE}.two`))?.value.health === "healthy",
+      60_000,
+    );
+    assert.deepEqual(host.processes().get(one.id), before, "one was not restarted");
+    assert.equal(host.state, "running");
+  } finally {
+    await host.stop();
+    await running;
+  }
+});

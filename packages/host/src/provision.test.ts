@@ -1,0 +1,190 @@
+/**
+ * The provisioner client on a real bus: what a module composed here may ask, what it may not,
+ * the notice when a value moves, and a JetStream delivery dressed as an ask.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { rm } from "node:fs/promises";
+import { KvBucket, flush, request } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import {
+  Bucket,
+  ErrorCode,
+  isMeshError,
+  provisionChangedSubject,
+  provisionSubject,
+  type ComposedModule,
+} from "@mesh/protocol";
+import { Host } from "./host.js";
+import {
+  LONG_RUNNING,
+  bundleOf,
+  composedOf,
+  processResource,
+  startBus,
+  tempRoot,
+  waitFor,
+  type Bus,
+} from "./test-support.js";
+
+const NODE = "p1";
+let bus: Bus;
+let root: string;
+let host: Host;
+let running: Promise<void>;
+const logged: string[] = [];
+let resources: Parameters<typeof composedOf>[1];
+
+const app: ComposedModule = {
+  build: "b1",
+  config: { greeting: { default: "hello" }, color: {} },
+  bound: { "state.notes": "app_notes", "call.other.echo": "mesh.tools.*.other.echo" },
+};
+
+before(async () => {
+  bus = await startBus([NODE]);
+  root = await tempRoot();
+  host = Host.create({
+    node: NODE,
+    root,
+    credential: bus.hostCredential(NODE),
+    health: { healthyMs: 300 },
+    pollMs: 100,
+    graceMs: 2_000,
+    stopProcessesOnStop: true,
+    log: (line) => logged.push(line),
+  });
+  running = host.run();
+  const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
+  resources = [
+    processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),
+    processResource({ root, module: "app", name: "ignores", digest }),
+  ];
+  const composed = await KvBucket.open(bus.admin, Bucket.composed);
+  await composed.put(NODE, composedOf(NODE, resources, { app }));
+  await waitFor("both processes", () => host.processes().size === 2);
+});
+
+after(async () => {
+  await host.stop();
+  await running;
+  await bus.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+const ask = (body: unknown) =>
+  request(bus.admin, provisionSubject(NODE), body, { timeoutMs: 10_000 });
+
+async function setConfig(key: string, value: unknown): Promise<void> {
+  const config = await KvBucket.open(bus.admin, Bucket.config);
+  await config.put(key, { value: value as never, by: "ada", at: new Date().toISOString() });
+}
+
+async function refusedWith(body: unknown, code: string): Promise<string> {
+  let message = "";
+  await assert.rejects(ask(body), (e: unknown) => {
+    message = (e as Error).message;
+    return isMeshError(e) && e.code === code;
+  });
+  return message;
+}
+
+describe("provision asks", () => {
+  test("config: the default, then the mesh-wide value, then this node's; another node's is ignored", async () => {
+    assert.deepEqual(await ask({ module: "app", kind: "config", key: "greeting" }), {
+      value: "hello",
+    });
+    await setConfig("app.greeting", "hi");
+    await waitFor(
+      "the mesh-wide value",
+      async () =>
+        ((await ask({ module: "app", kind: "config", key: "greeting" })) as { value: unknown })
+          .value === "hi",
+    );
+    await setConfig(`app.greeting.${NODE}`, "hey");
+    await setConfig("app.greeting.elsewhere", "not here");
+    await waitFor(
+      "the node's value",
+      async () =>
+        ((await ask({ module: "app", kind: "config", key: "greeting" })) as { value: unknown })
+          .value === "hey",
+    );
+  });
+
+  test("config: a declared key without a value is NOT_FOUND; an undeclared key is REFUSED", async () => {
+    await refusedWith({ module: "app", kind: "config", key: "color" }, ErrorCode.NOT_FOUND);
+    assert.match(
+      await refusedWith({ module: "app", kind: "config", key: "password" }, ErrorCode.REFUSED),
+      /declares no config key "password"/,
+    );
+  });
+
+  test("bound: the composition's values, the node and the bus urls", async () => {
+    assert.deepEqual(await ask({ module: "app", kind: "bound", key: "state.notes" }), {
+      value: "app_notes",
+    });
+    assert.deepEqual(await ask({ module: "app", kind: "bound", key: "call.other.echo" }), {
+      value: "mesh.tools.*.other.echo",
+    });
+    assert.deepEqual(await ask({ module: "app", kind: "bound", key: "node" }), { value: NODE });
+    assert.deepEqual(await ask({ module: "app", kind: "bound", key: "servers" }), {
+      value: [bus.server.url],
+    });
+    await refusedWith({ module: "app", kind: "bound", key: "nothing" }, ErrorCode.NOT_FOUND);
+  });
+
+  test("a secret is refused with the reason; so is a module not on this node, and a malformed ask", async () => {
+    assert.match(
+      await refusedWith({ module: "app", kind: "secret", key: "token" }, ErrorCode.REFUSED),
+      /as files/,
+    );
+    assert.match(
+      await refusedWith({ module: "stranger", kind: "config", key: "greeting" }, ErrorCode.REFUSED),
+      /not composed on p1/,
+    );
+    await refusedWith({ module: "app", kind: "everything" }, ErrorCode.INVALID_INPUT);
+  });
+
+  test("an operator's value says changed, and restarts exactly the process that restarts on config", async () => {
+    const before = host.processes();
+    const notices = bus.admin.subscribe(provisionChangedSubject(NODE));
+    const first = notices.next();
+    await flush(bus.admin);
+    await setConfig("app.color", "blue");
+    const notice = await deadline(first, 10_000, "the change notice");
+    assert.deepEqual(notice.value?.json(), { module: "app", kind: "config", key: "color" });
+    await notices.return(undefined);
+    const after = await waitFor("follows restarted", () => {
+      const now = host.processes();
+      const f = now.get("app.process-follows");
+      return f !== undefined && f.pid !== before.get("app.process-follows")?.pid ? now : undefined;
+    });
+    assert.deepEqual(after.get("app.process-ignores"), before.get("app.process-ignores"));
+  });
+
+  test("an ask that arrives as a JetStream delivery is rejected before it is answered", async () => {
+    // Whoever may create a consumer can have JetStream deliver into any subject with an exact
+    // subscriber (notes/nats.md §1.4.3): here a stored config entry, into the provision subject.
+    await setConfig("app.forged", { module: "app", kind: "config", key: "greeting" });
+    const created = (await request(
+      bus.admin,
+      "$JS.API.CONSUMER.CREATE.KV_mesh-config.forger.$KV.mesh-config.app.forged",
+      {
+        stream_name: "KV_mesh-config",
+        config: {
+          name: "forger",
+          deliver_subject: provisionSubject(NODE),
+          deliver_group: "q",
+          filter_subject: "$KV.mesh-config.app.forged",
+          ack_policy: "none",
+          deliver_policy: "all",
+        },
+      },
+    )) as { error?: unknown };
+    assert.equal(created.error, undefined, JSON.stringify(created.error));
+    const line = await waitFor("the rejection", () =>
+      logged.find((l) => l.startsWith("rejected a provision ask")),
+    );
+    assert.match(line, /\$KV\.mesh-config\.app\.forged/);
+  });
+});
