@@ -281,12 +281,20 @@ function renderSummary(): void {
   const healthy = haves.filter((x) => x.health === "healthy").length;
   const differences = values(Source.differences).size;
   const asks = openAsks().length;
+  const updated =
+    model.lastChange === undefined
+      ? undefined
+      : `last change ${model.lastChange.toLocaleTimeString(undefined, { hour12: false })}`;
   const link =
     model.link !== "live"
       ? badge("bad", model.link === "lost" ? "view lost" : "reconnecting…")
       : model.bus === "connected"
-        ? badge("ok", "bus connected")
-        : badge("bad", "bus disconnected");
+        ? badge("ok", "live", updated)
+        : badge(
+            "bad",
+            "bus disconnected",
+            "the view's connection to the bus is down; it reconnects by itself",
+          );
   fill(
     byId("summary"),
     link,
@@ -306,13 +314,6 @@ function renderSummary(): void {
       h("b", {}, asks),
       " open asks",
     ),
-    model.lastChange === undefined
-      ? null
-      : h(
-          "span",
-          { class: "stat muted", id: "updated" },
-          `updated ${model.lastChange.toLocaleTimeString(undefined, { hour12: false })}`,
-        ),
   );
   const problems = byId("problems");
   if (model.problems.size === 0) {
@@ -583,6 +584,7 @@ function cell(
       "div",
       { class: "cell-top" },
       health,
+      have === undefined ? null : h("span", { class: "since", title: have.since }, age(have.since)),
       difference !== undefined
         ? h("span", { class: "diff-mark", title: difference.reasons.join("\n") }, "⚠")
         : null,
@@ -781,7 +783,7 @@ function renderConditions(): void {
                 h("td", { class: "num", title: c.at }, clock(c.at)),
                 h("td", {}, badge(LEVEL_KIND[c.level] ?? "none", c.level)),
                 h("td", {}, c.module, h("span", { class: "muted" }, ` / ${c.name}`)),
-                h("td", {}, c.node ?? "—"),
+                h("td", { class: "nowrap" }, c.node ?? "—"),
                 h("td", { class: "message" }, c.message),
               ),
             ),

@@ -1,0 +1,219 @@
+/**
+ * The view in headless Chromium against a real bus: the grid shows a healthy mesh, a change
+ * written to the bus appears without a reload, an ask is answered with a click, a tool is called
+ * from its form, a failed build's log opens. On failure the page is saved as a screenshot and its
+ * path printed; with MESH_VIEW_SCREENSHOTS=<dir>, the healthy page is saved there too.
+ *
+ * Chromium must be installed (`/usr/bin/chromium`, or MESH_CHROMIUM): without it this test fails,
+ * never skips, so a CI machine without a browser cannot pass for one with it.
+ */
+import assert from "node:assert/strict";
+import { access, mkdir, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { Bucket, askKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
+import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { startView, type View } from "./start-view.js";
+import { ASK_ID, MODULES, NODES, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
+
+const CHROMIUM = process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium";
+const WAIT_MS = 10_000;
+
+const GREET_INPUT = {
+  type: "object",
+  properties: {
+    name: { type: "string", description: "who to greet" },
+    times: { type: "integer", default: 1 },
+    loud: { type: "boolean" },
+    tone: { enum: ["warm", "dry"] },
+    options: { type: "object", properties: { language: { type: "string" } } },
+  },
+  required: ["name"],
+};
+
+async function launch(): Promise<Browser> {
+  try {
+    await access(CHROMIUM);
+  } catch {
+    assert.fail(
+      `Chromium is missing at ${CHROMIUM}, so the view cannot be tested in a browser. ` +
+        `Install it (as root: apt-get install -y chromium, which scripts/setup.sh does), or set MESH_CHROMIUM to its path.`,
+    );
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
+
+describe("the view in Chromium", () => {
+  let mesh: TestMesh;
+  let view: View;
+  let tool: Served;
+  let browser: Browser;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  /** Runs a step; when it fails, saves what the page looked like and says where. */
+  async function step(name: string, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      const dir = await mkdtemp(join(tmpdir(), "mesh-view-failure-"));
+      const path = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-")}.png`);
+      await page.screenshot({ path, fullPage: true }).catch(() => undefined);
+      process.stderr.write(`the view test failed at "${name}"; the page is saved at ${path}\n`);
+      if (pageErrors.length > 0)
+        process.stderr.write(`errors on the page:\n${pageErrors.join("\n")}\n`);
+      throw error;
+    }
+  }
+
+  before(async () => {
+    mesh = await startTestMesh();
+    await seedMesh(mesh.admin);
+    tool = await serve(mesh.admin, {
+      name: "hello",
+      version: "1.0.0",
+      endpoints: [
+        {
+          name: "greet",
+          subject: toolSubject("laptop", "hello", "greet"),
+          metadata: { description: "Says hello", input: JSON.stringify(GREET_INPUT) },
+          handler: (request) => {
+            const input = request.json() as {
+              name: string;
+              times?: number;
+              options?: { language?: string };
+            };
+            const greeting = input.options?.language === "fr" ? "Bonjour" : "Hello";
+            return Promise.resolve({ greeting: `${greeting}, ${input.name}`, times: input.times });
+          },
+        },
+      ],
+    });
+    view = await startView({ bus: mesh.operator, actor: "ada" });
+    browser = await launch();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.setDefaultTimeout(WAIT_MS);
+  });
+  after(async () => {
+    await browser?.close();
+    await view?.close();
+    await tool?.stop();
+    await mesh?.stop();
+  });
+
+  it("shows the mesh, follows it live, answers an ask, calls a tool and opens a build log", async () => {
+    await step("open", async () => {
+      await page.goto(view.url);
+      await page.waitForSelector("body[data-ready]");
+    });
+
+    await step("healthy grid", async () => {
+      // Every wanted module on every node where it runs is shown healthy, in words too.
+      const expected = MODULES.flatMap((m) =>
+        (m === "board" ? ["laptop"] : NODES).map((n) => [n, m]),
+      );
+      for (const [node, module] of expected) {
+        const cell = page.locator(`td.cell[data-node="${node}"][data-module="${module}"]`);
+        assert.equal(await cell.getAttribute("data-health"), "healthy", `${module} on ${node}`);
+        assert.match(await cell.innerText(), /healthy/);
+      }
+      assert.equal(await page.locator('td.cell[data-health="healthy"]').count(), expected.length);
+      assert.match(await page.locator("#nodes").innerText(), /present/);
+      assert.match(await page.locator("#conditions").innerText(), /set back/);
+      const shots = process.env["MESH_VIEW_SCREENSHOTS"];
+      if (shots !== undefined) {
+        await mkdir(shots, { recursive: true });
+        await page.screenshot({ path: join(shots, "view-healthy.png"), fullPage: true });
+      }
+    });
+
+    await step("a change without a reload", async () => {
+      // Anything that survives is proof the page was not loaded again.
+      await page.evaluate(() => ((globalThis as unknown as { stayed: boolean }).stayed = true));
+      const have = await KvBucket.open(mesh.admin, Bucket.have);
+      const build = (await have.get(nodeModuleKey("rack-2", "counter")))?.value.build;
+      await have.put(nodeModuleKey("rack-2", "counter"), {
+        ...(build === undefined ? {} : { build }),
+        fingerprint: "f",
+        health: "failing",
+        since: new Date().toISOString(),
+        restarts: 4,
+        lastError: "exit code 1: counter could not open its state",
+      });
+      const cell = page.locator(
+        'td.cell[data-node="rack-2"][data-module="counter"][data-health="failing"]',
+      );
+      await cell.waitFor();
+      assert.match(await cell.innerText(), /failing/);
+      assert.match(await cell.innerText(), /could not open its state/);
+      await sayCondition(mesh.admin, {
+        module: "counter",
+        name: "crashed",
+        level: "error",
+        node: "rack-2",
+        message: "counter exited 4 times",
+      });
+      await page.locator('[data-condition="counter.crashed"]').waitFor();
+      assert.equal(
+        await page.evaluate(() => (globalThis as unknown as { stayed?: boolean }).stayed),
+        true,
+      );
+    });
+
+    await step("answer an ask", async () => {
+      const answers = await KvBucket.open(mesh.admin, Bucket.answers);
+      const stop = new AbortController();
+      const watch = answers.watch({ key: askKey(ASK_ID), include: "updates", signal: stop.signal });
+      await watch.next(); // the current marker: the watch is in place before the click
+      try {
+        await page.locator(`[data-ask-id="${ASK_ID}"] button[data-answer="yes"]`).click();
+        const written = await deadline(
+          (async () => {
+            for await (const event of watch) if (event.type === "put") return event.value;
+            return undefined;
+          })(),
+          WAIT_MS,
+          "mesh-answers to be written after the click",
+        );
+        assert.equal(written?.answer, "yes");
+        assert.equal(written?.by, "ada");
+      } finally {
+        stop.abort();
+      }
+      // Answered, the ask leaves the page.
+      await page.locator(`[data-ask-id="${ASK_ID}"]`).waitFor({ state: "detached" });
+    });
+
+    await step("call a tool from its form", async () => {
+      const subject = toolSubject("laptop", "hello", "greet");
+      await page.locator(`button[data-tool="${subject}"]`).click();
+      const form = page.locator(`form#tool-call[data-subject="${subject}"]`);
+      await form.getByLabel("name").fill("Ada");
+      await form.getByLabel("times").fill("2");
+      await form.getByLabel("options.language").fill("fr");
+      await form.locator("button[type=submit]").click();
+      const result = form.locator(".result-ok pre");
+      await result.waitFor();
+      assert.deepEqual(JSON.parse(await result.innerText()), {
+        greeting: "Bonjour, Ada",
+        times: 2,
+      });
+    });
+
+    await step("open a failed build's log", async () => {
+      await page.locator('tr[data-build="board.2-failed"] button').click();
+      const log = page.locator("#build-log");
+      await log.waitFor();
+      assert.match(await log.innerText(), /Could not resolve/);
+    });
+
+    assert.deepEqual(pageErrors, []);
+  });
+});
