@@ -6,6 +6,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { up } from "./commands/up.js";
+import { registerToolVerbs } from "./commands/tool-verbs.js";
 import { ExitCode, reportError } from "./output.js";
 
 export const DEFAULT_ROOT = "./.mesh";
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     .action(async (options: UpCliOptions) => {
       process.exitCode = await up(options);
     });
+  registerToolVerbs(program);
 
   return program;
 }

@@ -1,0 +1,199 @@
+/**
+ * `mesh tools` and `mesh call` as an operator runs them: the CLI as a child process, speaking with
+ * the operator's grant, against a real runtime (a worker per module) on a real bus.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { MeshBus, writeCredential } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { operatorGrant, runtimeGrant } from "@mesh/core";
+import { Env, Principal, RUNTIME_MODULE, type Manifest } from "@mesh/protocol";
+import { ModuleState, Runtime } from "@mesh/runtime";
+
+const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
+const NODE = "n1";
+const MODULE = `
+import { defineModule, defineTool, z } from "${import.meta.resolve("@mesh/sdk")}";
+export default defineModule({ tools: [
+  defineTool({ name: "add", description: "Adds two numbers.",
+    input: z.object({ a: z.number(), b: z.number() }), output: z.object({ sum: z.number() }),
+    handler: async ({ a, b }) => ({ sum: a + b }) }),
+  defineTool({ name: "slow", description: "Finishes when its signal aborts.", input: z.object({}),
+    handler: (_i, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))) }),
+] });
+`;
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function mesh(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      env: { ...process.env, [Env.credential]: "", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("mesh tools and mesh call", () => {
+  let server: TestServer;
+  let dir: string;
+  let root: string;
+  let credential: string;
+  let runtimeBus: MeshBus;
+  let runtime: Runtime;
+
+  before(async () => {
+    const served = {
+      module: "calc",
+      states: [],
+      reads: [],
+      calls: [],
+      bundles: [{ name: "tools", language: "typescript", entrypoints: [], loads: ["tools.ts"] }],
+    } as unknown as Manifest;
+    server = await startTestServer({
+      users: [
+        {
+          user: "runtime",
+          password: "runtime-pw",
+          permissions: runtimeGrant({ node: NODE, modules: [served], owners: {} }).permissions,
+        },
+        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
+      ],
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-cli-tools-"));
+    root = join(dir, "root");
+    credential = join(root, "credentials", `${Principal.operator}.json`);
+    await writeCredential(
+      credential,
+      credentialFor(
+        server,
+        { user: "operator", password: "operator-pw" },
+        {
+          node: NODE,
+          module: Principal.operator,
+        },
+      ),
+    );
+    await mkdir(join(dir, "calc"));
+    const entry = join(dir, "calc", "tools.mjs");
+    await writeFile(entry, MODULE);
+    runtimeBus = await MeshBus.connect(
+      credentialFor(
+        server,
+        { user: "runtime", password: "runtime-pw" },
+        {
+          node: NODE,
+          module: RUNTIME_MODULE,
+        },
+      ),
+    );
+    let serving: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (serving = resolve));
+    runtime = Runtime.create({
+      bus: runtimeBus,
+      modules: new Map([["calc", [entry]]]),
+      onStatus: (s) => {
+        if (s.modules["calc"]?.state === ModuleState.serving) serving();
+      },
+      log: () => undefined,
+    });
+    await deadline(ready, 15_000, "calc serving");
+  });
+
+  after(async () => {
+    await runtime?.stop();
+    await runtimeBus?.close();
+    await server?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("mesh tools --json lists every tool with its schemas, found under --root", async () => {
+    const run = await mesh(["tools", "--root", root, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    const out = JSON.parse(run.stdout) as {
+      ok: boolean;
+      tools: Array<{ node: string; module: string; tool: string; input: { properties: object } }>;
+    };
+    assert.equal(out.ok, true);
+    assert.deepEqual(
+      out.tools.map((t) => `${t.node}:${t.module}/${t.tool}`),
+      ["n1:calc/add", "n1:calc/slow"],
+    );
+    assert.deepEqual(Object.keys(out.tools[0]?.input.properties ?? {}), ["a", "b"]);
+  });
+
+  test("mesh tools narrows by module and node, and prints plainly", async () => {
+    const run = await mesh([
+      "tools",
+      "--module",
+      "calc",
+      "--node",
+      NODE,
+      "--credential",
+      credential,
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^calc\/add {2}on n1$/m);
+    assert.match(run.stdout, /Adds two numbers\./);
+    const none = await mesh(["tools", "--module", "other", "--credential", credential]);
+    assert.equal(none.code, 0);
+    assert.match(none.stdout, /no tools are served by other/);
+  });
+
+  test("mesh call prints the result (credential from MESH_CREDENTIAL)", async () => {
+    const run = await mesh(["call", "calc/add", '{"a":2,"b":40}'], {
+      [Env.credential]: credential,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { sum: 42 });
+    const json = await mesh(["call", "calc/add", '{"a":1,"b":1}', "--json", "--node", NODE], {
+      [Env.credential]: credential,
+    });
+    assert.deepEqual(JSON.parse(json.stdout), {
+      ok: true,
+      node: NODE,
+      module: "calc",
+      tool: "add",
+      result: { sum: 2 },
+    });
+  });
+
+  test("mesh call prints a coded error and exits non-zero", async () => {
+    const bad = await mesh(["call", "calc/add", '{"a":"two"}', "--credential", credential]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /\[INVALID_INPUT\]/);
+    assert.match(bad.stderr, /\ba\b.*\bb\b/);
+    const slow = await mesh([
+      "call",
+      "calc/slow",
+      "{}",
+      "--timeout",
+      "300",
+      "--credential",
+      credential,
+    ]);
+    assert.notEqual(slow.code, 0);
+    assert.match(slow.stderr, /\[TIMEOUT\]/);
+    const json = await mesh(["call", "calc/nothing", "{}", "--json", "--credential", credential]);
+    assert.notEqual(json.code, 0);
+    assert.equal((JSON.parse(json.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
+    const usage = await mesh(["call", "calc", "{}", "--credential", credential]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /\[USAGE\]/);
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * `mesh tools [--node N] [--module M] [--json]`: every tool served in the mesh, found through
+ * `$SRV` discovery, with its description and input schema.
+ */
+import { discoverTools, type DiscoveredTool } from "@mesh/bus";
+import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
+import { ExitCode, printJson } from "../output.js";
+
+export interface ToolsOptions extends FindMeshOptions {
+  readonly node?: string;
+  readonly module?: string;
+  readonly json?: boolean;
+}
+
+/** Every discovered tool, narrowed to a node and a module when given. */
+export async function listTools(options: ToolsOptions): Promise<DiscoveredTool[]> {
+  await using bus = await connectToMesh(options);
+  const tools = await discoverTools(bus);
+  return tools.filter(
+    (t) =>
+      (options.node === undefined || t.node === options.node) &&
+      (options.module === undefined || t.module === options.module),
+  );
+}
+
+export async function tools(options: ToolsOptions): Promise<ExitCode> {
+  const found = await listTools(options);
+  if (options.json === true) {
+    printJson({
+      ok: true,
+      tools: found.map((t) => ({
+        node: t.node,
+        module: t.module,
+        tool: t.tool,
+        subject: t.subject,
+        description: t.description,
+        input: t.input ?? null,
+        output: t.output ?? null,
+        ...(t.problems.length === 0 ? {} : { problems: t.problems }),
+      })),
+    });
+    return ExitCode.ok;
+  }
+  if (found.length === 0) {
+    process.stdout.write(
+      "no tools are served" +
+        (options.module === undefined ? "" : ` by ${options.module}`) +
+        (options.node === undefined ? "" : ` on ${options.node}`) +
+        "; a module's tools are served where node-tools runs and the module is assigned\n",
+    );
+    return ExitCode.ok;
+  }
+  for (const t of found) {
+    process.stdout.write(`${t.module}/${t.tool}  on ${t.node}\n`);
+    if (t.description !== "") process.stdout.write(`  ${t.description}\n`);
+    process.stdout.write(`  input:  ${JSON.stringify(t.input ?? {})}\n`);
+    if (t.output !== undefined) process.stdout.write(`  output: ${JSON.stringify(t.output)}\n`);
+    for (const problem of t.problems) process.stdout.write(`  problem: ${problem}\n`);
+  }
+  return ExitCode.ok;
+}
