@@ -43,5 +43,17 @@ if ! find_nats >/dev/null; then
   fi
 fi
 
+# Chromium: the view's browser test drives it (playwright-core downloads no browser). Without it
+# that test fails rather than skips, so it is installed here when we can.
+if [ ! -x "${MESH_CHROMIUM:-/usr/bin/chromium}" ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "chromium is missing: installing it from the system's packages (apt-get install chromium)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+  else
+    say "chromium is missing: the view's browser test will fail. As root on Debian or Ubuntu: apt-get install -y chromium; elsewhere set MESH_CHROMIUM to a Chromium binary."
+  fi
+fi
+
 # Build (incremental: fast when nothing changed).
 npx --no-install tsc -b >&2
