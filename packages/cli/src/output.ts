@@ -37,6 +37,8 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.SERVER_UNSUPPORTED]: ExitCode.failed,
   [ErrorCode.SERVER_START_FAILED]: ExitCode.failed,
   [ErrorCode.SERVER_RELOAD_FAILED]: ExitCode.failed,
+  [ErrorCode.VIEW_UNPROTECTED]: ExitCode.usage,
+  [ErrorCode.LISTEN_FAILED]: ExitCode.failed,
   [ErrorCode.INTERNAL]: ExitCode.failed,
 };
 
