@@ -15,10 +15,21 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ErrorCode, MeshError, isMeshError, type Permissions } from "@mesh/protocol";
+import {
+  ErrorCode,
+  MeshError,
+  isMeshError,
+  type Credential,
+  type Permissions,
+} from "@mesh/protocol";
 import { EmbeddedServer, type ReloadOptions } from "../server/embedded-server.js";
 import type { NatsServerBinary } from "../server/find-server.js";
-import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "../server/server-config.js";
+import {
+  FULL_PERMISSIONS,
+  hashPassword,
+  type ServerTls,
+  type ServerUser,
+} from "../server/server-config.js";
 
 /** A user as a test writes it: the password in plain text (the harness hashes it). */
 export interface TestUser {
@@ -30,6 +41,8 @@ export interface TestUser {
 export interface TestServerOptions {
   readonly users?: readonly TestUser[];
   readonly binary?: NatsServerBinary;
+  /** Serve TLS with this certificate and key (clients must then connect with TLS). */
+  readonly tls?: ServerTls;
   readonly startTimeoutMs?: number;
   readonly signal?: AbortSignal;
 }
@@ -79,6 +92,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
           // A test file that forgets stop() must still end; the server is killed when it does.
           ref: false,
           ...(options.binary === undefined ? {} : { binary: options.binary }),
+          ...(options.tls === undefined ? {} : { tls: options.tls }),
           ...(signal === undefined ? {} : { signal }),
         });
       } catch (error) {
@@ -155,6 +169,25 @@ async function hashUsers(
       return { user, passwordHash: await hash, permissions };
     }),
   );
+}
+
+/**
+ * A credential for one of the server's users (the admin, or a test user), speaking as
+ * `<node>.<module>`: its inbox prefix is `_INBOX.<node>.<module>`, so the user's permissions
+ * must allow subscribing there.
+ */
+export function credentialFor(
+  server: { readonly url: string },
+  who: { readonly user: string; readonly password: string },
+  as: { readonly node: string; readonly module: string },
+): Credential {
+  return {
+    servers: [server.url],
+    user: who.user,
+    password: who.password,
+    node: as.node,
+    module: as.module,
+  };
 }
 
 /**
