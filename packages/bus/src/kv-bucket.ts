@@ -4,7 +4,14 @@
  */
 import type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 import type { z } from "zod";
-import { BucketValue, ErrorCode, MeshError, type Bucket, type BucketValueOf } from "@mesh/protocol";
+import {
+  BucketValue,
+  ErrorCode,
+  MeshError,
+  isMeshError,
+  type Bucket,
+  type BucketValueOf,
+} from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
 
@@ -193,21 +200,32 @@ export class KvBucket<T> {
    * signal aborts or the iterator is left. The marker comes also for an empty bucket (at once).
    */
   async *watch(options: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
+    const { signal } = options;
+    if (isAborted(signal)) return;
     const doing = `watching ${this.name}${options.key === undefined ? "" : ` key ${options.key}`}`;
     const include = options.include ?? "last";
-    const iter = await withContext({ doing }, () =>
-      abortable(
-        this.#kv.watch({
-          ...(options.key === undefined ? {} : { key: options.key }),
-          ...(include === "history" ? { include: "history" as never } : {}),
-          ...(include === "updates" ? { include: "updates" as never } : {}),
-        }),
-        options.signal,
-        doing,
-      ),
-    );
+    const starting = this.#kv.watch({
+      ...(options.key === undefined ? {} : { key: options.key }),
+      ...(include === "history" ? { include: "history" as never } : {}),
+      ...(include === "updates" ? { include: "updates" as never } : {}),
+    });
+    let iter: Awaited<typeof starting>;
+    try {
+      iter = await withContext({ doing }, () => abortable(starting, signal, doing));
+    } catch (error) {
+      if (!isMeshError(error, ErrorCode.ABORTED)) throw error;
+      // Aborted while the watch was starting: an abort ends a watch, it is no failure. The
+      // client may still finish starting it; stop it then, so it holds no subscription.
+      starting.then(
+        (late) => late.stop(),
+        () => undefined,
+      );
+      return;
+    }
     const stop = () => iter.stop();
-    options.signal?.addEventListener("abort", stop, { once: true });
+    signal?.addEventListener("abort", stop, { once: true });
+    // The signal may have fired between the start and now.
+    if (isAborted(signal)) stop();
     try {
       // The client counts the consumer's pending messages when it creates the watch and flags
       // every entry after that count as an update; it offers no marker, and for an empty bucket
@@ -222,7 +240,7 @@ export class KvBucket<T> {
         }
       }
     } finally {
-      options.signal?.removeEventListener("abort", stop);
+      signal?.removeEventListener("abort", stop);
       iter.stop();
     }
   }
@@ -278,6 +296,10 @@ export class KvBucket<T> {
     }
     return JSON.stringify(parsed.data);
   }
+}
+
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }
 
 function summarise(error: z.ZodError): string {

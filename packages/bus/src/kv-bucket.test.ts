@@ -1,0 +1,423 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { z } from "zod";
+import {
+  ErrorCode,
+  MeshError,
+  inboxPrefix,
+  isMeshError,
+  kvStreamName,
+  type Permissions,
+} from "@mesh/protocol";
+import { KvBucket, type WatchEvent } from "./kv-bucket.js";
+import { MeshBus } from "./mesh-bus.js";
+import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+
+// The server answers a violation within milliseconds (notes/nats.md §1.3); a hang shows up as
+// the deadline's TIMEOUT instead of the code the test expects.
+const PROMPT_MS = 2_000;
+const WAIT_MS = 5_000;
+
+const Value = z.object({ n: z.number() }).strict();
+type Value = z.infer<typeof Value>;
+
+/**
+ * Read, watch, check and write one bucket opened with `{allow_direct: true}`, as KvBucket opens
+ * it (notes/nats.md §1.2 (a) and (b)).
+ */
+function bucketGrant(bucket: string): string[] {
+  const stream = kvStreamName(bucket);
+  return [
+    `$JS.API.DIRECT.GET.${stream}.$KV.${bucket}.>`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.*.$KV.${bucket}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.*`,
+    `$JS.FC.${stream}.>`,
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$KV.${bucket}.>`,
+  ];
+}
+
+function grant(node: string, module: string, buckets: readonly string[]): Permissions {
+  return {
+    publish: { allow: buckets.flatMap(bucketGrant) },
+    subscribe: { allow: [`${inboxPrefix(node, module)}.>`] },
+  };
+}
+
+// Buckets of the watch tests: one each, so every test knows exactly what stands in its bucket.
+const WATCHED = {
+  full: "gamma_full",
+  empty: "gamma_empty",
+  filter: "gamma_filter",
+  history: "gamma_history",
+  deletes: "gamma_deletes",
+  invalid: "gamma_invalid",
+  abort: "gamma_abort",
+  writes: "gamma_writes",
+} as const;
+
+const alpha = { user: "n1-alpha", password: "alpha-pw" };
+const gamma = { user: "n1-gamma", password: "gamma-pw" };
+
+let server: TestServer;
+let admin: MeshBus;
+
+before(async () => {
+  server = await startTestServer({
+    users: [
+      { ...alpha, permissions: grant("n1", "alpha", ["alpha_data"]) },
+      { ...gamma, permissions: grant("n1", "gamma", Object.values(WATCHED)) },
+    ],
+  });
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
+  );
+  for (const bucket of ["alpha_data", "beta_data", ...Object.values(WATCHED)]) {
+    await admin.kvm.create(bucket, { history: 5 });
+  }
+});
+
+after(async () => {
+  await admin?.close();
+  await server?.stop();
+});
+
+/** The iterator's next value within the deadline; fails when the iteration ended instead. */
+async function next<T>(iterator: AsyncIterator<T>, what: string): Promise<T> {
+  const result = await deadline(iterator.next(), WAIT_MS, what);
+  assert.equal(result.done, false, `the watch ended while waiting for ${what}`);
+  return result.value;
+}
+
+/** What a test compares: the event without its revision and time. */
+function shape(event: WatchEvent<Value>): unknown {
+  switch (event.type) {
+    case "put":
+      return { type: "put", key: event.key, value: event.value };
+    case "delete":
+      return { type: "delete", key: event.key };
+    case "invalid":
+      return { type: "invalid", key: event.key, code: event.problem.code };
+    case "current":
+      return { type: "current" };
+  }
+}
+
+async function nextShapes(
+  iterator: AsyncIterator<WatchEvent<Value>>,
+  count: number,
+): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (let i = 0; i < count; i++) out.push(shape(await next(iterator, `watch event ${i + 1}`)));
+  return out;
+}
+
+function isCode(code: ErrorCode): (error: unknown) => boolean {
+  return (error: unknown) => {
+    assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
+    assert.equal(error.code, code);
+    return true;
+  };
+}
+
+describe("a credential granted its own inbox and one bucket", () => {
+  let bus: MeshBus;
+  let own: KvBucket<Value>;
+  let other: KvBucket<Value>;
+
+  before(async () => {
+    bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
+    own = await KvBucket.openWith(bus, "alpha_data", Value);
+    other = await KvBucket.openWith(bus, "beta_data", Value);
+    const beta = await KvBucket.openWith(admin, "beta_data", Value);
+    await beta.put("secret", { n: 42 });
+  });
+  after(() => bus.close());
+
+  it("uses its own bucket: check, put, get, keys, watch", async () => {
+    await own.check();
+    await own.put("counter", { n: 1 });
+    assert.deepEqual((await own.get("counter"))?.value, { n: 1 });
+    assert.deepEqual(await own.keys(), ["counter"]);
+    const watch = own.watch();
+    try {
+      assert.deepEqual(await nextShapes(watch, 2), [
+        { type: "put", key: "counter", value: { n: 1 } },
+        { type: "current" },
+      ]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("is refused get on another bucket with PERMISSION_DENIED, promptly", async () => {
+    await assert.rejects(
+      deadline(other.get("secret"), PROMPT_MS, "the get being refused"),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+  });
+
+  it("is refused put on another bucket with PERMISSION_DENIED, promptly", async () => {
+    await assert.rejects(
+      deadline(other.put("secret", { n: 1 }), PROMPT_MS, "the put being refused"),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+    assert.deepEqual(
+      (await (await KvBucket.openWith(admin, "beta_data", Value)).get("secret"))?.value,
+      {
+        n: 42,
+      },
+    );
+  });
+
+  it("is refused a watch of another bucket with PERMISSION_DENIED, promptly", async () => {
+    const watch = other.watch();
+    await assert.rejects(
+      deadline(watch.next(), PROMPT_MS, "the watch being refused"),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+  });
+
+  it("is refused keys of another bucket with PERMISSION_DENIED, promptly", async () => {
+    await assert.rejects(
+      deadline(other.keys(), PROMPT_MS, "the keys being refused"),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+  });
+
+  it("is refused check of another bucket with PERMISSION_DENIED, promptly", async () => {
+    await assert.rejects(
+      deadline(other.check(), PROMPT_MS, "the check being refused"),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+  });
+
+  it("keeps a usable connection after the refusals", async () => {
+    assert.equal(bus.isClosed, false);
+    await own.put("after", { n: 2 });
+    assert.deepEqual((await own.get("after"))?.value, { n: 2 });
+  });
+});
+
+describe("KvBucket.watch", () => {
+  let bus: MeshBus;
+  /** The watcher's view: the restricted credential that holds the §1.2 grants. */
+  const open = (bucket: string) => KvBucket.openWith(bus, bucket, Value);
+  /** The writer's view: the admin. */
+  const write = (bucket: string) => KvBucket.openWith(admin, bucket, Value);
+
+  before(async () => {
+    bus = await MeshBus.connect(credentialFor(server, gamma, { node: "n1", module: "gamma" }));
+  });
+  after(() => bus.close());
+
+  it("hands the standing values, one current marker, then changes in order", async () => {
+    const writer = await write(WATCHED.full);
+    await writer.put("a", { n: 1 });
+    await writer.put("b", { n: 2 });
+    await writer.put("a", { n: 3 });
+    const watch = (await open(WATCHED.full)).watch();
+    try {
+      // The latest value of each key, in the order they were last written.
+      assert.deepEqual(await nextShapes(watch, 3), [
+        { type: "put", key: "b", value: { n: 2 } },
+        { type: "put", key: "a", value: { n: 3 } },
+        { type: "current" },
+      ]);
+      await writer.put("c", { n: 4 });
+      await writer.put("a", { n: 5 });
+      await writer.put("b", { n: 6 });
+      // No second marker among the changes.
+      assert.deepEqual(await nextShapes(watch, 3), [
+        { type: "put", key: "c", value: { n: 4 } },
+        { type: "put", key: "a", value: { n: 5 } },
+        { type: "put", key: "b", value: { n: 6 } },
+      ]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("hands the marker first, at once, for an empty bucket", async () => {
+    const watch = (await open(WATCHED.empty)).watch();
+    try {
+      assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
+      await (await write(WATCHED.empty)).put("first", { n: 1 });
+      assert.deepEqual(await nextShapes(watch, 1), [
+        { type: "put", key: "first", value: { n: 1 } },
+      ]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("hands only the keys under its filter", async () => {
+    const writer = await write(WATCHED.filter);
+    await writer.put("n1.hello", { n: 1 });
+    await writer.put("n2.hello", { n: 2 });
+    await writer.put("n1.world", { n: 3 });
+    const watch = (await open(WATCHED.filter)).watch({ key: "n1.*" });
+    try {
+      assert.deepEqual(await nextShapes(watch, 3), [
+        { type: "put", key: "n1.hello", value: { n: 1 } },
+        { type: "put", key: "n1.world", value: { n: 3 } },
+        { type: "current" },
+      ]);
+      // Delivery is in stream order: were n2.late handed, it would come before n1.late.
+      await writer.put("n2.late", { n: 4 });
+      await writer.put("n1.late", { n: 5 });
+      assert.deepEqual(await nextShapes(watch, 1), [
+        { type: "put", key: "n1.late", value: { n: 5 } },
+      ]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("hands every kept revision before the marker with include: history", async () => {
+    const writer = await write(WATCHED.history);
+    await writer.put("a", { n: 1 });
+    await writer.put("a", { n: 2 });
+    await writer.put("b", { n: 3 });
+    const watch = (await open(WATCHED.history)).watch({ include: "history" });
+    try {
+      assert.deepEqual(await nextShapes(watch, 4), [
+        { type: "put", key: "a", value: { n: 1 } },
+        { type: "put", key: "a", value: { n: 2 } },
+        { type: "put", key: "b", value: { n: 3 } },
+        { type: "current" },
+      ]);
+      await writer.put("a", { n: 4 });
+      assert.deepEqual(await nextShapes(watch, 1), [{ type: "put", key: "a", value: { n: 4 } }]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("hands a delete event for a deleted key, standing or live", async () => {
+    const writer = await write(WATCHED.deletes);
+    await writer.put("gone", { n: 1 });
+    await writer.put("kept", { n: 2 });
+    await writer.delete("gone");
+    const watch = (await open(WATCHED.deletes)).watch();
+    try {
+      // A key whose last word is a delete stands as a delete.
+      assert.deepEqual(await nextShapes(watch, 3), [
+        { type: "put", key: "kept", value: { n: 2 } },
+        { type: "delete", key: "gone" },
+        { type: "current" },
+      ]);
+      await writer.delete("kept");
+      assert.deepEqual(await nextShapes(watch, 1), [{ type: "delete", key: "kept" }]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("hands an invalid event for a value that breaks the schema, and goes on", async () => {
+    const raw = await admin.kvm.open(WATCHED.invalid);
+    await raw.put("not-json", "{oops");
+    await raw.put("wrong-shape", JSON.stringify({ n: "one" }));
+    const watch = (await open(WATCHED.invalid)).watch();
+    try {
+      assert.deepEqual(await nextShapes(watch, 3), [
+        { type: "invalid", key: "not-json", code: ErrorCode.INVALID_VALUE },
+        { type: "invalid", key: "wrong-shape", code: ErrorCode.INVALID_VALUE },
+        { type: "current" },
+      ]);
+      await raw.put("live-bad", JSON.stringify([]));
+      await (await write(WATCHED.invalid)).put("good", { n: 1 });
+      assert.deepEqual(await nextShapes(watch, 2), [
+        { type: "invalid", key: "live-bad", code: ErrorCode.INVALID_VALUE },
+        { type: "put", key: "good", value: { n: 1 } },
+      ]);
+    } finally {
+      await watch.return(undefined);
+    }
+  });
+
+  it("ends the iteration when its signal aborts, also while it waits", async () => {
+    const controller = new AbortController();
+    const watch = (await open(WATCHED.abort)).watch({ signal: controller.signal });
+    assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
+    const waiting = watch.next();
+    controller.abort();
+    const result = await deadline(waiting, PROMPT_MS, "the watch ending on abort");
+    assert.equal(result.done, true);
+    assert.equal((await watch.next()).done, true);
+  });
+
+  it("ends the iteration, without an error, when its signal aborts while it starts", async () => {
+    const controller = new AbortController();
+    const watch = (await open(WATCHED.abort)).watch({ signal: controller.signal });
+    // next() runs the generator up to the consumer's creation, which needs a round trip.
+    const first = watch.next();
+    controller.abort();
+    assert.equal((await deadline(first, PROMPT_MS, "the watch ending on abort")).done, true);
+  });
+
+  it("hands nothing, without an error, when its signal has already aborted", async () => {
+    const watch = (await open(WATCHED.abort)).watch({ signal: AbortSignal.abort() });
+    assert.equal((await deadline(watch.next(), PROMPT_MS, "the watch ending")).done, true);
+  });
+});
+
+describe("KvBucket reads and writes", () => {
+  let bus: MeshBus;
+  let bucket: KvBucket<Value>;
+
+  before(async () => {
+    bus = await MeshBus.connect(credentialFor(server, gamma, { node: "n1", module: "gamma" }));
+    bucket = await KvBucket.openWith(bus, WATCHED.writes, Value);
+  });
+  after(() => bus.close());
+
+  it("gets undefined for a key that was never written", async () => {
+    assert.equal(await bucket.get("missing"), undefined);
+  });
+
+  it("gets undefined for a deleted key", async () => {
+    await bucket.put("deleted", { n: 1 });
+    await bucket.delete("deleted");
+    assert.equal(await bucket.get("deleted"), undefined);
+  });
+
+  it("refuses create on a key that has a value with CONFLICT", async () => {
+    await bucket.create("once", { n: 1 });
+    await assert.rejects(bucket.create("once", { n: 2 }), isCode(ErrorCode.CONFLICT));
+    assert.deepEqual((await bucket.get("once"))?.value, { n: 1 });
+  });
+
+  it("refuses update at a stale revision with CONFLICT", async () => {
+    const first = await bucket.put("raced", { n: 1 });
+    const second = await bucket.update("raced", { n: 2 }, first);
+    assert.ok(second > first);
+    await assert.rejects(bucket.update("raced", { n: 3 }, first), isCode(ErrorCode.CONFLICT));
+    const now = await bucket.get("raced");
+    assert.deepEqual(now?.value, { n: 2 });
+    assert.equal(now?.revision, second);
+  });
+
+  it("refuses a value that breaks the schema with INVALID_VALUE, and writes nothing", async () => {
+    const before = await (await admin.kvm.open(WATCHED.writes)).status();
+    await assert.rejects(
+      bucket.put("bad", { n: "one" } as unknown as Value),
+      isCode(ErrorCode.INVALID_VALUE),
+    );
+    await assert.rejects(
+      bucket.create("bad", { n: 1, extra: true } as unknown as Value),
+      isCode(ErrorCode.INVALID_VALUE),
+    );
+    assert.equal(await bucket.get("bad"), undefined);
+    const after = await (await admin.kvm.open(WATCHED.writes)).status();
+    assert.equal(after.values, before.values);
+  });
+
+  it("refuses to hand a stored value that breaks the schema with INVALID_VALUE", async () => {
+    await (await admin.kvm.open(WATCHED.writes)).put("stored-bad", "[]");
+    await assert.rejects(bucket.get("stored-bad"), (error) =>
+      isMeshError(error, ErrorCode.INVALID_VALUE),
+    );
+  });
+});
