@@ -5,7 +5,7 @@
  */
 import type { PeerCertificate } from "node:tls";
 import { connect } from "@nats-io/transport-node";
-import type { NatsConnection, Status } from "@nats-io/nats-core";
+import type { Msg, NatsConnection, Status } from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
@@ -20,6 +20,23 @@ export interface ConnectOptions {
   /** How long one connection attempt may take, in ms. */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+}
+
+export interface SubscribeOptions {
+  /** Ends the subscription: the iteration finishes. */
+  readonly signal?: AbortSignal;
+  /** A queue group: each message goes to one subscriber of the group. */
+  readonly queue?: string;
+}
+
+/** A message as a subscriber receives it. */
+export interface BusMessage {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  /** Where the sender wants an answer; undefined when it wants none. */
+  readonly reply: string | undefined;
+  /** The body as JSON; INVALID_VALUE when it is not JSON. */
+  json(): unknown;
 }
 
 /** A change in the connection's state that a daemon may want to act on. */
@@ -106,6 +123,42 @@ export class MeshBus implements AsyncDisposable {
     return MeshBus.connect(await readCredential(path), options);
   }
 
+  /**
+   * Subscribes to `subject` at once and hands its messages until the signal aborts or the loop
+   * is left. A subscription the credential is not granted is refused by the server, and the
+   * iteration then throws PERMISSION_DENIED (the connection stays up). The server may also drop
+   * a subscription later, when a reload narrows the credential's grants: same error. With a
+   * signal that has already aborted, nothing is subscribed and the iteration ends at once.
+   */
+  subscribe(subject: string, options: SubscribeOptions = {}): AsyncGenerator<BusMessage> {
+    const doing = `subscribing to ${subject}${options.queue === undefined ? "" : ` in queue ${options.queue}`}`;
+    if (options.signal?.aborted === true) return (async function* () {})();
+    const sub = this.nc.subscribe(
+      subject,
+      options.queue === undefined ? {} : { queue: options.queue },
+    );
+    const stop = (): void => sub.unsubscribe();
+    options.signal?.addEventListener("abort", stop, { once: true });
+    const messages = sub[Symbol.asyncIterator]();
+    return (async function* () {
+      try {
+        for (;;) {
+          let next: IteratorResult<Msg>;
+          try {
+            next = await messages.next();
+          } catch (error) {
+            throw toMeshError(error, { doing, subject });
+          }
+          if (next.done === true) return;
+          yield toBusMessage(next.value, doing);
+        }
+      } finally {
+        options.signal?.removeEventListener("abort", stop);
+        sub.unsubscribe();
+      }
+    })();
+  }
+
   /** The connection's state changes, until it closes. */
   async *events(): AsyncGenerator<BusEvent> {
     for await (const status of this.nc.status()) {
@@ -138,6 +191,25 @@ export class MeshBus implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+function toBusMessage(msg: Msg, doing: string): BusMessage {
+  return {
+    subject: msg.subject,
+    data: msg.data,
+    reply: msg.reply === undefined || msg.reply === "" ? undefined : msg.reply,
+    json: () => {
+      try {
+        return msg.json();
+      } catch (error) {
+        throw new MeshError(
+          ErrorCode.INVALID_VALUE,
+          `${doing}: a message on ${msg.subject} is not JSON (${(error as Error).message}); its sender is broken`,
+          { subject: msg.subject, cause: error },
+        );
+      }
+    },
+  };
 }
 
 function toBusEvent(status: Status): BusEvent | undefined {
