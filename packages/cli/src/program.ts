@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { up } from "./commands/up.js";
 import { registerToolVerbs } from "./commands/tool-verbs.js";
+import { registerControllerVerbs } from "./commands/controller-verbs.js";
 import { ExitCode, reportError } from "./output.js";
 
 export const DEFAULT_ROOT = "./.mesh";
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
       process.exitCode = await up(options);
     });
   registerToolVerbs(program);
+  registerControllerVerbs(program);
 
   return program;
 }

@@ -213,6 +213,14 @@ export class Broker {
     return [...statics, ...issued];
   }
 
+  /**
+   * Makes the next commit reload even with nothing staged: at start, the bus may run a list
+   * without the issued users (`mesh up` starts it with its own principals only).
+   */
+  requireReload(): void {
+    this.#dirty = true;
+  }
+
   /** Whether something is staged that `commit` would apply. */
   get pending(): boolean {
     return this.#dirty;

@@ -272,6 +272,8 @@ export class Controller implements AsyncDisposable {
       this.#state = ControllerState.running;
       // Every node that stands is composed once at start: fingerprints decide what is written.
       for (const node of this.fleet.nodes()) this.fleet.touch(node);
+      // And the bus gets the full users list once, whatever it was started with.
+      this.broker.requireReload();
       let first = true;
       while (!signal.aborted) {
         await this.#exclusive(() => this.#pass(signal));

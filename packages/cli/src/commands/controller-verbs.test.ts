@@ -1,0 +1,207 @@
+/**
+ * The controller's verbs as an operator runs them (the built `mesh`, as a child process): a
+ * manifest checked with every problem and a non-zero exit; against a real bus and controller,
+ * `mesh compose` for a node and for a refused one, `mesh join-token`, and `mesh secret set` with
+ * the value on stdin.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { z } from "zod";
+import { Bucket, nodeModuleKey, parseJoinToken } from "@mesh/protocol";
+import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
+import {
+  FULL_PERMISSIONS,
+  KvBucket,
+  MeshBus,
+  ensureLayout,
+  generateNodeKeys,
+  hashPassword,
+  writeCredential,
+} from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { Controller } from "@mesh/controller";
+
+const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
+const FIXTURES = fileURLToPath(new URL("../../../core/test-fixtures/", import.meta.url));
+
+function mesh(
+  args: readonly string[],
+  stdin?: string,
+): Promise<{ code: number | null; out: string; err: string }> {
+  return deadline(
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, [MAIN, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+      let out = "";
+      let err = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
+      child.on("close", (code) => resolve({ code, out, err }));
+      child.stdin.end(stdin ?? "");
+    }),
+    30_000,
+    `mesh ${args.join(" ")}`,
+  );
+}
+
+describe("mesh manifest check", () => {
+  it("prints every problem as JSON and exits 3", async () => {
+    const run = await mesh([
+      "manifest",
+      "check",
+      join(FIXTURES, "bad-manifests", "05-process-names-missing-bundle.yaml"),
+      "--json",
+    ]);
+    assert.equal(run.code, 3, run.err);
+    const report = JSON.parse(run.out) as { ok: boolean; problems: { code: string }[] };
+    assert.equal(report.ok, false);
+    assert.deepEqual(report.problems.map((p) => p.code).sort(), [
+      "bundle-used",
+      "process-bundle-exists",
+    ]);
+  });
+
+  it("says a good manifest is good, exit 0", async () => {
+    const run = await mesh([
+      "manifest",
+      "check",
+      join(FIXTURES, "golden", "modules", "hello.yaml"),
+    ]);
+    assert.equal(run.code, 0, run.err);
+    assert.match(run.out, /hello's manifest is good/);
+  });
+
+  it("refuses a folder without a manifest with a non-zero exit", async () => {
+    const run = await mesh(["manifest", "check", FIXTURES]);
+    assert.notEqual(run.code, 0);
+    assert.match(run.err, /holds no manifest/);
+  });
+});
+
+describe("mesh compose, join-token and secret set, on a real bus", () => {
+  let server: TestServer;
+  let admin: MeshBus;
+  let controller: Controller;
+  let dir: string;
+  let credential: string;
+  const keys = generateNodeKeys();
+
+  before(async () => {
+    server = await startTestServer();
+    dir = await mkdtemp(join(tmpdir(), "mesh-cli-controller-"));
+    admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const operatorPassword = "operator-password";
+    const statics = [
+      {
+        user: server.admin.user,
+        passwordHash: await hashPassword(server.admin.password),
+        permissions: FULL_PERMISSIONS,
+      },
+      {
+        user: "hub.operator",
+        passwordHash: await hashPassword(operatorPassword),
+        permissions: operatorGrant({ node: "hub" }),
+      },
+    ];
+    credential = join(dir, "operator.json");
+    await writeCredential(
+      credential,
+      credentialFor(
+        server,
+        { user: "hub.operator", password: operatorPassword },
+        { node: "hub", module: "operator" },
+      ),
+    );
+    controller = await Controller.create({
+      bus: admin,
+      dir: join(dir, "controller"),
+      sink: server.server,
+      staticUsers: () => Promise.resolve(statics),
+    });
+    void controller.run();
+    await deadline(controller.ready, 20_000, "the controller's first pass");
+
+    const hello = checkManifest({
+      module: "hello",
+      bundles: [
+        {
+          name: "tools",
+          language: "typescript",
+          entrypoints: ["src/greet.ts"],
+          loads: ["src/greet.ts"],
+          digest: "1a".repeat(32),
+        },
+      ],
+      "own-secrets": { "api-token": { path: "/etc/mesh/hello/api-token" } },
+    });
+    assert.ok(hello.ok);
+    const put = async (bucket: string, key: string, value: unknown) =>
+      (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
+    await put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
+    for (const node of ["n1", "n2"]) {
+      await put(Bucket.wants, nodeModuleKey(node, "hello"), {
+        build: "1-a",
+        manifestDigest: fingerprintOf(hello.manifest),
+        fingerprint: "f",
+        rule: "newest",
+        reason: "test",
+      });
+    }
+    await put(Bucket.presence, "n1", {
+      node: "n1",
+      facts: { hostname: "n1", os: "linux", arch: "x64", version: "0.1.0" },
+      publicKey: keys.publicKey,
+      heartbeat: new Date().toISOString(),
+    });
+  });
+
+  after(async () => {
+    await controller?.stop();
+    await admin?.close();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("mesh compose prints what a node would be sent", async () => {
+    const run = await mesh(["compose", "--node", "n1", "--credential", credential, "--json"]);
+    assert.equal(run.code, 0, run.err);
+    const report = JSON.parse(run.out) as { ok: boolean; resources: { id: string }[] };
+    assert.equal(report.ok, true);
+    assert.deepEqual(
+      report.resources.map((r) => r.id),
+      ["hello.need-api-token"],
+    );
+  });
+
+  it("mesh compose prints every refusal with its reason and exits 3", async () => {
+    const run = await mesh(["compose", "--node", "n2", "--credential", credential]);
+    assert.equal(run.code, 3, run.err);
+    assert.match(run.out, /n2 has no presence/);
+    assert.match(run.out, /fix: /);
+  });
+
+  it("mesh join-token prints a one-time token", async () => {
+    const run = await mesh(["join-token", "--credential", credential, "--json"]);
+    assert.equal(run.code, 0, run.err);
+    const { token } = JSON.parse(run.out) as { token: string };
+    assert.ok(parseJoinToken(token) !== undefined);
+  });
+
+  it("mesh secret set reads the value from stdin, and the vault keeps it sealed at rest", async () => {
+    const run = await mesh(
+      ["secret", "set", "hello", "api-token", "--credential", credential],
+      "tok3n\n",
+    );
+    assert.equal(run.code, 0, run.err);
+    const stored = await (await KvBucket.open(admin, Bucket.secrets)).get("hello.api-token");
+    assert.ok(stored !== undefined);
+    assert.ok(!JSON.stringify(stored.value).includes("tok3n"), "sealed at rest");
+  });
+});

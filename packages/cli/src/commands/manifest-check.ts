@@ -1,0 +1,83 @@
+/**
+ * `mesh manifest check PATH [--json]`: checks a manifest file (`mesh.yaml`, `mesh.yml`,
+ * `mesh.json`) or the folder holding one, and prints every problem with where it is, the rule it
+ * breaks and what to write instead. Exit code 3 when there is a problem.
+ */
+import { readFile, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import {
+  MANIFEST_FILE_NAMES,
+  MAX_MANIFEST_TEXT,
+  manifestFormatOf,
+  parseManifestText,
+  type ManifestProblem,
+} from "@mesh/core";
+import { ExitCode, printJson } from "../output.js";
+
+export interface ManifestCheckOptions {
+  readonly json?: boolean;
+}
+
+/** The manifest file at `path`, or the one in the folder `path`. */
+export async function findManifestFile(path: string): Promise<string> {
+  const info = await stat(path).catch((error: unknown) => {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${JSON.stringify(path)} does not exist (${(error as NodeJS.ErrnoException).code ?? "unreadable"}); give a manifest file or a module's folder`,
+      { path },
+    );
+  });
+  if (!info.isDirectory()) return path;
+  for (const name of MANIFEST_FILE_NAMES) {
+    const candidate = join(path, name);
+    if ((await stat(candidate).catch(() => undefined))?.isFile() === true) return candidate;
+  }
+  throw new MeshError(
+    ErrorCode.NOT_FOUND,
+    `the folder ${JSON.stringify(path)} holds no manifest (looked for ${MANIFEST_FILE_NAMES.join(", ")}); write one there`,
+    { path },
+  );
+}
+
+export async function manifestCheckVerb(
+  path: string,
+  options: ManifestCheckOptions,
+): Promise<ExitCode> {
+  const file = await findManifestFile(path);
+  const format = manifestFormatOf(basename(file));
+  if (format === undefined) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${JSON.stringify(file)} is neither YAML nor JSON by its name; name it mesh.yaml or mesh.json`,
+      { path: file },
+    );
+  }
+  const info = await stat(file);
+  if (info.size > MAX_MANIFEST_TEXT * 4) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${JSON.stringify(file)} is ${info.size} bytes; a manifest is at most ${MAX_MANIFEST_TEXT} — is this the right file?`,
+      { path: file },
+    );
+  }
+  const check = parseManifestText(await readFile(file, "utf8"), format);
+  if (check.ok) {
+    if (options.json === true) printJson({ ok: true, file, module: check.manifest.module });
+    else process.stdout.write(`${file}: ${check.manifest.module}'s manifest is good\n`);
+    return ExitCode.ok;
+  }
+  if (options.json === true) {
+    printJson({ ok: false, file, code: ErrorCode.MANIFEST_INVALID, problems: check.problems });
+  } else {
+    const lines = [`${file}: ${check.problems.length} problem(s)`];
+    for (const p of check.problems) lines.push(describeProblem(file, p));
+    process.stdout.write(`${lines.join("\n")}\n`);
+  }
+  return ExitCode.refused;
+}
+
+function describeProblem(file: string, p: ManifestProblem): string {
+  const where = p.line === undefined ? file : `${file}:${p.line}:${p.column ?? 1}`;
+  return `  ${where} ${p.path === "" ? "(the manifest)" : p.path}: ${p.message}\n    rule: ${p.rule} [${p.code}]\n    fix: ${p.fix}`;
+}
