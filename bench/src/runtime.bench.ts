@@ -1,0 +1,235 @@
+/**
+ * The tool runtime: calls through it against a bare NATS request-reply to a trivial responder
+ * (same server, same client helpers, same run); a config change reaching a watching module's
+ * code against the same bare round trip; the memory of a runtime process serving 1, 10 and 50
+ * modules against a bare Node process.
+ */
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { MeshBus, publish, request, serve, writeCredential, type Served } from "@mesh/bus";
+import { credentialFor, startTestServer } from "@mesh/bus/testing";
+import {
+  Env,
+  RUNTIME_MODULE,
+  provisionChangedSubject,
+  provisionSubject,
+  toolSubject,
+} from "@mesh/protocol";
+import { ModuleState, Runtime, StatusEnv, type RuntimeStatus } from "@mesh/runtime";
+import { line, perSecond, quantile, timeEach } from "./measure.js";
+
+const NODE = "bench";
+const SEQUENTIAL = 2_000;
+const CONCURRENT_TOTAL = 10_000;
+const IN_FLIGHT = 64;
+const CHANGES = 300;
+const SDK = import.meta.resolve("@mesh/sdk");
+const RUNTIME_MAIN = fileURLToPath(
+  import.meta.resolve("@mesh/runtime").replace(/index\.js$/, "main.js"),
+);
+
+const MODULE = `
+import { defineModule, defineTool, z } from "${SDK}";
+export default defineModule({
+  start: async (ctx) => {
+    const watch = ctx.provision.watch("config", "greeting");
+    void (async () => { for await (const item of watch) ctx.log.info("seen " + JSON.stringify(item)); })();
+  },
+  tools: [defineTool({ name: "echo", description: "Echoes n.", input: z.object({ n: z.number() }),
+    handler: async ({ n }) => ({ n }) })],
+});
+`;
+
+async function main(): Promise<void> {
+  const server = await startTestServer();
+  const dir = await mkdtemp(join(tmpdir(), "mesh-bench-runtime-"));
+  try {
+    const as = (module: string) => credentialFor(server, server.admin, { node: NODE, module });
+    const caller = await MeshBus.connect(as("operator"));
+    const responderBus = await MeshBus.connect(as("responder"));
+    const runtimeBus = await MeshBus.connect(as(RUNTIME_MODULE));
+
+    // The baseline: a trivial responder over a plain subscription.
+    const bare = "bench.bare";
+    const stopBare = new AbortController();
+    const messages = responderBus.subscribe(bare, { signal: stopBare.signal });
+    void (async () => {
+      for await (const m of messages)
+        if (m.reply !== undefined) publish(responderBus, m.reply, m.json());
+    })();
+
+    // A provisioner the runtime asks (what the host's client does), with one value that moves.
+    let greeting = "v0";
+    const provisioner: Served = await serve(caller, {
+      name: "bench-provisioner",
+      version: "0.0.0",
+      endpoints: [
+        {
+          name: "ask",
+          subject: provisionSubject(NODE),
+          handler: () => Promise.resolve({ value: greeting }),
+        },
+      ],
+    });
+
+    const entry = join(dir, "echo", "tools.mjs");
+    await mkdir(join(dir, "echo"), { recursive: true });
+    await writeFile(entry, MODULE);
+    const seen = new Map<string, () => void>();
+    let serving: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (serving = resolve));
+    const runtime = Runtime.create({
+      bus: runtimeBus,
+      modules: new Map([["echo", [entry]]]),
+      onStatus: (s) => s.modules["echo"]?.state === ModuleState.serving && serving(),
+      log: (text) => {
+        const match = /seen \{"value":"(v\d+)"\}/.exec(text);
+        if (match?.[1] !== undefined) seen.get(match[1])?.();
+      },
+    });
+    await ready;
+
+    const tool = toolSubject(NODE, "echo", "echo");
+    const bareCall = (n: number) => request(caller, bare, { n });
+    const toolCall = (n: number) => request(caller, tool, { n });
+    // Warm both paths (JIT, connections, the worker).
+    for (let i = 0; i < 300; i++) {
+      await bareCall(i);
+      await toolCall(i);
+    }
+
+    const bareTimes = await timeEach(SEQUENTIAL, (i) => bareCall(i).then(() => undefined));
+    const toolTimes = await timeEach(SEQUENTIAL, (i) => toolCall(i).then(() => undefined));
+    const base = (q: number) => ({ what: "bare request-reply", value: quantile(bareTimes, q) });
+    console.log(`sequential calls (${SEQUENTIAL} each)`);
+    console.log(line("  tool call p50", quantile(toolTimes, 0.5), "ms", base(0.5)));
+    console.log(line("  tool call p99", quantile(toolTimes, 0.99), "ms", base(0.99)));
+
+    const throughput = async (fn: (n: number) => Promise<unknown>): Promise<number> => {
+      let next = 0;
+      const start = process.hrtime.bigint();
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < CONCURRENT_TOTAL) await fn(next++);
+        }),
+      );
+      return perSecond(CONCURRENT_TOTAL, Number(process.hrtime.bigint() - start) / 1e6);
+    };
+    const bareRate = await throughput(bareCall);
+    const toolRate = await throughput(toolCall);
+    console.log(`throughput (${CONCURRENT_TOTAL} calls, ${IN_FLIGHT} in flight)`);
+    console.log(
+      line("  tool calls", toolRate, "calls/s", { what: "bare request-reply", value: bareRate }),
+    );
+
+    // A config change: the client says it moved; the runtime asks again as the module and hands
+    // the new value to the module's watch; the module's code logs it (one port hop back, included).
+    const changeTimes: number[] = [];
+    for (let i = 1; i <= CHANGES; i++) {
+      const value = `v${i}`;
+      const arrived = new Promise<void>((resolve) => seen.set(value, resolve));
+      const start = process.hrtime.bigint();
+      greeting = value;
+      publish(caller, provisionChangedSubject(NODE), {
+        module: "echo",
+        kind: "config",
+        key: "greeting",
+      });
+      await arrived;
+      changeTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
+      seen.delete(value);
+    }
+    console.log(`config change to a watching module's code (${CHANGES} changes)`);
+    console.log(line("  change p50", quantile(changeTimes, 0.5), "ms", base(0.5)));
+    console.log(line("  change p99", quantile(changeTimes, 0.99), "ms", base(0.99)));
+
+    await runtime.stop();
+    stopBare.abort();
+
+    // Memory: the runtime as a process, serving n modules (each its own worker).
+    const credential = join(dir, "runtime.json");
+    await writeCredential(credential, as(RUNTIME_MODULE));
+    const bareRss = await rssOf(["-e", "setInterval(() => {}, 1000)"], {}, undefined);
+    console.log("memory (RSS once every module serves)");
+    for (const count of [1, 10, 50]) {
+      const entries: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const module = `m${i}`;
+        await mkdir(join(dir, "mem", module), { recursive: true });
+        const file = join(dir, "mem", module, "tools.mjs");
+        await writeFile(file, MODULE);
+        entries.push(`${module}=${file}`);
+      }
+      const statusFile = join(dir, `status-${count}.json`);
+      const rss = await rssOf(
+        [RUNTIME_MAIN],
+        {
+          [Env.toolModules]: entries.sort().join(","),
+          [Env.brokerFile]: credential,
+          [StatusEnv]: statusFile,
+        },
+        statusFile,
+      );
+      console.log(
+        line(`  runtime serving ${count} module(s)`, rss / 1024 / 1024, "MiB", {
+          what: "bare node process",
+          value: bareRss / 1024 / 1024,
+        }),
+      );
+    }
+
+    await provisioner.stop();
+    await caller.close();
+    await responderBus.close();
+    await runtimeBus.close();
+  } finally {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts `node args`, waits until its status file says every module serves (or, without one,
+ * a moment to settle), reads its RSS from /proc, and stops it.
+ */
+async function rssOf(
+  args: readonly string[],
+  env: Record<string, string>,
+  statusFile: string | undefined,
+): Promise<number> {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: "ignore",
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  try {
+    for (let waited = 0; ; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (waited > 60_000) throw new Error(`${args.join(" ")} did not settle within 60 s`);
+      if (statusFile === undefined) {
+        if (waited >= 500) break;
+        continue;
+      }
+      try {
+        const status = JSON.parse(await readFile(statusFile, "utf8")) as RuntimeStatus;
+        const modules = Object.values(status.modules);
+        if (modules.length > 0 && modules.every((m) => m.state === ModuleState.serving)) break;
+      } catch {
+        // not written yet
+      }
+    }
+    // Let the workers' start-up garbage be collected as it would be in service.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const text = await readFile(`/proc/${child.pid}/status`, "utf8");
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(text)?.[1] ?? Number.NaN);
+    return kb * 1024;
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+await main();
