@@ -8,18 +8,21 @@ import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import {
   Bucket,
+  Condition,
   Credential,
+  Stream,
   ErrorCode,
   isMeshError,
   stateBucket,
   type Composed,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import { KvBucket, MeshBus, requestJoin } from "@mesh/bus";
+import { KvBucket, MeshBus, readStream, requestJoin } from "@mesh/bus";
 import { deadline, maySubscribe } from "@mesh/bus/testing";
 import { askJoinToken, askSecretSet } from "./controller-api.js";
 import {
   counter,
+  d,
   hello,
   manifest,
   newKeys,
@@ -29,6 +32,7 @@ import {
   startMesh,
   viewer,
   viewerInput,
+  wantOf,
   type Mesh,
 } from "./test-support.js";
 
@@ -182,6 +186,35 @@ describe("the controller with its broker, on a real bus", () => {
     } finally {
       await operator.close();
     }
+  });
+
+  it("a refusal writes nothing new for the node and says a condition with the reason", async () => {
+    const before = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
+    const stop = new AbortController();
+    const said = (async () => {
+      for await (const e of readStream(mesh.admin, Stream.conditions, {
+        filter: "mesh.conditions.controller.n1",
+        schema: Condition,
+        // The last one kept and every new one: a condition said before the read began counts.
+        deliver: "last-per-subject",
+        signal: stop.signal,
+      })) {
+        if (e.type === "message" && e.value.message.includes("ghost")) return e.value;
+      }
+      throw new Error("the conditions ended");
+    })();
+    // A want whose manifest was never stored: n1 cannot be composed.
+    await mesh.put(Bucket.wants, "n1.ghost", { ...wantOf(hello), manifestDigest: d("9e") });
+    try {
+      const condition = await deadline(said, 10_000, "the controller's condition about n1");
+      assert.equal(condition.level, "error");
+      assert.match(condition.message, /manifest-missing/);
+    } finally {
+      stop.abort();
+    }
+    const after = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
+    assert.equal(after?.revision, before?.revision, "what n1 runs stays as it is");
+    await (await KvBucket.open(mesh.admin, Bucket.wants)).delete("n1.ghost");
   });
 
   it("writes mesh-grants for each issued user, never a password", async () => {
