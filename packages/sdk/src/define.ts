@@ -14,17 +14,35 @@ import {
   type WorkerHost,
 } from "./worker-protocol.js";
 
-/** The kinds of value a module reads at runtime. Secrets reach a module as files, never here. */
+/** The kinds of value a module reads at runtime. Secrets reach a module as files, never here.
+ *
+ * ```ts
+ * const kind: ValueKind = "config";
+ * await ctx.provision.get(kind, "greeting");
+ * ```
+ */
 export type ValueKind = "config" | "bound";
 
-/** A logger whose lines go to the runtime's output, prefixed with the module's name. */
+/** A logger whose lines go to the runtime's output, prefixed with the module's name.
+ *
+ * ```ts
+ * ctx.log.warn(`the cache is cold; the first call will be slow`);
+ * ```
+ */
 export interface ToolLogger {
   info(text: string): void;
   warn(text: string): void;
   error(text: string): void;
 }
 
-/** A module's own state (read-write), or a state it reads (`owner/state`, read-only). */
+/** A module's own state (read-write), or a state it reads (`owner/state`, read-only).
+ *
+ * ```ts
+ * const notes: StateHandle = ctx.state("notes");
+ * await notes.put("today", { text: "hello" });
+ * const today = await notes.get("today");
+ * ```
+ */
 export interface StateHandle {
   /** The key's value, or undefined when it has none. */
   get(key: string): Promise<unknown>;
@@ -35,7 +53,16 @@ export interface StateHandle {
   keys(filter?: string): Promise<string[]>;
 }
 
-/** What a handler (or a module's `start`) is given besides its input. */
+/** What a handler (or a module's `start`) is given besides its input.
+ *
+ * ```ts
+ * handler: async ({ id }, ctx) => {
+ *   ctx.log.info(`${ctx.module} on ${ctx.node} looks up ${id}`);
+ *   const res = await fetch(`http://localhost:8080/${id}`, { signal: ctx.signal });
+ *   return { status: res.status };
+ * };
+ * ```
+ */
 export interface ToolContext {
   /** The module whose code this is; the runtime knows it from the worker, not from the code. */
   readonly module: string;
@@ -59,7 +86,18 @@ export interface ToolContext {
   state(name: string): StateHandle;
 }
 
-/** A tool's definition, typed from its schemas. */
+/** A tool's definition, typed from its schemas.
+ *
+ * ```ts
+ * const spec: ToolSpec<typeof input, undefined> = {
+ *   name: "ping",
+ *   description: "Answers pong.",
+ *   input,
+ *   handler: async () => "pong",
+ * };
+ * export const ping = defineTool(spec);
+ * ```
+ */
 export interface ToolSpec<I extends z.ZodType, O extends z.ZodType | undefined> {
   /** `^[a-z][a-z0-9_-]{0,62}$`: the last token of `mesh.tools.<node>.<module>.<tool>`. */
   readonly name: string;
@@ -72,7 +110,13 @@ export interface ToolSpec<I extends z.ZodType, O extends z.ZodType | undefined> 
   ) => Promise<O extends z.ZodType ? z.input<O> : unknown>;
 }
 
-/** A defined tool: hand it to {@link defineModule}. */
+/** A defined tool: hand it to {@link defineModule}.
+ *
+ * ```ts
+ * const tools: Tool[] = [greet, ping];
+ * export default defineModule({ tools });
+ * ```
+ */
 export interface Tool extends BrandedTool {
   readonly name: string;
 }
@@ -143,7 +187,13 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType | undefined 
   };
 }
 
-/** What a module's entry default-exports. */
+/** What a module's entry default-exports.
+ *
+ * ```ts
+ * const spec: ModuleSpec = { tools: [greet], start: async (ctx) => ctx.log.info("loaded") };
+ * export default defineModule(spec);
+ * ```
+ */
 export interface ModuleSpec {
   readonly tools: readonly Tool[];
   /**

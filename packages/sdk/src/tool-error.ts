@@ -20,7 +20,17 @@ export class ToolError extends Error {
   }
 }
 
-/** Whether `error` is a ToolError from any copy of the SDK. */
+/** Whether `error` is a ToolError from any copy of the SDK.
+ *
+ * ```ts
+ * try {
+ *   await ctx.provision.get("config", "greeting");
+ * } catch (error) {
+ *   if (isToolError(error) && error.code === "NOT_FOUND") return { text: "Hello" };
+ *   throw error;
+ * }
+ * ```
+ */
 export function isToolError(error: unknown): error is ToolError {
   return (
     typeof error === "object" &&

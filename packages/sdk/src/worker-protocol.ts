@@ -11,16 +11,39 @@
  * recognises a definition by a registered symbol and a version, never by class identity.
  */
 
-/** The version of both contracts; bumped on any change a peer could misread. */
+/** The version of both contracts; bumped on any change a peer could misread.
+ *
+ * ```ts
+ * if (message.v !== PROTOCOL_VERSION) throw new Error(`protocol ${message.v} is not ${PROTOCOL_VERSION}`);
+ * ```
+ */
 export const PROTOCOL_VERSION = 1;
 
-/** The kinds of value a module's code may ask for. `secret` is always refused. */
+/** The kinds of value a module's code may ask for. `secret` is always refused.
+ *
+ * ```ts
+ * const kind: ProvisionKind = "bound";
+ * ```
+ */
 export type ProvisionKind = "config" | "bound" | "secret";
 
-/** What a watch hands: the value, or why it is no longer answered. */
+/** What a watch hands: the value, or why it is no longer answered.
+ *
+ * ```ts
+ * for await (const item of ctx.provision.watch("config", "greeting")) {
+ *   if ("refused" in item) ctx.log.warn(item.refused);
+ *   else greeting = item.value;
+ * }
+ * ```
+ */
 export type ProvisionItem = { readonly value: unknown } | { readonly refused: string };
 
-/** The codes a tool's failure may carry on the bus (the closed table of reply codes). */
+/** The codes a tool's failure may carry on the bus (the closed table of reply codes).
+ *
+ * ```ts
+ * throw new ToolError(ToolErrorCode.REFUSED, "only the owner may close an order");
+ * ```
+ */
 export const ToolErrorCode = {
   INVALID_INPUT: "INVALID_INPUT",
   NOT_FOUND: "NOT_FOUND",
@@ -30,9 +53,22 @@ export const ToolErrorCode = {
 } as const;
 export type ToolErrorCode = (typeof ToolErrorCode)[keyof typeof ToolErrorCode];
 
+/**
+ * How loud a module's log line is.
+ *
+ * ```ts
+ * const level: LogLevel = "warn";
+ * host.log(level, "the cache is cold");
+ * ```
+ */
 export type LogLevel = "info" | "warn" | "error";
 
-/** A tool as the worker reports it after loading. */
+/** A tool as the worker reports it after loading.
+ *
+ * ```ts
+ * const info: ToolInfo = { name: "add", description: "Adds.", input: { type: "object" } };
+ * ```
+ */
 export interface ToolInfo {
   readonly name: string;
   readonly description: string;
@@ -42,7 +78,13 @@ export interface ToolInfo {
   readonly output?: Record<string, unknown>;
 }
 
-/** What module code asks the runtime for, and the parameters of each. */
+/** What module code asks the runtime for, and the parameters of each.
+ *
+ * ```ts
+ * const params: AskParams["provision.get"] = { kind: "config", key: "greeting" };
+ * const op: AskOp = "provision.get";
+ * ```
+ */
 export interface AskParams {
   "provision.get": { kind: string; key: string };
   "provision.watch": { kind: string; key: string };
@@ -55,7 +97,12 @@ export interface AskParams {
 }
 export type AskOp = keyof AskParams;
 
-/** Worker → runtime. */
+/** Worker → runtime.
+ *
+ * ```ts
+ * const loaded: FromWorker = { v: 1, t: "loaded", tools: [] };
+ * ```
+ */
 export type FromWorker =
   | { v: 1; t: "loaded"; tools: ToolInfo[] }
   | { v: 1; t: "load-failed"; error: string }
@@ -65,7 +112,12 @@ export type FromWorker =
   | { v: 1; t: "log"; level: LogLevel; text: string }
   | { v: 1; t: "pong"; seq: number };
 
-/** Runtime → worker. */
+/** Runtime → worker.
+ *
+ * ```ts
+ * const call: ToWorker = { v: 1, t: "call", id: 1, tool: "add", input: { a: 1, b: 2 }, timeoutMs: 10_000 };
+ * ```
+ */
 export type ToWorker =
   | { v: 1; t: "call"; id: number; tool: string; input: unknown; timeoutMs: number }
   | { v: 1; t: "cancel"; id: number }
@@ -75,7 +127,13 @@ export type ToWorker =
   | { v: 1; t: "ping"; seq: number }
   | { v: 1; t: "stop" };
 
-/** What the runtime hands a worker at start (`workerData`). */
+/** What the runtime hands a worker at start (`workerData`).
+ *
+ * ```ts
+ * const start: WorkerStart = { v: 1, module: "alpha", node: "n1", entries: ["/var/lib/mesh/bundles/alpha/tools/index.js"] };
+ * new Worker(new URL(import.meta.resolve("@mesh/sdk/worker")), { workerData: start });
+ * ```
+ */
 export interface WorkerStart {
   readonly v: 1;
   readonly module: string;
@@ -87,10 +145,21 @@ export interface WorkerStart {
 // ---------------------------------------------------------------------------------------------
 // In the worker: the bootstrap and a module's definition
 
-/** The registered symbol a module definition carries, with {@link PROTOCOL_VERSION} as value. */
+/** The registered symbol a module definition carries, with {@link PROTOCOL_VERSION} as value.
+ *
+ * ```ts
+ * const isModule = (value: object): boolean => MODULE_BRAND in value;
+ * ```
+ */
 export const MODULE_BRAND: unique symbol = Symbol.for("mesh.sdk.module") as never;
 
-/** What the bootstrap gives a definition: the raw ways to reach the runtime. */
+/** What the bootstrap gives a definition: the raw ways to reach the runtime.
+ *
+ * ```ts
+ * await tool.invoke({ a: 1 }, { host, signal: AbortSignal.timeout(1_000) });
+ * await host.ask("provision.get", { kind: "config", key: "greeting" });
+ * ```
+ */
 export interface WorkerHost {
   readonly module: string;
   readonly node: string;
@@ -104,14 +173,25 @@ export interface WorkerHost {
   log(level: LogLevel, text: string): void;
 }
 
-/** A tool as a definition exposes it to the bootstrap. */
+/** A tool as a definition exposes it to the bootstrap.
+ *
+ * ```ts
+ * const result = await tool.invoke(input, { host, signal });
+ * ```
+ */
 export interface BrandedTool {
   readonly info: ToolInfo;
   /** Validates input, runs the handler, validates output; throws a ToolError to refuse. */
   invoke(input: unknown, call: { host: WorkerHost; signal: AbortSignal }): Promise<unknown>;
 }
 
-/** A module's definition, as the bootstrap reads it off an entry's default export. */
+/** A module's definition, as the bootstrap reads it off an entry's default export.
+ *
+ * ```ts
+ * const { default: definition } = (await import(entry)) as { default: BrandedModule };
+ * for (const tool of definition.tools) console.log(tool.info.name);
+ * ```
+ */
 export interface BrandedModule {
   readonly [MODULE_BRAND]: number;
   readonly tools: readonly BrandedTool[];

@@ -12,6 +12,7 @@ import { publish, serve, type MeshBus, type Served } from "@mesh/bus";
 import {
   ErrorCode,
   MeshError,
+  PROVISION_SERVICE,
   ProvisionAsk,
   provisionChangedSubject,
   provisionSubject,
@@ -46,7 +47,7 @@ export async function startProvisionerDouble(options: {
     resolve(ask: ProvisionAsk): void;
   }> = [];
   const served: Served = await serve(bus, {
-    name: "provisioner-double",
+    name: PROVISION_SERVICE,
     version: "0.0.0",
     endpoints: [
       {

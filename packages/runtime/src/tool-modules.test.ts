@@ -1,0 +1,37 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ErrorCode, isMeshError } from "@mesh/protocol";
+import { parseToolModules } from "./tool-modules.js";
+
+describe("parseToolModules", () => {
+  test("groups entries by module in the order given, several per module", () => {
+    const parsed = parseToolModules("a=/b/a/1.js,a=/b/a/2.js,b=/b/b/x.js");
+    assert.deepEqual(
+      [...parsed],
+      [
+        ["a", ["/b/a/1.js", "/b/a/2.js"]],
+        ["b", ["/b/b/x.js"]],
+      ],
+    );
+  });
+
+  test("resolves relative paths from the working folder and skips empty parts", () => {
+    assert.deepEqual([...parseToolModules(" a=x/y.js ,,", { cwd: "/w" })], [["a", ["/w/x/y.js"]]]);
+    assert.equal(parseToolModules("").size, 0);
+  });
+
+  const refused: Array<[string, string, string]> = [
+    ["no =", "a", ErrorCode.USAGE],
+    ["no path", "a=", ErrorCode.USAGE],
+    ["no module", "=x.js", ErrorCode.USAGE],
+    ["a bad module name", "Alpha=x.js", ErrorCode.INVALID_NAME],
+  ];
+  for (const [what, text, code] of refused) {
+    test(`refuses ${what}: ${JSON.stringify(text)}`, () => {
+      assert.throws(
+        () => parseToolModules(text),
+        (error: unknown) => isMeshError(error, code as never),
+      );
+    });
+  }
+});
