@@ -27,6 +27,7 @@ import {
   joinInbox,
   joinSealContext,
   joinUser,
+  keepsSubject,
   secretKey,
   type Composed,
   type JoinAnswer,
@@ -246,8 +247,12 @@ export class Controller implements AsyncDisposable {
           signal,
         })) {
           if (event.type === "current") mark();
-          else if (event.type === "message") this.fleet.setKeeps(event.value);
-          else log(`controller: ${event.problem.message}`);
+          else if (event.type === "message") {
+            // Only a process's own word counts: the subject is what its grant let it publish.
+            if (event.subject === keepsSubject(event.value.node, event.value.module)) {
+              this.fleet.setKeeps(event.value);
+            } else log(`controller: ignored keeps on ${event.subject} naming another process`);
+          } else log(`controller: ${event.problem.message}`);
           this.#poke();
         }
       });
@@ -422,9 +427,13 @@ export class Controller implements AsyncDisposable {
         };
       }
       if (!plan.ok) {
+        if (this.fleet.inputsOf(node).wanted.size === 0) {
+          // A node that left (no wants, no presence): its users go, and nothing is said.
+          this.#revokeNode(node, new Set());
+          continue;
+        }
         refused.push(node);
         await this.#sayRefused(node, plan.refusals, signal);
-        if (this.fleet.inputsOf(node).wanted.size === 0) this.#revokeNode(node, new Set());
         continue;
       }
       const keep = new Set<string>();
