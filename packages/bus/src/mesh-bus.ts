@@ -5,10 +5,10 @@
  */
 import type { PeerCertificate } from "node:tls";
 import { connect } from "@nats-io/transport-node";
-import type { Msg, NatsConnection, Status } from "@nats-io/nats-core";
+import { AuthorizationError, type Msg, type NatsConnection, type Status } from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
+import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
 import { abortable, toMeshError } from "./bus-errors.js";
 import { credentialInbox, readCredential } from "./credential-file.js";
 
@@ -61,60 +61,21 @@ export class MeshBus implements AsyncDisposable {
     this.kvm = new Kvm(this.js);
   }
 
-  /** Connects with a credential. */
+  /**
+   * Connects with a credential. Fails at once (or, with `waitForBus`, keeps trying until the bus
+   * answers or the signal aborts) with CONNECT_FAILED; a server whose certificate is not the one
+   * the credential pins is refused with TLS_PIN_MISMATCH, also with `waitForBus`: retrying does
+   * not change a certificate. Once connected, the connection reconnects forever.
+   */
   static async connect(credential: Credential, options: ConnectOptions = {}): Promise<MeshBus> {
-    let pinMismatch: string | undefined;
-    const tls =
-      credential.fingerprint === undefined
-        ? undefined
-        : {
-            // Node checks the identity only after the chain verifies, so the pinned certificate
-            // must also be the trusted authority (notes/nats.md §4): never rejectUnauthorized:false.
-            ...(credential.ca === undefined ? {} : { ca: credential.ca }),
-            checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined => {
-              if (cert.fingerprint256 === credential.fingerprint) return undefined;
-              pinMismatch = cert.fingerprint256;
-              return new Error(
-                `the bus's certificate fingerprint ${cert.fingerprint256} is not the pinned ${credential.fingerprint ?? ""}`,
-              );
-            },
-          };
     const doing = `connecting to the bus at ${credential.servers.join(", ")} as ${credential.node}.${credential.module}`;
-    try {
-      const nc = await abortable(
-        connect({
-          servers: credential.servers,
-          user: credential.user,
-          pass: credential.password,
-          name: options.name ?? `${credential.node}.${credential.module}`,
-          inboxPrefix: credentialInbox(credential),
-          reconnect: true,
-          maxReconnectAttempts: -1,
-          waitOnFirstConnect: options.waitForBus === true,
-          timeout: options.timeoutMs ?? 5_000,
-          ...(tls === undefined ? {} : { tls }),
-        }),
-        options.signal,
-        doing,
-      );
-      return new MeshBus(credential, nc);
-    } catch (error) {
-      if (pinMismatch !== undefined) {
-        throw new MeshError(
-          ErrorCode.TLS_PIN_MISMATCH,
-          `${doing}: the server presented a certificate with fingerprint ${pinMismatch}, but the credential pins ${credential.fingerprint ?? ""}; ` +
-            `this is not the mesh's bus, or its certificate changed — if the change is yours, issue new credentials with the new fingerprint`,
-          { cause: error },
-        );
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return new MeshBus(credential, await connectOnce(credential, options, doing));
+      } catch (error) {
+        if (options.waitForBus !== true || !isRetryable(error)) throw error;
       }
-      if (error instanceof MeshError) throw error;
-      const mapped = toMeshError(error, { doing });
-      if (mapped.code !== ErrorCode.INTERNAL) throw mapped;
-      throw new MeshError(
-        ErrorCode.CONNECT_FAILED,
-        `${doing}: ${(error as Error).message}; check that the bus is running and the url is right`,
-        { cause: error },
-      );
+      await delay(Math.min(RETRY_FIRST_MS * 2 ** attempt, RETRY_MAX_MS), options.signal, doing);
     }
   }
 
@@ -191,6 +152,147 @@ export class MeshBus implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** Waits between attempts of `MeshBus.connect` with `waitForBus`. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 2_000;
+
+/**
+ * The TLS errors that say the server's certificate does not verify against the trusted
+ * authorities. With a pin, the pinned certificate is the authority (`ca`), so these mean the
+ * server presented another certificate: Node checks the identity, and so the pin, only after the
+ * chain verified (notes/nats.md §4).
+ */
+const UNTRUSTED_CERTIFICATE = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_UNTRUSTED",
+]);
+
+/** One connection attempt, without the client's own retries, mapped to a MeshError. */
+async function connectOnce(
+  credential: Credential,
+  options: ConnectOptions,
+  doing: string,
+): Promise<NatsConnection> {
+  let pinMismatch: string | undefined;
+  const tls =
+    credential.fingerprint === undefined
+      ? undefined
+      : {
+          // Node checks the identity only after the chain verifies, so the pinned certificate
+          // must also be the trusted authority (notes/nats.md §4): never rejectUnauthorized:false.
+          ...(credential.ca === undefined ? {} : { ca: credential.ca }),
+          checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined => {
+            if (cert.fingerprint256 === credential.fingerprint) return undefined;
+            pinMismatch = cert.fingerprint256;
+            return new Error(
+              `the bus's certificate fingerprint ${cert.fingerprint256} is not the pinned ${credential.fingerprint ?? ""}`,
+            );
+          },
+        };
+  const connecting = connect({
+    servers: credential.servers,
+    user: credential.user,
+    pass: credential.password,
+    name: options.name ?? `${credential.node}.${credential.module}`,
+    inboxPrefix: credentialInbox(credential),
+    reconnect: true,
+    maxReconnectAttempts: -1,
+    // Waiting for the bus is MeshBus.connect's loop, which sees every failure and the signal.
+    waitOnFirstConnect: false,
+    timeout: options.timeoutMs ?? 5_000,
+    ...(tls === undefined ? {} : { tls }),
+  });
+  try {
+    return await abortable(connecting, options.signal, doing);
+  } catch (error) {
+    if (isMeshError(error, ErrorCode.ABORTED)) {
+      // The attempt goes on; a connection it still makes must not be left open.
+      connecting.then(
+        (late) => late.close(),
+        () => undefined,
+      );
+      throw error;
+    }
+    if (pinMismatch !== undefined) {
+      throw new MeshError(
+        ErrorCode.TLS_PIN_MISMATCH,
+        `${doing}: the server presented a certificate with fingerprint ${pinMismatch}, but the credential pins ${credential.fingerprint ?? ""}; ` +
+          `this is not the mesh's bus, or its certificate changed — if the change is yours, issue new credentials with the new fingerprint`,
+        { cause: error },
+      );
+    }
+    const tlsCode = tlsErrorCode(error);
+    if (credential.fingerprint !== undefined && tlsCode !== undefined) {
+      throw new MeshError(
+        ErrorCode.TLS_PIN_MISMATCH,
+        `${doing}: the server presented a certificate that is not the pinned ${credential.fingerprint} (${tlsCode}: it does not verify against ` +
+          (credential.ca === undefined
+            ? `the public authorities, and the credential names no ca); if the bus's certificate is self-signed, the credential must carry it as ca`
+            : `the certificate the credential trusts); this is not the mesh's bus, or its certificate changed — if the change is yours, issue new credentials with the new fingerprint`),
+        { cause: error },
+      );
+    }
+    const mapped = toMeshError(error, { doing });
+    if (mapped.code !== ErrorCode.INTERNAL) throw mapped;
+    throw new MeshError(
+      ErrorCode.CONNECT_FAILED,
+      `${doing}: ${(error as Error).message}; check that the bus is running and the url is right`,
+      { cause: error },
+    );
+  }
+}
+
+/** The Node TLS code of a certificate that did not verify, anywhere in the cause chain. */
+function tlsErrorCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== undefined && UNTRUSTED_CERTIFICATE.has(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * Whether `MeshBus.connect` should try again while it waits for the bus: a bus that is not up
+ * yet may come; a certificate, a refused password or an abort will not change by waiting.
+ */
+function isRetryable(error: unknown): boolean {
+  if (!isMeshError(error)) return false;
+  if (error.code !== ErrorCode.CONNECT_FAILED && error.code !== ErrorCode.TIMEOUT) return false;
+  for (
+    let e: unknown = error.cause, depth = 0;
+    e instanceof Error && depth < 8;
+    e = e.cause, depth++
+  ) {
+    if (e instanceof AuthorizationError) return false;
+  }
+  return tlsErrorCode(error) === undefined;
+}
+
+/** Resolves after `ms`, or rejects with ABORTED when the signal fires first. */
+function delay(ms: number, signal: AbortSignal | undefined, doing: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(
+        new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, {
+          cause: signal?.reason,
+        }),
+      );
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    if (signal?.aborted === true) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 function toBusMessage(msg: Msg, doing: string): BusMessage {
