@@ -120,12 +120,20 @@ export class MeshBus implements AsyncDisposable {
     })();
   }
 
-  /** The connection's state changes, until it closes. */
-  async *events(): AsyncGenerator<BusEvent> {
-    for await (const status of this.nc.status()) {
-      const event = toBusEvent(status);
-      if (event !== undefined) yield event;
-    }
+  /**
+   * The connection's state changes from this call on, until it closes or the loop is left.
+   * Listening starts at the call, not at the first `next()`: a disconnect between the two is
+   * kept for the iteration. Iterate what this returns; an iterator never started keeps its
+   * events until the connection closes.
+   */
+  events(): AsyncGenerator<BusEvent> {
+    const statuses = this.nc.status();
+    return (async function* () {
+      for await (const status of statuses) {
+        const event = toBusEvent(status);
+        if (event !== undefined) yield event;
+      }
+    })();
   }
 
   /** Resolves when the connection is closed for good (by close(), or the server refusing it). */

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { z } from "zod";
+import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
+import { KvBucket, type WatchEvent } from "./kv-bucket.js";
+import { MeshBus, type BusEvent } from "./mesh-bus.js";
+import { EmbeddedServer } from "./server/embedded-server.js";
+import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server/server-config.js";
+import { deadline, freePort } from "./testing/harness.js";
+
+const PROMPT_MS = 2_000;
+// The client waits 2 s between reconnect attempts (its default); a restart takes one or two.
+const RECONNECT_MS = 10_000;
+
+const admin = { user: "admin", password: "admin-pw" };
+let users: ServerUser[];
+let root = "";
+const started: EmbeddedServer[] = [];
+
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "mesh-events-"));
+  users = [
+    {
+      user: admin.user,
+      passwordHash: await hashPassword(admin.password),
+      permissions: FULL_PERMISSIONS,
+    },
+  ];
+});
+
+after(async () => {
+  await Promise.all(started.map((server) => server.stop({ graceMs: 1_000 })));
+  await rm(root, { recursive: true, force: true });
+});
+
+async function start(dir: string, port: number): Promise<EmbeddedServer> {
+  const server = await EmbeddedServer.start({ dir: join(root, dir), port, users, ref: false });
+  started.push(server);
+  return server;
+}
+
+function credential(port: number): Credential {
+  return {
+    servers: [`nats://127.0.0.1:${port}`],
+    user: admin.user,
+    password: admin.password,
+    node: "n0",
+    module: "controller",
+  };
+}
+
+async function next<T>(iterator: AsyncIterator<T>, ms: number, what: string): Promise<T> {
+  const result = await deadline(iterator.next(), ms, what);
+  assert.equal(result.done, false, `the iteration ended while waiting for ${what}`);
+  return result.value;
+}
+
+/** The next event that is not an `error` (the server may say why it closed the connection). */
+async function nextChange(events: AsyncIterator<BusEvent>, ms: number, what: string) {
+  for (;;) {
+    const event = await next(events, ms, what);
+    if (event.type !== "error") return event.type;
+  }
+}
+
+describe("MeshBus.events", () => {
+  it("reports disconnected then reconnected across a restart, and a watch keeps delivering", async () => {
+    const port = await freePort();
+    let server = await start("restart", port);
+    const bus = await MeshBus.connect(credential(port));
+    try {
+      await bus.kvm.create("restart_watch");
+      const bucket = await KvBucket.openWith(bus, "restart_watch", z.number());
+      await bucket.put("before", 1);
+      const watch = bucket.watch();
+      const seen = async (what: string): Promise<WatchEvent<number>> =>
+        next(watch, RECONNECT_MS, what);
+      assert.equal((await seen("the standing value")).type, "put");
+      assert.equal((await seen("the marker")).type, "current");
+
+      // Taken before the restart: the events of the restart must all be in it.
+      const events = bus.events();
+      await server.stop();
+      assert.equal(await nextChange(events, PROMPT_MS, "the disconnect"), "disconnected");
+      server = await start("restart", port);
+      assert.equal(await nextChange(events, RECONNECT_MS, "the reconnect"), "reconnected");
+
+      await bucket.put("after", 2);
+      const after = await seen("the change after the reconnect");
+      assert.equal(after.type, "put");
+      assert.equal(after.type === "put" ? after.key : undefined, "after");
+      await watch.return(undefined);
+      await events.return(undefined);
+    } finally {
+      await bus.close();
+      await server.stop();
+    }
+  });
+});
+
+describe("MeshBus.connect", () => {
+  it("fails promptly with CONNECT_FAILED when nothing answers", async () => {
+    const port = await freePort();
+    await assert.rejects(
+      deadline(MeshBus.connect(credential(port)), PROMPT_MS, "the failure"),
+      (error: unknown) => error instanceof MeshError && error.code === ErrorCode.CONNECT_FAILED,
+    );
+  });
+
+  it("with waitForBus, connects once the bus comes up", async () => {
+    const port = await freePort();
+    const connecting = MeshBus.connect(credential(port), { waitForBus: true });
+    const server = await start("late", port);
+    const bus = await deadline(connecting, RECONNECT_MS, "the connection");
+    try {
+      await bus.kvm.create("late_bucket");
+    } finally {
+      await bus.close();
+      await server.stop();
+    }
+  });
+
+  it("with waitForBus, stops trying with ABORTED when the signal aborts", async () => {
+    const port = await freePort();
+    const controller = new AbortController();
+    const connecting = MeshBus.connect(credential(port), {
+      waitForBus: true,
+      signal: controller.signal,
+    });
+    controller.abort();
+    await assert.rejects(
+      deadline(connecting, PROMPT_MS, "the abort"),
+      (error: unknown) => error instanceof MeshError && error.code === ErrorCode.ABORTED,
+    );
+  });
+});
