@@ -1,0 +1,94 @@
+/** planNode: what the controller sends a node besides core's resources, and when it refuses. */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { fingerprintOf } from "@mesh/core";
+import { Fleet } from "./fleet.js";
+import { planNode, type PlanContext } from "./node-plan.js";
+import {
+  counter,
+  d,
+  hello,
+  newKeys,
+  nodeTools,
+  presenceOf,
+  viewer,
+  wantOf,
+} from "./test-support.js";
+
+function fleetWith(node: string, modules: (typeof counter)[], present = true): Fleet {
+  const fleet = new Fleet();
+  for (const m of [counter, viewer, hello, nodeTools]) {
+    fleet.setManifest(fingerprintOf(m), { ok: true, manifest: m });
+  }
+  if (present) fleet.setPresence(node, presenceOf(node, newKeys()));
+  for (const m of modules) fleet.setWant(`${node}.${m.module}`, wantOf(m));
+  return fleet;
+}
+
+const contextOf = (fleet: Fleet): PlanContext => ({
+  servers: ["nats://bus:4222"],
+  artifactStore: "mesh-artifacts",
+  ownerStates: (m) => fleet.ownerStates(m),
+});
+
+describe("planNode", () => {
+  it("implies a runtime user only where node-tools is, and a module user only for a declared broker", () => {
+    const fleet = fleetWith("n1", [counter, viewer, hello, nodeTools]);
+    const plan = planNode(fleet.inputsOf("n1"), contextOf(fleet));
+    assert.ok(plan.ok);
+    assert.deepEqual(plan.principals.map((p) => p.user).sort(), [
+      "n1.counter",
+      "n1.node-tools",
+      "n1.viewer",
+    ]);
+    const alone = fleetWith("n2", [hello, counter]);
+    const plain = planNode(alone.inputsOf("n2"), contextOf(alone));
+    assert.ok(plain.ok);
+    assert.deepEqual(
+      plain.principals.map((p) => p.user),
+      ["n2.counter"],
+    );
+  });
+
+  it("gives each module its build, config defaults and bound values", () => {
+    const fleet = fleetWith("n1", [viewer, counter]);
+    const plan = planNode(fleet.inputsOf("n1"), contextOf(fleet));
+    assert.ok(plan.ok);
+    assert.deepEqual(plan.modules["viewer"], {
+      build: "1-test",
+      manifestDigest: fingerprintOf(viewer),
+      config: {},
+      bound: {
+        node: "n1",
+        "read.counter.counts": "counter_counts",
+        servers: ["nats://bus:4222"],
+      },
+    });
+    assert.equal(plan.modules["counter"]?.bound["state.counts"], "counter_counts");
+  });
+
+  it("refuses, with every reason, a node without presence or with a manifest it cannot use", () => {
+    const fleet = fleetWith("n3", [hello], false);
+    fleet.setWant("n3.ghost", { ...wantOf(hello), manifestDigest: d("9e") });
+    fleet.setManifest(d("8d"), { ok: false, problems: ["not a manifest"] });
+    fleet.setWant("n3.broken", { ...wantOf(hello), manifestDigest: d("8d") });
+    fleet.setWant("n3.other", wantOf(counter));
+    const plan = planNode(fleet.inputsOf("n3"), contextOf(fleet));
+    assert.equal(plan.ok, false);
+    if (plan.ok) return;
+    assert.deepEqual(plan.refusals.map((r) => r.code).sort(), [
+      "manifest-invalid",
+      "manifest-missing",
+      "manifest-module",
+      "presence-missing",
+    ]);
+    for (const r of plan.refusals) assert.ok(r.fix.length > 0);
+  });
+
+  it("passes core's refusals through: no artifact store", () => {
+    const fleet = fleetWith("n4", [hello, nodeTools]);
+    const plan = planNode(fleet.inputsOf("n4"), { ...contextOf(fleet), artifactStore: undefined });
+    assert.equal(plan.ok, false);
+    if (!plan.ok) assert.ok(plan.refusals.every((r) => r.code === "artifact-store-missing"));
+  });
+});
