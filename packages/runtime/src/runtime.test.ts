@@ -24,7 +24,8 @@ import { ALPHA_MORE, ALPHA_TOOLS, BETA, GAMMA, writeModule } from "./test-suppor
 import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
 
 const WAIT = 15_000;
-const ALPHA = served("alpha", { states: [{ name: "notes", readable: false }] });
+const ALPHA = served("alpha", { states: [{ name: "notes", readable: true }] });
+const GAMMA_MANIFEST = served("gamma", { reads: ["alpha/notes"] });
 const ALPHA_PROCESS = { user: "alpha-process", password: "alpha-process-password" };
 
 describe("the runtime", () => {
@@ -61,7 +62,8 @@ describe("the runtime", () => {
 
   before(async () => {
     bus = await startTestBus({
-      modules: [ALPHA, served("beta"), served("gamma")],
+      modules: [ALPHA, served("beta"), GAMMA_MANIFEST],
+      owners: { alpha: ALPHA },
       users: [
         {
           ...ALPHA_PROCESS,
@@ -76,6 +78,7 @@ describe("the runtime", () => {
       values: {
         alpha: { "config.greeting": "Hello", "bound.node": NODE },
         beta: { "config.color": "blue" },
+        gamma: { "bound.read.alpha.notes": "alpha_notes" },
       },
     });
     dir = await mkdtemp(join(tmpdir(), "mesh-runtime-"));
@@ -127,6 +130,7 @@ describe("the runtime", () => {
       "aborted",
       "add",
       "explode",
+      "first",
       "greet",
       "missing",
       "note",
@@ -239,6 +243,12 @@ describe("the runtime", () => {
     assert.deepEqual((await seen(before + 2))[before + 1], { value: "Hello" });
   });
 
+  test("leaving a watch's loop stops the watch in the runtime", async () => {
+    const before = runtime.provisioner.watchCount;
+    assert.deepEqual(await call("alpha", "first", {}), { value: "Hello" });
+    assert.equal(runtime.provisioner.watchCount, before);
+  });
+
   test("a JetStream delivery into a tool subject is rejected and the handler never runs", async () => {
     // alpha's own process may create consumers on its own state; it makes one deliver into
     // beta's echo endpoint (queue group q, as NATS services subscribe), notes/nats.md §1.4.3.
@@ -280,6 +290,13 @@ describe("the runtime", () => {
     assert.deepEqual(await call("alpha", "warn", { message: "disk almost full" }), {});
   });
 
+  test("a module reads another's state only as it declares, and may not write it", async () => {
+    assert.deepEqual(await call("gamma", "peek", {}), {
+      read: { text: "remember" },
+      write: ErrorCode.REFUSED,
+    });
+  });
+
   test("killing B's worker leaves A's tools answering, and B is restarted", async () => {
     const restartsBefore = runtime.status().modules["beta"]?.restarts ?? 0;
     const failing = statuses.until((s) => s.modules["beta"]?.state === ModuleState.failing);
@@ -311,6 +328,19 @@ describe("the runtime", () => {
       "gamma serving again",
     );
     assert.deepEqual(await call("gamma", "ok", {}), { ok: true });
+  });
+
+  test("an error its code throws outside a handler is a crash: reported and restarted", async () => {
+    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    assert.deepEqual(await call("gamma", "fault", {}), {});
+    const status = await deadline(failing, WAIT, "gamma failing");
+    assert.match(status.modules["gamma"]?.error ?? "", /threw and did not catch.*gamma fault/s);
+    await deadline(
+      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      WAIT,
+      "gamma serving again",
+    );
+    assert.deepEqual(await call("alpha", "add", { a: 2, b: 2 }), { sum: 4 });
   });
 
   test("stopping the runtime stops every watch and reports every module stopped", async () => {

@@ -116,6 +116,14 @@ export default defineModule({
       },
     }),
     defineTool({
+      name: "first",
+      description: "Watches the greeting, takes the first item and leaves the loop.",
+      input: z.object({}),
+      handler: async (_input, ctx) => {
+        for await (const item of ctx.provision.watch("config", "greeting")) return item;
+      },
+    }),
+    defineTool({
       name: "note",
       description: "Writes and reads back a note in alpha's own state.",
       input: z.object({ key: z.string(), text: z.string() }),
@@ -191,6 +199,17 @@ export default defineModule({
     defineTool({ name: "block", description: "Blocks forever.", input: z.object({}),
       handler: async () => { for (;;) {} } }),
     defineTool({ name: "ok", description: "Answers.", input: z.object({}), handler: async () => ({ ok: true }) }),
+    defineTool({ name: "fault", description: "Throws outside any handler.", input: z.object({}),
+      handler: async () => { setTimeout(() => { throw new Error("gamma fault"); }, 0); return {}; } }),
+    defineTool({ name: "peek", description: "Reads alpha's notes, which gamma declares it reads, and tries to write them.",
+      input: z.object({}),
+      handler: async (_input, ctx) => {
+        const notes = ctx.state("alpha/notes");
+        const read = await notes.get("k");
+        let write;
+        try { await notes.put("k", "overwritten"); write = "written"; } catch (e) { write = e.code; }
+        return { read, write };
+      } }),
   ],
 });
 `;

@@ -4,7 +4,7 @@
  */
 import { MeshBus, ensureLayout } from "@mesh/bus";
 import { credentialFor, startTestServer, type TestServer, type TestUser } from "@mesh/bus/testing";
-import { runtimeGrant, type ServedManifest } from "@mesh/core";
+import { runtimeGrant, type Owners, type ServedManifest } from "@mesh/core";
 import { RUNTIME_MODULE, type Credential } from "@mesh/protocol";
 import type { RuntimeStatus } from "../runtime.js";
 
@@ -37,10 +37,16 @@ export interface TestBus {
 
 export async function startTestBus(options: {
   readonly modules: readonly ServedManifest[];
+  /** Other modules' states, for reads (runtimeGrant's `owners`). */
+  readonly owners?: Owners;
   /** Other users beside the runtime's (a module's own process, say). */
   readonly users?: readonly TestUser[];
 }): Promise<TestBus> {
-  const grant = runtimeGrant({ node: NODE, modules: options.modules, owners: {} });
+  const grant = runtimeGrant({
+    node: NODE,
+    modules: options.modules,
+    owners: options.owners ?? {},
+  });
   const server = await startTestServer({
     users: [
       { user: "runtime", password: RUNTIME_PASSWORD, permissions: grant.permissions },
