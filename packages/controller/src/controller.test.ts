@@ -283,6 +283,25 @@ describe("the controller with its broker, on a real bus", () => {
     assert.equal(fingerprintOf(narrower) === fingerprintOf(viewer), false);
   });
 
+  it("a module no longer wanted loses its user and its grant, and its connection is closed", async () => {
+    const revoked = new Promise<void>((resolve) => {
+      const off = mesh.controller.onPass((report) => {
+        if (report.reloaded && mesh.controller.broker.get("n1.viewer") === undefined) {
+          off();
+          resolve();
+        }
+      });
+    });
+    const closed = viewerBus.closed();
+    await (await KvBucket.open(mesh.admin, Bucket.wants)).delete("n1.viewer");
+    await deadline(revoked, 10_000, "the reload without n1.viewer");
+    assert.equal(
+      await (await KvBucket.open(mesh.admin, Bucket.grants)).get("n1.viewer"),
+      undefined,
+    );
+    await deadline(closed, 10_000, "the server closing the revoked user's connection");
+  });
+
   it("a restarted controller keeps its users and writes nothing that did not change", async () => {
     await mesh.controller.stop();
     const before = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
