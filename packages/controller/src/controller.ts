@@ -673,6 +673,8 @@ export class Controller implements AsyncDisposable {
         made.secret,
       );
       await this.broker.commit();
+      // When it expires unused, a pass drops its join user even if nothing else moves by then.
+      setTimeout(() => this.#poke(), ttlMs + 1_000).unref();
       return { token: made.token, id: made.id, expiresAt: made.expiresAt };
     });
   }
