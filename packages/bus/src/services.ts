@@ -138,13 +138,20 @@ async function answer(
   } catch (error) {
     const code = replyCodeOf(error);
     if (code === ReplyCode.INTERNAL) options.onInternalError?.(error, endpoint.subject);
+    // The description travels in a header, where the client refuses CR and LF: a refusal that
+    // lists its problems on several lines is sent on one.
     const description =
       code === ReplyCode.INTERNAL
         ? "the handler failed; its detail is in the server's log"
-        : (error as Error).message;
+        : (error as Error).message.replace(/[\r\n]+/g, " ");
     const h = natsHeaders();
     h.set(ReplyHeader.code, code);
-    msg.respondError(STATUS_OF[code], description, undefined, { headers: h });
+    try {
+      msg.respondError(STATUS_OF[code], description, undefined, { headers: h });
+    } catch (failure) {
+      // Never an unhandled rejection: that would end the serving process.
+      options.onInternalError?.(failure, endpoint.subject);
+    }
   }
 }
 
