@@ -85,6 +85,23 @@ describe("planNode", () => {
     for (const r of plan.refusals) assert.ok(r.fix.length > 0);
   });
 
+  it("composes for the root the node's presence names, /var/lib/mesh otherwise", () => {
+    const fleet = fleetWith("n5", [counter]);
+    const at = (plan: ReturnType<typeof planNode>) =>
+      plan.ok ? plan.resources.find((r) => r.type === "process")?.path : undefined;
+    assert.equal(
+      at(planNode(fleet.inputsOf("n5"), contextOf(fleet))),
+      "/var/lib/mesh/bundles/counter/daemon",
+    );
+    const presence = fleet.presenceOf("n5");
+    assert.ok(presence !== undefined);
+    fleet.setPresence("n5", { ...presence, facts: { ...presence.facts, root: "/home/ada/.mesh" } });
+    assert.equal(
+      at(planNode(fleet.inputsOf("n5"), contextOf(fleet))),
+      "/home/ada/.mesh/bundles/counter/daemon",
+    );
+  });
+
   it("passes core's refusals through: no artifact store", () => {
     const fleet = fleetWith("n4", [hello, nodeTools]);
     const plan = planNode(fleet.inputsOf("n4"), { ...contextOf(fleet), artifactStore: undefined });

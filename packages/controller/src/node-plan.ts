@@ -109,7 +109,7 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
     account: facts.account,
     accountHome: facts.accountHome,
     adopted: facts.adopted,
-    root: DEFAULT_NODE_ROOT,
+    root: facts.root ?? DEFAULT_NODE_ROOT,
     artifacts:
       context.artifactStore === undefined || context.artifactStore === ""
         ? undefined

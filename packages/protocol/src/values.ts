@@ -108,6 +108,8 @@ export const Presence = z
         account: z.string().optional(),
         accountHome: z.string().optional(),
         adopted: z.boolean().optional(),
+        /** Where the node keeps the mesh's files, when not /var/lib/mesh (a `mesh up` root). */
+        root: z.string().min(1).optional(),
         version: z.string(),
       })
       .strict(),
