@@ -27,12 +27,20 @@ export async function sayKeeps(
   options: { signal?: AbortSignal; now?: () => Date } = {},
 ): Promise<void> {
   const { node, module } = bus.credential;
-  const message: Keeps = Keeps.parse({
+  const parsed = Keeps.safeParse({
     node,
     module,
     states: [...states].sort((a, b) => a.name.localeCompare(b.name)),
     at: (options.now ?? (() => new Date()))().toISOString(),
   });
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `the states ${node}.${module} says it keeps are not well-formed: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}; name states as the manifest does`,
+      { node, module, cause: parsed.error },
+    );
+  }
+  const message: Keeps = parsed.data;
   const subject = keepsSubject(node, module);
   const doing = `saying what ${node}.${module} keeps`;
   await withContext({ doing, subject }, () =>

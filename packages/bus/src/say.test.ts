@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  Condition,
+  ErrorCode,
+  Keeps,
+  MeshError,
+  Stream,
+  conditionSubject,
+  inboxPrefix,
+  keepsSubject,
+  moduleConditionsWildcard,
+  type Permissions,
+} from "@mesh/protocol";
+import { ensureLayout } from "./layout-setup.js";
+import { MeshBus } from "./mesh-bus.js";
+import { sayCondition, sayKeeps } from "./say.js";
+import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+
+const PROMPT_MS = 2_000;
+
+/** A module's process: its inbox, its own conditions, what its process keeps. */
+const alphaGrant: Permissions = {
+  publish: { allow: [moduleConditionsWildcard("alpha"), keepsSubject("n1", "alpha")] },
+  subscribe: { allow: [`${inboxPrefix("n1", "alpha")}.>`] },
+};
+
+const alpha = { user: "n1-alpha", password: "alpha-pw" };
+
+let server: TestServer;
+let admin: MeshBus;
+let bus: MeshBus;
+let jsm: JetStreamManager;
+
+before(async () => {
+  server = await startTestServer({ users: [{ ...alpha, permissions: alphaGrant }] });
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
+  );
+  await ensureLayout(admin);
+  jsm = await jetstreamManager(admin.nc);
+  bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
+});
+
+after(async () => {
+  await bus?.close();
+  await admin?.close();
+  await server?.stop();
+});
+
+/** How many messages the stream keeps on subjects under `filter`. */
+async function kept(stream: string, filter: string): Promise<number> {
+  const info = await jsm.streams.info(stream, { subjects_filter: filter });
+  return Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
+}
+
+async function last(stream: string, subject: string): Promise<unknown> {
+  const message = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+  assert.ok(message !== null, `nothing kept on ${subject}`);
+  return message.json();
+}
+
+function isCode(code: ErrorCode): (error: unknown) => boolean {
+  return (error: unknown) => {
+    assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
+    assert.equal(error.code, code);
+    return true;
+  };
+}
+
+describe("sayCondition", () => {
+  it("keeps the last condition per module and name in mesh-conditions", async () => {
+    await sayCondition(bus, { name: "disk", level: "warning", message: "90% full" });
+    const later = await sayCondition(bus, { name: "disk", level: "error", message: "99% full" });
+    await sayCondition(bus, { name: "memory", level: "info", message: "fine" });
+    assert.equal(await kept(Stream.conditions, "mesh.conditions.alpha.>"), 2);
+    const disk = Condition.parse(await last(Stream.conditions, conditionSubject("alpha", "disk")));
+    assert.deepEqual(disk, later);
+    assert.equal(disk.level, "error");
+    assert.equal(disk.module, "alpha");
+  });
+
+  it("is refused for another module with PERMISSION_DENIED, promptly, and nothing is kept", async () => {
+    await assert.rejects(
+      deadline(
+        sayCondition(bus, { module: "beta", name: "disk", level: "error", message: "forged" }),
+        PROMPT_MS,
+        "the condition being refused",
+      ),
+      isCode(ErrorCode.PERMISSION_DENIED),
+    );
+    assert.equal(await kept(Stream.conditions, "mesh.conditions.beta.>"), 0);
+  });
+
+  it("refuses a condition that is not well-formed with INVALID_VALUE", async () => {
+    await assert.rejects(
+      sayCondition(bus, { name: "Not A Name", level: "info", message: "x" }),
+      isCode(ErrorCode.INVALID_VALUE),
+    );
+  });
+});
+
+describe("sayKeeps", () => {
+  it("keeps the last word of each process in mesh-keeps", async () => {
+    await sayKeeps(bus, [{ name: "cache", readable: false }]);
+    await sayKeeps(bus, [
+      { name: "notes", readable: true },
+      { name: "cache", readable: false },
+    ]);
+    assert.equal(await kept(Stream.keeps, "mesh.keeps.>"), 1);
+    const keeps = Keeps.parse(await last(Stream.keeps, keepsSubject("n1", "alpha")));
+    assert.equal(keeps.node, "n1");
+    assert.equal(keeps.module, "alpha");
+    // Sorted by name, so the same states always read the same.
+    assert.deepEqual(keeps.states, [
+      { name: "cache", readable: false },
+      { name: "notes", readable: true },
+    ]);
+  });
+
+  it("refuses a state that is not well-formed with INVALID_VALUE", async () => {
+    await assert.rejects(
+      sayKeeps(bus, [{ name: "Not A Name", readable: true }]),
+      isCode(ErrorCode.INVALID_VALUE),
+    );
+  });
+});
