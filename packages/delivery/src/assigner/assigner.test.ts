@@ -1,0 +1,284 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { assignerGrant, canonicalJson } from "@mesh/core";
+import { Bucket, Principal, type Manifest } from "@mesh/protocol";
+import { Assigner, type PassReport } from "./assigner.js";
+
+const NODE = "n0";
+const T0 = "2026-01-01T00:00:00.000Z";
+
+let server: TestServer;
+let admin: MeshBus;
+const password = "assigner-password-for-tests";
+
+before(async () => {
+  server = await startTestServer({
+    users: [{ user: "assigner", password, permissions: assignerGrant({ node: NODE }) }],
+  });
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: NODE, module: "controller" }),
+  );
+});
+after(async () => {
+  await admin?.close();
+  await server?.stop();
+});
+
+const assignerCredential = () =>
+  credentialFor(server, { user: "assigner", password }, { node: NODE, module: Principal.assigner });
+
+/** A fresh layout: every bucket emptied by destroying and creating it again. */
+async function freshLayout(): Promise<void> {
+  for (const bucket of Object.values(Bucket)) {
+    const kv = await admin.kvm.open(bucket);
+    await kv.destroy().catch(() => undefined);
+  }
+  await ensureLayout(admin);
+}
+
+async function seed(options: { nodes: number; builds?: number }): Promise<string[]> {
+  const presence = await KvBucket.open(admin, Bucket.presence);
+  const assignments = await KvBucket.open(admin, Bucket.assignments);
+  await assignments.put("all.hello", { by: "ada", at: T0 });
+  for (let i = 1; i <= options.nodes; i++) await presence.put(`n${i}`, presenceOf(`n${i}`));
+  const ids: string[] = [];
+  for (let seq = 1; seq <= (options.builds ?? 1); seq++) ids.push(await addBuild(seq));
+  return ids;
+}
+
+function presenceOf(node: string, heartbeat = T0) {
+  return {
+    node,
+    facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
+    publicKey: "k",
+    heartbeat,
+  };
+}
+
+async function addBuild(seq: number): Promise<string> {
+  const builds = await KvBucket.open(admin, Bucket.builds);
+  const manifests = await KvBucket.open(admin, Bucket.manifests);
+  const digest = String(seq).repeat(64).slice(0, 64);
+  const manifest: Manifest = {
+    module: "hello",
+    bundles: [
+      {
+        name: "tools",
+        language: "typescript",
+        entrypoints: ["src/tools.ts"],
+        loads: ["src/tools.ts"],
+        digest,
+        size: 1,
+      },
+    ],
+    processes: [],
+    states: [],
+    reads: [],
+    calls: [],
+    config: {},
+    "own-secrets": {},
+  };
+  const manifestDigest = (seq + 5).toString(16).repeat(64).slice(0, 64);
+  await manifests.put(manifestDigest, manifest);
+  const id = `${seq}-abcdef01`;
+  await builds.put(`hello.${id}`, {
+    module: "hello",
+    build: id,
+    status: "built",
+    candidate: seq,
+    manifestDigest,
+    bundles: [{ name: "tools", digest, size: 1 }],
+    log: "",
+    timings: { started: T0 },
+  });
+  return id;
+}
+
+/** Runs an assigner in this process until the returned stop is called. */
+async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
+  const bus = await MeshBus.connect(assignerCredential());
+  const passes: PassReport[] = [];
+  const waiters: Array<() => void> = [];
+  const assigner = await Assigner.create({
+    bus,
+    ...options,
+    ...(process.env.MESH_TEST_LOG === "1" ? { log: (l: string) => console.error(l) } : {}),
+    onPass: (p) => {
+      passes.push(p);
+      for (const w of waiters.splice(0)) w();
+    },
+  });
+  const stop = new AbortController();
+  const running = assigner.run({ signal: stop.signal });
+  running.catch(() => undefined);
+  return {
+    assigner,
+    passes,
+    running,
+    /** Resolves once a pass satisfies `test` (checked after each pass). */
+    async until(test: () => Promise<boolean> | boolean, what: string): Promise<void> {
+      await deadline(
+        (async () => {
+          while (!(await test())) await new Promise<void>((r) => waiters.push(r));
+        })(),
+        20_000,
+        what,
+      );
+    },
+    async stop() {
+      stop.abort();
+      await running.catch(() => undefined);
+      await bus.close();
+    },
+  };
+}
+
+const wants = () => KvBucket.open(admin, Bucket.wants);
+
+describe("assigner on a real bus", () => {
+  it("makes its first pass once every watch handed what stands: the want it writes first is the final one", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 3, builds: 4 });
+    const a = await startAssigner();
+    try {
+      await a.until(() => a.passes.length >= 1, "the first pass");
+      assert.equal(a.passes[0]?.full, true);
+      const w = await wants();
+      for (const n of ["n1", "n2", "n3"]) {
+        const history = await w.history(`${n}.hello`);
+        assert.equal(history.length, 1, `${n}: one write, never a want from half the mesh`);
+        assert.equal(history[0]?.value?.build, ids[3]);
+      }
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("stops at start, naming the bucket and the grant, when an essential bucket cannot be opened", async () => {
+    await freshLayout();
+    await seed({ nodes: 1 });
+    await (await admin.kvm.open(Bucket.composed)).destroy();
+    const a = await startAssigner();
+    try {
+      await assert.rejects(
+        deadline(a.running, 20_000, "the assigner's stop"),
+        (e: Error & { code?: string }) => {
+          assert.equal(e.code, "BUCKET_UNAVAILABLE");
+          assert.match(e.message, /mesh-composed/);
+          assert.match(e.message, /assignerGrant/);
+          return true;
+        },
+      );
+      assert.equal(a.assigner.state, "failed");
+      assert.deepEqual(await (await wants()).keys(), [], "nothing written from half the mesh");
+    } finally {
+      await a.stop();
+      await ensureLayout(admin);
+    }
+  });
+
+  it("a burst of 1,000 changes makes a handful of passes, not 1,000", async () => {
+    await freshLayout();
+    await seed({ nodes: 0 });
+    const a = await startAssigner();
+    try {
+      await a.until(() => a.passes.length >= 1, "the first pass");
+      const presence = await KvBucket.open(admin, Bucket.presence);
+      await Promise.all(
+        Array.from({ length: 1000 }, (_, i) => presence.put(`b${i}`, presenceOf(`b${i}`))),
+      );
+      const w = await wants();
+      await a.until(
+        async () => (await w.keys()).length === 1000,
+        "a want on each of the 1,000 nodes",
+      );
+      const burst = a.passes.length - 1;
+      assert.ok(burst >= 1 && burst <= 50, `the burst made ${burst} passes`);
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("without the puts bucket the wants are still written; once it exists a later pass takes puts", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 1, builds: 2 });
+    await (await admin.kvm.open(Bucket.puts)).destroy();
+    const a = await startAssigner({ putsReopenIntervalMs: 0 });
+    try {
+      const w = await wants();
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.build === ids[1],
+        "the newest want without puts",
+      );
+      assert.equal(a.passes[0]?.puts, false);
+      await ensureLayout(admin);
+      await (
+        await KvBucket.open(admin, Bucket.puts)
+      ).put("n1.hello", { build: ids[0] as string, by: "ada", why: "hold", at: T0 });
+      // Any change makes a pass, and that pass opens the puts again.
+      const presence = await KvBucket.open(admin, Bucket.presence);
+      await presence.put("n1", presenceOf("n1", "2026-01-01T00:00:01.000Z"));
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.rule === "put",
+        "the put taken into account",
+      );
+      assert.equal((await w.get("n1.hello"))?.value.build, ids[0]);
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("kill -9 of the assigner process and a restart change no want", async () => {
+    await freshLayout();
+    await seed({ nodes: 5, builds: 2 });
+    const dir = await mkdtemp(join(tmpdir(), "mesh-assigner-proc-"));
+    const credential = join(dir, "assigner.json");
+    await writeCredential(credential, assignerCredential());
+    const main = fileURLToPath(new URL("../main.js", import.meta.url));
+    const startProcess = () => {
+      const child = spawn(process.execPath, [main, "assigner", "--credential", credential], {
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      const lines = createInterface({ input: child.stderr });
+      const firstPass = new Promise<void>((resolve, reject) => {
+        lines.on("line", (line) => {
+          if (/pass 1:/.test(line)) resolve();
+        });
+        child.once("exit", (code) => reject(new Error(`the assigner exited with ${code}`)));
+      });
+      firstPass.catch(() => undefined);
+      return { child, firstPass };
+    };
+    const w = await wants();
+    const standing = async () => {
+      const out: Record<string, number> = {};
+      for (const key of await w.keys()) out[key] = (await w.get(key))?.revision ?? -1;
+      return out;
+    };
+    try {
+      const first = startProcess();
+      await deadline(first.firstPass, 20_000, "the first process's first pass");
+      const before = await standing();
+      assert.equal(Object.keys(before).length, 5);
+      const exited = new Promise((r) => first.child.once("exit", r));
+      process.kill(first.child.pid as number, "SIGKILL");
+      await exited;
+      const second = startProcess();
+      await deadline(second.firstPass, 20_000, "the restarted process's first pass");
+      assert.equal(canonicalJson(await standing()), canonicalJson(before));
+      const stopped = new Promise<number | null>((r) => second.child.once("exit", r));
+      process.kill(second.child.pid as number, "SIGTERM");
+      assert.equal(await deadline(stopped, 15_000, "a graceful stop"), 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * The builder: builds each candidate once. A candidate's build id is derived from it
+ * (`<seq>-<first 8 of its source digest>`), so a builder that restarts finds its own record and
+ * builds again only what it left `building`. Archives go into the object store by digest before
+ * the resolved manifest and the `built` record are written, so a record that says built always
+ * names stored archives.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
+import {
+  Bucket,
+  ErrorCode,
+  MeshError,
+  buildKey,
+  digestKey,
+  type Build,
+  type Candidate,
+} from "@mesh/protocol";
+import { buildSource } from "./build-source.js";
+import { DaemonState, aborted, type Daemon } from "./daemon.js";
+import { materialise } from "./source.js";
+
+export interface BuilderOptions {
+  readonly bus: MeshBus;
+  readonly log?: (line: string) => void;
+  /** Where sources are checked out while they build (a temporary folder by default). */
+  readonly workDir?: string;
+  readonly now?: () => Date;
+}
+
+/** The build id of a candidate: its seq and the start of its source digest. */
+export const buildIdOf = (candidate: Pick<Candidate, "seq" | "sourceDigest">): string =>
+  `${candidate.seq}-${candidate.sourceDigest.slice(0, 8)}`;
+
+export class Builder implements Daemon {
+  #state: DaemonState = DaemonState.starting;
+  readonly #bus: MeshBus;
+  readonly #log: (line: string) => void;
+  readonly #options: BuilderOptions;
+  #queue: Promise<void> = Promise.resolve();
+  readonly #queued = new Set<string>();
+
+  private constructor(options: BuilderOptions) {
+    this.#bus = options.bus;
+    this.#options = options;
+    this.#log = options.log ?? (() => undefined);
+  }
+
+  static create(options: BuilderOptions): Promise<Builder> {
+    return Promise.resolve(new Builder(options));
+  }
+
+  get state(): DaemonState {
+    return this.#state;
+  }
+
+  async run(options: { signal: AbortSignal }): Promise<void> {
+    const { signal } = options;
+    const candidates = await KvBucket.open(this.#bus, Bucket.candidates);
+    const builds = await KvBucket.open(this.#bus, Bucket.builds);
+    const manifests = await KvBucket.open(this.#bus, Bucket.manifests);
+    const modules = await KvBucket.open(this.#bus, Bucket.modules);
+    const artifacts = await ArtifactStore.open(this.#bus, { signal });
+    const now = this.#options.now ?? (() => new Date());
+    this.#state = DaemonState.running;
+    this.#log("running: building every candidate without a finished build");
+
+    const buildOne = async (candidate: Candidate): Promise<void> => {
+      const id = buildIdOf(candidate);
+      const key = buildKey(candidate.module, id);
+      const existing = await builds.get(key, { signal });
+      // Built or failed: done once. Building: a builder that stopped half-way; build it again.
+      if (existing !== undefined && existing.value.status !== "building") return;
+      const started = now();
+      const base = {
+        module: candidate.module,
+        build: id,
+        candidate: candidate.seq,
+        timings: { started: started.toISOString() },
+      };
+      await builds.put(key, { ...base, status: "building", bundles: [], log: "" }, { signal });
+      this.#log(`building ${candidate.module} candidate ${candidate.seq} as ${id}`);
+      const finish = async (record: Omit<Build, "timings" | "module" | "build" | "candidate">) => {
+        const finished = now();
+        const build: Build = {
+          ...base,
+          ...record,
+          timings: {
+            ...base.timings,
+            finished: finished.toISOString(),
+            ms: finished.getTime() - started.getTime(),
+          },
+        };
+        await builds.put(key, build, { signal });
+        this.#log(
+          `${candidate.module} ${id}: ${build.status}${build.error === undefined ? "" : ` (${build.error})`}`,
+        );
+      };
+      const registration = await modules.get(candidate.module, { signal });
+      if (registration === undefined) {
+        await finish({
+          status: "failed",
+          bundles: [],
+          error: `${candidate.module} is not registered`,
+          log: "",
+        });
+        return;
+      }
+      const work = await mkdtemp(
+        join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
+      );
+      try {
+        try {
+          await materialise(registration.value.source, join(work, "src"), candidate.revision, {
+            signal,
+          });
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          await finish({ status: "failed", bundles: [], error: message, log: `error: ${message}` });
+          return;
+        }
+        const result = await buildSource(join(work, "src"), { signal });
+        if (!result.ok) {
+          await finish({ status: "failed", bundles: [], error: result.error, log: result.log });
+          return;
+        }
+        if (result.manifest.module !== candidate.module) {
+          const error = `the manifest names the module ${JSON.stringify(result.manifest.module)}, but it is registered as ${JSON.stringify(candidate.module)}; make the two agree`;
+          await finish({
+            status: "failed",
+            bundles: [],
+            error,
+            log: `${result.log}\nerror: ${error}`,
+          });
+          return;
+        }
+        for (const archive of result.archives) await artifacts.put(archive.bytes, { signal });
+        await manifests.put(digestKey(result.manifestDigest), result.manifest, { signal });
+        await finish({
+          status: "built",
+          manifestDigest: result.manifestDigest,
+          bundles: result.archives.map((a) => ({ name: a.bundle, digest: a.digest, size: a.size })),
+          log: result.log,
+        });
+      } finally {
+        await rm(work, { recursive: true, force: true });
+      }
+    };
+
+    const enqueue = (candidate: Candidate): void => {
+      const key = `${candidate.module}.${candidate.seq}`;
+      if (this.#queued.has(key)) return;
+      this.#queued.add(key);
+      // One build at a time: builds are CPU-bound, and the order of candidates is kept.
+      this.#queue = this.#queue.then(async () => {
+        try {
+          await buildOne(candidate);
+        } catch (error) {
+          if (!signal.aborted)
+            this.#log(`building ${key} failed unexpectedly: ${(error as Error).message}`);
+        } finally {
+          this.#queued.delete(key);
+        }
+      });
+    };
+
+    const watching = (async () => {
+      for await (const event of candidates.watch({ signal })) {
+        if (event.type === "put") enqueue(event.value);
+      }
+    })();
+    try {
+      await Promise.race([watching, aborted(signal)]);
+      if (!signal.aborted) {
+        throw new MeshError(
+          ErrorCode.BUCKET_UNAVAILABLE,
+          `the watch of ${Bucket.candidates} ended; start the builder again`,
+        );
+      }
+    } catch (error) {
+      if (!signal.aborted) {
+        this.#state = DaemonState.failed;
+        throw error;
+      }
+    } finally {
+      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopping;
+      await this.#queue.catch(() => undefined);
+      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
+    }
+  }
+}
