@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { up } from "./commands/up.js";
 import { registerToolVerbs } from "./commands/tool-verbs.js";
+import { registerViewVerb } from "./commands/view.js";
 import { registerControllerVerbs } from "./commands/controller-verbs.js";
 import { ExitCode, reportError } from "./output.js";
 
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
       process.exitCode = await up(options);
     });
   registerToolVerbs(program);
+  registerViewVerb(program);
   registerControllerVerbs(program);
 
   return program;

@@ -341,9 +341,10 @@ export async function startView(options: ViewOptions): Promise<View> {
       const address = server.address();
       resolve(typeof address === "object" && address !== null ? address.port : 0);
     });
-  }).catch((error: unknown) => {
-    stopping.abort();
+  }).catch(async (error: unknown) => {
     options.signal?.removeEventListener("abort", onOuterAbort);
+    await state.ready; // see close()
+    stopping.abort();
     throw error;
   });
   const urlHost = host.includes(":") ? `[${host}]` : host;
@@ -357,12 +358,17 @@ export async function startView(options: ViewOptions): Promise<View> {
   function close(): Promise<void> {
     closing ??= (async () => {
       options.signal?.removeEventListener("abort", onOuterAbort);
-      stopping.abort();
       for (const res of streams) res.end();
-      await new Promise<void>((resolve) => {
+      const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      // Stop the watches only once each has started (or failed to): the NATS client finishes
+      // starting a watch whose caller gave up, and one that finishes on a connection the caller
+      // has closed meanwhile leaves a heartbeat timer behind that keeps the process alive.
+      await state.ready;
+      stopping.abort();
+      await closed;
     })();
     return closing;
   }

@@ -1,0 +1,110 @@
+/**
+ * `mesh view [--root DIR] [--port N]`: the operator's web page, served on loopback with the
+ * operator's credential until Ctrl-C. Listening beyond loopback takes `--host` and `--expose`,
+ * and then a token (`--token`, `MESH_VIEW_TOKEN`, or one made up and printed in the URL).
+ */
+import { userInfo } from "node:os";
+import { Option, type Command } from "commander";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { newViewToken, startView } from "@mesh/view";
+import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
+import { ExitCode, printJson } from "../output.js";
+
+export interface ViewCliOptions extends FindMeshOptions {
+  readonly host?: string;
+  readonly port?: number;
+  readonly expose?: boolean;
+  readonly token?: string;
+  readonly json?: boolean;
+  /** Start, print the URL, and stop again (for scripts and tests). */
+  readonly exitWhenReady?: boolean;
+}
+
+/** The environment variable that can carry the token, so it stays out of `ps`. */
+export const VIEW_TOKEN_ENV = "MESH_VIEW_TOKEN";
+
+export async function view(options: ViewCliOptions): Promise<ExitCode> {
+  const stopping = new AbortController();
+  const onSignal = (): void => stopping.abort();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    await using bus = await connectToMesh({ ...options, signal: stopping.signal });
+    const fromEnv = process.env[VIEW_TOKEN_ENV];
+    const token =
+      options.token ??
+      (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv) ??
+      (options.expose === true ? newViewToken() : undefined);
+    await using page = await startView({
+      bus,
+      ...(options.host === undefined ? {} : { host: options.host }),
+      ...(options.port === undefined ? {} : { port: options.port }),
+      ...(options.expose === undefined ? {} : { expose: options.expose }),
+      ...(token === undefined ? {} : { token }),
+      actor: `${safeUser()} (view)`,
+      onProblem: (what, error) =>
+        process.stderr.write(`mesh view: ${what}: ${(error as Error).message}\n`),
+    });
+    if (options.json === true) printJson({ ok: true, url: page.url });
+    else {
+      process.stdout.write(`The view is at ${page.url}\n`);
+      if (options.exitWhenReady !== true) process.stdout.write("Press Ctrl-C to stop.\n");
+    }
+    if (options.exitWhenReady !== true) {
+      await Promise.race([
+        new Promise<void>((resolve) =>
+          stopping.signal.addEventListener("abort", () => resolve(), { once: true }),
+        ),
+        bus.closed(),
+      ]);
+    }
+    return ExitCode.ok;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function safeUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "operator";
+  }
+}
+
+export function registerViewVerb(program: Command): void {
+  program
+    .command("view")
+    .description("Serve the mesh's live web page on this machine (loopback) until Ctrl-C.")
+    .option("--root <dir>", "where `mesh up` keeps the operator's credential (default ./.mesh)")
+    .option("--credential <file>", "a credential file to speak with (or set MESH_CREDENTIAL)")
+    .addOption(
+      new Option("--port <port>", "the page's port (default: any free one)").argParser(parsePort),
+    )
+    .option(
+      "--host <address>",
+      "where to listen (default 127.0.0.1); beyond loopback needs --expose",
+    )
+    .option("--expose", "allow a --host beyond loopback; every request then needs the token")
+    .option(
+      "--token <secret>",
+      `the token requests must carry (or set ${VIEW_TOKEN_ENV}; made up when --expose has none)`,
+    )
+    .option("--json", "print the URL as JSON")
+    .option("--exit-when-ready", "stop again as soon as the page is served (for scripts)")
+    .action(async (options: ViewCliOptions) => {
+      process.exitCode = await view(options);
+    });
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--port ${JSON.stringify(value)} is not a port; give a whole number from 0 (any free one) to 65535`,
+    );
+  }
+  return port;
+}
