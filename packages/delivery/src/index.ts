@@ -6,3 +6,4 @@ export * from "./assigner/assigner.js";
 export * from "./builder.js";
 export * from "./indexer.js";
 export * from "./run.js";
+export * from "./register.js";

@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ArtifactStore, KvBucket, MeshBus, ensureLayout, type WatchEvent } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { deliveryGrant, operatorGrant } from "@mesh/core";
+import { Bucket, Principal, isMeshError, type Build, type Candidate } from "@mesh/protocol";
+import { Builder } from "./builder.js";
+import { Indexer } from "./indexer.js";
+import { registerModule } from "./register.js";
+
+const NODE = "n0";
+let server: TestServer;
+let admin: MeshBus;
+let operator: MeshBus;
+let delivery: MeshBus;
+const stop = new AbortController();
+const dirs: string[] = [];
+
+before(async () => {
+  server = await startTestServer({
+    users: [
+      { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
+      { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
+    ],
+  });
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: NODE, module: "controller" }),
+  );
+  await ensureLayout(admin);
+  operator = await MeshBus.connect(
+    credentialFor(
+      server,
+      { user: "operator", password: "operator-pw" },
+      { node: NODE, module: Principal.operator },
+    ),
+  );
+  delivery = await MeshBus.connect(
+    credentialFor(
+      server,
+      { user: "delivery", password: "delivery-pw" },
+      { node: NODE, module: Principal.delivery },
+    ),
+  );
+  const indexer = await Indexer.create({ bus: delivery, debounceMs: 100 });
+  const builder = await Builder.create({ bus: delivery });
+  void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
+  void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
+});
+
+after(async () => {
+  stop.abort();
+  await delivery?.close();
+  await operator?.close();
+  await admin?.close();
+  await server?.stop();
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function folder(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "mesh-delivery-src-"));
+  dirs.push(dir);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, ".."), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return dir;
+}
+
+const manifestText = (module: string): string =>
+  [
+    `module: ${module}`,
+    "bundles:",
+    "  - name: tools",
+    "    language: typescript",
+    "    entrypoints: [src/tools.ts]",
+    "    loads: [src/tools.ts]",
+    "",
+  ].join("\n");
+
+/** The first value under `key` (a pattern) that satisfies `test`, from what stands or what comes. */
+async function waitFor<T>(
+  bucket: KvBucket<T>,
+  key: string,
+  test: (v: T) => boolean,
+  what: string,
+): Promise<T> {
+  const ac = new AbortController();
+  try {
+    return await deadline(
+      (async () => {
+        for await (const e of bucket.watch({ key, signal: ac.signal }) as AsyncGenerator<
+          WatchEvent<T>
+        >) {
+          if (e.type === "put" && test(e.value)) return e.value;
+        }
+        throw new Error("watch ended");
+      })(),
+      30_000,
+      what,
+    );
+  } finally {
+    ac.abort();
+  }
+}
+
+describe("registration, indexer and builder on a real bus", () => {
+  it("a registered folder becomes a candidate, then a build with its archive and manifest stored; a change makes the next", async () => {
+    const dir = await folder({
+      "mesh.yaml": manifestText("hello"),
+      "src/tools.ts": 'import { greet } from "./greet.js";\nexport const tools = { greet };\n',
+      "src/greet.ts": "export const greet = (n: string): string => `Hello, ${n}`;\n",
+    });
+    const { registration } = await registerModule(operator, dir, { by: "ada" });
+    assert.equal(registration.source.kind, "directory");
+    const builds = await KvBucket.open(admin, Bucket.builds);
+    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    await waitFor(candidates, "hello.1", () => true, "candidate 1");
+    const built = await waitFor(
+      builds,
+      "hello.*",
+      (b: Build) => b.status === "built",
+      "hello built",
+    );
+    assert.equal(built.candidate, 1);
+    const manifest = await (
+      await KvBucket.open(admin, Bucket.manifests)
+    ).get(built.manifestDigest as string);
+    assert.equal(manifest?.value.bundles[0]?.digest, built.bundles[0]?.digest);
+    const store = await ArtifactStore.open(admin);
+    assert.equal(
+      (await store.info(built.bundles[0]?.digest as string))?.size,
+      built.bundles[0]?.size,
+    );
+
+    await writeFile(
+      join(dir, "src/greet.ts"),
+      "export const greet = (n: string): string => `Hi, ${n}`;\n",
+    );
+    const second: Candidate = await waitFor(
+      candidates,
+      "hello.2",
+      () => true,
+      "candidate 2 after a change",
+    );
+    assert.notEqual(second.revision, built.candidate.toString());
+    await waitFor(
+      builds,
+      "hello.*",
+      (b: Build) => b.candidate === 2 && b.status === "built",
+      "build 2",
+    );
+  });
+
+  it("a compile error gives a failed build with the compiler's message in its log", async () => {
+    const dir = await folder({
+      "mesh.yaml": manifestText("broken"),
+      "src/tools.ts": "export const tools = {\n",
+    });
+    await registerModule(operator, dir, { by: "ada" });
+    const builds = await KvBucket.open(admin, Bucket.builds);
+    const failed = await waitFor(
+      builds,
+      "broken.*",
+      (b: Build) => b.status === "failed",
+      "a failed build",
+    );
+    assert.match(failed.log, /src\/tools\.ts:\d+:\d+: error:/);
+    assert.ok(failed.error !== undefined && failed.error.length > 0);
+    assert.equal(failed.manifestDigest, undefined);
+  });
+
+  it("a bad manifest is refused at registration with every problem, and nothing is registered", async () => {
+    const dir = await folder({ "mesh.yaml": "module: Bad\nbundles: 3\n" });
+    await assert.rejects(registerModule(operator, dir, { by: "ada" }), (e: unknown) => {
+      assert.ok(isMeshError(e, "MANIFEST_INVALID"));
+      assert.match(e.message, /module/);
+      assert.match(e.message, /bundles/);
+      return true;
+    });
+  });
+
+  it("a local git repository: a candidate per commit on the ref", async () => {
+    const repo = await folder({
+      "mesh.yaml": manifestText("gitmod"),
+      "src/tools.ts": "export const tools = {};\n",
+    });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repo })
+        .toString()
+        .trim();
+    git("init", "--quiet", "-b", "main");
+    git("add", ".");
+    git("commit", "--quiet", "-m", "one");
+    const first = git("rev-parse", "HEAD");
+    await registerModule(operator, `file://${repo}#main`, { by: "ada" });
+    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    const c1 = await waitFor(candidates, "gitmod.1", () => true, "git candidate 1");
+    assert.equal(c1.revision, first);
+    await writeFile(join(repo, "src/tools.ts"), "export const tools = { a: 1 };\n");
+    git("commit", "--quiet", "-am", "two");
+    const c2 = await waitFor(candidates, "gitmod.2", () => true, "git candidate 2 after a commit");
+    assert.equal(c2.revision, git("rev-parse", "HEAD"));
+    const builds = await KvBucket.open(admin, Bucket.builds);
+    await waitFor(
+      builds,
+      "gitmod.*",
+      (b: Build) => b.candidate === 2 && b.status === "built",
+      "git build 2",
+    );
+  });
+});
