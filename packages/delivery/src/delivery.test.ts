@@ -92,9 +92,7 @@ async function waitFor<T>(
   try {
     return await deadline(
       (async () => {
-        for await (const e of bucket.watch({ key, signal: ac.signal }) as AsyncGenerator<
-          WatchEvent<T>
-        >) {
+        for await (const e of bucket.watch({ key, signal: ac.signal })) {
           if (e.type === "put" && test(e.value)) return e.value;
         }
         throw new Error("watch ended");
