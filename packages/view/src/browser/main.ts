@@ -10,6 +10,7 @@ import type {
   Difference,
   Have,
   Presence,
+  Put,
   Want,
 } from "@mesh/protocol";
 import { byId, fill, h } from "./dom.js";
@@ -464,6 +465,8 @@ function renderGrid(): void {
   const haves = values<Have>(Source.have);
   const differences = values<Difference>(Source.differences);
   const presence = values<Presence>(Source.presence);
+  const verdicts = values<CompositionVerdict>(Source.compositions);
+  const puts = values<Put>(Source.puts);
   const container = byId("grid");
   if (rows.length === 0 || columns.length === 0) {
     fill(
@@ -481,18 +484,29 @@ function renderGrid(): void {
     "tr",
     {},
     h("th", { class: "corner" }, "module \\ node"),
-    ...columns.map((node) =>
-      h("th", { scope: "col", class: present(presence.get(node)) ? "" : "node-gone" }, node),
-    ),
+    ...columns.map((node) => {
+      const here = present(presence.get(node));
+      const verdict = verdicts.get(node);
+      return h(
+        "th",
+        { scope: "col", class: here ? "" : "node-gone", title: here ? undefined : "no heartbeat" },
+        node,
+        here ? null : h("span", { class: "col-note" }, " gone"),
+        verdict?.verdict === "refused"
+          ? h("div", {}, badge("bad", "composition refused", verdict.reasons.join("\n")))
+          : null,
+      );
+    }),
   );
   const body = rows.map((module) =>
     h(
       "tr",
       {},
-      h("th", { scope: "row" }, module),
+      h("th", { scope: "row" }, module, h("div", { class: "row-note" }, placement(module))),
       ...columns.map((node) => {
         const key = `${node}.${module}`;
-        return cell(node, module, wants.get(key), haves.get(key), differences.get(key));
+        const put = puts.get(key) ?? puts.get(`all.${module}`);
+        return cell(node, module, wants.get(key), haves.get(key), differences.get(key), put);
       }),
     ),
   );
@@ -517,12 +531,23 @@ function renderGrid(): void {
   );
 }
 
+/** Where the operator placed a module: every node, some nodes, or nowhere. */
+function placement(module: string): string {
+  const targets = [...values(Source.assignments).keys()]
+    .map(split)
+    .filter(([, m]) => m === module)
+    .map(([target]) => target);
+  if (targets.length === 0) return "not assigned";
+  return targets.includes("all") ? "on every node" : `on ${targets.sort().join(", ")}`;
+}
+
 function cell(
   node: string,
   module: string,
   want: Want | undefined,
   have: Have | undefined,
   difference: Difference | undefined,
+  put: Put | undefined,
 ): HTMLElement {
   const selected = model.selected?.node === node && model.selected.module === module;
   const attrs = {
@@ -597,6 +622,15 @@ function cell(
           `${have.restarts} restart${have.restarts === 1 ? "" : "s"}`,
         )
       : null,
+    put === undefined
+      ? null
+      : h(
+          "div",
+          { class: "cell-line", title: `${put.by}: ${put.why}` },
+          h("span", { class: "pin" }, "pinned"),
+          " to ",
+          h("code", {}, shortBuild(put.build)),
+        ),
     have?.lastError !== undefined
       ? h("div", { class: "cell-line cell-error" }, have.lastError)
       : null,
