@@ -19,7 +19,11 @@ import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
 import { CSRF_HEADER, CSRF_VALUE } from "./browser/wire.js";
 
-export const TOKEN_COOKIE = "mesh_view_token";
+/**
+ * The token's cookie, named after the view's port: a browser sends a host's cookies to every port
+ * on it, so two views on one machine would otherwise overwrite each other's token.
+ */
+export const tokenCookie = (port: number): string => `mesh_view_token_${port}`;
 export const TOKEN_PARAM = "token";
 export const TOKEN_HEADER = "x-mesh-view-token";
 
@@ -39,12 +43,16 @@ export function sameToken(given: string | undefined, token: string): boolean {
 }
 
 /** The token a request carries: the header, the cookie, or the URL's parameter, in that order. */
-export function requestToken(request: IncomingMessage, url: URL): string | undefined {
+export function requestToken(
+  request: IncomingMessage,
+  url: URL,
+  cookieName: string,
+): string | undefined {
   const header = request.headers[TOKEN_HEADER];
   if (typeof header === "string" && header !== "") return header;
   const bearer = request.headers.authorization;
   if (typeof bearer === "string" && bearer.startsWith("Bearer ")) return bearer.slice(7);
-  const cookie = cookieValue(request.headers.cookie, TOKEN_COOKIE);
+  const cookie = cookieValue(request.headers.cookie, cookieName);
   if (cookie !== undefined) return cookie;
   return url.searchParams.get(TOKEN_PARAM) ?? undefined;
 }

@@ -12,11 +12,12 @@ import {
   MeshError,
   askKey,
   isMeshError,
+  kvStreamName,
   nodeModuleKey,
   toolSubject,
   type Have,
 } from "@mesh/protocol";
-import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
+import { KvBucket, request, sayCondition, serve, type Served } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import {
   CSRF_HEADER,
@@ -262,6 +263,31 @@ describe("the view's server", () => {
       );
       assert.equal(deleted.key, "rack-2.counter");
       assert.equal(deleted.value, undefined);
+    } finally {
+      stop.abort();
+    }
+  });
+
+  it("watches each bucket once, however many pages are open", async () => {
+    const stop = new AbortController();
+    try {
+      const pages = [1, 2, 3].map(() => sse(`${view.url}api/events`, stop.signal));
+      for (const events of pages) {
+        await next(
+          events,
+          (e) => (e.event === ViewEvent.snapshot ? true : undefined),
+          "a first state",
+        );
+      }
+      // The JetStream API itself, asked as the admin: the consumers on the have bucket's stream.
+      const names = (await request(
+        mesh.admin,
+        `$JS.API.CONSUMER.NAMES.${kvStreamName(Bucket.have)}`,
+        {},
+      )) as {
+        consumers: string[] | null;
+      };
+      assert.equal(names.consumers?.length, 1);
     } finally {
       stop.abort();
     }

@@ -37,9 +37,9 @@ import {
   type ToolEntry,
 } from "./browser/wire.js";
 import {
-  TOKEN_COOKIE,
   TOKEN_PARAM,
   crossSiteRefusal,
+  tokenCookie,
   hostAllowed,
   isLoopback,
   requestToken,
@@ -147,7 +147,7 @@ export async function startView(options: ViewOptions): Promise<View> {
       return refuse(res, 421, ErrorCode.REFUSED, "this view serves only its own host names");
     }
     if (token !== undefined) {
-      const given = requestToken(req, url);
+      const given = requestToken(req, url, tokenCookie(port));
       if (!sameToken(given, token)) {
         return refuse(
           res,
@@ -161,7 +161,7 @@ export async function startView(options: ViewOptions): Promise<View> {
         url.searchParams.delete(TOKEN_PARAM);
         res.writeHead(303, {
           ...SECURITY_HEADERS,
-          "set-cookie": `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
+          "set-cookie": `${tokenCookie(port)}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
           location: `${url.pathname}${url.search}`,
         });
         res.end();
