@@ -39,6 +39,9 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.SERVER_RELOAD_FAILED]: ExitCode.failed,
   [ErrorCode.VIEW_UNPROTECTED]: ExitCode.usage,
   [ErrorCode.LISTEN_FAILED]: ExitCode.failed,
+  [ErrorCode.SOURCE_UNAVAILABLE]: ExitCode.failed,
+  [ErrorCode.BUILD_FAILED]: ExitCode.failed,
+  [ErrorCode.BUCKET_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.INTERNAL]: ExitCode.failed,
 };
 

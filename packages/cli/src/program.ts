@@ -9,6 +9,7 @@ import { up } from "./commands/up.js";
 import { registerToolVerbs } from "./commands/tool-verbs.js";
 import { registerViewVerb } from "./commands/view.js";
 import { registerControllerVerbs } from "./commands/controller-verbs.js";
+import { registerDeliveryVerbs } from "./commands/delivery-verbs.js";
 import { ExitCode, reportError } from "./output.js";
 
 export const DEFAULT_ROOT = "./.mesh";
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerToolVerbs(program);
   registerViewVerb(program);
   registerControllerVerbs(program);
+  registerDeliveryVerbs(program);
 
   return program;
 }

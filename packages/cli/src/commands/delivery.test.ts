@@ -1,0 +1,197 @@
+/**
+ * The delivery verbs as an operator runs them, end to end: the CLI as child processes with the
+ * operator's grant, and `mesh indexer`, `mesh builder` and `mesh assigner` as processes on their
+ * own grants, against a real bus: a folder registered and built, assigned, wanted; refusals with
+ * their codes.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import { Bucket, Env, Principal } from "@mesh/protocol";
+
+const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
+const NODE = "n0";
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function mesh(args: readonly string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      env: { ...process.env, [Env.credential]: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("delivery verbs", () => {
+  let server: TestServer;
+  let dir: string;
+  let admin: MeshBus;
+  const daemons: ChildProcess[] = [];
+  const cred = (name: string) => join(dir, `${name}.json`);
+
+  before(async () => {
+    server = await startTestServer({
+      users: [
+        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
+        { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
+        { user: "assigner", password: "assigner-pw", permissions: assignerGrant({ node: NODE }) },
+      ],
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-cli-delivery-"));
+    admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: NODE, module: "controller" }),
+    );
+    await ensureLayout(admin);
+    for (const [name, module] of [
+      ["operator", Principal.operator],
+      ["delivery", Principal.delivery],
+      ["assigner", Principal.assigner],
+    ] as const) {
+      await writeCredential(
+        cred(name),
+        credentialFor(server, { user: name, password: `${name}-pw` }, { node: NODE, module }),
+      );
+    }
+    for (const [daemon, credential] of [
+      ["indexer", "delivery"],
+      ["builder", "delivery"],
+      ["assigner", "assigner"],
+    ] as const) {
+      daemons.push(
+        spawn(process.execPath, [MAIN, daemon, "--credential", cred(credential)], {
+          stdio: "ignore",
+        }),
+      );
+    }
+  });
+
+  after(async () => {
+    // Each daemon stopped by its own pid, gracefully.
+    await Promise.all(
+      daemons.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once("exit", () => resolve());
+            process.kill(child.pid as number, "SIGTERM");
+          }),
+      ),
+    );
+    await admin?.close();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("module add --wait follows the build; assign --all makes a want; wants, builds and module list show it", async () => {
+    const src = join(dir, "hello");
+    await mkdir(join(src, "src"), { recursive: true });
+    await writeFile(
+      join(src, "mesh.yaml"),
+      "module: hello\nbundles:\n  - name: tools\n    language: typescript\n    entrypoints: [src/tools.ts]\n    loads: [src/tools.ts]\n",
+    );
+    await writeFile(
+      join(src, "src/tools.ts"),
+      "export const tools = { greet: (n: string) => `Hello, ${n}` };\n",
+    );
+    const add = await mesh([
+      "module",
+      "add",
+      src,
+      "--wait",
+      "--json",
+      "--credential",
+      cred("operator"),
+    ]);
+    assert.equal(add.code, 0, add.stderr + add.stdout);
+    const added = JSON.parse(add.stdout) as { build: { build: string; status: string } };
+    assert.equal(added.build.status, "built");
+
+    await (
+      await KvBucket.open(admin, Bucket.presence)
+    ).put("n1", {
+      node: "n1",
+      facts: { hostname: "n1", os: "linux", arch: "x64", version: "0.1.0" },
+      publicKey: "k",
+      heartbeat: new Date().toISOString(),
+    });
+    const assign = await mesh(["assign", "hello", "--all", "--credential", cred("operator")]);
+    assert.equal(assign.code, 0, assign.stderr);
+    const wantsBucket = await KvBucket.open(admin, Bucket.wants);
+    const ac = new AbortController();
+    await deadline(
+      (async () => {
+        for await (const e of wantsBucket.watch({ key: "n1.hello", signal: ac.signal }))
+          if (e.type === "put") return;
+      })(),
+      30_000,
+      "the assigner's want for n1.hello",
+    ).finally(() => ac.abort());
+    const wants = await mesh(["wants", "--json", "--credential", cred("operator")]);
+    const parsed = JSON.parse(wants.stdout) as {
+      wants: Record<string, { build: string; rule: string }>;
+    };
+    assert.equal(parsed.wants["n1.hello"]?.build, added.build.build);
+    assert.equal(parsed.wants["n1.hello"]?.rule, "newest");
+
+    const list = await mesh(["module", "list", "--credential", cred("operator")]);
+    assert.match(list.stdout, new RegExp(`hello .* ${added.build.build} built`));
+    const builds = await mesh(["builds", "hello", "--json", "--credential", cred("operator")]);
+    assert.equal((JSON.parse(builds.stdout) as { builds: unknown[] }).builds.length, 1);
+  });
+
+  test("a bad manifest is refused with every problem and exit code 3", async () => {
+    const src = join(dir, "bad");
+    await mkdir(src, { recursive: true });
+    await writeFile(join(src, "mesh.yaml"), "module: Bad\nbundles: 3\n");
+    const run = await mesh(["module", "add", src, "--json", "--credential", cred("operator")]);
+    assert.equal(run.code, 3);
+    const out = JSON.parse(run.stdout) as { error: { code: string; message: string } };
+    assert.equal(out.error.code, "MANIFEST_INVALID");
+    assert.match(out.error.message, /module/);
+    assert.match(out.error.message, /bundles/);
+  });
+
+  test("a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {
+    const put = await mesh([
+      "put",
+      "hello",
+      "9-deadbeef",
+      "--json",
+      "--credential",
+      cred("operator"),
+    ]);
+    assert.equal((JSON.parse(put.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
+    const answer = await mesh([
+      "answer",
+      "w-nothing",
+      "yes",
+      "--json",
+      "--credential",
+      cred("operator"),
+    ]);
+    assert.equal(
+      (JSON.parse(answer.stdout) as { error: { code: string } }).error.code,
+      "NOT_FOUND",
+    );
+    const usage = await mesh(["assign", "hello", "--credential", cred("operator")]);
+    assert.equal(usage.code, 2);
+  });
+});
