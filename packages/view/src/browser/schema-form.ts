@@ -87,7 +87,13 @@ function field(schema: Schema, id: string, label: string, required: boolean): Sc
     const select = h("select", { id, name: label });
     if (!required) select.appendChild(h("option", { value: "" }, "—"));
     values.forEach((value, index) =>
-      select.appendChild(h("option", { value: String(index) }, JSON.stringify(value))),
+      select.appendChild(
+        h(
+          "option",
+          { value: String(index) },
+          typeof value === "string" ? value : JSON.stringify(value),
+        ),
+      ),
     );
     if (schema.default !== undefined) {
       const index = values.findIndex((v) => JSON.stringify(v) === JSON.stringify(schema.default));
