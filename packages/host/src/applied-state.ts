@@ -39,6 +39,11 @@ export interface AppliedState {
   readonly version: 1;
   /** The last composition received from the bus. */
   composed?: Composed;
+  /**
+   * mesh-config as last seen, so a host that starts without the bus tells its processes the
+   * same values (and does not restart the ones that restart on config for nothing).
+   */
+  config: Record<string, unknown>;
   /** By bundle path. */
   deliveries: Record<string, AppliedDelivery>;
   /** By resource id. */
@@ -49,6 +54,7 @@ export interface AppliedState {
 
 export const emptyState = (): AppliedState => ({
   version: 1,
+  config: {},
   deliveries: {},
   needs: {},
   processes: {},
@@ -73,6 +79,7 @@ export async function loadState(root: string): Promise<AppliedState> {
     return {
       version: 1,
       ...(composed === undefined ? {} : { composed }),
+      config: raw.config ?? {},
       deliveries: raw.deliveries ?? {},
       needs: raw.needs ?? {},
       processes: raw.processes ?? {},

@@ -10,6 +10,8 @@ import { basename, dirname, join } from "node:path";
 export interface AtomicWriteOptions {
   /** Default 0600: the host writes state and secrets. */
   readonly mode?: number;
+  /** The mode of folders made on the way (default 0700). */
+  readonly folderMode?: number;
   /** Owner to give the file (root only). */
   readonly owner?: { readonly uid: number; readonly gid: number };
 }
@@ -21,7 +23,7 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const mode = options.mode ?? 0o600;
   const folder = dirname(path);
-  await mkdir(folder, { recursive: true, mode: 0o700 });
+  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
   const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   const handle = await open(temporary, "wx", mode);
   try {

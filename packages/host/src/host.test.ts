@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import { readFile, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
-import { Bucket, type Have, type NeedResource } from "@mesh/protocol";
+import { Bucket, LogLine, logsSubject, type Have, type NeedResource } from "@mesh/protocol";
+import { flush } from "@mesh/bus";
+import { chmod } from "node:fs/promises";
 import { Host } from "./host.js";
 import { isAlive } from "./proc.js";
 import {
@@ -25,7 +27,7 @@ import {
 
 let bus: Bus;
 before(async () => {
-  bus = await startBus(["n1", "n2", "n3"]);
+  bus = await startBus(["n1", "n2", "n3", "n4", "n5"]);
 });
 after(async () => {
   // Every test ran inside the host's own grant: the server saw no violation of it.
@@ -231,6 +233,110 @@ describe("the host", () => {
       await waitFor("three delays", () => delays.length >= 3);
       assert.deepEqual(delays.slice(0, 3), [100, 200, 400]);
       await waitFor("restarts counted", async () => ((await haveOf("crashy"))?.restarts ?? 0) >= 2);
+    } finally {
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("output goes to the local file and to mesh.logs, lines cut and rate-bounded, the file rotated", async () => {
+    const { NODE, putComposed } = nodeHelpers("n4");
+    const root = await tempRoot();
+    const host = Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+      tail: { maxLineChars: 100, linesPerSecond: 20, maxFileBytes: 8 * 1024 },
+    });
+    const running = host.run();
+    const listening = new AbortController();
+    const lines = bus.admin.subscribe(logsSubject(NODE, "chatty"), { signal: listening.signal });
+    const got: LogLine[] = [];
+    const reading = (async () => {
+      for await (const m of lines) got.push(LogLine.parse(m.json()));
+    })();
+    try {
+      await flush(bus.admin);
+      const script = [
+        `console.log("hello");`,
+        `console.error("oops");`,
+        `console.log("x".repeat(5000));`,
+        `for (let i = 0; i < 500; i++) console.log("flood " + i);`,
+        LONG_RUNNING,
+      ].join("\n");
+      const digest = (await bus.artifacts.put(await bundleOf({ "main.js": script }))).digest;
+      await putComposed([processResource({ root, module: "chatty", name: "talk", digest })]);
+      await waitFor("the dropped notice", () => got.some((l) => /line\(s\) dropped/.test(l.line)));
+      assert.ok(
+        got.some((l) => l.line === "hello" && l.stream === "stdout" && l.process === "talk"),
+      );
+      assert.ok(got.some((l) => l.line === "oops" && l.stream === "stderr"));
+      const long = got.find((l) => l.line.startsWith("xxx"));
+      assert.ok(long !== undefined && long.line.length < 200, "the long line is cut");
+      assert.ok(got.filter((l) => l.line.startsWith("flood")).length < 500, "the flood is bounded");
+      // More than 8 KiB were written: the file was rotated to .1.
+      await waitFor("the rotated file", () =>
+        stat(join(root, "logs", "chatty", "talk.log.1")).then(() => true),
+      );
+      assert.ok((await stat(join(root, "logs", "chatty", "talk.log"))).size < 8 * 1024);
+    } finally {
+      listening.abort();
+      await reading;
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a process runs as its user, and its need file is that user's, 0600", async (t) => {
+    if (process.getuid?.() !== 0) {
+      t.skip("only root may run processes as another user");
+      return;
+    }
+    const { NODE, putComposed } = nodeHelpers("n5");
+    const root = await tempRoot();
+    await chmod(root, 0o755); // a temporary folder is 0700; a host's root is 0755
+    const host = Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+    });
+    const running = host.run();
+    try {
+      const presence = await KvBucket.open(bus.admin, Bucket.presence);
+      const publicKey = await waitFor(
+        "presence",
+        async () => (await presence.get(NODE))?.value.publicKey,
+      );
+      const path = join(root, "run", "as-nobody", "token");
+      const need: NeedResource = {
+        id: "lowly.need-token",
+        type: "need",
+        kind: "secret",
+        module: "lowly",
+        name: "token",
+        path,
+        user: "nobody",
+        sealed: seal(publicKey, "only-mine", "lowly.need-token"),
+      };
+      const script = `console.log(process.getuid(), require("node:fs").readFileSync(${JSON.stringify(path)}, "utf8"));\n${LONG_RUNNING}`;
+      const digest = (await bus.artifacts.put(await bundleOf({ "main.cjs": script }))).digest;
+      const p = {
+        ...processResource({ root, module: "lowly", name: "p", digest, script: "main.cjs" }),
+        user: "nobody",
+      };
+      await putComposed([need, p]);
+      const info = await waitFor("the need file", () => stat(path));
+      assert.equal(info.uid, 65534);
+      assert.equal(info.mode & 0o777, 0o600);
+      await waitFor("the process reading it as nobody", async () =>
+        (await readFile(join(root, "logs", "lowly", "p.log"), "utf8")).includes("65534 only-mine"),
+      );
     } finally {
       await host.stop();
       await running;

@@ -40,6 +40,7 @@ import {
   type Credential,
   type Have,
   type ProcessResource,
+  type ProvisionAnswer,
 } from "@mesh/protocol";
 import { loadState, saveState, type AppliedState } from "./applied-state.js";
 import {
@@ -58,6 +59,8 @@ import { desiredOf, planOf, type Desired } from "./plan.js";
 import { presenceOf } from "./presence.js";
 import { processesMarked, signalGroup, isAlive, type ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
+
+type Json = ProvisionAnswer["value"];
 import { DEFAULT_BACKOFF, Supervisor, type Backoff, type ProcessSpec } from "./supervisor.js";
 import { fingerprintOf } from "@mesh/core";
 
@@ -122,6 +125,7 @@ export class Host implements AsyncDisposable {
   readonly #restartBase = new Map<string, number>();
   #queue: Promise<void> = Promise.resolve();
   #pending = false;
+  #reporting = false;
   #saving: Promise<void> = Promise.resolve();
   readonly #stop = new AbortController();
   #watches: AbortController | undefined;
@@ -204,7 +208,9 @@ export class Host implements AsyncDisposable {
   // -------------------------------------------------------------------------------------------
 
   async #start(): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    // 0755: processes that run as other users reach their bundles through it. What is private
+    // (state, cache, the node key) is 0700/0600 inside.
+    await mkdir(this.root, { recursive: true, mode: 0o755 });
     this.#keys = await loadOrCreateNodeKeys(`${this.root}/node.key`);
     this.#applied = await loadState(this.root);
     const credential =
@@ -250,6 +256,8 @@ export class Host implements AsyncDisposable {
       },
     });
     await this.#recover();
+    for (const [key, value] of Object.entries(this.#applied.config))
+      this.#provisioner.setConfig(key, value as Json);
     this.#composed = this.#applied.composed;
     this.#provisioner.setModules(this.#composed?.modules);
     this.#reconcile();
@@ -352,6 +360,7 @@ export class Host implements AsyncDisposable {
     heartbeat();
     const timer = setInterval(heartbeat, this.#options.heartbeatMs ?? 15_000);
     this.#timers.push(timer);
+    await this.#restoreHave();
     this.#startWatches();
     void (async () => {
       for await (const event of bus.events()) {
@@ -364,6 +373,27 @@ export class Host implements AsyncDisposable {
           this.#log("lost the bus; what runs keeps running");
       }
     })();
+  }
+
+  /**
+   * What the previous host said of each module, so `restarts` counts on and `since` stays
+   * when the health did not change.
+   */
+  async #restoreHave(): Promise<void> {
+    const have = this.#have;
+    if (have === undefined) return;
+    for (const module of this.#desired?.modules.keys() ?? []) {
+      try {
+        const last = await have.get(nodeModuleKey(this.node, module), {
+          signal: this.#stop.signal,
+        });
+        if (last === undefined) continue;
+        this.#restartBase.set(module, last.value.restarts);
+        if (!this.#reported.has(module)) this.#reported.set(module, last.value);
+      } catch (error) {
+        this.#log(`have of ${module} not read back: ${(error as Error).message}`);
+      }
+    }
   }
 
   /** (Re)starts the watches of the composition and of config. */
@@ -385,11 +415,30 @@ export class Host implements AsyncDisposable {
     });
     void this.#follow("config", signal, async () => {
       const config = await KvBucket.open(bus, Bucket.config);
+      const provisioner = this.#provisioner as Provisioner;
+      const applied = this.#applied as AppliedState;
+      // Keys deleted while the host was away are not handed by a new watch: what it does not
+      // hand by its `current` marker is gone.
+      const seen = new Set<string>();
+      let current = false;
       for await (const event of config.watch({ signal })) {
-        const provisioner = this.#provisioner as Provisioner;
-        if (event.type === "put") provisioner.setConfig(event.key, event.value.value);
-        else if (event.type === "delete") provisioner.setConfig(event.key, undefined);
-        if (event.type !== "invalid") this.#reconcile();
+        if (event.type === "current") {
+          current = true;
+          provisioner.retainConfig(seen);
+          for (const key of Object.keys(applied.config))
+            if (!seen.has(key)) delete applied.config[key];
+        } else if (event.type === "put") {
+          if (!current) seen.add(event.key);
+          provisioner.setConfig(event.key, event.value.value);
+          applied.config[event.key] = event.value.value;
+        } else if (event.type === "delete") {
+          provisioner.setConfig(event.key, undefined);
+          delete applied.config[event.key];
+        }
+        if (event.type !== "invalid") {
+          this.#save();
+          this.#reconcile();
+        }
       }
     });
   }
@@ -597,7 +646,16 @@ export class Host implements AsyncDisposable {
   // Reporting
 
   async #report(): Promise<void> {
-    const have = this.#have;
+    if (this.#reporting) return; // the tick and an apply may both ask; one at a time
+    this.#reporting = true;
+    try {
+      await this.#reportNow();
+    } finally {
+      this.#reporting = false;
+    }
+  }
+
+  async #reportNow(): Promise<void> {
     const desired = this.#desired;
     const supervisor = this.#supervisor;
     if (desired === undefined || supervisor === undefined) return;
@@ -637,7 +695,6 @@ export class Host implements AsyncDisposable {
           lastError: undefined,
         });
     }
-    void have;
   }
 
   async #write(

@@ -51,6 +51,7 @@ export class FileTail {
     if (this.#busy) return;
     this.#busy = true;
     try {
+      this.#window(Date.now());
       const size = (await stat(this.path).catch(() => undefined))?.size;
       if (size === undefined) return;
       if (size < this.#offset) this.#offset = 0; // truncated by someone
@@ -74,6 +75,19 @@ export class FileTail {
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** Starts a new second when the last one is over, saying how many lines it dropped. */
+  #window(now: number): void {
+    if (now - this.#windowStart < 1000) return;
+    if (this.#dropped > 0) {
+      this.#onLine(
+        `[mesh host: ${this.#dropped} line(s) dropped: more than ${this.#limits.linesPerSecond} a second]`,
+      );
+      this.#dropped = 0;
+    }
+    this.#windowStart = now;
+    this.#sentInWindow = 0;
   }
 
   #take(text: string): void {

@@ -66,6 +66,8 @@ export async function writeNeed(input: {
     need.user !== undefined && runningAsRoot() ? await lookupAccount(need.user) : undefined;
   await writeFileAtomic(need.path, content, {
     mode: 0o600,
+    // Folders made for it may be passed through by the file's user, not listed: 0711.
+    folderMode: 0o711,
     ...(owner === undefined ? {} : { owner: { uid: owner.uid, gid: owner.gid } }),
   });
 }

@@ -62,6 +62,13 @@ export class Provisioner {
     });
   }
 
+  /** Forgets every config key but `keys` (those a fresh watch handed): the others were deleted. */
+  retainConfig(keys: ReadonlySet<string>): void {
+    this.#changing(() => {
+      for (const key of [...this.#config.keys()]) if (!keys.has(key)) this.#config.delete(key);
+    });
+  }
+
   /** The module's config as its processes see it: a fingerprint input for `restart-on: config`. */
   configOf(module: string): Record<string, Json> | undefined {
     const composed = this.#modules[module];
