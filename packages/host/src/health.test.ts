@@ -1,0 +1,38 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { moduleHealth, type ProcessFacts } from "./health.js";
+
+const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000 };
+const NOW = 1_000_000;
+const up = (ranMs: number): ProcessFacts => ({
+  running: true,
+  since: NOW - ranMs,
+  exits: [],
+  lastError: undefined,
+});
+const crashed = (exits: number, ranMs?: number): ProcessFacts => ({
+  running: ranMs !== undefined,
+  since: ranMs === undefined ? undefined : NOW - ranMs,
+  exits: Array.from({ length: exits }, (_, i) => NOW - 1_000 * (i + 1)),
+  lastError: "p exited with code 1",
+});
+
+const table: Array<[string, string | undefined, ProcessFacts[], string]> = [
+  ["no process, applied", undefined, [], "healthy"],
+  ["a failed apply", "bad digest", [up(60_000)], "failing"],
+  ["just started", undefined, [up(100)], "starting"],
+  ["ran the healthy time", undefined, [up(10_000)], "healthy"],
+  ["one of two not yet", undefined, [up(20_000), up(50)], "starting"],
+  ["two exits in the window", undefined, [crashed(2)], "starting"],
+  ["three exits in the window", undefined, [crashed(3)], "failing"],
+  ["three exits, then a healthy run", undefined, [crashed(3, 15_000)], "healthy"],
+  ["three exits long ago", undefined, [{ ...crashed(0, 100), exits: [1, 2, 3] }], "starting"],
+];
+
+for (const [what, applyError, processes, health] of table) {
+  test(`health: ${what} → ${health}`, () => {
+    const result = moduleHealth({ applyError, processes, now: NOW, rules });
+    assert.equal(result.health, health);
+    if (health === "failing") assert.ok(result.lastError !== undefined);
+  });
+}
