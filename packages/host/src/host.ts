@@ -338,7 +338,8 @@ export class Host implements AsyncDisposable {
           {
             name: "provision",
             subject: provisionSubject(this.node),
-            handler: async (request) => {
+            // The answer is synchronous (a lookup in what the host holds); serve() wants a promise.
+            handler: (request) => {
               const ask = ProvisionAsk.safeParse(request.json());
               if (!ask.success) {
                 throw new MeshError(
@@ -346,7 +347,7 @@ export class Host implements AsyncDisposable {
                   `a provision ask is {module, kind, key} with kind config, bound or secret; got ${JSON.stringify(request.json())}`,
                 );
               }
-              return (this.#provisioner as Provisioner).answer(ask.data);
+              return Promise.resolve((this.#provisioner as Provisioner).answer(ask.data));
             },
           },
         ],

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
-import { KvBucket, flush, request } from "@mesh/bus";
+import { KvBucket, flush, request, type BusMessage } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import {
   Bucket,
@@ -151,8 +151,9 @@ describe("provision asks", () => {
     const first = notices.next();
     await flush(bus.admin);
     await setConfig("app.color", "blue");
-    const notice = await deadline(first, 10_000, "the change notice");
-    assert.deepEqual(notice.value?.json(), { module: "app", kind: "config", key: "color" });
+    const notice: IteratorResult<BusMessage> = await deadline(first, 10_000, "the change notice");
+    assert.ok(notice.done !== true);
+    assert.deepEqual(notice.value.json(), { module: "app", kind: "config", key: "color" });
     await notices.return(undefined);
     const after = await waitFor("follows restarted", () => {
       const now = host.processes();

@@ -220,7 +220,7 @@ export async function waitFor<T>(
     }
     if (Date.now() > until) {
       throw new Error(
-        `${what} did not happen within ${ms} ms${last === undefined ? "" : ` (last error: ${String(last)})`}`,
+        `${what} did not happen within ${ms} ms${last === undefined ? "" : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}`,
       );
     }
     await new Promise((r) => setTimeout(r, 50));
