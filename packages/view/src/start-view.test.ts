@@ -491,3 +491,32 @@ describe("the view's doors", () => {
     stop.abort();
   });
 });
+
+describe("the view when the bus goes away", () => {
+  it("tells open pages the bus is disconnected, and still closes", async () => {
+    const mesh = await startTestMesh();
+    const view = await startView({ bus: mesh.operator });
+    const stop = new AbortController();
+    try {
+      const events = sse(`${view.url}api/events`, stop.signal);
+      const first = await next(
+        events,
+        (e) => (e.event === ViewEvent.snapshot ? (e.data as Snapshot) : undefined),
+        "the first state",
+      );
+      assert.equal(first.bus, "connected");
+      await mesh.server.stop();
+      const bus = await next(
+        events,
+        (e) => (e.event === ViewEvent.bus ? (e.data as { bus: string }).bus : undefined),
+        "the bus event",
+      );
+      assert.equal(bus, "disconnected");
+      await deadline(view.close(), WAIT_MS, "the view to close without its bus");
+    } finally {
+      stop.abort();
+      await view.close();
+      await mesh.stop();
+    }
+  });
+});
