@@ -10,6 +10,7 @@ import { registerToolVerbs } from "./commands/tool-verbs.js";
 import { registerViewVerb } from "./commands/view.js";
 import { registerControllerVerbs } from "./commands/controller-verbs.js";
 import { registerDeliveryVerbs } from "./commands/delivery-verbs.js";
+import { registerHostVerb } from "./commands/host.js";
 import { ExitCode, reportError } from "./output.js";
 
 export const DEFAULT_ROOT = "./.mesh";
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerViewVerb(program);
   registerControllerVerbs(program);
   registerDeliveryVerbs(program);
+  registerHostVerb(program);
 
   return program;
 }

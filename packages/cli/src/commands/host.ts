@@ -1,0 +1,32 @@
+/**
+ * `mesh host --node NAME --root DIR --credential FILE`: the node engine for this machine, until
+ * SIGTERM or Ctrl-C. It stops gracefully and leaves the machine's processes running, so a host
+ * that is restarted or upgraded adopts them instead of restarting them. The credential is the
+ * host's own (the principal `host` on its node), never the operator's.
+ */
+import type { Command } from "commander";
+import { runHost } from "@mesh/host";
+import { ExitCode } from "../output.js";
+
+export interface HostCliOptions {
+  readonly node: string;
+  readonly root: string;
+  readonly credential: string;
+}
+
+export async function host(options: HostCliOptions): Promise<ExitCode> {
+  await runHost({ node: options.node, root: options.root, credential: options.credential });
+  return ExitCode.ok;
+}
+
+export function registerHostVerb(program: Command): void {
+  program
+    .command("host")
+    .description("Run this machine's host: make it match its node's composition, until Ctrl-C.")
+    .requiredOption("--node <name>", "this machine's node name")
+    .requiredOption("--root <dir>", "where the host keeps bundles, state, logs and the node key")
+    .requiredOption("--credential <file>", "the host's own credential file (mode 0600)")
+    .action(async (options: HostCliOptions) => {
+      process.exitCode = await host(options);
+    });
+}
