@@ -59,21 +59,24 @@ const WATCHED = {
 
 const alpha = { user: "n1-alpha", password: "alpha-pw" };
 const gamma = { user: "n1-gamma", password: "gamma-pw" };
+const delta = { user: "n1-delta", password: "delta-pw" };
+
+const users = () => [
+  { ...alpha, permissions: grant("n1", "alpha", ["alpha_data"]) },
+  { ...gamma, permissions: grant("n1", "gamma", Object.values(WATCHED)) },
+];
 
 let server: TestServer;
 let admin: MeshBus;
 
 before(async () => {
   server = await startTestServer({
-    users: [
-      { ...alpha, permissions: grant("n1", "alpha", ["alpha_data"]) },
-      { ...gamma, permissions: grant("n1", "gamma", Object.values(WATCHED)) },
-    ],
+    users: [...users(), { ...delta, permissions: grant("n1", "delta", ["delta_data"]) }],
   });
   admin = await MeshBus.connect(
     credentialFor(server, server.admin, { node: "n0", module: "controller" }),
   );
-  for (const bucket of ["alpha_data", "beta_data", ...Object.values(WATCHED)]) {
+  for (const bucket of ["alpha_data", "beta_data", "delta_data", ...Object.values(WATCHED)]) {
     await admin.kvm.create(bucket, { history: 5 });
   }
 });
@@ -419,5 +422,48 @@ describe("KvBucket reads and writes", () => {
     await assert.rejects(bucket.get("stored-bad"), (error) =>
       isMeshError(error, ErrorCode.INVALID_VALUE),
     );
+  });
+});
+
+describe("a watch whose bus closes", () => {
+  it("ends quietly", async () => {
+    const bus = await MeshBus.connect(
+      credentialFor(server, gamma, { node: "n1", module: "gamma" }),
+    );
+    const watch = (await KvBucket.openWith(bus, WATCHED.abort, Value)).watch();
+    assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
+    const waiting = watch.next();
+    await bus.close();
+    assert.equal((await deadline(waiting, PROMPT_MS, "the watch ending")).done, true);
+  });
+});
+
+describe("a watch whose grant a reload narrows", () => {
+  it("ends with PERMISSION_DENIED when the server drops its subscription, not quietly", async () => {
+    const bus = await MeshBus.connect(
+      credentialFor(server, delta, { node: "n1", module: "delta" }),
+    );
+    try {
+      const watch = (await KvBucket.openWith(bus, "delta_data", Value)).watch();
+      assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
+      // The same grant, but no longer the inbox the watch's deliveries come to.
+      const narrowed = grant("n1", "delta", ["delta_data"]);
+      await server.setUsers([
+        ...users(),
+        {
+          ...delta,
+          permissions: {
+            ...narrowed,
+            subscribe: { allow: [`${inboxPrefix("n1", "delta")}.none`] },
+          },
+        },
+      ]);
+      await assert.rejects(
+        deadline(watch.next(), PROMPT_MS, "the watch ending"),
+        isCode(ErrorCode.PERMISSION_DENIED),
+      );
+    } finally {
+      await bus.close();
+    }
   });
 });

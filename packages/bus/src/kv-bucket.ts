@@ -3,6 +3,7 @@
  * trusted; writes check before they leave. Every call takes an AbortSignal.
  */
 import type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
+import { PermissionViolationError, type Status } from "@nats-io/nats-core";
 import type { z } from "zod";
 import {
   BucketValue,
@@ -13,7 +14,7 @@ import {
   type BucketValueOf,
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
-import { abortable, withContext } from "./bus-errors.js";
+import { abortable, toMeshError, withContext } from "./bus-errors.js";
 
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -64,11 +65,14 @@ export class KvBucket<T> {
   readonly name: string;
   readonly #kv: KV;
   readonly #schema: z.ZodType<T>;
+  /** The connection, for what the client reports only there (see watch). */
+  readonly #bus: MeshBus | undefined;
 
-  constructor(name: string, kv: KV, schema: z.ZodType<T>) {
+  constructor(name: string, kv: KV, schema: z.ZodType<T>, bus?: MeshBus) {
     this.name = name;
     this.#kv = kv;
     this.#schema = schema;
+    this.#bus = bus;
   }
 
   /** Opens a bucket of the layout with its schema. Opening does not talk to the server. */
@@ -92,7 +96,7 @@ export class KvBucket<T> {
     // Direct gets (`$JS.API.DIRECT.GET.<stream>.<subject>`) carry the key in the subject, so a
     // credential can be granted a single key; every bucket the mesh creates allows them.
     const kv = await bus.kvm.open(bucket, { allow_direct: true });
-    return new KvBucket(bucket, kv, schema);
+    return new KvBucket(bucket, kv, schema, bus);
   }
 
   /** Checks that the bucket exists and this credential may see it; use at start to fail early. */
@@ -222,15 +226,41 @@ export class KvBucket<T> {
       );
       return;
     }
-    const stop = () => iter.stop();
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      iter.stop();
+    };
     signal?.addEventListener("abort", stop, { once: true });
     // The signal may have fired between the start and now.
     if (isAborted(signal)) stop();
+    // The client ends its watcher quietly when the server drops the watcher's subscription (a
+    // reload that narrowed this credential's grant): the refusal is seen only on the
+    // connection's status, so it is listened for while the watch runs.
+    const statuses = this.#bus?.nc.status() as
+      (AsyncIterable<Status> & { stop(): void }) | undefined;
+    let refusal: PermissionViolationError | undefined;
+    let deliverPrefix: string | undefined;
+    const listening = (async () => {
+      for await (const status of statuses ?? []) {
+        if (
+          status.type === "error" &&
+          status.error instanceof PermissionViolationError &&
+          deliverPrefix !== undefined &&
+          status.error.subject.startsWith(deliverPrefix)
+        ) {
+          refusal = status.error;
+        }
+      }
+    })();
     try {
+      const consumer = await watcherConsumer(iter, doing);
+      // An ordered consumer delivers to `<prefix>.<serial>`, the serial moving on each reset.
+      deliverPrefix = consumer.config.deliver_subject.replace(/[^.]*$/, "");
       // The client counts the consumer's pending messages when it creates the watch and flags
       // every entry after that count as an update; it offers no marker, and for an empty bucket
       // nothing arrives at all. So the count is read from the consumer the client keeps.
-      let standing = include === "updates" ? 0 : await initialCount(iter, doing);
+      let standing = include === "updates" ? 0 : consumer.num_pending;
       if (standing === 0) yield { type: "current" };
       for await (const entry of iter) {
         yield this.#toEvent(entry, doing);
@@ -239,9 +269,22 @@ export class KvBucket<T> {
           if (standing === 0) yield { type: "current" };
         }
       }
+      // The client ended the watch: not an end the caller asked for, unless it closed the bus.
+      if (!stopped && this.#bus?.isClosed !== true) {
+        // The refusal was queued on the status iterator before the watcher ended; a stopped
+        // iterator still hands what it holds, so the listener has seen it once it is done.
+        statuses?.stop();
+        await listening;
+        if (refusal !== undefined) throw toMeshError(refusal, { doing });
+        throw new MeshError(
+          ErrorCode.INTERNAL,
+          `${doing}: the NATS client ended the watch on its own; start the watch again`,
+        );
+      }
     } finally {
       signal?.removeEventListener("abort", stop);
       iter.stop();
+      statuses?.stop();
     }
   }
 
@@ -309,10 +352,19 @@ function summarise(error: z.ZodError): string {
     .join("; ");
 }
 
-/** The number of messages the watch's consumer had pending when it was created. */
-async function initialCount(iter: object, doing: string): Promise<number> {
+/** The watch's consumer as the client created it: what was pending then, where it delivers. */
+async function watcherConsumer(
+  iter: object,
+  doing: string,
+): Promise<{ num_pending: number; config: { deliver_subject: string } }> {
   const consumer = (
-    iter as { _data?: { info?: (cached: boolean) => Promise<{ num_pending: number }> } }
+    iter as {
+      _data?: {
+        info?: (
+          cached: boolean,
+        ) => Promise<{ num_pending: number; config: { deliver_subject: string } }>;
+      };
+    }
   )._data;
   if (consumer?.info === undefined) {
     throw new MeshError(
@@ -320,5 +372,5 @@ async function initialCount(iter: object, doing: string): Promise<number> {
       `${doing}: the NATS client no longer exposes its watch consumer, so the end of the standing values cannot be told; pin @nats-io/kv to the version in package.json`,
     );
   }
-  return (await consumer.info(true)).num_pending;
+  return consumer.info(true);
 }
