@@ -35,7 +35,7 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
   if (violation !== undefined) {
     return make(
       ErrorCode.PERMISSION_DENIED,
-      `${doing}: the bus refused to ${violation.operation} on ${JSON.stringify(violation.subject)} for this credential; ` +
+      `${doing}: the bus refused to ${violation.operation === "subscription" ? "subscribe" : "publish"} on ${JSON.stringify(violation.subject)} for this credential; ` +
         `the credential is not granted it — declare what the module needs in its manifest (states, reads, calls) so the broker grants it`,
     );
   }
