@@ -4,6 +4,7 @@
  * write), compositions, and waiting for a condition with a deadline.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,8 +78,42 @@ export function credentialFor(
   return { servers: [server.url], user: who.user, password: who.password, ...as };
 }
 
+const roots = new Set<string>();
+
+/**
+ * A temporary root for a host. Should a test process end before its test stops its host (a
+ * failure, a timeout), every process a host recorded under these roots is ended by its pid when
+ * the test process exits, so no test leaves processes behind.
+ */
 export async function tempRoot(): Promise<string> {
-  return mkdtemp(join(tmpdir(), "mesh-host-"));
+  const root = await mkdtemp(join(tmpdir(), "mesh-host-"));
+  if (roots.size === 0) process.once("exit", endRecordedProcesses);
+  roots.add(root);
+  return root;
+}
+
+function endRecordedProcesses(): void {
+  for (const root of roots) {
+    let processes: Record<string, { pid?: number; startTime?: string }> = {};
+    try {
+      const text = readFileSync(join(root, "state", "applied.json"), "utf8");
+      processes = (JSON.parse(text) as { processes?: typeof processes }).processes ?? {};
+    } catch {
+      // No state: the host started nothing.
+    }
+    for (const { pid, startTime } of Object.values(processes)) {
+      if (pid === undefined) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        // Field 22, as proc.ts reads it: only the very process the host recorded.
+        if (stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] === startTime)
+          process.kill(-pid, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
 }
 
 /** A tar.gz of the given files, made by the tar package. */
