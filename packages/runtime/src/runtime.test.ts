@@ -94,7 +94,13 @@ describe("the runtime", () => {
     runtime = Runtime.create({
       bus: runtimeBus,
       modules,
-      tuning: { heartbeatMs: 100, hangMs: 1_000, initialBackoffMs: 50, defaultTimeoutMs: 5_000 },
+      tuning: {
+        heartbeatMs: 100,
+        hangMs: 1_000,
+        initialBackoffMs: 50,
+        defaultTimeoutMs: 5_000,
+        resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+      },
       onStatus: statuses.push,
       onRejected: (why, subject) => {
         rejected.push({ why, subject });
@@ -341,6 +347,19 @@ describe("the runtime", () => {
       "gamma serving again",
     );
     assert.deepEqual(await call("alpha", "add", { a: 2, b: 2 }), { sum: 4 });
+  });
+
+  test("a module past its memory limit is ended, reported and restarted; the others serve", async () => {
+    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    await failsWith(call("gamma", "hog", {}), ErrorCode.INTERNAL);
+    const status = await deadline(failing, WAIT, "gamma failing");
+    assert.match(status.modules["gamma"]?.error ?? "", /memory/i);
+    assert.deepEqual(await call("alpha", "add", { a: 3, b: 3 }), { sum: 6 });
+    await deadline(
+      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      WAIT,
+      "gamma serving again",
+    );
   });
 
   test("stopping the runtime stops every watch and reports every module stopped", async () => {

@@ -199,6 +199,8 @@ export default defineModule({
     defineTool({ name: "block", description: "Blocks forever.", input: z.object({}),
       handler: async () => { for (;;) {} } }),
     defineTool({ name: "ok", description: "Answers.", input: z.object({}), handler: async () => ({ ok: true }) }),
+    defineTool({ name: "hog", description: "Allocates until its worker's memory limit ends it.", input: z.object({}),
+      handler: async () => { const kept = []; for (;;) kept.push(new Array(1e6).fill(kept.length)); } }),
     defineTool({ name: "fault", description: "Throws outside any handler.", input: z.object({}),
       handler: async () => { setTimeout(() => { throw new Error("gamma fault"); }, 0); return {}; } }),
     defineTool({ name: "peek", description: "Reads alpha's notes, which gamma declares it reads, and tries to write them.",
