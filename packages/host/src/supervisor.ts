@@ -9,6 +9,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, open, stat } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
 import { FileTail, type TailLimits } from "./log-tail.js";
@@ -206,6 +207,12 @@ export class Supervisor implements AsyncDisposable {
     try {
       const account =
         spec.user !== undefined && runningAsRoot() ? await lookupAccount(spec.user) : undefined;
+      if (spec.user !== undefined && account === undefined && userInfo().username !== spec.user) {
+        // Never run a process as someone other than it asked for: it may rely on that account.
+        throw new Error(
+          `it runs as ${JSON.stringify(spec.user)}, but the host is not root (it runs as ${JSON.stringify(userInfo().username)}); run the host as root`,
+        );
+      }
       const files = logFiles(this.#options.root, spec);
       await mkdir(files.folder, { recursive: true, mode: 0o750 });
       if (unit.tails.length === 0) unit.tails = await this.#tails(spec, "end");
