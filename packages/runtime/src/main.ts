@@ -30,7 +30,9 @@ async function main(): Promise<number> {
     ...(statusFile === undefined || statusFile === "" ? {} : { statusFile }),
   });
   process.stderr.write(
-    `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
+    modules.size === 0
+      ? `[node-tools] ${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})\n`
+      : `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
   );
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));

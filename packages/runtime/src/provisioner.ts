@@ -167,7 +167,13 @@ export class Provisioner implements AsyncDisposable {
               watch.kind === changed.kind &&
               (changed.key === undefined || changed.key === watch.key)
             ) {
-              watch.chain = watch.chain.then(() => this.#again(watch));
+              watch.chain = watch.chain
+                .then(() => this.#again(watch))
+                .catch((error: unknown) =>
+                  this.#log(
+                    `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} failed: ${String(error)}`,
+                  ),
+                );
             }
           }
         }

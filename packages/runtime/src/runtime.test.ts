@@ -362,6 +362,19 @@ describe("the runtime", () => {
     );
   });
 
+  test("a runtime given no modules serves nothing, says so, and stops", async () => {
+    const seen: RuntimeStatus[] = [];
+    const empty = Runtime.create({
+      bus: runtimeBus,
+      modules: new Map(),
+      onStatus: (s) => seen.push(s),
+    });
+    assert.equal(empty.status().state, "running");
+    assert.deepEqual(empty.status().modules, {});
+    await empty.stop();
+    assert.equal(seen.at(-1)?.state, "stopped");
+  });
+
   test("stopping the runtime stops every watch and reports every module stopped", async () => {
     assert.ok(runtime.provisioner.watchCount > 0);
     await runtime.stop();

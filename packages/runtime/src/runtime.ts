@@ -4,7 +4,7 @@
  * module, and what each module's load came to written where the host reads it.
  */
 import { rename, writeFile } from "node:fs/promises";
-import { Env, ErrorCode, MeshError } from "@mesh/protocol";
+import { Env } from "@mesh/protocol";
 import type { MeshBus } from "@mesh/bus";
 import {
   DEFAULT_TUNING,
@@ -105,14 +105,12 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  /** Starts a worker for every module and returns at once; `status()` says how each load went. */
+  /**
+   * Starts a worker for every module and returns at once; `status()` says how each load went. No
+   * modules is not an error: `node-tools` may be assigned where nothing has tools yet, and the
+   * runtime then serves nothing until the host restarts it with some.
+   */
   static create(options: RuntimeOptions): Runtime {
-    if (options.modules.size === 0) {
-      throw new MeshError(
-        ErrorCode.USAGE,
-        `the runtime was given no module to serve (${Env.toolModules} is empty); the host starts it only where a module with tools is assigned`,
-      );
-    }
     const runtime = new Runtime(options);
     for (const worker of runtime.#workers.values()) worker.start();
     runtime.#state = RuntimeState.running;
