@@ -6,6 +6,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { EmbeddedServer, KvBucket, hashPassword, FULL_PERMISSIONS } from "@mesh/bus";
+import { freePort } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { Bucket } from "@mesh/protocol";
 import { Host } from "./host.js";
@@ -113,5 +114,50 @@ test("processes keep running without the bus; when it returns the host reports a
   } finally {
     await host.stop();
     await running;
+  }
+});
+
+test("a host that starts without the bus starts what it ran, from its own disk", async () => {
+  const own = await tempRoot();
+  const credential = bus.hostCredential(NODE);
+  const options = {
+    node: NODE,
+    root: own,
+    health: { healthyMs: 300 },
+    pollMs: 100,
+    graceMs: 2_000,
+    stopProcessesOnStop: true,
+    log: () => undefined,
+  };
+  try {
+    // Applied once with the bus (which the test above restarted: writes wait for it)...
+    const withBus = Host.create({ ...options, credential });
+    const withBusRun = withBus.run();
+    const digest = await waitFor(
+      "the bundle stored",
+      async () => (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest,
+      60_000,
+    );
+    const p = processResource({ root: own, module: "offline", name: "p", digest });
+    const composed = await KvBucket.open(bus.admin, Bucket.composed);
+    await composed.put(NODE, composedOf(NODE, [p]));
+    await waitFor("the process with the bus", () => withBus.processes().has(p.id), 60_000);
+    // ...then the machine restarts: its processes are gone, and no bus is to be found.
+    await withBus.stop();
+    await withBusRun;
+    const nowhere = { ...credential, servers: [`nats://127.0.0.1:${await freePort()}`] };
+    const offline = Host.create({ ...options, credential: nowhere });
+    const offlineRun = offline.run();
+    try {
+      const identity = await waitFor("the process without the bus", () =>
+        offline.processes().get(p.id),
+      );
+      assert.ok(await isAlive(identity));
+    } finally {
+      await offline.stop();
+      await offlineRun;
+    }
+  } finally {
+    await rm(own, { recursive: true, force: true });
   }
 });
