@@ -169,6 +169,22 @@ describe("the view in Chromium", () => {
       );
     });
 
+    await step("narrow the grid", async () => {
+      // Only what needs attention: the one failing cell, its row and its column.
+      await page.locator("#grid-problems").check();
+      await page.locator("td.cell").nth(1).waitFor({ state: "detached" });
+      assert.equal(await page.locator('td.cell[data-health="failing"]').count(), 1);
+      await page.locator("#grid-problems").uncheck();
+      // A module's name shows its row on every node.
+      await page.locator("#grid-filter").fill("hello");
+      await page
+        .locator('td.cell:not([data-module="hello"])')
+        .first()
+        .waitFor({ state: "detached" });
+      assert.equal(await page.locator('td.cell[data-module="hello"]').count(), NODES.length);
+      await page.locator("#grid-filter").fill("");
+    });
+
     await step("answer an ask", async () => {
       const answers = await KvBucket.open(mesh.admin, Bucket.answers);
       const stop = new AbortController();

@@ -48,6 +48,8 @@ const model = {
   selected: undefined as { node: string; module: string } | undefined,
   openLog: undefined as { key: string; text: string } | undefined,
   lastChange: undefined as Date | undefined,
+  gridFilter: "",
+  problemsOnly: false,
 };
 
 const values = <T>(source: Source): Map<string, T> =>
@@ -273,6 +275,11 @@ const RENDER: Record<Section, () => void> = {
   tools: renderTools,
 };
 
+const onProblems = (event: Event): void => {
+  event.preventDefault();
+  showProblems();
+};
+
 function renderSummary(): void {
   const all = nodes();
   const presence = values<Presence>(Source.presence);
@@ -302,10 +309,15 @@ function renderSummary(): void {
     h("span", { class: "stat" }, h("b", {}, `${up}/${all.length}`), " nodes present"),
     h("span", { class: "stat" }, h("b", {}, modules().length), " modules"),
     h("span", { class: "stat" }, h("b", {}, healthy), " healthy"),
-    h("span", { class: `stat${failing > 0 ? " stat-bad" : ""}` }, h("b", {}, failing), " failing"),
     h(
-      "span",
-      { class: `stat${differences > 0 ? " stat-warn" : ""}` },
+      "a",
+      { class: `stat${failing > 0 ? " stat-bad" : ""}`, href: "#grid", onclick: onProblems },
+      h("b", {}, failing),
+      " failing",
+    ),
+    h(
+      "a",
+      { class: `stat${differences > 0 ? " stat-warn" : ""}`, href: "#grid", onclick: onProblems },
       h("b", {}, differences),
       " differences",
     ),
@@ -459,27 +471,71 @@ function renderNodes(): void {
 }
 
 function renderGrid(): void {
-  const columns = nodes();
-  const rows = modules();
   const wants = values<Want>(Source.wants);
   const haves = values<Have>(Source.have);
   const differences = values<Difference>(Source.differences);
   const presence = values<Presence>(Source.presence);
   const verdicts = values<CompositionVerdict>(Source.compositions);
   const puts = values<Put>(Source.puts);
-  const container = byId("grid");
-  if (rows.length === 0 || columns.length === 0) {
+  const allColumns = nodes();
+  const allRows = modules();
+  const container = byId("grid-body");
+  byId("grid-count").textContent = `${allRows.length} × ${allColumns.length}`;
+  if (allRows.length === 0 || allColumns.length === 0) {
     fill(
       container,
-      h("h2", {}, "Modules × nodes"),
       h(
         "p",
         { class: "empty" },
-        rows.length === 0 ? "No module is registered yet: mesh module add <dir>." : "No node yet.",
+        allRows.length === 0
+          ? "No module is registered yet: mesh module add <dir>."
+          : "No node yet.",
       ),
     );
     return;
   }
+
+  // What needs attention: a cell that is not healthy where it is wanted, or differs; a node gone
+  // or refused.
+  const troubled = (node: string, module: string): boolean => {
+    const key = `${node}.${module}`;
+    const want = wants.get(key);
+    const have = haves.get(key);
+    if (differences.has(key)) return true;
+    if (want !== undefined && have?.health !== "healthy") return true;
+    return have !== undefined && have.health !== "healthy" && have.health !== "stopped";
+  };
+  const nodeTroubled = (node: string): boolean =>
+    !present(presence.get(node)) || verdicts.get(node)?.verdict === "refused";
+  const filter = model.gridFilter.trim().toLowerCase();
+  const matches = (name: string): boolean => filter === "" || name.includes(filter);
+  // A filter naming a module shows its row on every node; one naming a node, its column.
+  const rowsByName = allRows.filter(matches);
+  const columnsByName = allColumns.filter(matches);
+  let rows = rowsByName.length > 0 ? rowsByName : allRows;
+  let columns = columnsByName.length > 0 ? columnsByName : allColumns;
+  if (filter !== "" && rowsByName.length === 0 && columnsByName.length === 0) {
+    rows = [];
+    columns = [];
+  }
+  if (model.problemsOnly) {
+    rows = rows.filter((m) => columns.some((n) => troubled(n, m)));
+    columns = columns.filter((n) => nodeTroubled(n) || rows.some((m) => troubled(n, m)));
+  }
+  if (rows.length === 0 || columns.length === 0) {
+    fill(
+      container,
+      h(
+        "p",
+        { class: "empty" },
+        model.problemsOnly && filter === ""
+          ? "Nothing needs attention: every module runs healthy where it is wanted."
+          : `Nothing matches ${JSON.stringify(model.gridFilter)}${model.problemsOnly ? " that needs attention" : ""}.`,
+      ),
+    );
+    return;
+  }
+
   const head = h(
     "tr",
     {},
@@ -510,9 +566,9 @@ function renderGrid(): void {
       }),
     ),
   );
+  const hidden = allRows.length - rows.length + (allColumns.length - columns.length);
   fill(
     container,
-    h("h2", {}, "Modules × nodes"),
     h(
       "div",
       { class: "grid-scroll" },
@@ -527,6 +583,13 @@ function renderGrid(): void {
       badge("none", "stopped"),
       badge("warn", "wanted, not running"),
       " · ⚠ want and have differ · click a cell for its details",
+      hidden > 0
+        ? h(
+            "span",
+            { class: "hidden-note" },
+            ` · ${allRows.length - rows.length} modules and ${allColumns.length - columns.length} nodes hidden by the filter`,
+          )
+        : null,
     ),
   );
 }
@@ -929,22 +992,17 @@ async function showLog(key: string): Promise<void> {
 let toolForm: { subject: string; form: SchemaForm } | undefined;
 
 function renderTools(): void {
-  const container = byId("tools");
   const byTool = new Map<string, ToolEntry[]>();
   for (const tool of model.tools) {
     const key = `${tool.module}/${tool.tool}`;
     byTool.set(key, [...(byTool.get(key) ?? []), tool]);
   }
-  const refresh = h(
-    "button",
-    { class: "btn btn-small", type: "button", onclick: () => void loadTools() },
-    model.toolsState === "loading" ? "finding…" : "refresh",
-  );
-  const header = h("h2", {}, "Tools ", h("span", { class: "count" }, byTool.size), refresh);
+  byId("tools-count").textContent = String(byTool.size);
+  byId("tools-refresh").textContent = model.toolsState === "loading" ? "finding…" : "refresh";
+  const container = byId("tool-list");
   if (byTool.size === 0) {
     fill(
       container,
-      header,
       h(
         "p",
         { class: "empty" },
@@ -955,7 +1013,8 @@ function renderTools(): void {
     );
     return;
   }
-  // The form keeps what was typed: the list is rebuilt, the open form is not.
+  // Only the list is rebuilt: the open form lives in its own slot, never detached, so what is
+  // being typed into it is never lost to a refresh of the list.
   const list = h(
     "ul",
     { class: "tool-list" },
@@ -992,8 +1051,7 @@ function renderTools(): void {
       );
     }),
   );
-  const existing = document.getElementById("tool-call");
-  fill(container, header, list, existing);
+  fill(container, list);
 }
 
 function openTool(tool: ToolEntry): void {
@@ -1051,12 +1109,30 @@ function openTool(tool: ToolEntry): void {
       );
     });
   });
-  document.getElementById("tool-call")?.remove();
-  byId("tools").appendChild(element);
+  fill(byId("tool-slot"), element);
   invalidate("tools");
 }
 
 // ---------------------------------------------------------------------------------------------
+
+byId("tools-refresh").addEventListener("click", () => void loadTools());
+const gridFilter = byId("grid-filter") as HTMLInputElement;
+const problemsOnly = byId("grid-problems") as HTMLInputElement;
+gridFilter.addEventListener("input", () => {
+  model.gridFilter = gridFilter.value;
+  invalidate("grid");
+});
+problemsOnly.addEventListener("change", () => {
+  model.problemsOnly = problemsOnly.checked;
+  invalidate("grid");
+});
+/** The summary's "failing" and "differences" lead to the grid narrowed to what needs attention. */
+function showProblems(): void {
+  problemsOnly.checked = true;
+  model.problemsOnly = true;
+  invalidate("grid");
+  byId("grid").scrollIntoView();
+}
 
 connect();
 // Heartbeat ages move with time, not with changes.
