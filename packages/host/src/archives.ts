@@ -327,3 +327,16 @@ function sha256(bytes: Uint8Array): string {
 async function exists(path: string): Promise<boolean> {
   return (await lstat(path).catch(() => undefined)) !== undefined;
 }
+
+/** Removes every cached archive whose digest is not in `keep`. */
+export async function pruneCache(root: string, keep: ReadonlySet<string>): Promise<string[]> {
+  const folder = join(root, "cache");
+  const removed: string[] = [];
+  for (const name of await readdir(folder).catch(() => [] as string[])) {
+    const digest = name.endsWith(".tgz") ? name.slice(0, -4) : undefined;
+    if (digest === undefined || keep.has(digest)) continue;
+    await rm(join(folder, name), { force: true });
+    removed.push(digest);
+  }
+  return removed;
+}

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
 import { Bucket, LogLine, logsSubject, type Have, type NeedResource } from "@mesh/protocol";
 import { flush } from "@mesh/bus";
-import { chmod } from "node:fs/promises";
-import { Host } from "./host.js";
+import { chmod, writeFile } from "node:fs/promises";
+import { HOST_VERSION, Host } from "./host.js";
 import { isAlive } from "./proc.js";
 import {
   LONG_RUNNING,
@@ -84,6 +84,11 @@ describe("the host", () => {
         async () => (await presence.get(NODE))?.value.publicKey,
       );
       assert.equal(publicKey, (await loadOrCreateNodeKeys(join(root, "node.key"))).publicKey);
+      const facts = (await presence.get(NODE))?.value.facts;
+      assert.equal(facts?.os, process.platform);
+      assert.equal(facts?.arch, process.arch);
+      assert.equal(facts?.version, HOST_VERSION);
+      assert.equal((await stat(join(root, "node.key"))).mode & 0o777, 0o600);
       const main = await bundleOf({ "main.js": LONG_RUNNING });
       const tools1 = await bundleOf({ "tools.js": "v1" });
       const mainDigest = (await bus.artifacts.put(main)).digest;
@@ -145,6 +150,12 @@ describe("the host", () => {
         return w !== undefined && w.pid !== first.get(watcher.id)?.pid ? p : undefined;
       });
       assert.deepEqual(second.get(steady.id), first.get(steady.id));
+      await host.settled();
+      // The old archive left the cache once the new one applied.
+      assert.deepEqual(
+        (await readdir(join(root, "cache"))).sort(),
+        [`${mainDigest}.tgz`, `${tools2Digest}.tgz`].sort(),
+      );
       assert.equal(await isAlive(first.get(watcher.id)!), false);
 
       // Emptied: everything stopped and removed.
@@ -154,6 +165,7 @@ describe("the host", () => {
       for (const identity of second.values()) assert.equal(await isAlive(identity), false);
       await assert.rejects(stat(need.path));
       assert.deepEqual(await readdir(join(root, "bundles")), []);
+      assert.deepEqual(await readdir(join(root, "cache")), []);
       await waitFor("app stopped", async () => (await haveOf("app"))?.health === "stopped");
     } finally {
       await host.stop();
@@ -340,6 +352,33 @@ describe("the host", () => {
     } finally {
       await host.stop();
       await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("the host's states: running while it runs, stopped after, failed when it cannot start", async () => {
+    const { NODE } = nodeHelpers("n1");
+    const root = await tempRoot();
+    try {
+      const host = Host.create({ node: NODE, root, credential: bus.hostCredential(NODE), ...fast });
+      assert.equal(host.state, "stopped");
+      const running = host.run();
+      await waitFor("running", () => host.state === "running");
+      await host.stop();
+      await running;
+      assert.equal(host.state, "stopped");
+
+      // A root that cannot be made: a file stands where its folder would be.
+      await writeFile(join(root, "taken"), "a file");
+      const broken = Host.create({
+        node: NODE,
+        root: join(root, "taken", "root"),
+        credential: bus.hostCredential(NODE),
+        ...fast,
+      });
+      await assert.rejects(broken.run());
+      assert.equal(broken.state, "failed");
+    } finally {
       await rm(root, { recursive: true, force: true });
     }
   });

@@ -48,6 +48,7 @@ import {
   checkBundlePath,
   fetchVerified,
   placeBundle,
+  pruneCache,
   removeBundle,
   unpackBeside,
   type ArchiveLimits,
@@ -97,6 +98,10 @@ export interface HostOptions {
   readonly archiveLimits?: ArchiveLimits;
   readonly tail?: TailLimits;
   readonly stopProcessesOnStop?: boolean;
+  /** The machine's operator account and its home, said in the presence (the runtime runs as it). */
+  readonly account?: { readonly name: string; readonly home?: string };
+  /** Whether the machine is adopted (its own setup stays its administration's). */
+  readonly adopted?: boolean;
   /** Where the host says what it does (default: stderr). */
   readonly log?: (line: string) => void;
 }
@@ -620,6 +625,10 @@ export class Host implements AsyncDisposable {
     }
     this.#applyErrors = failed;
     await this.#saving;
+    // Archives nothing uses any more leave the cache once everything applied; while something
+    // fails, the cache is left alone (what ran before may be needed again).
+    if (failed.size === 0)
+      await pruneCache(this.root, new Set([...desired.deliveries.values()].map((d) => d.digest)));
   }
 
   #spec(resource: ProcessResource): ProcessSpec {

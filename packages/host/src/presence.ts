@@ -10,10 +10,21 @@ export function presenceOf(input: {
   readonly publicKey: string;
   readonly version: string;
   readonly now: Date;
+  readonly account?: { readonly name: string; readonly home?: string };
+  readonly adopted?: boolean;
 }): Presence {
+  const { account, adopted } = input;
   return {
     node: input.node,
-    facts: { hostname: hostname(), os: platform(), arch: arch(), version: input.version },
+    facts: {
+      hostname: hostname(),
+      os: platform(),
+      arch: arch(),
+      ...(account === undefined ? {} : { account: account.name }),
+      ...(account?.home === undefined ? {} : { accountHome: account.home }),
+      ...(adopted === undefined ? {} : { adopted }),
+      version: input.version,
+    },
     publicKey: input.publicKey,
     heartbeat: input.now.toISOString(),
   };
