@@ -205,7 +205,11 @@ describe("the view in Chromium", () => {
       } finally {
         stop.abort();
       }
-      // Answered, the ask leaves the page.
+      // Answered, the ask stays (until the assigner withdraws it) with its answer, changeable.
+      await page.locator(`[data-ask-id="${ASK_ID}"][data-answered="yes"]`).waitFor();
+      assert.equal(await page.locator(`[data-ask-id="${ASK_ID}"] button`).count(), 1);
+      const asks = await KvBucket.open(mesh.admin, Bucket.asks);
+      await asks.delete(askKey(ASK_ID));
       await page.locator(`[data-ask-id="${ASK_ID}"]`).waitFor({ state: "detached" });
     });
 

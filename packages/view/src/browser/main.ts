@@ -4,6 +4,7 @@
  * POSTs carrying the view's own header.
  */
 import type {
+  Answer,
   Ask,
   CompositionVerdict,
   Condition,
@@ -348,55 +349,85 @@ function renderSummary(): void {
 }
 
 function renderAsks(): void {
-  const asks = openAsks();
+  const answers = values<Answer>(Source.answers);
+  const all = [...values<Ask>(Source.asks).values()].sort((a, b) => a.at.localeCompare(b.at));
+  // Open asks first; an answered one stays (muted, its answer changeable) until the assigner acts
+  // on it and withdraws it.
+  const asks = [
+    ...all.filter((ask) => !answers.has(ask.id)),
+    ...all.filter((ask) => answers.has(ask.id)),
+  ];
+  const open = all.length - all.filter((ask) => answers.has(ask.id)).length;
   const section = byId("asks");
   section.hidden = asks.length === 0;
   fill(
     section,
-    h("h2", {}, "Open asks ", h("span", { class: "count" }, asks.length)),
-    ...asks.map((ask) => {
-      const status = h("span", { class: "ask-status", role: "status" });
-      const answer = async (choice: "yes" | "no", button: HTMLButtonElement): Promise<void> => {
-        button.disabled = true;
-        status.textContent = "sending…";
-        const result = await post("/api/answer", { id: ask.id, answer: choice });
-        button.disabled = false;
-        status.textContent = result.ok
-          ? `answered ${choice}`
-          : `${result.error.code}: ${result.error.message}`;
-        status.className = `ask-status ${result.ok ? "ok" : "bad"}`;
-      };
-      const yes = h(
-        "button",
-        { class: "btn btn-yes", type: "button", "data-ask": ask.id, "data-answer": "yes" },
-        "Yes",
-      );
-      const no = h(
-        "button",
-        { class: "btn btn-no", type: "button", "data-ask": ask.id, "data-answer": "no" },
-        "No",
-      );
-      yes.addEventListener("click", () => void answer("yes", yes));
-      no.addEventListener("click", () => void answer("no", no));
-      return h(
+    h(
+      "h2",
+      {},
+      "Asks ",
+      h("span", { class: "count", title: "open" }, open),
+      open < asks.length ? h("span", { class: "muted" }, ` ${asks.length - open} answered`) : null,
+    ),
+    ...asks.map((ask) => askRow(ask, answers.get(ask.id))),
+  );
+}
+
+function askRow(ask: Ask, given: Answer | undefined): HTMLElement {
+  const status = h(
+    "span",
+    { class: "ask-status", role: "status" },
+    given === undefined
+      ? ""
+      : `answered ${given.answer} by ${given.by} ${age(given.at)}; waiting for the assigner`,
+  );
+  const answer = async (choice: "yes" | "no", button: HTMLButtonElement): Promise<void> => {
+    button.disabled = true;
+    status.textContent = "sending…";
+    const result = await post("/api/answer", { id: ask.id, answer: choice });
+    button.disabled = false;
+    status.textContent = result.ok
+      ? `answered ${choice}`
+      : `${result.error.code}: ${result.error.message}`;
+    status.className = `ask-status ${result.ok ? "ok" : "bad"}`;
+  };
+  const button = (choice: "yes" | "no"): HTMLButtonElement => {
+    const element = h(
+      "button",
+      {
+        class: `btn ${given === undefined ? `btn-${choice}` : "btn-small"}`,
+        type: "button",
+        "data-ask": ask.id,
+        "data-answer": choice,
+      },
+      given === undefined ? (choice === "yes" ? "Yes" : "No") : `change to ${choice}`,
+    );
+    element.addEventListener("click", () => void answer(choice, element));
+    return element;
+  };
+  const choices: Array<"yes" | "no"> =
+    given === undefined ? ["yes", "no"] : [given.answer === "yes" ? "no" : "yes"];
+  return h(
+    "div",
+    {
+      class: `ask${given === undefined ? "" : " ask-answered"}`,
+      "data-ask-id": ask.id,
+      "data-answered": given?.answer,
+    },
+    h(
+      "div",
+      { class: "ask-text" },
+      h("div", { class: "ask-what" }, ask.what),
+      h(
         "div",
-        { class: "ask", "data-ask-id": ask.id },
-        h(
-          "div",
-          { class: "ask-text" },
-          h("div", { class: "ask-what" }, ask.what),
-          h(
-            "div",
-            { class: "ask-meta" },
-            h("span", {}, "module ", h("b", {}, ask.module)),
-            h("span", {}, "build ", h("code", {}, ask.build)),
-            h("span", {}, "nodes ", h("b", {}, ask.nodes.join(", ") || "—")),
-            h("span", { class: "muted" }, `asked ${age(ask.at)} · ${ask.id}`),
-          ),
-        ),
-        h("div", { class: "ask-actions" }, yes, no, status),
-      );
-    }),
+        { class: "ask-meta" },
+        h("span", {}, "module ", h("b", {}, ask.module)),
+        h("span", {}, "build ", h("code", {}, ask.build)),
+        h("span", {}, "nodes ", h("b", {}, ask.nodes.join(", ") || "—")),
+        h("span", { class: "muted" }, `asked ${age(ask.at)} · ${ask.id}`),
+      ),
+    ),
+    h("div", { class: "ask-actions" }, status, ...choices.map(button)),
   );
 }
 
