@@ -166,6 +166,31 @@ describe("compose: what is sent where", () => {
   });
 });
 
+describe("compose: declared files", () => {
+  it("puts a relative secret path under <root>/secrets/<module>/, and names it to the process", () => {
+    const relative = manifest({
+      ...counter,
+      "own-secrets": { broker: { path: "broker.json" }, token: { path: "api/token" } },
+    });
+    const resources = ok(node([relative], { root: "/srv/mesh" }));
+    const paths = Object.fromEntries(
+      resources.filter((r) => r.type === "need").map((r) => [r.id, r.path]),
+    );
+    assert.deepEqual(paths, {
+      "counter.need-broker": "/srv/mesh/secrets/counter/broker.json",
+      "counter.need-token": "/srv/mesh/secrets/counter/api/token",
+    });
+    const daemon = resources.find((r) => r.id === "counter.process-daemon") as ProcessResource;
+    assert.equal(daemon.env["MESH_BROKER_FILE"], "/srv/mesh/secrets/counter/broker.json");
+  });
+
+  it("keeps an absolute secret path as written", () => {
+    const resources = ok(node([counter], { root: "/srv/mesh" }));
+    const need = resources.find((r) => r.id === "counter.need-broker");
+    assert.equal(need?.type === "need" ? need.path : undefined, "/etc/counter/broker.json");
+  });
+});
+
 describe("compose: the runtime's process", () => {
   it("runs its one bundle with node, serves every load sorted, and restarts on bundles and credential", () => {
     const process = runtimeOf(ok(node([runtime(), hello, counter])));

@@ -33,6 +33,7 @@ import {
   isName,
   needResourceId,
   processResourceId,
+  secretFilePath,
   MeshError,
   type ArchiveResource,
   type Manifest,
@@ -297,7 +298,11 @@ function needsOf(m: Manifest, c: Context): NeedResource[] {
   return Object.keys(m["own-secrets"])
     .sort()
     .map((name) => {
-      const path = (m["own-secrets"][name] as { path: string }).path;
+      const path = secretFilePath(
+        c.root,
+        m.module,
+        (m["own-secrets"][name] as { path: string }).path,
+      );
       const credential = name === BROKER_SECRET;
       const user =
         m.module === RUNTIME_MODULE || (servedHere && !credential) ? c.account : undefined;
@@ -337,7 +342,7 @@ function processesOf(m: Manifest, c: Context): ProcessResource[] {
     const env: Record<string, string> = { ...p.env };
     const restartOn = new Set(p["restart-on"] ?? []);
     if (broker !== undefined) {
-      env[Env.brokerFile] = broker.path;
+      env[Env.brokerFile] = secretFilePath(c.root, m.module, broker.path);
       restartOn.add(needResourceId(m.module, BROKER_SECRET));
     }
     out.push(
@@ -445,7 +450,7 @@ function runtimeProcess(
     c.refuse(
       "runtime-broker-secret",
       `${where} and declares no own-secret named ${JSON.stringify(BROKER_SECRET)}, where the node delivers the runtime's credential`,
-      `declare it in ${RUNTIME_MODULE}'s manifest: "own-secrets": {"${BROKER_SECRET}": {"path": "<absolute path>"}}`,
+      `declare it in ${RUNTIME_MODULE}'s manifest: "own-secrets": {"${BROKER_SECRET}": {"path": "broker.json"}}`,
       RUNTIME_MODULE,
     );
     usable = false;
@@ -477,7 +482,7 @@ function runtimeProcess(
   }
   const env: Record<string, string> = {
     [Env.toolModules]: [...new Set(served)].sort().join(","),
-    [Env.brokerFile]: credential.path,
+    [Env.brokerFile]: secretFilePath(c.root, RUNTIME_MODULE, credential.path),
   };
   if (c.account !== undefined && home !== undefined) {
     env[Env.operatorAccount] = c.account;

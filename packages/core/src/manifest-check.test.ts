@@ -86,8 +86,8 @@ const table: { name: string; input: unknown; want: string[] }[] = [
     ],
   },
   {
-    name: "a secret path that is relative",
-    input: { module: "hello", bundles: [tools], "own-secrets": { token: { path: "token" } } },
+    name: "a secret path that climbs out of the secrets folder",
+    input: { module: "hello", bundles: [tools], "own-secrets": { token: { path: "../token" } } },
     want: ["secret-path-absolute@own-secrets.token.path"],
   },
   {

@@ -208,8 +208,8 @@ function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
       "secret-path-absolute",
       at,
       found,
-      `the secret's path ${quote(value)} is not an absolute, plain path`,
-      `write an absolute path such as ${quote(`/etc/${String(at[1])}`)}, with no "." or ".." part`,
+      `the secret's path ${quote(value)} is neither an absolute nor a plain relative path`,
+      `write an absolute path such as ${quote(`/etc/${String(at[1])}`)}, or a relative one such as ${quote(String(at[1]))} (under the node's secrets folder), with no "." or ".." part`,
     );
   }
   if (field === "restart-on") {

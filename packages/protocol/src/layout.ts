@@ -362,6 +362,16 @@ export const DEFAULT_NODE_ROOT = "/var/lib/mesh";
 export const bundlePath = (root: string, module: string, bundle: string): string =>
   `${root.replace(/\/+$/, "")}/bundles/${checkName("module", module)}/${checkName("bundle", bundle)}`;
 
+/**
+ * Where a module's declared file lands: an absolute path as written, a relative one under
+ * `<root>/secrets/<module>/`, so a node that is not run as root (a developer's `mesh up`) can
+ * write it too.
+ */
+export const secretFilePath = (root: string, module: string, path: string): string =>
+  path.startsWith("/")
+    ? path
+    : `${root.replace(/\/+$/, "")}/secrets/${checkName("module", module)}/${path}`;
+
 /** Where the resource id's module part ends. */
 export function resourceModule(id: string): string {
   const dot = id.indexOf(".");

@@ -42,6 +42,11 @@ export const BundleRelativePath = z.string().regex(BUNDLE_PATH_PATTERN, {
 // eslint-disable-next-line no-control-regex -- as above
 export const ABSOLUTE_PATH_PATTERN = /^(?:\/(?!\.\.?(?:\/|$))[^/\u0000]+)+$/;
 
+/** A declared file's path: absolute, or relative to the node's secrets folder for the module. */
+export const SECRET_PATH_PATTERN = new RegExp(
+  `^(?:${ABSOLUTE_PATH_PATTERN.source.slice(1, -1)}|${BUNDLE_PATH_PATTERN.source.slice(1, -1)})$`,
+);
+
 /** An environment variable's name; `MESH_` names are the mesh's own and set by it. */
 export const ENV_NAME_PATTERN = /^(?!MESH_)[A-Za-z_][A-Za-z0-9_]*$/;
 /** The prefix of the variables the mesh sets for a process. */
@@ -165,11 +170,13 @@ export const OwnSecret = z
   .object({
     path: z
       .string()
-      .regex(ABSOLUTE_PATH_PATTERN, {
+      .regex(SECRET_PATH_PATTERN, {
         error:
-          'a secret\'s path is absolute, with no empty, "." or ".." part (e.g. "/etc/hello/token")',
+          'a secret\'s path is absolute, or relative to the node\'s secrets folder for the module, with no empty, "." or ".." part (e.g. "/etc/hello/token" or "token")',
       })
-      .describe("Where the node writes the file (mode 0600)"),
+      .describe(
+        "Where the node writes the file (mode 0600): an absolute path, or one relative to <root>/secrets/<module>/",
+      ),
   })
   .strict();
 export type OwnSecret = z.infer<typeof OwnSecret>;
