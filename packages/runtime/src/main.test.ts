@@ -13,14 +13,12 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { request, writeCredential } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
+import { hostGrant } from "@mesh/core";
 import { Env, toolSubject } from "@mesh/protocol";
 import { ModuleState } from "./module-worker.js";
 import type { RuntimeStatus } from "./runtime.js";
 import { StatusEnv } from "./env.js";
-import {
-  startProvisionerDouble,
-  type ProvisionerDouble,
-} from "./test-support/provisioner-double.js";
+import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
 import { ALPHA_MORE, ALPHA_TOOLS, DELTA, writeModule } from "./test-support/modules.js";
 import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
 
@@ -55,17 +53,20 @@ function statusUntil(file: string, match: (s: RuntimeStatus) => boolean): Promis
 describe("the runtime's process", () => {
   let bus: TestBus;
   let dir: string;
-  let provisioner: ProvisionerDouble;
+  let provisioner: HostClient;
   let child: ChildProcess | undefined;
   let exited: Promise<number | null>;
   const statusFile = () => join(dir, "status.json");
 
   before(async () => {
-    bus = await startTestBus({ modules: [served("alpha"), served("delta")] });
-    provisioner = await startProvisionerDouble({
-      bus: bus.admin,
+    bus = await startTestBus({
+      modules: [served("alpha"), served("delta")],
+      users: [{ ...HOST_USER, permissions: hostGrant({ node: NODE }) }],
+    });
+    provisioner = await startHostClient({
+      bus,
       node: NODE,
-      values: { alpha: { "config.greeting": "Hello" } },
+      modules: { alpha: { config: { greeting: { default: "Hello" } }, bound: {} } },
     });
     dir = await mkdtemp(join(tmpdir(), "mesh-runtime-main-"));
     const [tools, more] = await writeModule(dir, "alpha", {

@@ -1,7 +1,7 @@
 /**
  * The runtime against a real nats-server, with real worker threads: two modules (and a third
  * that hangs) in one runtime whose bus user holds exactly `runtimeGrant`, their values asked of
- * a test double of the host's provisioner client.
+ * the real host's provisioner client (with a wiretap that records every ask).
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -10,22 +10,26 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, discoverTools, request } from "@mesh/bus";
 import { credentialFor, deadline } from "@mesh/bus/testing";
-import { moduleGrant } from "@mesh/core";
-import type { MeshError } from "@mesh/protocol";
+import { hostGrant, moduleGrant } from "@mesh/core";
+import type { ComposedModule, MeshError } from "@mesh/protocol";
 import { CallHeader, ErrorCode, isMeshError, toolSubject } from "@mesh/protocol";
 import { z } from "zod";
 import { Runtime, type RuntimeStatus } from "./runtime.js";
 import { ModuleState } from "./module-worker.js";
-import {
-  startProvisionerDouble,
-  type ProvisionerDouble,
-} from "./test-support/provisioner-double.js";
+import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
 import { ALPHA_MORE, ALPHA_TOOLS, BETA, GAMMA, writeModule } from "./test-support/modules.js";
 import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
 
 const WAIT = 15_000;
 const ALPHA = served("alpha", { states: [{ name: "notes", readable: true }] });
 const GAMMA_MANIFEST = served("gamma", { reads: ["alpha/notes"] });
+/** What the host answers from: each module's declared config and bound values. */
+const ALPHA_COMPOSED: ComposedModule = { config: { greeting: { default: "Hello" } }, bound: {} };
+const COMPOSED: Record<string, ComposedModule> = {
+  alpha: ALPHA_COMPOSED,
+  beta: { config: { color: { default: "blue" } }, bound: {} },
+  gamma: { config: {}, bound: { "read.alpha.notes": "alpha_notes" } },
+};
 const ALPHA_PROCESS = { user: "alpha-process", password: "alpha-process-password" };
 
 describe("the runtime", () => {
@@ -33,7 +37,7 @@ describe("the runtime", () => {
   let dir: string;
   let runtimeBus: MeshBus;
   let runtime: Runtime;
-  let provisioner: ProvisionerDouble;
+  let provisioner: HostClient;
   const statuses = new StatusLog();
   const rejected: Array<{ why: string; subject: string }> = [];
   let onRejected: (() => void) | undefined;
@@ -69,18 +73,11 @@ describe("the runtime", () => {
           ...ALPHA_PROCESS,
           permissions: moduleGrant({ node: NODE, manifest: ALPHA, owners: {} }).permissions,
         },
+        { ...HOST_USER, permissions: hostGrant({ node: NODE }) },
       ],
     });
     await bus.admin.kvm.create("alpha_notes", { history: 1 });
-    provisioner = await startProvisionerDouble({
-      bus: bus.admin,
-      node: NODE,
-      values: {
-        alpha: { "config.greeting": "Hello", "bound.node": NODE },
-        beta: { "config.color": "blue" },
-        gamma: { "bound.read.alpha.notes": "alpha_notes" },
-      },
-    });
+    provisioner = await startHostClient({ bus, node: NODE, modules: COMPOSED });
     dir = await mkdtemp(join(tmpdir(), "mesh-runtime-"));
     const modules = new Map([
       [
@@ -192,7 +189,7 @@ describe("the runtime", () => {
     ]);
     const missing = await failsWith(
       call("alpha", "value", { kind: "config", key: "nope" }),
-      ErrorCode.NOT_FOUND,
+      ErrorCode.REFUSED,
     );
     assert.match(missing.message, /nope/);
   });
@@ -211,12 +208,12 @@ describe("the runtime", () => {
   test("module B's code cannot obtain module A's values, whatever it sends", async () => {
     const before = provisioner.asks.length;
     const result = (await call("beta", "steal", {})) as Record<string, Record<string, unknown>>;
-    assert.equal(result["viaSdk"]?.["code"], ErrorCode.NOT_FOUND);
-    assert.equal(result["viaWatch"]?.["code"], ErrorCode.NOT_FOUND);
-    assert.ok(
-      [ErrorCode.NOT_FOUND, ErrorCode.REFUSED].includes(result["viaState"]?.["code"] as never),
-      JSON.stringify(result["viaState"]),
-    );
+    for (const way of ["viaSdk", "viaWatch", "viaState"]) {
+      assert.ok(
+        [ErrorCode.NOT_FOUND, ErrorCode.REFUSED].includes(result[way]?.["code"] as never),
+        `${way}: ${JSON.stringify(result[way])}`,
+      );
+    }
     assert.equal(result["raw"]?.["t"], "refusal");
     assert.doesNotMatch(JSON.stringify(result), /Hello/);
     const asked = provisioner.asks.slice(before);
@@ -231,10 +228,12 @@ describe("the runtime", () => {
     const seen = async (count: number) =>
       ((await call("alpha", "seen", { count })) as { seen: unknown[] }).seen;
     assert.deepEqual(await seen(1), [{ value: "Hello" }]);
-    provisioner.set("alpha", "config", "greeting", "Hi");
+    await provisioner.setConfig("alpha.greeting", "Hi");
     assert.deepEqual((await seen(2))[1], { value: "Hi" });
-    provisioner.set("alpha", "config", "greeting", "Hi");
-    provisioner.set("alpha", "config", "greeting", "Hey");
+    // A notice for a value that did not move: the runtime asks again and hands nothing.
+    provisioner.sayChanged("alpha", "config", "greeting");
+    provisioner.sayChanged("alpha", "config");
+    await provisioner.setConfig(`alpha.greeting.${NODE}`, "Hey");
     assert.deepEqual((await seen(3)).slice(1), [{ value: "Hi" }, { value: "Hey" }]);
   });
 
@@ -242,16 +241,17 @@ describe("the runtime", () => {
     const seen = async (count: number) =>
       ((await call("alpha", "seen", { count })) as { seen: unknown[] }).seen;
     const before = (await seen(1)).length;
-    provisioner.remove("alpha", "config", "greeting");
+    // The greeting no longer declared: the host refuses it from now on.
+    await provisioner.compose({ ...COMPOSED, alpha: { ...ALPHA_COMPOSED, config: {} } });
     const refused = (await seen(before + 1))[before] as { refused?: string };
-    assert.match(refused.refused ?? "", /declares no config "greeting"/);
-    provisioner.set("alpha", "config", "greeting", "Hello");
-    assert.deepEqual((await seen(before + 2))[before + 1], { value: "Hello" });
+    assert.match(refused.refused ?? "", /declares no config key "greeting"/);
+    await provisioner.compose(COMPOSED);
+    assert.deepEqual((await seen(before + 2))[before + 1], { value: "Hey" });
   });
 
   test("leaving a watch's loop stops the watch in the runtime", async () => {
     const before = runtime.provisioner.watchCount;
-    assert.deepEqual(await call("alpha", "first", {}), { value: "Hello" });
+    assert.deepEqual(await call("alpha", "first", {}), { value: "Hey" });
     assert.equal(runtime.provisioner.watchCount, before);
   });
 

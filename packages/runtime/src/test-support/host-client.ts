@@ -1,0 +1,101 @@
+/**
+ * The host's provisioner client for the runtime's tests: a real `Host` (packages/host) on the
+ * test bus with `hostGrant`, answering from the node's composition and mesh-config, plus a
+ * wiretap on `mesh.provision.<node>` that records every ask as sent, so a test can prove what
+ * the runtime asked and as whom (and that it never asked at all).
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KvBucket, flush, publish } from "@mesh/bus";
+import { credentialFor } from "@mesh/bus/testing";
+import { fingerprintOf } from "@mesh/core";
+import { Host } from "@mesh/host";
+import {
+  Bucket,
+  Principal,
+  ProvisionAsk,
+  provisionChangedSubject,
+  provisionSubject,
+  type ComposedModule,
+} from "@mesh/protocol";
+import type { TestBus } from "./setup.js";
+
+export const HOST_USER = { user: "host", password: "host-password-for-tests" };
+
+export interface HostClient extends AsyncDisposable {
+  /** Every ask the runtime sent, in order. */
+  readonly asks: ProvisionAsk[];
+  /** Writes the node's composition with these modules; the host says what moved. */
+  compose(modules: Record<string, ComposedModule>): Promise<void>;
+  /** Writes a mesh-config value (`<module>.<key>` or `<module>.<key>.<node>`). */
+  setConfig(key: string, value: unknown): Promise<void>;
+  /** Says a value moved when it did not (the runtime must not hand it twice). */
+  sayChanged(module: string, kind: "config" | "bound", key?: string): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the host of `node` with the composition `modules`. The test bus must have the user
+ * {@link HOST_USER} with `hostGrant({node})`.
+ */
+export async function startHostClient(options: {
+  readonly bus: TestBus;
+  readonly node: string;
+  readonly modules: Record<string, ComposedModule>;
+}): Promise<HostClient> {
+  const { bus, node } = options;
+  const admin = bus.admin;
+  const asks: ProvisionAsk[] = [];
+  const stopTap = new AbortController();
+  const tap = admin.subscribe(provisionSubject(node), { signal: stopTap.signal });
+  void (async () => {
+    for await (const message of tap) {
+      const ask = ProvisionAsk.safeParse(message.json());
+      if (ask.success) asks.push(ask.data);
+    }
+  })().catch(() => undefined);
+  await flush(admin);
+
+  const compose = async (modules: Record<string, ComposedModule>): Promise<void> => {
+    const composed = await KvBucket.open(admin, Bucket.composed);
+    await composed.put(node, { node, resources: [], modules, fingerprint: fingerprintOf([]) });
+  };
+  await compose(options.modules);
+  const root = await mkdtemp(join(tmpdir(), "mesh-runtime-host-"));
+  const host = Host.create({
+    node,
+    root,
+    credential: credentialFor(bus.server, HOST_USER, { node, module: Principal.host }),
+    pollMs: 100,
+    log: () => undefined,
+  });
+  const running = host.run();
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      stopTap.abort();
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+  return {
+    asks,
+    compose,
+    async setConfig(key, value) {
+      const config = await KvBucket.open(admin, Bucket.config);
+      await config.put(key, { value: value as never, by: "ada", at: new Date().toISOString() });
+    },
+    sayChanged(module, kind, key) {
+      publish(admin, provisionChangedSubject(node), {
+        module,
+        kind,
+        ...(key === undefined ? {} : { key }),
+      });
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
