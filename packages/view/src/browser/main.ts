@@ -110,6 +110,8 @@ function renderDirty(): void {
   const sections = [...dirty];
   dirty.clear();
   for (const section of sections) RENDER[section]();
+  // Scripts and tests may rely on this: the first whole state is on the page, not just received.
+  if (model.link === "live") document.body.dataset["ready"] = "true";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -127,7 +129,6 @@ function connect(): void {
     model.bus = snapshot.bus;
     model.link = "live";
     model.lastChange = new Date();
-    document.body.dataset["ready"] = "true";
     invalidate(...ALL_SECTIONS);
     void loadTools();
   });
