@@ -236,9 +236,10 @@ export class ModuleWorker {
   #onMessage(worker: Worker, message: FromWorker): void {
     if (worker !== this.#worker || typeof message !== "object" || message === null) return;
     if (message.v !== PROTOCOL_VERSION) {
-      this.#fail(
-        worker,
-        `its worker speaks protocol ${String((message as { v?: unknown }).v)}, the runtime ${String(PROTOCOL_VERSION)}; rebuild the module against this runtime's @mesh/sdk`,
+      // The bootstrap always speaks this runtime's version (it is this runtime's SDK); anything
+      // else on the port was posted by module code itself and is not read.
+      this.#o.log(
+        `[node-tools] ${this.module}: ignored a message that is not protocol ${String(PROTOCOL_VERSION)}`,
       );
       return;
     }
