@@ -113,7 +113,7 @@ interface PendingCall {
 /** Any JSON value: what a module keeps in its states. */
 const Json = z.json();
 
-export class ModuleWorker {
+export class ModuleWorker implements AsyncDisposable {
   readonly module: string;
   readonly #o: ModuleWorkerOptions;
   #worker: Worker | undefined;
@@ -229,6 +229,10 @@ export class ModuleWorker {
     }
     this.#endWorker("the runtime is stopping");
     this.#setStatus({ state: ModuleState.stopped, tools: this.#status.tools });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
   }
 
   // -------------------------------------------------------------------------------------------
