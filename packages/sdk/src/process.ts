@@ -1,0 +1,91 @@
+/**
+ * `@mesh/sdk/process`: what a module's own **process** (a daemon the host runs, not tool code in
+ * the runtime) imports to reach the bus as its module: its states, its conditions, and saying
+ * which states it keeps. It connects with the credential the host wrote for it
+ * (`MESH_BROKER_FILE`, the module's `broker` own-secret), so it can do exactly what the module's
+ * manifest declares and nothing else.
+ *
+ * This entry brings the NATS client with it (esbuild bundles it into the process's bundle); tool
+ * code never imports it — it reaches the same things through its context.
+ *
+ * ```ts
+ * import { connectProcess } from "@mesh/sdk/process";
+ * const mesh = await connectProcess();
+ * mesh.keeps([{ name: "counts", readable: true }]);
+ * await mesh.state("counts").put("total", 1);
+ * ```
+ */
+import { z } from "zod";
+import { KvBucket, MeshBus, keepSayingKeeps, sayCondition, type KeptState } from "@mesh/bus";
+import { Env, ErrorCode, MeshError, stateBucket, type ConditionLevel } from "@mesh/protocol";
+import type { StateHandle } from "./define.js";
+
+export interface ProcessMesh extends AsyncDisposable {
+  readonly module: string;
+  readonly node: string;
+  /** One of the module's own states (`"counts"`), or one it reads (`"counter/counts"`, read-only by grant). */
+  state(name: string): StateHandle;
+  /** Says a condition an operator sees; the last per name is kept. */
+  condition(name: string, level: ConditionLevel, message: string): Promise<void>;
+  /** Says which states the process keeps and which others may read, now and after every reconnect. */
+  keeps(states: readonly KeptState[]): void;
+  close(): Promise<void>;
+}
+
+export interface ConnectProcessOptions {
+  /** The credential file; `MESH_BROKER_FILE` by default. */
+  readonly credentialFile?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** Connects as the module the credential names, waiting for the bus if it is not up yet. */
+export async function connectProcess(options: ConnectProcessOptions = {}): Promise<ProcessMesh> {
+  const file = options.credentialFile ?? process.env[Env.brokerFile];
+  if (file === undefined || file === "") {
+    throw new MeshError(
+      ErrorCode.CREDENTIAL_INVALID,
+      `${Env.brokerFile} is not set, so this process has no credential; declare "own-secrets": {"broker": {"path": "broker.json"}} in the module's manifest, and the host sets it`,
+    );
+  }
+  const bus = await MeshBus.connectWithFile(file, {
+    waitForBus: true,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  const { module, node } = bus.credential;
+  const stopping = new AbortController();
+  const buckets = new Map<string, Promise<KvBucket<z.core.util.JSONType>>>();
+  const bucketOf = (name: string) => {
+    const [owner, state] = name.includes("/")
+      ? (name.split("/") as [string, string])
+      : [module, name];
+    const bucket = stateBucket(owner, state);
+    let opened = buckets.get(bucket);
+    if (opened === undefined) {
+      opened = KvBucket.openWith(bus, bucket, z.json());
+      buckets.set(bucket, opened);
+    }
+    return opened;
+  };
+  const close = async () => {
+    stopping.abort();
+    await bus.close();
+  };
+  return {
+    module,
+    node,
+    state: (name) => ({
+      get: async (key) => (await (await bucketOf(name)).get(key))?.value,
+      put: async (key, value) => {
+        await (await bucketOf(name)).put(key, value as z.core.util.JSONType);
+      },
+      delete: async (key) => (await bucketOf(name)).delete(key),
+      keys: async (filter) => (await bucketOf(name)).keys(filter),
+    }),
+    condition: async (name, level, message) => {
+      await sayCondition(bus, { name, level, message, node });
+    },
+    keeps: (states) => keepSayingKeeps(bus, states, { signal: stopping.signal }),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
