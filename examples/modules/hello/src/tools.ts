@@ -9,7 +9,7 @@ const greet = defineTool({
   description: "Greets someone by name with the configured greeting.",
   input: z.object({ name: z.string().min(1).max(100).describe("Who to greet") }),
   output: z.object({ text: z.string() }),
-  handler: async ({ name }) => ({ text: `${greeting}, ${name}!` }),
+  handler: ({ name }) => Promise.resolve({ text: `${greeting}, ${name}!` }),
 });
 
 export default defineModule({
