@@ -58,3 +58,4 @@ fi
 # Build (incremental: fast when nothing changed).
 npx --no-install tsc -b >&2
 npx --no-install tsc -p examples >&2
+npx --no-install tsc -p packages/runtime/node-tools >&2

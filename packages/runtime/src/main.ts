@@ -4,53 +4,11 @@
  * optionally `MESH_RUNTIME_STATUS` and the operator variables. Runs until SIGTERM or SIGINT,
  * then stops every module within a grace period.
  */
-import { MeshBus } from "@mesh/bus";
-import { Env, ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import { Runtime } from "./runtime.js";
-import { parseToolModules } from "./tool-modules.js";
-import { StatusEnv, tuningFromEnv } from "./env.js";
-
-const GRACE_MS = 10_000;
-
-async function main(): Promise<number> {
-  const credentialFile = process.env[Env.brokerFile];
-  if (credentialFile === undefined || credentialFile === "") {
-    throw new MeshError(
-      ErrorCode.USAGE,
-      `${Env.brokerFile} is not set; the host sets it to the runtime's credential file (node-tools' broker secret)`,
-    );
-  }
-  const modules = parseToolModules(process.env[Env.toolModules] ?? "");
-  const bus = await MeshBus.connectWithFile(credentialFile, { waitForBus: true });
-  const statusFile = process.env[StatusEnv];
-  const runtime = Runtime.create({
-    bus,
-    modules,
-    tuning: tuningFromEnv(process.env),
-    ...(statusFile === undefined || statusFile === "" ? {} : { statusFile }),
-  });
-  process.stderr.write(
-    modules.size === 0
-      ? `[node-tools] ${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})\n`
-      : `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
-  );
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
-  process.stderr.write(`[node-tools] ${signal}: stopping\n`);
-  const grace = setTimeout(() => {
-    process.stderr.write(`[node-tools] did not stop within ${GRACE_MS} ms; exiting\n`);
-    process.exit(1);
-  }, GRACE_MS);
-  grace.unref();
-  await runtime.stop();
-  await bus.close();
-  return 0;
-}
+import { isMeshError } from "@mesh/protocol";
+import { runRuntimeProcess } from "./process-main.js";
 
 try {
-  process.exitCode = await main();
+  process.exitCode = await runRuntimeProcess();
 } catch (error) {
   const message = isMeshError(error) ? `${error.message} [${error.code}]` : String(error);
   process.stderr.write(`[node-tools] cannot start: ${message}\n`);

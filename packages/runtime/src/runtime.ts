@@ -59,6 +59,12 @@ export interface RuntimeOptions {
   /** The environment module code sees; the runtime's own, without its credential's path, by default. */
   readonly env?: Record<string, string>;
   readonly log?: (text: string) => void;
+  /**
+   * The file each module's worker starts from: the SDK's `@mesh/sdk/worker` by default. The
+   * shipped `node-tools` bundle is one file that is both the runtime and the worker bootstrap
+   * (it checks `isMainThread`), so it names itself here.
+   */
+  readonly workerFile?: URL;
 }
 
 /** Variables module code must not see: the runtime's credential and its wiring. */
@@ -79,7 +85,7 @@ export class Runtime implements AsyncDisposable {
     const log = options.log ?? ((text: string) => process.stderr.write(`${text}\n`));
     this.provisioner = new Provisioner({ bus: options.bus, node: this.node, log });
     const tuning: WorkerTuning = { ...DEFAULT_TUNING, ...options.tuning };
-    const workerFile = new URL(import.meta.resolve("@mesh/sdk/worker"));
+    const workerFile = options.workerFile ?? new URL(import.meta.resolve("@mesh/sdk/worker"));
     const env = options.env ?? moduleEnv(process.env);
     for (const [module, entries] of [...options.modules].sort(([a], [b]) => a.localeCompare(b))) {
       this.#workers.set(

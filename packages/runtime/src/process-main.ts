@@ -1,0 +1,57 @@
+/**
+ * The runtime as a process: reads its environment (`MESH_TOOL_MODULES`, `MESH_BROKER_FILE`,
+ * optionally `MESH_RUNTIME_STATUS` and the operator variables), serves until SIGTERM or SIGINT,
+ * then stops every module within a grace period. `main.ts` runs it from this package; the shipped
+ * `node-tools` bundle runs it from one file that is also its workers' bootstrap.
+ */
+import { MeshBus } from "@mesh/bus";
+import { Env, ErrorCode, MeshError } from "@mesh/protocol";
+import { Runtime } from "./runtime.js";
+import { parseToolModules } from "./tool-modules.js";
+import { StatusEnv, tuningFromEnv } from "./env.js";
+
+const GRACE_MS = 10_000;
+
+export interface RuntimeProcessOptions {
+  /** The file module workers start from; see RuntimeOptions.workerFile. */
+  readonly workerFile?: URL;
+}
+
+/** Runs the runtime until it is told to stop; resolves to the exit code. */
+export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Promise<number> {
+  const credentialFile = process.env[Env.brokerFile];
+  if (credentialFile === undefined || credentialFile === "") {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${Env.brokerFile} is not set; the host sets it to the runtime's credential file (node-tools' broker secret)`,
+    );
+  }
+  const modules = parseToolModules(process.env[Env.toolModules] ?? "");
+  const bus = await MeshBus.connectWithFile(credentialFile, { waitForBus: true });
+  const statusFile = process.env[StatusEnv];
+  const runtime = Runtime.create({
+    bus,
+    modules,
+    tuning: tuningFromEnv(process.env),
+    ...(statusFile === undefined || statusFile === "" ? {} : { statusFile }),
+    ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
+  });
+  process.stderr.write(
+    modules.size === 0
+      ? `[node-tools] ${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})\n`
+      : `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
+  );
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  process.stderr.write(`[node-tools] ${signal}: stopping\n`);
+  const grace = setTimeout(() => {
+    process.stderr.write(`[node-tools] did not stop within ${GRACE_MS} ms; exiting\n`);
+    process.exit(1);
+  }, GRACE_MS);
+  grace.unref();
+  await runtime.stop();
+  await bus.close();
+  return 0;
+}
