@@ -58,7 +58,7 @@ import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-tail.js";
 import { removeNeed, writeNeed } from "./needs.js";
 import { desiredOf, planOf, type Desired } from "./plan.js";
 import { presenceOf } from "./presence.js";
-import { processesMarked, signalGroup, isAlive, type ProcessIdentity } from "./proc.js";
+import { endGroup, isAlive, processesMarked, type ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
 
 type Json = ProvisionAnswer["value"];
@@ -307,7 +307,7 @@ export class Host implements AsyncDisposable {
       this.#log(
         `ending ${stray.value.slice(this.#marker.length + 1)} (pid ${stray.pid}): started by an earlier host that did not record it`,
       );
-      await signalGroup(stray, "SIGKILL");
+      await endGroup(stray, this.#options.graceMs ?? 10_000);
     }
     this.#save();
     await this.#saving;
@@ -316,6 +316,7 @@ export class Host implements AsyncDisposable {
   async #connect(credential: Credential): Promise<void> {
     let bus: MeshBus;
     try {
+      // The bus's own retry loop ends on the stop signal, and closes what connects after it.
       bus = await MeshBus.connect(credential, {
         waitForBus: true,
         name: `${this.node}.host`,

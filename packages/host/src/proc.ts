@@ -94,3 +94,17 @@ export async function processesMarked(
   }
   return out;
 }
+
+/**
+ * Ends the group led by `identity`: TERM, up to `graceMs` for it to go, then KILL. For a process
+ * the host is not the parent of (it cannot wait for it), so its end is seen in /proc.
+ */
+export async function endGroup(identity: ProcessIdentity, graceMs: number): Promise<void> {
+  if (!(await signalGroup(identity, "SIGTERM"))) return;
+  const until = Date.now() + graceMs;
+  while (Date.now() < until) {
+    if (!(await isAlive(identity))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await signalGroup(identity, "SIGKILL");
+}
