@@ -126,6 +126,10 @@ describe("the host", () => {
       assert.equal(await readFile(need.path, "utf8"), "s3cret");
       assert.equal((await stat(need.path)).mode & 0o777, 0o600);
       await waitFor("app healthy", async () => (await haveOf("app"))?.health === "healthy");
+      // The bucket keeps what the host said before, for the assigner to find the last healthy build.
+      const history = await (await KvBucket.open(bus.admin, Bucket.have)).history(`${NODE}.app`);
+      const said = history.map((h) => h.value?.health);
+      assert.ok(said.indexOf("starting") < said.lastIndexOf("healthy"), JSON.stringify(said));
       // Output reaches the local file.
       await waitFor("the log file", async () =>
         (await readFile(join(root, "logs", "app", "steady.log"), "utf8")).includes("started"),

@@ -486,6 +486,9 @@ export class Host implements AsyncDisposable {
           publicKey: this.#keys.publicKey,
           version: HOST_VERSION,
           now: new Date(),
+          root: this.root,
+          ...(this.#options.account === undefined ? {} : { account: this.#options.account }),
+          ...(this.#options.adopted === undefined ? {} : { adopted: this.#options.adopted }),
         }),
         { signal: this.#stop.signal },
       );

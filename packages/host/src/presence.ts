@@ -3,7 +3,7 @@
  * needs are sealed to, and the time of this heartbeat.
  */
 import { hostname, platform, arch } from "node:os";
-import type { Presence } from "@mesh/protocol";
+import { DEFAULT_NODE_ROOT, type Presence } from "@mesh/protocol";
 
 export function presenceOf(input: {
   readonly node: string;
@@ -12,6 +12,8 @@ export function presenceOf(input: {
   readonly now: Date;
   readonly account?: { readonly name: string; readonly home?: string };
   readonly adopted?: boolean;
+  /** The host's root, said when it is not the production default, so bundles are composed under it. */
+  readonly root?: string;
 }): Presence {
   const { account, adopted } = input;
   return {
@@ -23,6 +25,7 @@ export function presenceOf(input: {
       ...(account === undefined ? {} : { account: account.name }),
       ...(account?.home === undefined ? {} : { accountHome: account.home }),
       ...(adopted === undefined ? {} : { adopted }),
+      ...(input.root === undefined || input.root === DEFAULT_NODE_ROOT ? {} : { root: input.root }),
       version: input.version,
     },
     publicKey: input.publicKey,

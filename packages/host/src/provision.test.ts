@@ -163,6 +163,31 @@ describe("provision asks", () => {
     assert.deepEqual(after.get("app.process-ignores"), before.get("app.process-ignores"));
   });
 
+  test("a composition that moves a bound value says changed for it; the module's build is reported", async () => {
+    const notices = bus.admin.subscribe(provisionChangedSubject(NODE));
+    const first = notices.next();
+    await flush(bus.admin);
+    const composed = await KvBucket.open(bus.admin, Bucket.composed);
+    const moved: ComposedModule = {
+      ...app,
+      build: "b2",
+      bound: { ...app.bound, "state.notes": "app_notes2" },
+    };
+    await composed.put(NODE, composedOf(NODE, resources, { app: moved }));
+    const notice: IteratorResult<BusMessage> = await deadline(first, 10_000, "the change notice");
+    assert.ok(notice.done !== true);
+    assert.deepEqual(notice.value.json(), { module: "app", kind: "bound", key: "state.notes" });
+    await notices.return(undefined);
+    assert.deepEqual(await ask({ module: "app", kind: "bound", key: "state.notes" }), {
+      value: "app_notes2",
+    });
+    const have = await KvBucket.open(bus.admin, Bucket.have);
+    await waitFor(
+      "build b2 reported",
+      async () => (await have.get(`${NODE}.app`))?.value.build === "b2",
+    );
+  });
+
   test("an ask that arrives as a JetStream delivery is rejected before it is answered", async () => {
     // Whoever may create a consumer can have JetStream deliver into any subject with an exact
     // subscriber (notes/nats.md §1.4.3): here a stored config entry, into the provision subject.
