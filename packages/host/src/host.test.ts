@@ -129,7 +129,8 @@ describe("the host", () => {
       // The bucket keeps what the host said before, for the assigner to find the last healthy build.
       const history = await (await KvBucket.open(bus.admin, Bucket.have)).history(`${NODE}.app`);
       const said = history.map((h) => h.value?.health);
-      assert.ok(said.indexOf("starting") < said.lastIndexOf("healthy"), JSON.stringify(said));
+      const starting = said.indexOf("starting");
+      assert.ok(starting >= 0 && starting < said.lastIndexOf("healthy"), JSON.stringify(said));
       // Output reaches the local file.
       await waitFor("the log file", async () =>
         (await readFile(join(root, "logs", "app", "steady.log"), "utf8")).includes("started"),
