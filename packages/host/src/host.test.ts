@@ -196,7 +196,20 @@ describe("the host", () => {
         await bus.artifacts.put(rawTar([{ name: "../../../escaped", type: "0", data: "x" }]))
       ).digest;
       const missing = sha256(Buffer.from("never stored"));
+      // A file the host did not write stands where a need is to go: it is left as it is.
+      const theirs = join(root, "theirs.conf");
+      await writeFile(theirs, "the machine's own");
+      const clash: NeedResource = {
+        id: "clash.need-conf",
+        type: "need",
+        kind: "secret",
+        module: "clash",
+        name: "conf",
+        path: theirs,
+        sealed: "v1.a.b.c.d",
+      };
       await putComposed([
+        clash,
         processResource({ root, module: "fine", name: "p", digest: good }),
         archiveResource({ root, module: "evil", bundle: "b", digest: hostile }),
         processResource({ root, module: "lost", name: "p", digest: missing }),
@@ -212,6 +225,12 @@ describe("the host", () => {
         return h?.health === "failing" ? h : undefined;
       });
       assert.match(lost.lastError ?? "", /not in mesh-artifacts/);
+      const clashed = await waitFor("clash failing", async () => {
+        const h = await haveOf("clash");
+        return h?.health === "failing" ? h : undefined;
+      });
+      assert.match(clashed.lastError ?? "", /a file the host did not write/);
+      assert.equal(await readFile(theirs, "utf8"), "the machine's own");
       assert.deepEqual((await readdir(join(root, "bundles"))).sort(), ["fine"]);
       await assert.rejects(stat(join(root, "escaped")));
       assert.equal(host.processes().size, 1);

@@ -55,7 +55,7 @@ import {
 } from "./archives.js";
 import { DEFAULT_HEALTH_RULES, moduleHealth, type HealthRules } from "./health.js";
 import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-tail.js";
-import { removeNeed, writeNeed } from "./needs.js";
+import { checkNeedPath, refuseForeignFile, removeNeed, writeNeed } from "./needs.js";
 import { desiredOf, planOf, type Desired } from "./plan.js";
 import { presenceOf } from "./presence.js";
 import { endGroup, isAlive, processesMarked, type ProcessIdentity } from "./proc.js";
@@ -586,11 +586,19 @@ export class Host implements AsyncDisposable {
       if (failed.has(need.module)) continue;
       try {
         const known = Object.values(applied.needs).some((n) => n.path === need.path);
+        if (!known) {
+          checkNeedPath(this.root, need);
+          await refuseForeignFile(need);
+          // Ours from here on, before the write: a crash in between must not make it foreign.
+          applied.needs[need.id] = { module: need.module, path: need.path, fingerprint: "" };
+          this.#save();
+          await this.#saving;
+        }
         await writeNeed({
           root: this.root,
           need,
           privateKey: (this.#keys as NodeKeys).privateKey,
-          known,
+          known: true,
         });
         applied.needs[need.id] = {
           module: need.module,

@@ -51,16 +51,7 @@ export async function writeNeed(input: {
       { module: need.module, path: need.path },
     );
   }
-  if (!input.known) {
-    const there = await lstat(need.path).catch(() => undefined);
-    if (there !== undefined) {
-      throw new MeshError(
-        ErrorCode.REFUSED,
-        `${need.id} is to be written at ${JSON.stringify(need.path)}, where a file the host did not write already is; move that file away or choose another path in ${need.module}'s manifest`,
-        { module: need.module, path: need.path },
-      );
-    }
-  }
+  if (!input.known) await refuseForeignFile(need);
   const content = unseal(input.privateKey, need.sealed, need.id);
   const owner =
     need.user !== undefined && runningAsRoot() ? await lookupAccount(need.user) : undefined;
@@ -70,6 +61,22 @@ export async function writeNeed(input: {
     folderMode: 0o711,
     ...(owner === undefined ? {} : { owner: { uid: owner.uid, gid: owner.gid } }),
   });
+}
+
+/**
+ * Refuses a path where a file stands that the host did not write (it may be the machine's own).
+ * The host records a path as its own before it writes there, so a crash between the two does
+ * not make its own file look foreign.
+ */
+export async function refuseForeignFile(need: NeedResource): Promise<void> {
+  const there = await lstat(need.path).catch(() => undefined);
+  if (there !== undefined) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${need.id} is to be written at ${JSON.stringify(need.path)}, where a file the host did not write already is; move that file away or choose another path in ${need.module}'s manifest`,
+      { module: need.module, path: need.path },
+    );
+  }
 }
 
 export async function removeNeed(path: string): Promise<void> {
