@@ -219,11 +219,10 @@ export class KvBucket<T> {
     } catch (error) {
       if (!isMeshError(error, ErrorCode.ABORTED)) throw error;
       // Aborted while the watch was starting: an abort ends a watch, it is no failure. The
-      // client may still finish starting it; stop it then, so it holds no subscription.
-      starting.then(
-        (late) => late.stop(),
-        () => undefined,
-      );
+      // client goes on starting it (one round trip); the iteration ends once that is done and
+      // the watcher stopped, so an ended watch holds nothing. (A connection closed under a
+      // starting watcher makes the client leak its heartbeat timer, which keeps the process.)
+      (await starting.catch(() => undefined))?.stop();
       return;
     }
     let stopped = false;
