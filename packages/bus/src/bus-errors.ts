@@ -90,12 +90,38 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
   return make(ErrorCode.INTERNAL, `${doing}: ${detail}`);
 }
 
-/** Runs `fn`, turning whatever it throws into a MeshError with `context`. */
+/**
+ * Whether an error is the bus being briefly unable to answer, not a refusal: JetStream's API has
+ * no responder for a moment while the server reloads its users list (every grant change does
+ * that) or while a cluster elects a stream leader (notes/nats.md §5). The same error also means
+ * "no such bucket", so retries are bounded.
+ */
+export function isTransient(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof NoRespondersError) return true;
+    if (e.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(e.message))
+      return true;
+  }
+  return false;
+}
+
+/** Delays between retries of a transient failure: about 2.4 s in all before giving up. */
+const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 800] as const;
+
+/**
+ * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure
+ * (see `isTransient`) is retried a few times first, since `fn` is a JetStream operation that did
+ * not reach JetStream and so did nothing.
+ */
 export async function withContext<T>(context: ErrorContext, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    throw toMeshError(error, context);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const delay = TRANSIENT_DELAYS_MS[attempt];
+      if (delay === undefined || !isTransient(error)) throw toMeshError(error, context);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 }
 

@@ -208,21 +208,27 @@ export class KvBucket<T> {
     if (isAborted(signal)) return;
     const doing = `watching ${this.name}${options.key === undefined ? "" : ` key ${options.key}`}`;
     const include = options.include ?? "last";
-    const starting = this.#kv.watch({
-      ...(options.key === undefined ? {} : { key: options.key }),
-      ...(include === "history" ? { include: "history" as never } : {}),
-      ...(include === "updates" ? { include: "updates" as never } : {}),
-    });
-    let iter: Awaited<typeof starting>;
+    const start = () =>
+      this.#kv.watch({
+        ...(options.key === undefined ? {} : { key: options.key }),
+        ...(include === "history" ? { include: "history" as never } : {}),
+        ...(include === "updates" ? { include: "updates" as never } : {}),
+      });
+    let starting: ReturnType<typeof start> | undefined;
+    let iter: Awaited<ReturnType<typeof start>>;
     try {
-      iter = await withContext({ doing }, () => abortable(starting, signal, doing));
+      // Each attempt (a retry follows a transient failure) starts the watch afresh.
+      iter = await withContext({ doing }, () => {
+        starting = start();
+        return abortable(starting, signal, doing);
+      });
     } catch (error) {
       if (!isMeshError(error, ErrorCode.ABORTED)) throw error;
       // Aborted while the watch was starting: an abort ends a watch, it is no failure. The
       // client goes on starting it (one round trip); the iteration ends once that is done and
       // the watcher stopped, so an ended watch holds nothing. (A connection closed under a
       // starting watcher makes the client leak its heartbeat timer, which keeps the process.)
-      (await starting.catch(() => undefined))?.stop();
+      (await starting?.catch(() => undefined))?.stop();
       return;
     }
     let stopped = false;

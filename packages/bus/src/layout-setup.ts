@@ -116,3 +116,37 @@ export async function ensureLayout(
   }
   return { created, found };
 }
+
+/**
+ * Creates a module's state bucket (`<module>_<state>`) unless it exists; true when it made it.
+ * Only the controller does this, for the states a wanted manifest declares: a module's own
+ * credential may not create streams.
+ */
+export async function ensureStateBucket(
+  bus: MeshBus,
+  bucket: string,
+  options: LayoutOptions & { readonly history?: number } = {},
+): Promise<boolean> {
+  const doing = `creating the state bucket ${bucket}`;
+  return withContext({ doing }, async () => {
+    const jsm = await jetstreamManager(bus.nc, { checkAPI: false });
+    try {
+      await abortable(jsm.streams.info(kvStreamName(bucket)), options.signal, doing);
+      return false;
+    } catch (error) {
+      const missing =
+        (error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message);
+      if (!missing) throw error;
+    }
+    await abortable(
+      bus.kvm.create(bucket, {
+        history: options.history ?? 1,
+        replicas: options.replicas ?? 1,
+        storage: StorageType.File,
+      }),
+      options.signal,
+      doing,
+    );
+    return true;
+  });
+}

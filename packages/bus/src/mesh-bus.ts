@@ -91,7 +91,7 @@ export class MeshBus implements AsyncDisposable {
    * a subscription later, when a reload narrows the credential's grants: same error. With a
    * signal that has already aborted, nothing is subscribed and the iteration ends at once.
    */
-  subscribe(subject: string, options: SubscribeOptions = {}): AsyncGenerator<BusMessage> {
+  subscribe(subject: string, options: SubscribeOptions = {}): AsyncGenerator<BusMessage, void, undefined> {
     const doing = `subscribing to ${subject}${options.queue === undefined ? "" : ` in queue ${options.queue}`}`;
     if (options.signal?.aborted === true) return (async function* () {})();
     const sub = this.nc.subscribe(

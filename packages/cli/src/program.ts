@@ -33,6 +33,18 @@ export function buildProgram(): Command {
       ),
     )
     .option("--json", "print where everything is as JSON")
+    .option(
+      "--demo",
+      "also run the examples (hello, counter, board, broken) and wait until they are healthy",
+    )
+    .option("--no-runtime", "do not assign the tool runtime (node-tools) to every node")
+    .option("--bus-only", "start only the bus, none of the mesh's processes")
+    .addOption(
+      new Option(
+        "--view-port <port>",
+        "the view's port on loopback (default: a free one)",
+      ).argParser(parsePort),
+    )
     .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)")
     .action(async (options: UpCliOptions) => {
       process.exitCode = await up(options);
@@ -51,6 +63,10 @@ interface UpCliOptions {
   node?: string;
   port?: number;
   json?: boolean;
+  demo?: boolean;
+  runtime?: boolean;
+  busOnly?: boolean;
+  viewPort?: number;
   exitWhenReady?: boolean;
 }
 

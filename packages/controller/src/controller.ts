@@ -29,6 +29,7 @@ import {
   joinUser,
   keepsSubject,
   secretKey,
+  stateBucket,
   type Composed,
   type JoinAnswer,
   type Presence,
@@ -38,6 +39,7 @@ import {
 import { fingerprintOf, hostGrant } from "@mesh/core";
 import {
   KvBucket,
+  ensureStateBucket,
   flush,
   readStream,
   sayCondition,
@@ -115,6 +117,8 @@ export class Controller implements AsyncDisposable {
   readonly #composed: KvBucket<Composed>;
   readonly #secretsBucket: KvBucket<SealedSecret>;
   readonly #secrets = new Map<string, SealedSecret>();
+  /** State buckets known to exist, so each is made (or found) once per controller run. */
+  readonly #stateBuckets = new Set<string>();
   /** The fingerprint last written (or found) per node, so an unchanged one is not rewritten. */
   readonly #written = new Map<string, string>();
   /** The refusal last said per node, so a condition is said once per change. */
@@ -455,6 +459,8 @@ export class Controller implements AsyncDisposable {
       this.#sayProblems(node, plan);
       planned.push(plan);
     }
+    // The states the planned nodes' modules keep exist before anything that keeps them starts.
+    for (const plan of planned) await this.#ensureStateBuckets(plan.node, signal);
     // One reload for every node of the pass, before any credential reaches a node.
     const reloaded = await this.broker.commit({ signal });
     const written: string[] = [];
@@ -467,6 +473,24 @@ export class Controller implements AsyncDisposable {
     this.passes += 1;
     const report: PassReport = { nodes, written, refused, reloaded };
     for (const listener of this.#passListeners) listener(report);
+  }
+
+  /**
+   * Creates the state buckets (`<module>_<state>`) of every module wanted on `node`. Only the
+   * controller may create streams, so a module's states exist because its manifest declares them.
+   */
+  async #ensureStateBuckets(node: string, signal: AbortSignal): Promise<void> {
+    for (const { manifest } of this.fleet.inputsOf(node).wanted.values()) {
+      if (manifest?.ok !== true) continue;
+      for (const state of manifest.manifest.states) {
+        const bucket = stateBucket(manifest.manifest.module, state.name);
+        if (this.#stateBuckets.has(bucket)) continue;
+        if (await ensureStateBucket(this.#bus, bucket, { signal })) {
+          this.#options.log?.(`controller: created the state bucket ${bucket}`);
+        }
+        this.#stateBuckets.add(bucket);
+      }
+    }
   }
 
   /** Revokes the runtime and module users of `node` that are not in `keep`. */

@@ -4,9 +4,11 @@
  * checking its digest, and pack every bundle as a reproducible archive. The builder daemon puts
  * what this returns on the bus.
  */
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build as esbuild, type Message } from "esbuild";
 import {
   MANIFEST_FILE_NAMES,
@@ -140,6 +142,22 @@ async function buildCopy(
   return { ok: true, manifest: resolved, manifestDigest, archives, log: tail(log) };
 }
 
+/** The node_modules folder this mesh's own packages (the SDK among them) are installed in. */
+let meshModules: string[] | undefined;
+function meshNodePaths(): string[] {
+  if (meshModules !== undefined) return meshModules;
+  meshModules = [];
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const candidate = join(dir, "node_modules");
+    if (existsSync(join(candidate, "@mesh", "sdk"))) {
+      meshModules = [candidate];
+      break;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  return meshModules;
+}
+
 async function bundleTypescript(
   root: string,
   out: string,
@@ -156,6 +174,9 @@ async function bundleTypescript(
       const result = await esbuild({
         absWorkingDir: root,
         entryPoints: entries,
+        // A module's own node_modules come first; the SDK the mesh ships is found after them, so
+        // a module that imports @mesh/sdk builds without vendoring it.
+        nodePaths: meshNodePaths(),
         outdir: out,
         outbase: ".",
         entryNames: "[dir]/[name]",

@@ -12,10 +12,17 @@ export interface HostCliOptions {
   readonly node: string;
   readonly root: string;
   readonly credential: string;
+  /** Stop the machine's processes when the host stops (mesh up: Ctrl-C leaves nothing running). */
+  readonly stopProcessesOnExit?: boolean;
 }
 
 export async function host(options: HostCliOptions): Promise<ExitCode> {
-  await runHost({ node: options.node, root: options.root, credential: options.credential });
+  await runHost({
+    node: options.node,
+    root: options.root,
+    credential: options.credential,
+    ...(options.stopProcessesOnExit === true ? { stopProcessesOnStop: true } : {}),
+  });
   return ExitCode.ok;
 }
 
@@ -26,6 +33,10 @@ export function registerHostVerb(program: Command): void {
     .requiredOption("--node <name>", "this machine's node name")
     .requiredOption("--root <dir>", "where the host keeps bundles, state, logs and the node key")
     .requiredOption("--credential <file>", "the host's own credential file (mode 0600)")
+    .option(
+      "--stop-processes-on-exit",
+      "stop the machine's processes when the host stops (by default they keep running, for the next host to adopt)",
+    )
     .action(async (options: HostCliOptions) => {
       process.exitCode = await host(options);
     });

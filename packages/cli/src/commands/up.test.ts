@@ -68,7 +68,7 @@ function isGone(pid: number): boolean {
 test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-C leaves no process", async () => {
   const root = await newRoot();
   const port = await freePort();
-  const up = startUp(["--root", root, "--port", String(port), "--node", "dev-1"]);
+  const up = startUp(["--root", root, "--port", String(port), "--node", "dev-1", "--bus-only"]);
   try {
     const report = await deadline(up.report, 60_000, "mesh up to be ready");
     assert.equal(report["ok"], true);
@@ -102,7 +102,14 @@ test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-
 test("a second mesh up on the same root finds its layout and data; a concurrent one is refused", async () => {
   const root = await newRoot();
   const port = await freePort();
-  const first = startUp(["--root", root, "--port", String(port), "--exit-when-ready"]);
+  const first = startUp([
+    "--root",
+    root,
+    "--port",
+    String(port),
+    "--exit-when-ready",
+    "--bus-only",
+  ]);
   const firstReport = await deadline(first.report, 60_000, "first mesh up");
   assert.equal(await deadline(first.exit, 30_000, "first mesh up to exit"), 0);
   const firstBus = firstReport["bus"] as { pid: number };
@@ -117,7 +124,7 @@ test("a second mesh up on the same root finds its layout and data; a concurrent 
     // The port is remembered, so the credentials written the first time still reach the bus.
     assert.equal((report["bus"] as { url: string }).url, `nats://127.0.0.1:${port}`);
 
-    const third = startUp(["--root", root]);
+    const third = startUp(["--root", root, "--bus-only"]);
     const refusal = (await deadline(third.report, 30_000, "the refusal")) as {
       ok: boolean;
       error: { code: string };

@@ -1,14 +1,29 @@
 /**
- * `mesh up`: a whole mesh on this machine, in one root folder. This first cut brings up the bus:
- * the embedded nats-server under the mesh's own configuration, every bucket and stream of the
- * layout, and the operator's credential. Ctrl-C (or SIGTERM) stops everything cleanly.
+ * `mesh up`: a whole mesh on this machine, in one root folder. It brings up the bus (the embedded
+ * nats-server under the mesh's own configuration, every bucket and stream of the layout), then
+ * the mesh's processes, each its own process on its own credential — the controller, delivery's
+ * indexer, builder and assigner, and this machine's host, which joins like any node — registers
+ * and assigns the runtime `node-tools` to every node, and serves the view. `--demo` also runs the
+ * examples and waits until they are healthy. Ctrl-C (or SIGTERM) stops everything cleanly.
  */
 import { createServer } from "node:net";
 import { hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
 import { EmbeddedServer, FULL_PERMISSIONS, MeshBus, ensureLayout, findServer } from "@mesh/bus";
-import { operatorGrant } from "@mesh/core";
+import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import { startView, type View } from "@mesh/view";
+import { Children } from "../up/children.js";
+import { ensureHostCredential } from "../up/local-node.js";
+import {
+  DEMO_MODULES,
+  NODE_TOOLS_SOURCE,
+  examplesSource,
+  registerAndAssignEverywhere,
+} from "../up/modules.js";
+import { waitHealthy } from "../up/wait-healthy.js";
 import { ensurePrincipals } from "../principals.js";
 import { lockRoot, readJson, rootPaths, writeJson, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
@@ -19,7 +34,20 @@ export interface UpOptions {
   readonly port?: number;
   readonly json?: boolean;
   readonly exitWhenReady?: boolean;
+  /** Also register and assign the examples, and wait until they are healthy. */
+  readonly demo?: boolean;
+  /** Leave the runtime module unassigned (its tools are then served nowhere). */
+  readonly runtime?: boolean;
+  /** Only the bus, none of the mesh's processes: what the first cut did, for tests of the bus alone. */
+  readonly busOnly?: boolean;
+  /** The view's port on loopback; 0 (default) picks a free one. */
+  readonly viewPort?: number;
+  /** How long `--demo` waits for the examples, in ms. */
+  readonly demoTimeoutMs?: number;
 }
+
+/** The CLI's entry file: every process `mesh up` starts is this CLI with another verb. */
+const CLI_MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 
 /** What a root remembers between runs, so a second `mesh up` comes back the same. */
 const RootState = z.object({ node: z.string(), port: z.number().int() }).strict();
@@ -35,6 +63,9 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   };
   let server: EmbeddedServer | undefined;
   let bus: MeshBus | undefined;
+  let operatorBus: MeshBus | undefined;
+  let view: View | undefined;
+  const children = new Children({ logs: join(paths.root, "logs", "mesh"), say: log });
   const stopping = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
@@ -49,12 +80,17 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     const port = options.port ?? previous?.port ?? (await pickPort());
     const url = `nats://127.0.0.1:${port}`;
 
+    // The mesh's own service principals, issued here because the controller cannot issue its own
+    // credential and these run on this machine only; hosts and modules get theirs from the
+    // controller's broker (docs/decisions/0050-mesh-up-principals.md).
     const principals = await ensurePrincipals(paths, {
       node,
       servers: [url],
       principals: [
         { principal: Principal.controller, permissions: FULL_PERMISSIONS },
         { principal: Principal.operator, permissions: operatorGrant({ node }) },
+        { principal: Principal.assigner, permissions: assignerGrant({ node }) },
+        { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
       ],
     });
     log(`starting nats-server ${binary.version} on ${url}`);
@@ -68,14 +104,14 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     });
     await writeJson(paths.state, { node, port } satisfies RootState);
 
-    const controller = principals.credentials.get(Principal.controller);
-    const operator = principals.credentials.get(Principal.operator);
-    if (controller === undefined || operator === undefined) {
-      throw new MeshError(
-        ErrorCode.INTERNAL,
-        "the controller's or operator's credential was not made",
-      );
-    }
+    const credentialOf = (principal: string) => {
+      const found = principals.credentials.get(principal);
+      if (found === undefined)
+        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
+      return found;
+    };
+    const controller = credentialOf(Principal.controller);
+    const operator = credentialOf(Principal.operator);
     bus = await MeshBus.connect(controller.credential, {
       name: "mesh-up",
       signal: stopping.signal,
@@ -85,6 +121,74 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       `bus layout: ${layout.created.length} created` +
         (layout.found.length > 0 ? `, ${layout.found.length} found from an earlier run` : ""),
     );
+
+    const hostCredential = join(paths.credentials, "host.json");
+    let viewUrl: string | undefined;
+    if (options.busOnly !== true) {
+      const cli = (...args: string[]) => [process.execPath, CLI_MAIN, ...args];
+      await children.start({ name: "controller", argv: cli("controller", "--root", paths.root) });
+      for (const daemon of ["indexer", "builder", "assigner"] as const) {
+        const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
+        await children.start({
+          name: daemon,
+          argv: cli(daemon, "--credential", credentialOf(principal).path),
+        });
+      }
+      operatorBus = await MeshBus.connect(operator.credential, {
+        name: "mesh-up-operator",
+        signal: stopping.signal,
+      });
+      const by = `mesh up (${operator.credential.user})`;
+      const registering = { by, signal: stopping.signal, say: log };
+      if (options.runtime !== false)
+        await registerAndAssignEverywhere(operatorBus, NODE_TOOLS_SOURCE, registering);
+      await ensureHostCredential({
+        operator: operatorBus,
+        node,
+        servers: [url],
+        root: paths.root,
+        credentialFile: hostCredential,
+        signal: stopping.signal,
+        say: log,
+      });
+      await children.start({
+        name: "host",
+        argv: cli(
+          "host",
+          "--node",
+          node,
+          "--root",
+          paths.root,
+          "--credential",
+          hostCredential,
+          "--stop-processes-on-exit",
+        ),
+      });
+      view = await startView({
+        bus: operatorBus,
+        port: options.viewPort ?? 0,
+        signal: stopping.signal,
+      });
+      viewUrl = view.url;
+      if (options.demo === true) {
+        const demo: string[] = [];
+        for (const example of DEMO_MODULES) {
+          demo.push(
+            await registerAndAssignEverywhere(operatorBus, examplesSource(example), registering),
+          );
+        }
+        log(
+          `the view is at ${view.url}; building and starting the examples (the first build takes a while)`,
+        );
+        await waitHealthy(operatorBus, {
+          node,
+          modules: options.runtime === false ? demo : ["node-tools", ...demo],
+          timeoutMs: options.demoTimeoutMs ?? 300_000,
+          signal: stopping.signal,
+          say: log,
+        });
+      }
+    }
 
     const report = {
       root: paths.root,
@@ -97,13 +201,20 @@ export async function up(options: UpOptions): Promise<ExitCode> {
         log: server.logPath,
         store: server.storeDir,
       },
-      credentials: { operator: operator.path, controller: controller.path },
+      credentials: {
+        operator: operator.path,
+        controller: controller.path,
+        ...(options.busOnly === true ? {} : { host: hostCredential }),
+      },
+      processes: children.pids(),
+      ...(viewUrl === undefined ? {} : { view: viewUrl }),
+      logs: join(paths.root, "logs"),
       layout,
     };
     if (options.json === true) {
       printJson({ ok: true, ...report });
     } else {
-      printReady(report.bus, report.credentials.operator, paths, options.exitWhenReady !== true);
+      printReady(report, paths, options.exitWhenReady !== true, options.demo === true);
     }
 
     if (options.exitWhenReady !== true) {
@@ -123,30 +234,50 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    await view?.close().catch(() => undefined);
+    await children.stop();
+    await operatorBus?.close().catch(() => undefined);
     await bus?.close().catch(() => undefined);
     if (server !== undefined) {
       await server.stop();
-      log("nats-server stopped");
+      log("stopped");
     }
     await release();
   }
 }
 
 function printReady(
-  bus: { url: string; pid: number; log: string; store: string },
-  operator: string,
+  report: {
+    bus: { url: string; pid: number; log: string; store: string };
+    credentials: { operator: string };
+    processes: Record<string, number>;
+    view?: string;
+    logs: string;
+  },
   paths: RootPaths,
   staying: boolean,
+  demo: boolean,
 ): void {
+  const root = paths.root === resolve("./.mesh") ? "" : ` --root ${paths.root}`;
   const lines = [
     "",
     "The mesh is up.",
-    `  bus         ${bus.url} (nats-server, pid ${bus.pid})`,
-    `  data        ${bus.store}`,
-    `  bus log     ${bus.log}`,
-    `  root        ${paths.root}`,
-    `  operator    ${operator}  (mode 0600; verbs use it through --root ${paths.root})`,
+    ...(report.view === undefined ? [] : [`  view        ${report.view}`]),
+    `  bus         ${report.bus.url} (nats-server, pid ${report.bus.pid})`,
+    ...Object.entries(report.processes).map(([name, pid]) => `  ${name.padEnd(11)} pid ${pid}`),
+    `  data        ${report.bus.store}`,
+    `  logs        ${report.logs}`,
+    `  operator    ${report.credentials.operator}  (mode 0600; verbs find it through --root)`,
     "",
+    ...(demo
+      ? [
+          "Try:",
+          `  mesh call hello/greet '{"name":"Ada"}'${root}`,
+          `  mesh config set hello greeting '"Hi"'${root}   # the next greeting says Hi, nothing restarts`,
+          `  mesh status${root}`,
+          "",
+        ]
+      : []),
     staying ? "Press Ctrl-C to stop.\n" : "",
   ];
   process.stdout.write(lines.join("\n"));
