@@ -5,6 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildSource } from "./build-source.js";
 import { directoryDigest } from "./source.js";
+import { packArchive } from "./pack.js";
+import { createHash } from "node:crypto";
 
 const dirs: string[] = [];
 after(async () => {
@@ -86,5 +88,34 @@ describe("buildSource", () => {
     assert.equal(result.ok, false);
     assert.match(result.log, /module/);
     assert.match(result.log, /bundles/);
+  });
+
+  it("a prebuilt bundle is taken from its source after its digest is checked; a wrong digest fails the build", async () => {
+    const archive = packArchive([{ path: "bin/run.js", bytes: Buffer.from("console.log(1);\n") }]);
+    const digest = createHash("sha256").update(archive).digest("hex");
+    const manifest = (d: string) =>
+      [
+        "module: pre",
+        "bundles:",
+        "  - name: app",
+        "    language: prebuilt",
+        "    source: dist/app.tar.gz",
+        `    digest: "${d}"`,
+        "processes:",
+        "  - name: app",
+        "    bundle: app",
+        "    run: [node, bin/run.js]",
+        "",
+      ].join("\n");
+    const dir = await writeModule({ "mesh.yaml": manifest(digest) }, "pre");
+    await mkdir(join(dir, "dist"), { recursive: true });
+    await writeFile(join(dir, "dist", "app.tar.gz"), archive);
+    const good = await buildSource(dir);
+    assert.ok(good.ok, good.log);
+    assert.equal(good.archives[0]?.digest, digest, "repacked to the same bytes");
+    await writeFile(join(dir, "mesh.yaml"), manifest("0".repeat(64)));
+    const bad = await buildSource(dir);
+    assert.equal(bad.ok, false);
+    assert.match(bad.log, /has digest [0-9a-f]{64}, not the 0{64}/);
   });
 });

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ArtifactStore, KvBucket, MeshBus, ensureLayout, type WatchEvent } from "@mesh/bus";
+import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { deliveryGrant, operatorGrant } from "@mesh/core";
 import { Bucket, Principal, isMeshError, type Build, type Candidate } from "@mesh/protocol";

@@ -6,10 +6,17 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { KvBucket, MeshBus, ensureLayout, readStream, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { assignerGrant, canonicalJson } from "@mesh/core";
-import { Bucket, Principal, type Manifest } from "@mesh/protocol";
+import {
+  Bucket,
+  Condition,
+  Principal,
+  Stream,
+  moduleConditionsWildcard,
+  type Manifest,
+} from "@mesh/protocol";
 import { Assigner, type PassReport } from "./assigner.js";
 
 const NODE = "n0";
@@ -231,6 +238,49 @@ describe("assigner on a real bus", () => {
         "the put taken into account",
       );
       assert.equal((await w.get("n1.hello"))?.value.build, ids[0]);
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("a node that reports the new build failing is set back to its last healthy build, and a condition says so", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 1, builds: 1 });
+    const have = await KvBucket.open(admin, Bucket.have);
+    const report = (build: string, health: "healthy" | "failing") =>
+      have.put("n1.hello", { build, fingerprint: "f", health, since: T0, restarts: 0 });
+    await report(ids[0] as string, "healthy");
+    const a = await startAssigner();
+    try {
+      const w = await wants();
+      const second = await addBuild(2);
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.build === second,
+        "the newest build wanted",
+      );
+      await report(second, "failing");
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.rule === "set-back",
+        "the set-back",
+      );
+      assert.equal((await w.get("n1.hello"))?.value.build, ids[0]);
+      const ac = new AbortController();
+      const said = await deadline(
+        (async () => {
+          for await (const e of readStream(admin, Stream.conditions, {
+            filter: moduleConditionsWildcard(Principal.assigner),
+            schema: Condition,
+            signal: ac.signal,
+          })) {
+            if (e.type === "message" && e.value.name.startsWith("set-back")) return e.value;
+          }
+          throw new Error("the conditions stream ended");
+        })(),
+        20_000,
+        "the set-back condition",
+      ).finally(() => ac.abort());
+      assert.equal(said.node, "n1");
+      assert.equal(said.level, "warning");
     } finally {
       await a.stop();
     }

@@ -107,6 +107,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** Nodes each module has keys for, so a module's change touches only those nodes. */
   readonly #moduleNodes = new Map<string, Set<string>>();
   #stop = new AbortController();
+  /** Every watch loop, so a stop waits for each watch to be stopped before the bus may close. */
+  readonly #loops: Promise<unknown>[] = [];
 
   private constructor(options: AssignerOptions) {
     this.#bus = options.bus;
@@ -192,6 +194,8 @@ export class Assigner implements Daemon, AsyncDisposable {
       this.#state = this.#state === DaemonState.failed ? DaemonState.failed : DaemonState.stopping;
       signal.removeEventListener("abort", stopWatching);
       watching.abort();
+      // A watch still starting when the connection closes leaks the client's heartbeat timer.
+      await Promise.allSettled(this.#loops);
       if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
     }
   }
@@ -285,7 +289,9 @@ export class Assigner implements Daemon, AsyncDisposable {
     });
     let isReady = false;
     const kv = this.#buckets.get(bucket) as KvBucket<unknown>;
-    const failed = (async (): Promise<never> => {
+    // The loop always ends (with the error that stops the assigner, or none), so `run` can wait
+    // for every watch to be stopped before the connection closes under it.
+    const loop = (async (): Promise<MeshError | undefined> => {
       try {
         for await (const event of kv.watch({
           signal,
@@ -298,23 +304,27 @@ export class Assigner implements Daemon, AsyncDisposable {
           }
           this.#apply(bucket, event, isReady);
         }
-        if (signal.aborted) return await new Promise<never>(() => undefined);
+        if (signal.aborted) return undefined;
         throw new MeshError(
           ErrorCode.BUCKET_UNAVAILABLE,
           `the watch of ${bucket} ended; the assigner stops rather than decide from what it no longer hears — start it again`,
         );
       } catch (error) {
-        if (signal.aborted) return await new Promise<never>(() => undefined);
+        if (signal.aborted) return undefined;
         const mesh = unavailable(bucket, error, optional);
         if (!isReady) markFailed(mesh);
         if (optional) {
           this.#putsOpen = false;
           this.#log(mesh.message);
-          return await new Promise<never>(() => undefined);
+          return undefined;
         }
-        throw mesh;
+        return mesh;
       }
     })();
+    this.#loops.push(loop);
+    const failed = loop.then((error) =>
+      error === undefined ? new Promise<never>(() => undefined) : Promise.reject(error),
+    );
     failed.catch(() => undefined);
     ready.catch(() => undefined);
     return { ready, failed };
