@@ -118,4 +118,15 @@ describe("buildSource", () => {
     assert.equal(bad.ok, false);
     assert.match(bad.log, /has digest [0-9a-f]{64}, not the 0{64}/);
   });
+
+  it("a module's own dependencies in its node_modules are bundled in, though the copy leaves node_modules out", async () => {
+    const dir = await writeModule({
+      ...HELLO,
+      "src/tools.ts": 'import pad from "pad-it";\nexport const tools = { padded: pad("x") };\n',
+      "node_modules/pad-it/package.json": '{ "name": "pad-it", "main": "index.js" }',
+      "node_modules/pad-it/index.js": 'module.exports = (s) => "[PAD-IT]" + s;\n',
+    });
+    const result = await buildSource(dir);
+    assert.ok(result.ok, result.ok ? "" : result.log);
+  });
 });

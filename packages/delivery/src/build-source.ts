@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build as esbuild, type Message } from "esbuild";
 import {
@@ -92,6 +92,8 @@ export async function buildSource(
       options.signal === undefined ? {} : { signal: options.signal },
     );
     return await buildCopy(join(work, "source"), join(work, "out"), {
+      // The copy leaves node_modules behind; the source's own are found where they are.
+      nodePaths: [...nodeModulesAbove(resolve(root)), ...meshNodePaths()],
       log,
       say,
       fail,
@@ -106,13 +108,14 @@ async function buildCopy(
   root: string,
   outRoot: string,
   context: {
+    nodePaths: readonly string[];
     log: readonly string[];
     say: (line: string) => void;
     fail: (error: string) => SourceBuild;
     signal: AbortSignal | undefined;
   },
 ): Promise<SourceBuild> {
-  const { log, say, fail, signal } = context;
+  const { log, say, fail, signal, nodePaths } = context;
   const read = await readManifest(root);
   if (!read.ok) return fail(read.error);
   const manifest = read.manifest;
@@ -123,7 +126,7 @@ async function buildCopy(
     signal?.throwIfAborted();
     let files: ArchiveFile[] | string;
     if (bundle.language === "typescript") {
-      files = await bundleTypescript(root, join(outRoot, bundle.name), bundle, say);
+      files = await bundleTypescript(root, join(outRoot, bundle.name), bundle, say, nodePaths);
     } else {
       files = await prebuiltFiles(root, bundle, say, signal);
     }
@@ -140,6 +143,16 @@ async function buildCopy(
   const manifestDigest = sha256(Buffer.from(canonicalJson(resolved), "utf8"));
   say(`resolved manifest ${manifestDigest}`);
   return { ok: true, manifest: resolved, manifestDigest, archives, log: tail(log) };
+}
+
+/** Every node_modules folder from `dir` up, nearest first, as Node would look for a package. */
+function nodeModulesAbove(dir: string): string[] {
+  const out: string[] = [];
+  for (let at = dir; ; at = dirname(at)) {
+    const candidate = join(at, "node_modules");
+    if (existsSync(candidate)) out.push(candidate);
+    if (dirname(at) === at) return out;
+  }
 }
 
 /** The node_modules folder this mesh's own packages (the SDK among them) are installed in. */
@@ -163,6 +176,7 @@ async function bundleTypescript(
   out: string,
   bundle: ManifestBundle,
   say: (line: string) => void,
+  nodePaths: readonly string[],
 ): Promise<ArchiveFile[] | string> {
   // What the runtime loads is built too: a tools bundle's loads name the files it will find.
   const entries = [...new Set([...bundle.entrypoints, ...(bundle.loads ?? [])])].sort();
@@ -176,7 +190,7 @@ async function bundleTypescript(
         entryPoints: entries,
         // A module's own node_modules come first; the SDK the mesh ships is found after them, so
         // a module that imports @mesh/sdk builds without vendoring it.
-        nodePaths: meshNodePaths(),
+        nodePaths: [...nodePaths],
         outdir: out,
         outbase: ".",
         entryNames: "[dir]/[name]",
