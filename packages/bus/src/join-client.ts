@@ -6,6 +6,7 @@
  */
 import type { PeerCertificate } from "node:tls";
 import type { KeyObject } from "node:crypto";
+import { AuthorizationError } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import {
   Credential,
@@ -75,8 +76,16 @@ export async function requestJoin(options: JoinOptions): Promise<Credential> {
     );
   } catch (error) {
     const mapped = toMeshError(error, { doing });
+    // The bus refuses the join user once its token is used, expired or unknown (the broker
+    // removes it): that is the token refused, as when the controller refuses it, so scripts see
+    // one code for "get a new token" whichever of the two saw it first.
+    const refused = error instanceof AuthorizationError;
     throw new MeshError(
-      mapped.code === ErrorCode.INTERNAL ? ErrorCode.CONNECT_FAILED : mapped.code,
+      refused
+        ? ErrorCode.REFUSED
+        : mapped.code === ErrorCode.INTERNAL
+          ? ErrorCode.CONNECT_FAILED
+          : mapped.code,
       `${doing}: the bus did not take the token (${(error as Error).message}); a token works once ` +
         "and expires — ask the operator for a new one (`mesh join-token`)",
       { node: options.node, cause: error },

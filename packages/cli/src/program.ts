@@ -11,6 +11,7 @@ import { registerViewVerb } from "./commands/view.js";
 import { registerControllerVerbs } from "./commands/controller-verbs.js";
 import { registerDeliveryVerbs } from "./commands/delivery-verbs.js";
 import { registerHostVerb } from "./commands/host.js";
+import { registerOperateVerbs } from "./commands/operate-verbs.js";
 import { ExitCode, reportError } from "./output.js";
 
 export const DEFAULT_ROOT = "./.mesh";
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerControllerVerbs(program);
   registerDeliveryVerbs(program);
   registerHostVerb(program);
+  registerOperateVerbs(program);
 
   return program;
 }

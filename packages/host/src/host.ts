@@ -79,6 +79,9 @@ export const HOST_PROCESS_MARKER = "MESH_HOST_PROCESS";
 
 export const HOST_VERSION = "0.1.0";
 
+/** Between presence heartbeats, unless told otherwise; readers judge a node gone from it. */
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
 export interface HostOptions {
   readonly node: string;
   /** Where the host keeps everything: state, cache, bundles, logs, the node key. */
@@ -365,7 +368,7 @@ export class Host implements AsyncDisposable {
     }
     const heartbeat = (): void => void this.#heartbeat();
     heartbeat();
-    const timer = setInterval(heartbeat, this.#options.heartbeatMs ?? 15_000);
+    const timer = setInterval(heartbeat, this.#options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.#timers.push(timer);
     await this.#restoreHave();
     this.#startWatches();

@@ -1,0 +1,216 @@
+/**
+ * `mesh config set|get|unset`: an operator's values for a module's declared config keys, mesh-wide
+ * (`mesh-config.<module>.<key>`) or for one node (`….<node>`). The host's provisioner client reads
+ * them and tells the module when one moves; nothing restarts unless the process asked to
+ * (`restart-on: config`).
+ */
+import { KvBucket, type MeshBus } from "@mesh/bus";
+import {
+  Bucket,
+  ErrorCode,
+  MeshError,
+  checkName,
+  configKey,
+  parseConfigKey,
+  type ConfigDeclaration,
+  type ConfigValue,
+} from "@mesh/protocol";
+import { connectToMesh } from "../find-mesh.js";
+import { ExitCode, printJson } from "../output.js";
+import { readAll, type VerbOptions } from "./delivery.js";
+
+export interface ConfigOptions extends VerbOptions {
+  readonly node?: string;
+  readonly force?: boolean;
+}
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+/**
+ * The value as the operator typed it: JSON when it parses (`42`, `true`, `"x"`, `{"a":1}`), else
+ * the text itself as a string, so `mesh config set hello greeting Hi` needs no shell quoting.
+ */
+export function parseConfigArgument(text: string): { value: unknown; asString: boolean } {
+  try {
+    return { value: JSON.parse(text) as unknown, asString: false };
+  } catch {
+    return { value: text, asString: true };
+  }
+}
+
+/**
+ * The module's declared config keys, from the manifests of the builds wanted for it (any node)
+ * or, when nothing is wanted yet, of its newest built build. Undefined when no manifest is known
+ * (not registered, or not built yet): then keys cannot be checked.
+ */
+export async function declaredConfig(
+  bus: MeshBus,
+  module: string,
+): Promise<Record<string, ConfigDeclaration> | undefined> {
+  const digests = new Set<string>();
+  for (const w of (await readAll(await KvBucket.open(bus, Bucket.wants), `*.${module}`)).values())
+    digests.add(w.manifestDigest);
+  if (digests.size === 0) {
+    const builds = [
+      ...(await readAll(await KvBucket.open(bus, Bucket.builds), `${module}.*`)).values(),
+    ].filter((b) => b.status === "built" && b.manifestDigest !== undefined);
+    const newest = builds.sort((a, b) => b.candidate - a.candidate)[0];
+    if (newest?.manifestDigest !== undefined) digests.add(newest.manifestDigest);
+  }
+  if (digests.size === 0) return undefined;
+  const manifests = await KvBucket.open(bus, Bucket.manifests);
+  const declared: Record<string, ConfigDeclaration> = {};
+  let found = false;
+  // Sorted, so that where two wanted builds declare a key differently the answer is stable.
+  for (const digest of [...digests].sort()) {
+    const m = await manifests.get(digest);
+    if (m === undefined) continue;
+    found = true;
+    for (const [key, d] of Object.entries(m.value.config)) declared[key] ??= d;
+  }
+  return found ? declared : undefined;
+}
+
+export async function configSet(
+  module: string,
+  key: string,
+  text: string,
+  options: ConfigOptions,
+): Promise<ExitCode> {
+  const k = configKey(module, key, nodeOf(options));
+  const { value, asString } = parseConfigArgument(text);
+  await using bus = await connectToMesh(options);
+  const declared = await declaredConfig(bus, module);
+  if (declared !== undefined && !Object.hasOwn(declared, key) && options.force !== true) {
+    const names = Object.keys(declared).sort();
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${module} declares no config key ${JSON.stringify(key)} (${
+        names.length === 0 ? "it declares none" : `it declares ${names.join(", ")}`
+      }); set a declared key, declare ${key} in ${module}'s manifest, or pass --force`,
+      { module, key: k },
+    );
+  }
+  const record: ConfigValue = {
+    value: value as ConfigValue["value"],
+    by: bus.credential.user,
+    at: new Date().toISOString(),
+  };
+  await (await KvBucket.open(bus, Bucket.config)).put(k, record);
+  if (options.json === true) printJson({ ok: true, key: k, ...record, asString });
+  else
+    out(
+      `set ${k} = ${JSON.stringify(value)}${asString ? " (not JSON, so kept as a string)" : ""}${
+        declared === undefined
+          ? ` (${module}'s manifest is not known yet; the key is unchecked)`
+          : ""
+      }`,
+    );
+  return ExitCode.ok;
+}
+
+export async function configUnset(
+  module: string,
+  key: string,
+  options: ConfigOptions,
+): Promise<ExitCode> {
+  const k = configKey(module, key, nodeOf(options));
+  await using bus = await connectToMesh(options);
+  const bucket = await KvBucket.open(bus, Bucket.config);
+  const had = (await bucket.get(k)) !== undefined;
+  if (had) await bucket.delete(k);
+  if (options.json === true) printJson({ ok: true, key: k, removed: had });
+  else
+    out(
+      had
+        ? `unset ${k}; ${options.node === undefined ? "the declared default" : "the mesh-wide value or the default"} applies again`
+        : `${k} had no value; nothing to unset`,
+    );
+  return ExitCode.ok;
+}
+
+interface ConfigRow {
+  readonly key: string;
+  readonly declared: boolean;
+  readonly description?: string;
+  readonly default?: unknown;
+  /** The mesh-wide value, when one is set. */
+  readonly value?: ConfigValue;
+  /** Per node, the node's own value. */
+  readonly nodes: Record<string, ConfigValue>;
+}
+
+export async function configGet(
+  module: string,
+  key: string | undefined,
+  options: ConfigOptions,
+): Promise<ExitCode> {
+  checkName("module", module);
+  if (key !== undefined) checkName("config key", key);
+  const node = nodeOf(options);
+  await using bus = await connectToMesh(options);
+  const values = await readAll(await KvBucket.open(bus, Bucket.config), `${module}.>`);
+  const declared = await declaredConfig(bus, module);
+  const rows = new Map<string, ConfigRow>();
+  const row = (name: string): ConfigRow => {
+    let r = rows.get(name);
+    if (r === undefined) {
+      const d = declared?.[name];
+      r = {
+        key: name,
+        declared: d !== undefined,
+        ...(d?.description === undefined ? {} : { description: d.description }),
+        ...(d === undefined || !("default" in d) ? {} : { default: d.default }),
+        nodes: {},
+      };
+      rows.set(name, r);
+    }
+    return r;
+  };
+  for (const name of Object.keys(declared ?? {})) row(name);
+  for (const [k, v] of values) {
+    const parsed = parseConfigKey(k);
+    if (parsed.module !== module) continue;
+    const r = row(parsed.key);
+    if (parsed.node === undefined) rows.set(parsed.key, { ...r, value: v });
+    else r.nodes[parsed.node] = v;
+  }
+  const shown = [...rows.values()]
+    .filter((r) => key === undefined || r.key === key)
+    .map((r) =>
+      node === undefined
+        ? r
+        : { ...r, nodes: r.nodes[node] === undefined ? {} : { [node]: r.nodes[node] } },
+    )
+    .sort((a, b) => (a.key < b.key ? -1 : 1));
+  if (options.json === true) {
+    printJson({ ok: true, module, manifestKnown: declared !== undefined, keys: shown });
+    return ExitCode.ok;
+  }
+  if (declared === undefined)
+    out(`${module}'s manifest is not known yet (not built or not wanted); showing set values only`);
+  if (shown.length === 0)
+    out(
+      key === undefined
+        ? `${module} has no config keys and no values`
+        : `${module} has no config key ${key}`,
+    );
+  for (const r of shown) {
+    const effective = r.value !== undefined ? "mesh-wide" : "default" in r ? "default" : "none";
+    out(
+      `${r.key}${r.declared ? "" : " (not declared)"}${r.description === undefined ? "" : ` — ${r.description}`}`,
+    );
+    if ("default" in r) out(`    default    ${JSON.stringify(r.default)}`);
+    if (r.value !== undefined)
+      out(`    mesh-wide  ${JSON.stringify(r.value.value)}  (${r.value.by}, ${r.value.at})`);
+    for (const [n, v] of Object.entries(r.nodes).sort())
+      out(`    on ${n}  ${JSON.stringify(v.value)}  (${v.by}, ${v.at})`);
+    if (effective === "none" && Object.keys(r.nodes).length === 0) out("    no value");
+  }
+  return ExitCode.ok;
+}
+
+const nodeOf = (options: { node?: string }): string | undefined =>
+  options.node === undefined ? undefined : checkName("node", options.node);

@@ -1,0 +1,91 @@
+/**
+ * `mesh join <bus-url> --token T --node N --root DIR`: makes this machine (or another root on it)
+ * a node of a mesh. The node key is made once and kept at `<root>/node.key`; the token is
+ * presented with its public half, and the host credential comes back sealed to it and is written
+ * 0600 at `<root>/credentials/host.json`. Then the host runs in the foreground, as `mesh host`
+ * would, until Ctrl-C. A root that already holds a credential for that node joins no more: it is
+ * reused, so restarting `mesh join` needs no new token.
+ */
+import { join, resolve } from "node:path";
+import { loadOrCreateNodeKeys, readCredential, requestJoin, writeCredential } from "@mesh/bus";
+import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
+import { ExitCode, printJson } from "../output.js";
+import { host } from "./host.js";
+
+export interface JoinCliOptions {
+  readonly token?: string;
+  readonly node: string;
+  readonly root: string;
+  readonly credentialOut?: string;
+  /** commander's `--no-run`: false when given. */
+  readonly run?: boolean;
+  readonly json?: boolean;
+}
+
+export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise<ExitCode> {
+  const node = checkName("node", options.node);
+  const servers = busUrl
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (servers.length === 0 || servers.some((s) => !/^(nats|tls|wss?):\/\/|^[^/]+:\d+$/.test(s))) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${JSON.stringify(busUrl)} is not a bus url; give the one \`mesh join-token\` printed, e.g. nats://10.0.0.5:4222`,
+    );
+  }
+  const root = resolve(options.root);
+  const credentialFile = resolve(
+    options.credentialOut ?? join(root, "credentials", `${Principal.host}.json`),
+  );
+  const say = (line: string): void => {
+    if (options.json !== true) process.stderr.write(`${line}\n`);
+  };
+
+  const kept = await readCredential(credentialFile).catch((error: unknown) => {
+    // Missing is the common case (a first join); a file that is there but broken or readable by
+    // others is not silently replaced: its refusal says what to do.
+    if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID) return undefined;
+    throw error;
+  });
+  let credential: Credential;
+  let joined: boolean;
+  if (kept !== undefined && kept.node === node && kept.module === Principal.host) {
+    credential = kept;
+    joined = false;
+    say(`${node} already joined: using its host credential ${credentialFile}`);
+  } else {
+    if (kept !== undefined) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${credentialFile} holds the credential of ${kept.node}'s ${kept.module}, not of node ${node}; join ${kept.node} again, or give another --root or --credential-out`,
+        { node, path: credentialFile },
+      );
+    }
+    if (options.token === undefined || options.token === "") {
+      throw new MeshError(
+        ErrorCode.USAGE,
+        `${root} holds no credential for ${node}, so joining needs --token; ask the mesh's operator for one (\`mesh join-token\`)`,
+        { node },
+      );
+    }
+    const keys = await loadOrCreateNodeKeys(join(root, "node.key"));
+    credential = await requestJoin({ servers, token: options.token, node, keys });
+    await writeCredential(credentialFile, credential);
+    joined = true;
+    say(
+      `${node} joined the mesh at ${servers.join(", ")}; its host credential is ${credentialFile}`,
+    );
+  }
+
+  if (options.run === false) {
+    if (options.json === true)
+      printJson({ ok: true, node, root, credential: credentialFile, joined });
+    else process.stdout.write(`${credentialFile}\n`);
+    return ExitCode.ok;
+  }
+  if (options.json === true)
+    printJson({ ok: true, node, root, credential: credentialFile, joined, running: true });
+  say(`running the host of ${node} in ${root}; Ctrl-C stops it (its processes keep running)`);
+  return host({ node, root, credential: credentialFile });
+}
