@@ -1,0 +1,473 @@
+/**
+ * `mesh status`, `mesh config`, `mesh logs` and `mesh conditions` as an operator runs them: the
+ * built CLI as a child process with the operator's grant (so every read these verbs make is one
+ * the grant allows), against a real bus whose buckets and streams the admin filled.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
+import {
+  Bucket,
+  Env,
+  Principal,
+  conditionSubject,
+  logsSubject,
+  type Condition,
+  type LogLine,
+} from "@mesh/protocol";
+
+const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
+const HUB = "hub";
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function mesh(args: readonly string[]): Promise<Run> {
+  return deadline(
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [MAIN, ...args], {
+        env: { ...process.env, [Env.credential]: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      child.once("error", reject);
+      child.once("exit", (code) => resolve({ code, stdout, stderr }));
+    }),
+    30_000,
+    `mesh ${args.join(" ")}`,
+  );
+}
+
+const json = <T>(run: Run): T => {
+  assert.equal(run.code, 0, run.stderr + run.stdout);
+  return JSON.parse(run.stdout) as T;
+};
+
+const errorCode = (run: Run): string =>
+  (JSON.parse(run.stdout) as { error: { code: string } }).error.code;
+
+describe("the operator's verbs: status, config, logs, conditions", () => {
+  let server: TestServer;
+  let dir: string;
+  let admin: MeshBus;
+  let cred: string;
+  const now = Date.now();
+  const iso = (msAgo: number) => new Date(now - msAgo).toISOString();
+
+  const hello = checkManifest({
+    module: "hello",
+    bundles: [
+      {
+        name: "tools",
+        language: "typescript",
+        entrypoints: ["src/greet.ts"],
+        loads: ["src/greet.ts"],
+        digest: "1a".repeat(32),
+      },
+    ],
+    config: {
+      greeting: { description: "how to greet", default: "Hello" },
+      times: { default: 1 },
+    },
+  });
+
+  const logLine = (line: string, msAgo: number): LogLine => ({
+    process: "runtime",
+    stream: "stdout",
+    line,
+    at: iso(msAgo),
+  });
+
+  before(async () => {
+    assert.ok(hello.ok);
+    server = await startTestServer({
+      users: [
+        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
+      ],
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-cli-operate-"));
+    admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: HUB, module: "controller" }),
+    );
+    await ensureLayout(admin);
+    cred = join(dir, "operator.json");
+    await writeCredential(
+      cred,
+      credentialFor(
+        server,
+        { user: "operator", password: "operator-pw" },
+        { node: HUB, module: Principal.operator },
+      ),
+    );
+
+    const digest = fingerprintOf(hello.manifest);
+    await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello.manifest);
+    const presence = await KvBucket.open(admin, Bucket.presence);
+    const facts = { os: "linux", arch: "x64", version: "0.1.0" };
+    // n1 beat a moment ago; n2 last beat ten minutes ago, far beyond three heartbeats.
+    await presence.put("n1", {
+      node: "n1",
+      facts: { hostname: "one", ...facts },
+      publicKey: "k1",
+      heartbeat: iso(1_000),
+    });
+    await presence.put("n2", {
+      node: "n2",
+      facts: { hostname: "two", ...facts },
+      publicKey: "k2",
+      heartbeat: iso(600_000),
+    });
+    const wants = await KvBucket.open(admin, Bucket.wants);
+    for (const [node, build, rule] of [
+      ["n1", "2-b", "newest"],
+      ["n2", "1-a", "set-back"],
+    ] as const) {
+      await wants.put(`${node}.hello`, {
+        build,
+        manifestDigest: digest,
+        fingerprint: "f",
+        rule,
+        reason: `${rule} for the test`,
+      });
+    }
+    const have = await KvBucket.open(admin, Bucket.have);
+    await have.put("n1.hello", {
+      build: "2-b",
+      fingerprint: "f",
+      health: "healthy",
+      since: iso(60_000),
+      restarts: 0,
+    });
+    await have.put("n2.hello", {
+      build: "2-b",
+      fingerprint: "f",
+      health: "failing",
+      since: iso(60_000),
+      restarts: 4,
+      lastError: "exit 1",
+    });
+    await (
+      await KvBucket.open(admin, Bucket.differences)
+    ).put("n2.hello", {
+      want: "1-a",
+      have: "2-b",
+      reasons: ["n2 runs 2-b, which is failing; set back to 1-a"],
+    });
+    const asks = await KvBucket.open(admin, Bucket.asks);
+    for (const id of ["w-open", "w-answered"]) {
+      await asks.put(id, {
+        id,
+        what: `may hello read more (${id})?`,
+        module: "hello",
+        build: "2-b",
+        nodes: ["n1"],
+        at: iso(5_000),
+      });
+    }
+    await (
+      await KvBucket.open(admin, Bucket.answers)
+    ).put("w-answered", { answer: "yes", by: "ada", at: iso(1_000) });
+
+    // Twelve conditions, one second apart: status shows the newest ten.
+    for (let i = 0; i < 12; i++) {
+      const condition: Condition = {
+        module: i % 2 === 0 ? "hello" : "board",
+        name: `c${String(i).padStart(2, "0")}`,
+        level: i === 11 ? "error" : "info",
+        message: `condition ${i}`,
+        node: "n1",
+        at: iso((20 - i) * 1_000),
+      };
+      await admin.js.publish(
+        conditionSubject(condition.module, condition.name),
+        JSON.stringify(condition),
+      );
+    }
+    for (let i = 1; i <= 5; i++)
+      await admin.js.publish(
+        logsSubject("n1", "hello"),
+        JSON.stringify(logLine(`n1 line ${i}`, 10_000 - i)),
+      );
+    await admin.js.publish(logsSubject("n2", "hello"), JSON.stringify(logLine("n2 line 1", 5_000)));
+    await admin.js.publish(
+      logsSubject("n1", "board"),
+      JSON.stringify(logLine("not hello's", 5_000)),
+    );
+  });
+
+  after(async () => {
+    await admin?.close();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("status --json: a stale heartbeat is gone, modules × nodes, differences, only open asks, ten newest conditions", async () => {
+    const report = json<{
+      ok: boolean;
+      nodes: Array<{ node: string; present: boolean; since: string | null }>;
+      modules: Array<{
+        node: string;
+        module: string;
+        want: { build: string; rule: string } | null;
+        have: { build: string; restarts: number } | null;
+        health: string;
+        differs: boolean;
+      }>;
+      differences: Array<{ node: string; module: string; reasons: string[] }>;
+      asks: Array<{ id: string }>;
+      conditions: Array<{ name: string; at: string }>;
+    }>(await mesh(["status", "--json", "--credential", cred]));
+    assert.equal(report.ok, true);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.node, n.present]),
+      [
+        ["n1", true],
+        ["n2", false],
+      ],
+    );
+    assert.equal(report.nodes[1]?.since, iso(600_000), "gone since its last heartbeat");
+    assert.deepEqual(
+      report.modules.map((c) => [
+        c.node,
+        c.want?.build,
+        c.want?.rule,
+        c.have?.build,
+        c.health,
+        c.have?.restarts,
+        c.differs,
+      ]),
+      [
+        ["n1", "2-b", "newest", "2-b", "healthy", 0, false],
+        ["n2", "1-a", "set-back", "2-b", "failing", 4, true],
+      ],
+    );
+    assert.deepEqual(report.differences[0]?.reasons, [
+      "n2 runs 2-b, which is failing; set back to 1-a",
+    ]);
+    assert.deepEqual(
+      report.asks.map((a) => a.id),
+      ["w-open"],
+    );
+    assert.equal(report.conditions.length, 10);
+    assert.equal(report.conditions[0]?.name, "c11", "newest first");
+    assert.equal(report.conditions[9]?.name, "c02");
+  });
+
+  test("status in plain words: aligned columns and health words", async () => {
+    const run = await mesh(["status", "--credential", cred]);
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.split("\n");
+    const header = lines.find((l) => l.includes("HEALTH")) ?? "";
+    const column = header.indexOf("HEALTH");
+    const rows = lines.filter((l) => /^\s+hello\s+n\d/.test(l));
+    assert.equal(rows.length, 2);
+    for (const [row, health] of [
+      [rows[0], "healthy"],
+      [rows[1], "failing"],
+    ] as const)
+      assert.equal(row?.indexOf(health), column, `${health} under HEALTH in ${row ?? ""}`);
+    assert.match(run.stdout, /n2\s+gone/);
+    assert.match(run.stdout, /w-open/);
+    assert.doesNotMatch(run.stdout, /w-answered/);
+  });
+
+  test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
+    const bare = json<{ value: unknown; asString: boolean; key: string }>(
+      await mesh([
+        "config",
+        "set",
+        "hello",
+        "greeting",
+        "Hi there",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.deepEqual([bare.key, bare.value, bare.asString], ["hello.greeting", "Hi there", true]);
+    const typed = json<{ value: unknown; key: string }>(
+      await mesh([
+        "config",
+        "set",
+        "hello",
+        "times",
+        "3",
+        "--node",
+        "n1",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.deepEqual([typed.key, typed.value], ["hello.times.n1", 3]);
+    const stored = await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1");
+    assert.equal(stored?.value.value, 3);
+    assert.equal(stored?.value.by, "operator");
+
+    const got = json<{
+      manifestKnown: boolean;
+      keys: Array<{
+        key: string;
+        declared: boolean;
+        default?: unknown;
+        value?: { value: unknown };
+        nodes: Record<string, { value: unknown }>;
+      }>;
+    }>(await mesh(["config", "get", "hello", "--json", "--credential", cred]));
+    assert.equal(got.manifestKnown, true);
+    assert.deepEqual(
+      got.keys.map((k) => [k.key, k.declared, k.default, k.value?.value, k.nodes["n1"]?.value]),
+      [
+        ["greeting", true, "Hello", "Hi there", undefined],
+        ["times", true, 1, undefined, 3],
+      ],
+    );
+    const plain = await mesh(["config", "get", "hello", "times", "--credential", cred]);
+    assert.match(plain.stdout, /default\s+1/);
+    assert.match(plain.stdout, /on n1\s+3/);
+
+    const unset = json<{ removed: boolean }>(
+      await mesh([
+        "config",
+        "unset",
+        "hello",
+        "times",
+        "--node",
+        "n1",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.equal(unset.removed, true);
+    assert.equal(
+      await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1"),
+      undefined,
+    );
+  });
+
+  test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {
+    const refused = await mesh([
+      "config",
+      "set",
+      "hello",
+      "colour",
+      "red",
+      "--json",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(refused.code, 3);
+    assert.equal(errorCode(refused), "REFUSED");
+    const message = (JSON.parse(refused.stdout) as { error: { message: string } }).error.message;
+    assert.match(message, /greeting, times/);
+    const plain = await mesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
+    assert.equal(plain.code, 3);
+    assert.match(plain.stderr, /REFUSED/);
+    const forced = await mesh([
+      "config",
+      "set",
+      "hello",
+      "colour",
+      "red",
+      "--force",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(forced.code, 0, forced.stderr);
+    const badName = await mesh([
+      "config",
+      "set",
+      "hello",
+      "Bad.Key",
+      "1",
+      "--json",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(badName.code, 2);
+    assert.equal(errorCode(badName), "INVALID_NAME");
+  });
+
+  test("logs: the last N lines of a module, one node or all; --follow prints new lines until SIGINT", async () => {
+    const all = json<{ lines: Array<{ node: string; line: string }> }>(
+      await mesh(["logs", "hello", "--lines", "3", "--json", "--credential", cred]),
+    );
+    assert.deepEqual(
+      all.lines.map((l) => l.line),
+      ["n1 line 4", "n1 line 5", "n2 line 1"],
+    );
+    const n1 = await mesh(["logs", "hello", "--node", "n1", "--credential", cred]);
+    assert.equal(n1.code, 0, n1.stderr);
+    assert.match(n1.stdout, /n1 runtime n1 line 1/);
+    assert.doesNotMatch(n1.stdout, /n2 line|not hello's/);
+
+    const child = spawn(
+      process.execPath,
+      [MAIN, "logs", "hello", "--node", "n1", "--lines", "1", "--follow", "--credential", cred],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let seen = "";
+    const waitFor = (text: string) =>
+      deadline(
+        new Promise<void>((resolve) => {
+          const look = () => {
+            if (seen.includes(text)) {
+              child.stdout.off("data", onData);
+              resolve();
+            }
+          };
+          const onData = (chunk: Buffer) => {
+            seen += chunk.toString();
+            look();
+          };
+          child.stdout.on("data", onData);
+          look();
+        }),
+        20_000,
+        `mesh logs --follow printing ${text}`,
+      );
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await waitFor("n1 line 5");
+      await admin.js.publish(logsSubject("n1", "hello"), JSON.stringify(logLine("fresh", 0)));
+      await waitFor("fresh");
+      assert.doesNotMatch(seen, /n1 line 4/, "only the last --lines before following");
+    } finally {
+      process.kill(child.pid as number, "SIGINT");
+    }
+    assert.equal(await deadline(exited, 10_000, "mesh logs --follow ending on SIGINT"), 0);
+  });
+
+  test("conditions: every kept condition newest first, one module's with --module", async () => {
+    const all = json<{ conditions: Array<{ name: string }> }>(
+      await mesh(["conditions", "--json", "--credential", cred]),
+    );
+    assert.equal(all.conditions.length, 12);
+    assert.equal(all.conditions[0]?.name, "c11");
+    const board = json<{ conditions: Array<{ module: string; name: string }> }>(
+      await mesh(["conditions", "--module", "board", "--json", "--credential", cred]),
+    );
+    assert.deepEqual(
+      board.conditions.map((c) => c.name),
+      ["c11", "c09", "c07", "c05", "c03", "c01"],
+    );
+    const plain = await mesh(["conditions", "--module", "board", "--credential", cred]);
+    assert.match(plain.stdout, /error\s+board\s+c11/);
+    const bad = await mesh(["conditions", "--module", "No", "--json", "--credential", cred]);
+    assert.equal(bad.code, 2);
+  });
+});
