@@ -1,0 +1,229 @@
+/**
+ * `mesh join` as a new machine runs it (the built CLI as a child process), against a real bus and
+ * a controller in this process: a token from `mesh join-token` makes a host credential that reads
+ * its own node's composition and not another's; the token works once; a root that joined joins
+ * again without a token and runs its host, which says it is present.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { Bucket, Env, ErrorCode, isMeshError } from "@mesh/protocol";
+import { operatorGrant } from "@mesh/core";
+import {
+  FULL_PERMISSIONS,
+  KvBucket,
+  MeshBus,
+  ensureLayout,
+  hashPassword,
+  readCredential,
+  writeCredential,
+} from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { Controller } from "@mesh/controller";
+
+const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
+
+interface Run {
+  readonly code: number | null;
+  readonly out: string;
+  readonly err: string;
+}
+
+function mesh(args: readonly string[]): Promise<Run> {
+  return deadline(
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, [MAIN, ...args], {
+        env: { ...process.env, [Env.credential]: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
+      child.on("close", (code) => resolve({ code, out, err }));
+    }),
+    30_000,
+    `mesh ${args.join(" ")}`,
+  );
+}
+
+describe("mesh join", () => {
+  let server: TestServer;
+  let admin: MeshBus;
+  let controller: Controller;
+  let dir: string;
+  let operator: string;
+
+  const token = async (): Promise<string> => {
+    const run = await mesh(["join-token", "--credential", operator, "--json"]);
+    assert.equal(run.code, 0, run.err);
+    return (JSON.parse(run.out) as { token: string }).token;
+  };
+
+  before(async () => {
+    server = await startTestServer();
+    dir = await mkdtemp(join(tmpdir(), "mesh-cli-join-"));
+    admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const operatorPassword = "operator-password";
+    const statics = [
+      {
+        user: server.admin.user,
+        passwordHash: await hashPassword(server.admin.password),
+        permissions: FULL_PERMISSIONS,
+      },
+      {
+        user: "hub.operator",
+        passwordHash: await hashPassword(operatorPassword),
+        permissions: operatorGrant({ node: "hub" }),
+      },
+    ];
+    operator = join(dir, "operator.json");
+    await writeCredential(
+      operator,
+      credentialFor(
+        server,
+        { user: "hub.operator", password: operatorPassword },
+        { node: "hub", module: "operator" },
+      ),
+    );
+    controller = await Controller.create({
+      bus: admin,
+      dir: join(dir, "controller"),
+      sink: server.server,
+      staticUsers: () => Promise.resolve(statics),
+    });
+    void controller.run();
+    await deadline(controller.ready, 20_000, "the controller's first pass");
+  });
+
+  after(async () => {
+    await controller?.stop();
+    await admin?.close();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("--no-run joins with a token: a 0600 credential that reads its own composition only; the token works once", async () => {
+    const t = await token();
+    const root = join(dir, "n5");
+    const run = await mesh([
+      "join",
+      server.url,
+      "--token",
+      t,
+      "--node",
+      "n5",
+      "--root",
+      root,
+      "--no-run",
+      "--json",
+    ]);
+    assert.equal(run.code, 0, run.err + run.out);
+    const report = JSON.parse(run.out) as { credential: string; joined: boolean };
+    assert.equal(report.credential, join(root, "credentials", "host.json"));
+    assert.equal(report.joined, true);
+    assert.equal((await stat(report.credential)).mode & 0o777, 0o600);
+    assert.equal(((await stat(join(root, "node.key"))).mode & 0o077) === 0, true);
+
+    const credential = await readCredential(report.credential);
+    assert.equal(credential.user, "n5.host");
+    const host = await MeshBus.connect(credential);
+    try {
+      const composed = await KvBucket.open(host, Bucket.composed);
+      assert.equal(await composed.get("n5"), undefined, "its own composition: readable (none yet)");
+      await assert.rejects(
+        composed.get("n6"),
+        (e) => isMeshError(e, ErrorCode.PERMISSION_DENIED),
+        "another node's composition",
+      );
+    } finally {
+      await host.close();
+    }
+
+    const again = await mesh([
+      "join",
+      server.url,
+      "--token",
+      t,
+      "--node",
+      "n6",
+      "--root",
+      join(dir, "n6"),
+      "--no-run",
+      "--json",
+    ]);
+    assert.equal(again.code, 3, again.err + again.out);
+    const refusal = (JSON.parse(again.out) as { error: { code: string; message: string } }).error;
+    assert.equal(refusal.code, "REFUSED");
+    assert.match(refusal.message, /mesh join-token/, "says how to get a new token");
+  });
+
+  it("a root that joined joins again without a token and runs its host until SIGINT", async () => {
+    const root = join(dir, "n7");
+    const first = await mesh([
+      "join",
+      server.url,
+      "--token",
+      await token(),
+      "--node",
+      "n7",
+      "--root",
+      root,
+      "--no-run",
+    ]);
+    assert.equal(first.code, 0, first.err);
+    assert.equal(first.out.trim(), join(root, "credentials", "host.json"));
+
+    const presence = await KvBucket.open(admin, Bucket.presence);
+    const ac = new AbortController();
+    const present = deadline(
+      (async () => {
+        for await (const e of presence.watch({ key: "n7", signal: ac.signal }))
+          if (e.type === "put") return e.value;
+        return undefined;
+      })(),
+      30_000,
+      "n7's host saying it is present",
+    ).finally(() => ac.abort());
+    const child = spawn(
+      process.execPath,
+      [MAIN, "join", server.url, "--node", "n7", "--root", root],
+      {
+        env: { ...process.env, [Env.credential]: "" },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let err = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      const seen = await present;
+      assert.equal(seen?.node, "n7");
+    } finally {
+      process.kill(child.pid as number, "SIGINT");
+    }
+    assert.equal(await deadline(exited, 20_000, "mesh join's host stopping on SIGINT"), 0, err);
+    assert.match(err, /already joined/);
+  });
+
+  it("without a token on a root that never joined: USAGE, exit 2", async () => {
+    const run = await mesh([
+      "join",
+      server.url,
+      "--node",
+      "n8",
+      "--root",
+      join(dir, "n8"),
+      "--no-run",
+    ]);
+    assert.equal(run.code, 2);
+    assert.match(run.err, /needs --token/);
+  });
+});
