@@ -237,6 +237,7 @@ export class KvBucket<T> {
       iter.stop();
     };
     signal?.addEventListener("abort", stop, { once: true });
+    const unregister = this.#bus?.beforeClose(stop);
     // The signal may have fired between the start and now.
     if (isAborted(signal)) stop();
     // The client ends its watcher quietly when the server drops the watcher's subscription (a
@@ -288,6 +289,7 @@ export class KvBucket<T> {
       }
     } finally {
       signal?.removeEventListener("abort", stop);
+      unregister?.();
       iter.stop();
       statuses?.stop();
     }

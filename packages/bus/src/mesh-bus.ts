@@ -91,7 +91,10 @@ export class MeshBus implements AsyncDisposable {
    * a subscription later, when a reload narrows the credential's grants: same error. With a
    * signal that has already aborted, nothing is subscribed and the iteration ends at once.
    */
-  subscribe(subject: string, options: SubscribeOptions = {}): AsyncGenerator<BusMessage, void, undefined> {
+  subscribe(
+    subject: string,
+    options: SubscribeOptions = {},
+  ): AsyncGenerator<BusMessage, void, undefined> {
     const doing = `subscribing to ${subject}${options.queue === undefined ? "" : ` in queue ${options.queue}`}`;
     if (options.signal?.aborted === true) return (async function* () {})();
     const sub = this.nc.subscribe(
@@ -145,10 +148,30 @@ export class MeshBus implements AsyncDisposable {
     return this.#closed || this.nc.isClosed();
   }
 
-  /** Flushes what was published and closes. Closing twice is harmless. */
+  readonly #beforeClose = new Set<() => void>();
+
+  /**
+   * Registers what must stop before the connection closes (a watch's consumer): the client keeps
+   * a push consumer's heartbeat timer running after its connection closed, which keeps the
+   * process alive, so every watch is stopped first. Returns the function that unregisters it.
+   */
+  beforeClose(stop: () => void): () => void {
+    this.#beforeClose.add(stop);
+    return () => this.#beforeClose.delete(stop);
+  }
+
+  /** Stops every watch, flushes what was published and closes. Closing twice is harmless. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const stop of [...this.#beforeClose]) {
+      try {
+        stop();
+      } catch {
+        // a watch that cannot be stopped is gone already
+      }
+    }
+    this.#beforeClose.clear();
     if (this.nc.isClosed()) return;
     try {
       await this.nc.drain();

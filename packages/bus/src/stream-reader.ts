@@ -88,6 +88,7 @@ export async function* readStream<T>(
   }
   const stop = (): void => void messages.close();
   options.signal?.addEventListener("abort", stop, { once: true });
+  const unregister = bus.beforeClose(stop);
   try {
     if (options.signal?.aborted === true) return;
     if (standing === 0) yield { type: "current" };
@@ -106,6 +107,7 @@ export async function* readStream<T>(
     throw toMeshError(error, { doing });
   } finally {
     options.signal?.removeEventListener("abort", stop);
+    unregister();
     await messages.close();
   }
 }

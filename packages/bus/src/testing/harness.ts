@@ -226,11 +226,19 @@ export function freePort(
  * `promise`, or a TIMEOUT error naming `what` when it has not settled within `ms`. Tests wait
  * for events with this instead of sleeping.
  */
+const TIME_FACTOR = (() => {
+  const factor = Number(process.env["MESH_TEST_TIME_FACTOR"] ?? "4");
+  return Number.isFinite(factor) && factor > 0 ? factor : 4;
+})();
+
 export function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  // A deadline catches a hang, never a slow machine: the figure a test writes is what it takes
+  // here, stretched by MESH_TEST_TIME_FACTOR (default 4) for shared, loaded machines and CI.
+  const allowed = ms * TIME_FACTOR;
   return new Promise<T>((resolvePromise, reject) => {
     const timer = setTimeout(() => {
-      reject(new MeshError(ErrorCode.TIMEOUT, `${what} did not happen within ${ms} ms`));
-    }, ms);
+      reject(new MeshError(ErrorCode.TIMEOUT, `${what} did not happen within ${allowed} ms`));
+    }, allowed);
     promise.then(
       (value) => {
         clearTimeout(timer);

@@ -136,7 +136,8 @@ async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
         (async () => {
           while (!(await test())) await new Promise<void>((r) => waiters.push(r));
         })(),
-        20_000,
+        // Generous: a deadline catches a hang, never a slow machine.
+        180_000,
         what,
       );
     },
@@ -176,7 +177,7 @@ describe("assigner on a real bus", () => {
     const a = await startAssigner();
     try {
       await assert.rejects(
-        deadline(a.running, 20_000, "the assigner's stop"),
+        deadline(a.running, 120_000, "the assigner's stop"),
         (e: Error & { code?: string }) => {
           assert.equal(e.code, "BUCKET_UNAVAILABLE");
           assert.match(e.message, /mesh-composed/);
@@ -315,14 +316,14 @@ describe("assigner on a real bus", () => {
     };
     try {
       const first = startProcess();
-      await deadline(first.firstPass, 20_000, "the first process's first pass");
+      await deadline(first.firstPass, 120_000, "the first process's first pass");
       const before = await standing();
       assert.equal(Object.keys(before).length, 5);
       const exited = new Promise((r) => first.child.once("exit", r));
       process.kill(first.child.pid as number, "SIGKILL");
       await exited;
       const second = startProcess();
-      await deadline(second.firstPass, 20_000, "the restarted process's first pass");
+      await deadline(second.firstPass, 120_000, "the restarted process's first pass");
       assert.equal(canonicalJson(await standing()), canonicalJson(before));
       const stopped = new Promise<number | null>((r) => second.child.once("exit", r));
       process.kill(second.child.pid as number, "SIGTERM");
