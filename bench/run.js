@@ -9,7 +9,7 @@ const dist = new URL("./dist/", import.meta.url).pathname;
 const only = process.argv.slice(2);
 const files = readdirSync(dist)
   .filter((f) => f.endsWith(".bench.js"))
-  .filter((f) => only.length === 0 || only.some((name) => f.startsWith(name)))
+  .filter((f) => only.length === 0 || only.some((name) => f === `${name}.bench.js`))
   .sort();
 if (files.length === 0) {
   console.error("no benchmarks found: run `npm run build` first, or check the name");
