@@ -26,6 +26,16 @@ export async function host(options: HostCliOptions): Promise<ExitCode> {
   return ExitCode.ok;
 }
 
+/**
+ * Ends the process once a foreground host has stopped, should anything still hold it after a
+ * grace: a host stopped while its bus watches were still starting leaves the NATS client's
+ * heartbeat timer running (seen with `mesh join` and Ctrl-C right after start), and Ctrl-C must
+ * end the verb. The timer is unref'd, so a process that ends by itself is not kept for it.
+ */
+export function leaveWhenDone(code: number, graceMs = 2_000): void {
+  setTimeout(() => process.exit(code), graceMs).unref();
+}
+
 export function registerHostVerb(program: Command): void {
   program
     .command("host")
@@ -39,5 +49,6 @@ export function registerHostVerb(program: Command): void {
     )
     .action(async (options: HostCliOptions) => {
       process.exitCode = await host(options);
+      leaveWhenDone(process.exitCode);
     });
 }

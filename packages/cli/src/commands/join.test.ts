@@ -206,10 +206,20 @@ describe("mesh join", () => {
     try {
       const seen = await present;
       assert.equal(seen?.node, "n7");
-    } finally {
       process.kill(child.pid as number, "SIGINT");
+      assert.equal(
+        await deadline(exited, 20_000, "mesh join's host stopping on SIGINT").catch(
+          (error: unknown) => {
+            throw new Error(`${(error as Error).message}; its stderr:\n${err}`);
+          },
+        ),
+        0,
+        err,
+      );
+    } finally {
+      // Whatever failed, the child started here does not outlive the test.
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     }
-    assert.equal(await deadline(exited, 20_000, "mesh join's host stopping on SIGINT"), 0, err);
     assert.match(err, /already joined/);
   });
 

@@ -53,6 +53,11 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   if (kept !== undefined && kept.node === node && kept.module === Principal.host) {
     credential = kept;
     joined = false;
+    // The user and password stay the node's; only where the bus is may have moved.
+    if (kept.servers.join(",") !== servers.join(",")) {
+      credential = { ...kept, servers };
+      await writeCredential(credentialFile, credential);
+    }
     say(`${node} already joined: using its host credential ${credentialFile}`);
   } else {
     if (kept !== undefined) {
@@ -87,5 +92,7 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   if (options.json === true)
     printJson({ ok: true, node, root, credential: credentialFile, joined, running: true });
   say(`running the host of ${node} in ${root}; Ctrl-C stops it (its processes keep running)`);
-  return host({ node, root, credential: credentialFile });
+  const code = await host({ node, root, credential: credentialFile });
+  say(`the host of ${node} stopped`);
+  return code;
 }

@@ -7,6 +7,7 @@ import { Option, type Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { configGet, configSet, configUnset, type ConfigOptions } from "./config.js";
 import type { VerbOptions } from "./delivery.js";
+import { leaveWhenDone } from "./host.js";
 import { joinVerb, type JoinCliOptions } from "./join.js";
 import { conditionsVerb, logsVerb, type ConditionsOptions, type LogsOptions } from "./logs.js";
 import { statusVerb } from "./status.js";
@@ -120,6 +121,7 @@ export function registerOperateVerbs(program: Command): void {
     .option("--json", "print the outcome as JSON")
     .action(async (busUrl: string, options: JoinCliOptions) => {
       process.exitCode = await joinVerb(busUrl, options);
+      if (options.run !== false) leaveWhenDone(process.exitCode);
     });
 }
 

@@ -420,21 +420,22 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
       [MAIN, "logs", "hello", "--node", "n1", "--lines", "1", "--follow", "--credential", cred],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
+    // One listener for the child's whole life: output that arrives while no one waits is kept.
     let seen = "";
+    const waiters = new Set<() => void>();
+    child.stdout.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      for (const wake of waiters) wake();
+    });
     const waitFor = (text: string) =>
       deadline(
         new Promise<void>((resolve) => {
           const look = () => {
-            if (seen.includes(text)) {
-              child.stdout.off("data", onData);
-              resolve();
-            }
+            if (!seen.includes(text)) return;
+            waiters.delete(look);
+            resolve();
           };
-          const onData = (chunk: Buffer) => {
-            seen += chunk.toString();
-            look();
-          };
-          child.stdout.on("data", onData);
+          waiters.add(look);
           look();
         }),
         20_000,
@@ -446,10 +447,12 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
       await admin.js.publish(logsSubject("n1", "hello"), JSON.stringify(logLine("fresh", 0)));
       await waitFor("fresh");
       assert.doesNotMatch(seen, /n1 line 4/, "only the last --lines before following");
-    } finally {
       process.kill(child.pid as number, "SIGINT");
+      assert.equal(await deadline(exited, 10_000, "mesh logs --follow ending on SIGINT"), 0);
+    } finally {
+      // Whatever failed, the child started here does not outlive the test.
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     }
-    assert.equal(await deadline(exited, 10_000, "mesh logs --follow ending on SIGINT"), 0);
   });
 
   test("conditions: every kept condition newest first, one module's with --module", async () => {

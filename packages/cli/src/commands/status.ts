@@ -184,7 +184,7 @@ function printStatus(report: StatusReport): void {
   else
     lines.push(
       ...table(
-        ["node", "state", "since", "host"],
+        ["node", "state", "last heartbeat", "host"],
         report.nodes.map((n) => [
           n.node,
           n.heartbeat === null ? "never seen" : n.present ? "present" : "gone",
