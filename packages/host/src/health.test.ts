@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { moduleHealth, type ProcessFacts } from "./health.js";
+import { moduleHealth, type ProcessFacts, type ToolsFacts } from "./health.js";
 
 const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000 };
 const NOW = 1_000_000;
@@ -36,3 +36,34 @@ for (const [what, applyError, processes, health] of table) {
     if (health === "failing") assert.ok(result.lastError !== undefined);
   });
 }
+
+// A module whose tools the runtime serves here: healthy once they load.
+const toolsTable: Array<[string, ToolsFacts | undefined, ProcessFacts[], string]> = [
+  ["tools not reported yet", undefined, [], "starting"],
+  ["tools loading", { state: "starting" }, [], "starting"],
+  ["tools serving", { state: "serving" }, [], "healthy"],
+  ["tools failing to load", { state: "failing", error: "it failed to load: boom" }, [], "failing"],
+  ["tools serving, its process still young", { state: "serving" }, [up(100)], "starting"],
+  ["tools serving, its process crash-looping", { state: "serving" }, [crashed(3)], "failing"],
+  ["tools loading, its process crash-looping", { state: "starting" }, [crashed(3)], "failing"],
+];
+
+for (const [what, tools, processes, health] of toolsTable) {
+  test(`health of a tools module: ${what} → ${health}`, () => {
+    const result = moduleHealth({ applyError: undefined, processes, now: NOW, rules, tools });
+    assert.equal(result.health, health);
+    if (health === "failing") assert.ok(result.lastError !== undefined);
+  });
+}
+
+test("a failed apply is failing whatever the runtime says of the tools", () => {
+  const result = moduleHealth({
+    applyError: "bad digest",
+    processes: [],
+    now: NOW,
+    rules,
+    tools: { state: "serving" },
+  });
+  assert.equal(result.health, "failing");
+  assert.equal(result.lastError, "bad digest");
+});

@@ -3,8 +3,10 @@
  * tested as a table.
  *
  * - `failing`: its last apply failed (bad digest, refused archive, missing bundle, a need that
- *   could not be written), or one of its processes exited `failingExits` times within the window;
- * - `healthy`: every process has run at least `healthyMs` (a module with no process: applied);
+ *   could not be written), one of its processes exited `failingExits` times within the window,
+ *   or the runtime says its tools fail to load (a throw at load, a crash, a hang);
+ * - `healthy`: every process has run at least `healthyMs` (a module with no process: applied),
+ *   and, for a module whose tools the runtime serves, the runtime says they loaded;
  * - `starting`: otherwise;
  * - `stopped`: it is no longer composed here (decided by the caller).
  */
@@ -29,14 +31,36 @@ export interface ProcessFacts {
   readonly lastError: string | undefined;
 }
 
+/** What the runtime said of a module's tools: its load result (undefined: not reported yet). */
+export interface ToolsFacts {
+  readonly state: "starting" | "serving" | "failing" | "stopped";
+  readonly error?: string;
+}
+
 export function moduleHealth(input: {
   readonly applyError: string | undefined;
   readonly processes: readonly ProcessFacts[];
   readonly now: number;
   readonly rules: HealthRules;
+  /** For a module whose tools the runtime serves here: what it said of them. */
+  readonly tools?: ToolsFacts | undefined;
 }): { health: Health; lastError: string | undefined } {
   const { applyError, processes, now, rules } = input;
   if (applyError !== undefined) return { health: "failing", lastError: applyError };
+  // A tools module is healthy once its tools load, failing when the runtime says they do not.
+  if ("tools" in input) {
+    const tools = input.tools;
+    if (tools?.state === "failing") {
+      return { health: "failing", lastError: tools.error ?? "its tools failed to load" };
+    }
+    if (tools?.state !== "serving") {
+      const own = moduleHealth({ applyError, processes, now, rules });
+      return {
+        health: own.health === "failing" ? "failing" : "starting",
+        lastError: own.lastError,
+      };
+    }
+  }
   const ranHealthy = (p: ProcessFacts): boolean =>
     p.running && p.since !== undefined && now - p.since >= rules.healthyMs;
   // Exits in the window make it failing until a run lasts the healthy time again.

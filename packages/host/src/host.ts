@@ -11,8 +11,8 @@
  * software.
  */
 import { createHash } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import {
   ArtifactStore,
   KvBucket,
@@ -26,9 +26,12 @@ import {
 } from "@mesh/bus";
 import {
   Bucket,
+  Env,
   ErrorCode,
   MeshError,
   PROVISION_SERVICE,
+  RUNTIME_PROCESS_ID,
+  RuntimeStatusFile,
   ProvisionAsk,
   isMeshError,
   logsSubject,
@@ -53,7 +56,7 @@ import {
   unpackBeside,
   type ArchiveLimits,
 } from "./archives.js";
-import { DEFAULT_HEALTH_RULES, moduleHealth, type HealthRules } from "./health.js";
+import { DEFAULT_HEALTH_RULES, moduleHealth, type HealthRules, type ToolsFacts } from "./health.js";
 import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-tail.js";
 import { checkNeedPath, refuseForeignFile, removeNeed, writeNeed } from "./needs.js";
 import { desiredOf, planOf, type Desired } from "./plan.js";
@@ -63,6 +66,14 @@ import { Provisioner } from "./provisioner.js";
 
 type Json = ProvisionAnswer["value"];
 import { DEFAULT_BACKOFF, Supervisor, type Backoff, type ProcessSpec } from "./supervisor.js";
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 import { fingerprintOf } from "@mesh/core";
 
 export const HostState = {
@@ -219,6 +230,8 @@ export class Host implements AsyncDisposable {
     // 0755: processes that run as other users reach their bundles through it. What is private
     // (state, cache, the node key) is 0700/0600 inside.
     await mkdir(this.root, { recursive: true, mode: 0o755 });
+    // The runtime writes its status file here (it may run as the operator account: 0755).
+    await mkdir(join(this.root, "run"), { recursive: true, mode: 0o755 });
     this.#keys = await loadOrCreateNodeKeys(`${this.root}/node.key`);
     this.#applied = await loadState(this.root);
     const credential =
@@ -646,13 +659,22 @@ export class Host implements AsyncDisposable {
       await pruneCache(this.root, new Set([...desired.deliveries.values()].map((d) => d.digest)));
   }
 
+  /** Where the runtime writes each module's load result (its status file). */
+  get runtimeStatusFile(): string {
+    return join(this.root, "run", "node-tools.status.json");
+  }
+
   #spec(resource: ProcessResource): ProcessSpec {
     return {
       id: resource.id,
       module: resource.module,
       name: resource.name,
       argv: resource.run,
-      env: resource.env,
+      // The runtime says which modules' tools loaded in a file the host reads for their health.
+      env:
+        resource.id === RUNTIME_PROCESS_ID
+          ? { ...resource.env, [Env.runtimeStatus]: this.runtimeStatusFile }
+          : resource.env,
       cwd: resource.path,
       user: resource.user,
       marker: { name: HOST_PROCESS_MARKER, value: `${this.#marker}:${resource.id}` },
@@ -686,6 +708,7 @@ export class Host implements AsyncDisposable {
     if (desired === undefined || supervisor === undefined) return;
     const now = Date.now();
     const modules = new Set([...desired.modules.keys()]);
+    const tools = await this.#toolsStatus(desired, supervisor);
     for (const [module, fingerprint] of desired.modules) {
       const ids = [...desired.processes.keys()].filter(
         (id) => desired.processes.get(id)?.resource.module === module,
@@ -702,6 +725,7 @@ export class Host implements AsyncDisposable {
         processes: facts,
         now,
         rules: this.#rules,
+        ...(tools.has(module) ? { tools: tools.get(module) } : {}),
       });
       const restarts =
         (this.#restartBase.get(module) ?? 0) + statuses.reduce((n, s) => n + (s?.restarts ?? 0), 0);
@@ -720,6 +744,37 @@ export class Host implements AsyncDisposable {
           lastError: undefined,
         });
     }
+  }
+
+  /**
+   * The load result of each module the runtime serves here, from its status file: undefined for a
+   * module it has not reported yet, or when the file is not from the runtime running now.
+   */
+  async #toolsStatus(
+    desired: Desired,
+    supervisor: Supervisor,
+  ): Promise<Map<string, ToolsFacts | undefined>> {
+    const out = new Map<string, ToolsFacts | undefined>();
+    const runtime = desired.processes.get(RUNTIME_PROCESS_ID)?.resource;
+    if (runtime === undefined) return out;
+    for (const entry of (runtime.env[Env.toolModules] ?? "").split(",")) {
+      const module = entry.slice(0, entry.indexOf("="));
+      if (module !== "") out.set(module, undefined);
+    }
+    const pid = supervisor.identity(RUNTIME_PROCESS_ID)?.pid;
+    const text = await readFile(this.runtimeStatusFile, "utf8").catch(() => undefined);
+    const parsed = text === undefined ? undefined : RuntimeStatusFile.safeParse(safeJson(text));
+    if (pid === undefined || parsed?.success !== true || parsed.data.pid !== pid) return out;
+    for (const module of out.keys()) {
+      const status = parsed.data.modules[module];
+      if (status !== undefined) {
+        out.set(module, {
+          state: status.state,
+          ...(status.error === undefined ? {} : { error: status.error }),
+        });
+      }
+    }
+    return out;
   }
 
   async #write(

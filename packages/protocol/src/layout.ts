@@ -387,6 +387,8 @@ export function resourceModule(id: string): string {
 export const Env = {
   /** The runtime's modules: `<module>=<path>`, sorted, comma-separated. */
   toolModules: "MESH_TOOL_MODULES",
+  /** Where the runtime writes its status file (each module's load result); set by the host. */
+  runtimeStatus: "MESH_RUNTIME_STATUS",
   /** The path of a process's credential file. */
   brokerFile: "MESH_BROKER_FILE",
   operatorAccount: "MESH_OPERATOR_ACCOUNT",

@@ -346,6 +346,30 @@ export const LogLine = z
   .strict();
 export type LogLine = z.infer<typeof LogLine>;
 
+/**
+ * The runtime's status file (`MESH_RUNTIME_STATUS`): each served module's load result, so the host
+ * reports a tools module healthy once its tools load, or failing with the reason.
+ */
+export const RuntimeStatusFile = z.object({
+  v: z.literal(1),
+  node: z.string(),
+  pid: z.number().int(),
+  state: z.enum(["starting", "running", "stopping", "stopped"]),
+  at: Instant,
+  modules: z.record(
+    z.string(),
+    z.object({
+      module: z.string(),
+      state: z.enum(["starting", "serving", "failing", "stopped"]),
+      tools: z.array(z.string()),
+      restarts: z.number().int().nonnegative(),
+      since: z.string().optional(),
+      error: z.string().optional(),
+    }),
+  ),
+});
+export type RuntimeStatusFile = z.infer<typeof RuntimeStatusFile>;
+
 /** A tool as the runtime describes it in its endpoint metadata. */
 export const ToolDescription = z
   .object({

@@ -1,7 +1,8 @@
+import { Env } from "@mesh/protocol";
 import type { WorkerTuning } from "./module-worker.js";
 
 /** Where the runtime writes each module's load result and tools (README.md, "Reporting"). */
-export const StatusEnv = "MESH_RUNTIME_STATUS";
+export const StatusEnv = Env.runtimeStatus;
 
 /**
  * Tuning read from the environment (`MESH_RUNTIME_<NAME>_MS`), for tests and unusual machines;
