@@ -42,8 +42,9 @@ export function parseConfigArgument(text: string): { value: unknown; asString: b
 
 /**
  * The module's declared config keys, from the manifests of the builds wanted for it (any node)
- * or, when nothing is wanted yet, of its newest built build. Undefined when no manifest is known
- * (not registered, or not built yet): then keys cannot be checked.
+ * and of its newest built build (a key it adds may be set before the build is wanted anywhere).
+ * Undefined when no manifest is known (not registered, or not built yet): then keys cannot be
+ * checked.
  */
 export async function declaredConfig(
   bus: MeshBus,
@@ -52,13 +53,11 @@ export async function declaredConfig(
   const digests = new Set<string>();
   for (const w of (await readAll(await KvBucket.open(bus, Bucket.wants), `*.${module}`)).values())
     digests.add(w.manifestDigest);
-  if (digests.size === 0) {
-    const builds = [
-      ...(await readAll(await KvBucket.open(bus, Bucket.builds), `${module}.*`)).values(),
-    ].filter((b) => b.status === "built" && b.manifestDigest !== undefined);
-    const newest = builds.sort((a, b) => b.candidate - a.candidate)[0];
-    if (newest?.manifestDigest !== undefined) digests.add(newest.manifestDigest);
-  }
+  const builds = [
+    ...(await readAll(await KvBucket.open(bus, Bucket.builds), `${module}.*`)).values(),
+  ].filter((b) => b.status === "built" && b.manifestDigest !== undefined);
+  const newest = builds.sort((a, b) => b.candidate - a.candidate)[0];
+  if (newest?.manifestDigest !== undefined) digests.add(newest.manifestDigest);
   if (digests.size === 0) return undefined;
   const manifests = await KvBucket.open(bus, Bucket.manifests);
   const declared: Record<string, ConfigDeclaration> = {};
