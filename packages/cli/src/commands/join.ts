@@ -20,6 +20,8 @@ export interface JoinCliOptions {
   /** commander's `--no-run`: false when given. */
   readonly run?: boolean;
   readonly json?: boolean;
+  /** Stop the node's processes when the host stops (a node run in the foreground, not by a supervisor). */
+  readonly stopProcessesOnExit?: boolean;
 }
 
 export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise<ExitCode> {
@@ -91,8 +93,17 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   }
   if (options.json === true)
     printJson({ ok: true, node, root, credential: credentialFile, joined, running: true });
-  say(`running the host of ${node} in ${root}; Ctrl-C stops it (its processes keep running)`);
-  const code = await host({ node, root, credential: credentialFile });
+  const stopAll = options.stopProcessesOnExit === true;
+  say(
+    `running the host of ${node} in ${root}; Ctrl-C stops it` +
+      (stopAll ? " and its processes" : " (its processes keep running)"),
+  );
+  const code = await host({
+    node,
+    root,
+    credential: credentialFile,
+    ...(stopAll ? { stopProcessesOnExit: true } : {}),
+  });
   say(`the host of ${node} stopped`);
   return code;
 }

@@ -118,6 +118,10 @@ export function registerOperateVerbs(program: Command): void {
       "where to write the host credential (default <root>/credentials/host.json)",
     )
     .option("--no-run", "only join: print the credential's path and exit")
+    .option(
+      "--stop-processes-on-exit",
+      "stop the node's processes when its host stops (by default they keep running, for the next host to adopt)",
+    )
     .option("--json", "print the outcome as JSON")
     .action(async (busUrl: string, options: JoinCliOptions) => {
       process.exitCode = await joinVerb(busUrl, options);

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { chromium, type Page } from "playwright-core";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { Bucket, Env, nodeModuleKey } from "@mesh/protocol";
@@ -35,6 +36,7 @@ let up: ChildProcess | undefined;
 let join2: ChildProcess | undefined;
 let upExit: Promise<number | null>;
 let report: {
+  view: string;
   bus: { url: string; pid: number };
   processes: Record<string, number>;
   credentials: { operator: string };
@@ -303,6 +305,62 @@ describe("one change, end to end", () => {
       120_000,
       "the unput to release it",
     );
+  });
+
+  test("the view shows the examples healthy, follows a CLI change live, answers an ask, calls a tool", async () => {
+    const browser = await chromium.launch({
+      executablePath: process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    let page: Page | undefined;
+    try {
+      page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+      await page.goto(report.view);
+      await page.waitForSelector("body[data-ready]");
+      const cell = (module: string) =>
+        page!.locator(`td.cell[data-node="${NODE}"][data-module="${module}"]`);
+      for (const module of ["hello", "counter", "board", "broken", "node-tools"]) {
+        await cell(module)
+          .and(page.locator('[data-health="healthy"]'))
+          .waitFor({ timeout: 60_000 });
+      }
+      // A change made with the CLI appears without a reload.
+      await meshJson(["unassign", "broken", "--all"]);
+      await cell("broken")
+        .and(page.locator('[data-health="healthy"]'))
+        .waitFor({ state: "detached", timeout: 120_000 });
+      // A build that widens what board may call waits for an operator's yes, asked in the view.
+      const manifest = join(sources, "board", "mesh.yaml");
+      await writeFile(manifest, `${await readFile(manifest, "utf8")}calls:\n  - hello/greet\n`);
+      const ask = page.locator('[data-ask-id]:not([data-answered]) button[data-answer="yes"]');
+      await ask.first().waitFor({ timeout: 300_000 });
+      await ask.first().click();
+      await until(
+        async () => {
+          const builds = await builtBuilds("board");
+          const w = await want(NODE, "board");
+          return builds.length >= 2 && w?.build === builds.at(-1) ? true : undefined;
+        },
+        120_000,
+        "board's widening build to be wanted after the yes",
+      );
+      // A tool called from its form.
+      const subject = `mesh.tools.${NODE}.hello.greet`;
+      await page.locator(`button[data-tool="${subject}"]`).first().click();
+      const form = page.locator(`form#tool-call[data-subject="${subject}"]`);
+      await form.getByLabel("name").fill("Ada");
+      await form.locator("button[type=submit]").click();
+      const result = form.locator(".result-ok pre");
+      await result.waitFor({ timeout: 60_000 });
+      assert.match(await result.innerText(), /Hi, Ada!/);
+    } catch (error) {
+      const shot = join(tmpdir(), `mesh-e2e-view-${Date.now()}.png`);
+      await page?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+      process.stderr.write(`the view step failed; the page is saved at ${shot}\n`);
+      throw error;
+    } finally {
+      await browser.close();
+    }
   });
 
   test("a second node joins from another root and runs hello too", async () => {
