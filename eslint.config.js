@@ -74,7 +74,7 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
-    files: ["scripts/**/*.js", "eslint.config.js"],
+    files: ["scripts/**/*.js", "bench/*.js", "eslint.config.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
   },
 );
