@@ -58,6 +58,7 @@ export const DEFAULT_BUS_PORT = 4222;
 export async function up(options: UpOptions): Promise<ExitCode> {
   const paths = rootPaths(options.root);
   const release = await lockRoot(paths);
+  const startedAt = new Date();
   const log = (line: string) => {
     if (options.json !== true) process.stderr.write(`mesh up: ${line}\n`);
   };
@@ -184,6 +185,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
           node,
           modules: options.runtime === false ? demo : ["node-tools", ...demo],
           timeoutMs: options.demoTimeoutMs ?? 300_000,
+          since: startedAt,
           signal: stopping.signal,
           say: log,
         });

@@ -10,6 +10,8 @@ export interface WaitHealthyOptions {
   readonly node: string;
   readonly modules: readonly string[];
   readonly timeoutMs: number;
+  /** Reports written before this are from an earlier run and do not count. */
+  readonly since: Date;
   readonly signal: AbortSignal;
   readonly say: (line: string) => void;
 }
@@ -26,7 +28,8 @@ export async function waitHealthy(bus: MeshBus, options: WaitHealthyOptions): Pr
   let last = "";
   try {
     for await (const event of have.watch({ key: `${options.node}.*`, signal: stop.signal })) {
-      if (event.type === "put") {
+      // A report from before this run (the last one of an earlier `mesh up`) says nothing of now.
+      if (event.type === "put" && event.created >= options.since) {
         const { module } = parseNodeModuleKey(event.key);
         if (health.has(module)) {
           health.set(
