@@ -134,7 +134,13 @@ async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
     async until(test: () => Promise<boolean> | boolean, what: string): Promise<void> {
       await deadline(
         (async () => {
-          while (!(await test())) await new Promise<void>((r) => waiters.push(r));
+          // The waiter is registered before the check, so a pass that ends while the check
+          // reads the bus still wakes it (registering after the check lost that wake-up).
+          for (;;) {
+            const passed = new Promise<void>((r) => waiters.push(r));
+            if (await test()) return;
+            await passed;
+          }
         })(),
         // Generous: a deadline catches a hang, never a slow machine.
         180_000,
