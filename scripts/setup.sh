@@ -55,7 +55,18 @@ if [ ! -x "${MESH_CHROMIUM:-/usr/bin/chromium}" ]; then
   fi
 fi
 
-# Build (incremental: fast when nothing changed).
-npx --no-install tsc -b >&2
-npx --no-install tsc -p examples >&2
-npx --no-install tsc -p packages/runtime/node-tools >&2
+# Build, unless no source or config changed since the last build (a stamp file says when):
+# `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds.
+stamp=node_modules/.mesh-build-stamp
+changed=yes
+if [ -f "$stamp" ]; then
+  changed=$(find packages examples bench tsconfig*.json package.json package-lock.json \
+    \( -name node_modules -o -name dist \) -prune -o \
+    \( -name '*.ts' -o -name '*.json' -o -name '*.css' -o -name '*.html' \) -newer "$stamp" -print 2>/dev/null | head -n 1)
+fi
+if [ -n "$changed" ] || [ ! -f packages/cli/dist/main.js ]; then
+  npx --no-install tsc -b >&2
+  npx --no-install tsc -p examples >&2
+  npx --no-install tsc -p packages/runtime/node-tools >&2
+  touch "$stamp"
+fi
