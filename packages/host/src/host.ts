@@ -148,6 +148,10 @@ export class Host implements AsyncDisposable {
   #saving: Promise<void> = Promise.resolve();
   readonly #stop = new AbortController();
   #watches: AbortController | undefined;
+  /** The connection being made, and the watch loops running: a stop waits for them before it
+   * closes the bus, or a watch still starting leaks the client's heartbeat timer. */
+  #connecting: Promise<void> | undefined;
+  readonly #following = new Set<Promise<void>>();
   readonly #timers: NodeJS.Timeout[] = [];
 
   private constructor(options: HostOptions) {
@@ -289,7 +293,7 @@ export class Host implements AsyncDisposable {
       if (this.#applyErrors.size > 0) this.#reconcile();
     }, this.#options.retryMs ?? 30_000);
     this.#timers.push(tick, retry);
-    void this.#connect(credential);
+    this.#connecting = this.#connect(credential);
   }
 
   /** Finds the processes a previous host started: adopts the recorded ones, ends the rest. */
@@ -466,7 +470,14 @@ export class Host implements AsyncDisposable {
     });
   }
 
-  async #follow(what: string, signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
+  #follow(what: string, signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
+    const loop = this.#followLoop(what, signal, fn);
+    this.#following.add(loop);
+    void loop.finally(() => this.#following.delete(loop));
+    return loop;
+  }
+
+  async #followLoop(what: string, signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
     while (!signal.aborted) {
       try {
         await fn();
@@ -816,6 +827,8 @@ export class Host implements AsyncDisposable {
   async #shutdown(): Promise<void> {
     for (const timer of this.#timers) clearInterval(timer);
     this.#watches?.abort();
+    await this.#connecting?.catch(() => undefined);
+    await Promise.allSettled([...this.#following]);
     await this.#queue.catch(() => undefined);
     if (this.#supervisor !== undefined) {
       if (this.#options.stopProcessesOnStop === true) {
