@@ -5,7 +5,6 @@
  * the value on stdin.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,39 +24,20 @@ import {
 } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { Controller } from "@mesh/controller";
+import { runMesh } from "../testing/run-mesh.js";
 
-const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../../../core/test-fixtures/", import.meta.url));
-
-function mesh(
-  args: readonly string[],
-  stdin?: string,
-): Promise<{ code: number | null; out: string; err: string }> {
-  return deadline(
-    new Promise((resolve) => {
-      const child = spawn(process.execPath, [MAIN, ...args], { stdio: ["pipe", "pipe", "pipe"] });
-      let out = "";
-      let err = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
-      child.on("close", (code) => resolve({ code, out, err }));
-      child.stdin.end(stdin ?? "");
-    }),
-    30_000,
-    `mesh ${args.join(" ")}`,
-  );
-}
 
 describe("mesh manifest check", () => {
   it("prints every problem as JSON and exits 3", async () => {
-    const run = await mesh([
+    const run = await runMesh([
       "manifest",
       "check",
       join(FIXTURES, "bad-manifests", "05-process-names-missing-bundle.yaml"),
       "--json",
     ]);
-    assert.equal(run.code, 3, run.err);
-    const report = JSON.parse(run.out) as { ok: boolean; problems: { code: string }[] };
+    assert.equal(run.code, 3, run.stderr);
+    const report = JSON.parse(run.stdout) as { ok: boolean; problems: { code: string }[] };
     assert.equal(report.ok, false);
     assert.deepEqual(report.problems.map((p) => p.code).sort(), [
       "bundle-used",
@@ -66,19 +46,19 @@ describe("mesh manifest check", () => {
   });
 
   it("says a good manifest is good, exit 0", async () => {
-    const run = await mesh([
+    const run = await runMesh([
       "manifest",
       "check",
       join(FIXTURES, "golden", "modules", "hello.yaml"),
     ]);
-    assert.equal(run.code, 0, run.err);
-    assert.match(run.out, /hello's manifest is good/);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /hello's manifest is good/);
   });
 
   it("refuses a folder without a manifest with a non-zero exit", async () => {
-    const run = await mesh(["manifest", "check", FIXTURES]);
+    const run = await runMesh(["manifest", "check", FIXTURES]);
     assert.notEqual(run.code, 0);
-    assert.match(run.err, /holds no manifest/);
+    assert.match(run.stderr, /holds no manifest/);
   });
 });
 
@@ -170,9 +150,9 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
   });
 
   it("mesh compose prints what a node would be sent", async () => {
-    const run = await mesh(["compose", "--node", "n1", "--credential", credential, "--json"]);
-    assert.equal(run.code, 0, run.err);
-    const report = JSON.parse(run.out) as { ok: boolean; resources: { id: string }[] };
+    const run = await runMesh(["compose", "--node", "n1", "--credential", credential, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    const report = JSON.parse(run.stdout) as { ok: boolean; resources: { id: string }[] };
     assert.equal(report.ok, true);
     assert.deepEqual(
       report.resources.map((r) => r.id),
@@ -181,25 +161,24 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
   });
 
   it("mesh compose prints every refusal with its reason and exits 3", async () => {
-    const run = await mesh(["compose", "--node", "n2", "--credential", credential]);
-    assert.equal(run.code, 3, run.err);
-    assert.match(run.out, /n2 has no presence/);
-    assert.match(run.out, /fix: /);
+    const run = await runMesh(["compose", "--node", "n2", "--credential", credential]);
+    assert.equal(run.code, 3, run.stderr);
+    assert.match(run.stdout, /n2 has no presence/);
+    assert.match(run.stdout, /fix: /);
   });
 
   it("mesh join-token prints a one-time token", async () => {
-    const run = await mesh(["join-token", "--credential", credential, "--json"]);
-    assert.equal(run.code, 0, run.err);
-    const { token } = JSON.parse(run.out) as { token: string };
+    const run = await runMesh(["join-token", "--credential", credential, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    const { token } = JSON.parse(run.stdout) as { token: string };
     assert.ok(parseJoinToken(token) !== undefined);
   });
 
   it("mesh secret set reads the value from stdin, and the vault keeps it sealed at rest", async () => {
-    const run = await mesh(
-      ["secret", "set", "hello", "api-token", "--credential", credential],
-      "tok3n\n",
-    );
-    assert.equal(run.code, 0, run.err);
+    const run = await runMesh(["secret", "set", "hello", "api-token", "--credential", credential], {
+      input: "tok3n\n",
+    });
+    assert.equal(run.code, 0, run.stderr);
     const stored = await (await KvBucket.open(admin, Bucket.secrets)).get("hello.api-token");
     assert.ok(stored !== undefined);
     assert.ok(!JSON.stringify(stored.value).includes("tok3n"), "sealed at rest");

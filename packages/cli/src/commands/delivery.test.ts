@@ -14,31 +14,11 @@ import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
-import { Bucket, Env, Principal } from "@mesh/protocol";
+import { Bucket, Principal } from "@mesh/protocol";
+import { runMesh } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const NODE = "n0";
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function mesh(args: readonly string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: { ...process.env, [Env.credential]: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("delivery verbs", () => {
   let server: TestServer;
@@ -111,7 +91,7 @@ describe("delivery verbs", () => {
       join(src, "src/tools.ts"),
       "export const tools = { greet: (n: string) => `Hello, ${n}` };\n",
     );
-    const add = await mesh([
+    const add = await runMesh([
       "module",
       "add",
       src,
@@ -132,7 +112,7 @@ describe("delivery verbs", () => {
       publicKey: "k",
       heartbeat: new Date().toISOString(),
     });
-    const assign = await mesh(["assign", "hello", "--all", "--credential", cred("operator")]);
+    const assign = await runMesh(["assign", "hello", "--all", "--credential", cred("operator")]);
     assert.equal(assign.code, 0, assign.stderr);
     const wantsBucket = await KvBucket.open(admin, Bucket.wants);
     const ac = new AbortController();
@@ -144,16 +124,16 @@ describe("delivery verbs", () => {
       30_000,
       "the assigner's want for n1.hello",
     ).finally(() => ac.abort());
-    const wants = await mesh(["wants", "--json", "--credential", cred("operator")]);
+    const wants = await runMesh(["wants", "--json", "--credential", cred("operator")]);
     const parsed = JSON.parse(wants.stdout) as {
       wants: Record<string, { build: string; rule: string }>;
     };
     assert.equal(parsed.wants["n1.hello"]?.build, added.build.build);
     assert.equal(parsed.wants["n1.hello"]?.rule, "newest");
 
-    const list = await mesh(["module", "list", "--credential", cred("operator")]);
+    const list = await runMesh(["module", "list", "--credential", cred("operator")]);
     assert.match(list.stdout, new RegExp(`hello .* ${added.build.build} built`));
-    const builds = await mesh(["builds", "hello", "--json", "--credential", cred("operator")]);
+    const builds = await runMesh(["builds", "hello", "--json", "--credential", cred("operator")]);
     assert.equal((JSON.parse(builds.stdout) as { builds: unknown[] }).builds.length, 1);
   });
 
@@ -161,7 +141,7 @@ describe("delivery verbs", () => {
     const src = join(dir, "bad");
     await mkdir(src, { recursive: true });
     await writeFile(join(src, "mesh.yaml"), "module: Bad\nbundles: 3\n");
-    const run = await mesh(["module", "add", src, "--json", "--credential", cred("operator")]);
+    const run = await runMesh(["module", "add", src, "--json", "--credential", cred("operator")]);
     assert.equal(run.code, 3);
     const out = JSON.parse(run.stdout) as { error: { code: string; message: string } };
     assert.equal(out.error.code, "MANIFEST_INVALID");
@@ -170,7 +150,7 @@ describe("delivery verbs", () => {
   });
 
   test("a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {
-    const put = await mesh([
+    const put = await runMesh([
       "put",
       "hello",
       "9-deadbeef",
@@ -179,7 +159,7 @@ describe("delivery verbs", () => {
       cred("operator"),
     ]);
     assert.equal((JSON.parse(put.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
-    const answer = await mesh([
+    const answer = await runMesh([
       "answer",
       "w-nothing",
       "yes",
@@ -191,7 +171,7 @@ describe("delivery verbs", () => {
       (JSON.parse(answer.stdout) as { error: { code: string } }).error.code,
       "NOT_FOUND",
     );
-    const usage = await mesh(["assign", "hello", "--credential", cred("operator")]);
+    const usage = await runMesh(["assign", "hello", "--credential", cred("operator")]);
     assert.equal(usage.code, 2);
   });
 });

@@ -24,32 +24,9 @@ import {
 } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { Controller } from "@mesh/controller";
+import { runMesh } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
-
-interface Run {
-  readonly code: number | null;
-  readonly out: string;
-  readonly err: string;
-}
-
-function mesh(args: readonly string[]): Promise<Run> {
-  return deadline(
-    new Promise((resolve) => {
-      const child = spawn(process.execPath, [MAIN, ...args], {
-        env: { ...process.env, [Env.credential]: "" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      let err = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
-      child.on("close", (code) => resolve({ code, out, err }));
-    }),
-    30_000,
-    `mesh ${args.join(" ")}`,
-  );
-}
 
 describe("mesh join", () => {
   let server: TestServer;
@@ -59,9 +36,9 @@ describe("mesh join", () => {
   let operator: string;
 
   const token = async (): Promise<string> => {
-    const run = await mesh(["join-token", "--credential", operator, "--json"]);
-    assert.equal(run.code, 0, run.err);
-    return (JSON.parse(run.out) as { token: string }).token;
+    const run = await runMesh(["join-token", "--credential", operator, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    return (JSON.parse(run.stdout) as { token: string }).token;
   };
 
   before(async () => {
@@ -113,7 +90,7 @@ describe("mesh join", () => {
   it("--no-run joins with a token: a 0600 credential that reads its own composition only; the token works once", async () => {
     const t = await token();
     const root = join(dir, "n5");
-    const run = await mesh([
+    const run = await runMesh([
       "join",
       server.url,
       "--token",
@@ -125,8 +102,8 @@ describe("mesh join", () => {
       "--no-run",
       "--json",
     ]);
-    assert.equal(run.code, 0, run.err + run.out);
-    const report = JSON.parse(run.out) as { credential: string; joined: boolean };
+    assert.equal(run.code, 0, run.stderr + run.stdout);
+    const report = JSON.parse(run.stdout) as { credential: string; joined: boolean };
     assert.equal(report.credential, join(root, "credentials", "host.json"));
     assert.equal(report.joined, true);
     assert.equal((await stat(report.credential)).mode & 0o777, 0o600);
@@ -147,7 +124,7 @@ describe("mesh join", () => {
       await host.close();
     }
 
-    const again = await mesh([
+    const again = await runMesh([
       "join",
       server.url,
       "--token",
@@ -159,15 +136,16 @@ describe("mesh join", () => {
       "--no-run",
       "--json",
     ]);
-    assert.equal(again.code, 3, again.err + again.out);
-    const refusal = (JSON.parse(again.out) as { error: { code: string; message: string } }).error;
+    assert.equal(again.code, 3, again.stderr + again.stdout);
+    const refusal = (JSON.parse(again.stdout) as { error: { code: string; message: string } })
+      .error;
     assert.equal(refusal.code, "REFUSED");
     assert.match(refusal.message, /mesh join-token/, "says how to get a new token");
   });
 
   it("a root that joined joins again without a token and runs its host until SIGINT", async () => {
     const root = join(dir, "n7");
-    const first = await mesh([
+    const first = await runMesh([
       "join",
       server.url,
       "--token",
@@ -178,8 +156,8 @@ describe("mesh join", () => {
       root,
       "--no-run",
     ]);
-    assert.equal(first.code, 0, first.err);
-    assert.equal(first.out.trim(), join(root, "credentials", "host.json"));
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stdout.trim(), join(root, "credentials", "host.json"));
 
     const presence = await KvBucket.open(admin, Bucket.presence);
     const ac = new AbortController();
@@ -224,7 +202,7 @@ describe("mesh join", () => {
   });
 
   it("without a token on a root that never joined: USAGE, exit 2", async () => {
-    const run = await mesh([
+    const run = await runMesh([
       "join",
       server.url,
       "--node",
@@ -234,6 +212,6 @@ describe("mesh join", () => {
       "--no-run",
     ]);
     assert.equal(run.code, 2);
-    assert.match(run.err, /needs --token/);
+    assert.match(run.stderr, /needs --token/);
   });
 });

@@ -15,48 +15,23 @@ import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh
 import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
 import {
   Bucket,
-  Env,
   Principal,
   conditionSubject,
   logsSubject,
   type Condition,
   type LogLine,
 } from "@mesh/protocol";
+import { runMesh, type MeshRun } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const HUB = "hub";
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function mesh(args: readonly string[]): Promise<Run> {
-  return deadline(
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [MAIN, ...args], {
-        env: { ...process.env, [Env.credential]: "" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once("error", reject);
-      child.once("exit", (code) => resolve({ code, stdout, stderr }));
-    }),
-    30_000,
-    `mesh ${args.join(" ")}`,
-  );
-}
-
-const json = <T>(run: Run): T => {
+const json = <T>(run: MeshRun): T => {
   assert.equal(run.code, 0, run.stderr + run.stdout);
   return JSON.parse(run.stdout) as T;
 };
 
-const errorCode = (run: Run): string =>
+const errorCode = (run: MeshRun): string =>
   (JSON.parse(run.stdout) as { error: { code: string } }).error.code;
 
 describe("the operator's verbs: status, config, logs, conditions", () => {
@@ -229,7 +204,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
       differences: Array<{ node: string; module: string; reasons: string[] }>;
       asks: Array<{ id: string }>;
       conditions: Array<{ name: string; at: string }>;
-    }>(await mesh(["status", "--json", "--credential", cred]));
+    }>(await runMesh(["status", "--json", "--credential", cred]));
     assert.equal(report.ok, true);
     assert.deepEqual(
       report.nodes.map((n) => [n.node, n.present]),
@@ -267,7 +242,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
   });
 
   test("status in plain words: aligned columns and health words", async () => {
-    const run = await mesh(["status", "--credential", cred]);
+    const run = await runMesh(["status", "--credential", cred]);
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split("\n");
     const header = lines.find((l) => l.includes("HEALTH")) ?? "";
@@ -286,7 +261,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
 
   test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
     const bare = json<{ value: unknown; asString: boolean; key: string }>(
-      await mesh([
+      await runMesh([
         "config",
         "set",
         "hello",
@@ -299,7 +274,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
     );
     assert.deepEqual([bare.key, bare.value, bare.asString], ["hello.greeting", "Hi there", true]);
     const typed = json<{ value: unknown; key: string }>(
-      await mesh([
+      await runMesh([
         "config",
         "set",
         "hello",
@@ -326,7 +301,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
         value?: { value: unknown };
         nodes: Record<string, { value: unknown }>;
       }>;
-    }>(await mesh(["config", "get", "hello", "--json", "--credential", cred]));
+    }>(await runMesh(["config", "get", "hello", "--json", "--credential", cred]));
     assert.equal(got.manifestKnown, true);
     assert.deepEqual(
       got.keys.map((k) => [k.key, k.declared, k.default, k.value?.value, k.nodes["n1"]?.value]),
@@ -335,12 +310,12 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
         ["times", true, 1, undefined, 3],
       ],
     );
-    const plain = await mesh(["config", "get", "hello", "times", "--credential", cred]);
+    const plain = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
     assert.match(plain.stdout, /default\s+1/);
     assert.match(plain.stdout, /on n1\s+3/);
 
     const unset = json<{ removed: boolean }>(
-      await mesh([
+      await runMesh([
         "config",
         "unset",
         "hello",
@@ -360,7 +335,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
   });
 
   test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {
-    const refused = await mesh([
+    const refused = await runMesh([
       "config",
       "set",
       "hello",
@@ -374,10 +349,10 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
     assert.equal(errorCode(refused), "REFUSED");
     const message = (JSON.parse(refused.stdout) as { error: { message: string } }).error.message;
     assert.match(message, /greeting, times/);
-    const plain = await mesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
+    const plain = await runMesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
     assert.equal(plain.code, 3);
     assert.match(plain.stderr, /REFUSED/);
-    const forced = await mesh([
+    const forced = await runMesh([
       "config",
       "set",
       "hello",
@@ -388,7 +363,7 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
       cred,
     ]);
     assert.equal(forced.code, 0, forced.stderr);
-    const badName = await mesh([
+    const badName = await runMesh([
       "config",
       "set",
       "hello",
@@ -404,13 +379,13 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
 
   test("logs: the last N lines of a module, one node or all; --follow prints new lines until SIGINT", async () => {
     const all = json<{ lines: Array<{ node: string; line: string }> }>(
-      await mesh(["logs", "hello", "--lines", "3", "--json", "--credential", cred]),
+      await runMesh(["logs", "hello", "--lines", "3", "--json", "--credential", cred]),
     );
     assert.deepEqual(
       all.lines.map((l) => l.line),
       ["n1 line 4", "n1 line 5", "n2 line 1"],
     );
-    const n1 = await mesh(["logs", "hello", "--node", "n1", "--credential", cred]);
+    const n1 = await runMesh(["logs", "hello", "--node", "n1", "--credential", cred]);
     assert.equal(n1.code, 0, n1.stderr);
     assert.match(n1.stdout, /n1 runtime n1 line 1/);
     assert.doesNotMatch(n1.stdout, /n2 line|not hello's/);
@@ -457,20 +432,20 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
 
   test("conditions: every kept condition newest first, one module's with --module", async () => {
     const all = json<{ conditions: Array<{ name: string }> }>(
-      await mesh(["conditions", "--json", "--credential", cred]),
+      await runMesh(["conditions", "--json", "--credential", cred]),
     );
     assert.equal(all.conditions.length, 12);
     assert.equal(all.conditions[0]?.name, "c11");
     const board = json<{ conditions: Array<{ module: string; name: string }> }>(
-      await mesh(["conditions", "--module", "board", "--json", "--credential", cred]),
+      await runMesh(["conditions", "--module", "board", "--json", "--credential", cred]),
     );
     assert.deepEqual(
       board.conditions.map((c) => c.name),
       ["c11", "c09", "c07", "c05", "c03", "c01"],
     );
-    const plain = await mesh(["conditions", "--module", "board", "--credential", cred]);
+    const plain = await runMesh(["conditions", "--module", "board", "--credential", cred]);
     assert.match(plain.stdout, /error\s+board\s+c11/);
-    const bad = await mesh(["conditions", "--module", "No", "--json", "--credential", cred]);
+    const bad = await runMesh(["conditions", "--module", "No", "--json", "--credential", cred]);
     assert.equal(bad.code, 2);
   });
 });

@@ -3,19 +3,17 @@
  * the operator's grant, against a real runtime (a worker per module) on a real bus.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { MeshBus, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant, runtimeGrant } from "@mesh/core";
 import { Env, Principal, RUNTIME_MODULE, type Manifest } from "@mesh/protocol";
 import { ModuleState, Runtime } from "@mesh/runtime";
+import { runMesh } from "../testing/run-mesh.js";
 
-const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const NODE = "n1";
 const MODULE = `
 import { defineModule, defineTool, z } from "${import.meta.resolve("@mesh/sdk")}";
@@ -27,27 +25,6 @@ export default defineModule({ tools: [
     handler: (_i, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))) }),
 ] });
 `;
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function mesh(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: { ...process.env, [Env.credential]: "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("mesh tools and mesh call", () => {
   let server: TestServer;
@@ -123,7 +100,7 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("mesh tools --json lists every tool with its schemas, found under --root", async () => {
-    const run = await mesh(["tools", "--root", root, "--json"]);
+    const run = await runMesh(["tools", "--root", root, "--json"]);
     assert.equal(run.code, 0, run.stderr);
     const out = JSON.parse(run.stdout) as {
       ok: boolean;
@@ -138,7 +115,7 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("mesh tools narrows by module and node, and prints plainly", async () => {
-    const run = await mesh([
+    const run = await runMesh([
       "tools",
       "--module",
       "calc",
@@ -150,19 +127,23 @@ describe("mesh tools and mesh call", () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^calc\/add {2}on n1$/m);
     assert.match(run.stdout, /Adds two numbers\./);
-    const none = await mesh(["tools", "--module", "other", "--credential", credential]);
+    const none = await runMesh(["tools", "--module", "other", "--credential", credential]);
     assert.equal(none.code, 0);
     assert.match(none.stdout, /no tools are served by other/);
   });
 
   test("mesh call prints the result (credential from MESH_CREDENTIAL)", async () => {
-    const run = await mesh(["call", "calc/add", '{"a":2,"b":40}'], {
-      [Env.credential]: credential,
+    const run = await runMesh(["call", "calc/add", '{"a":2,"b":40}'], {
+      env: {
+        [Env.credential]: credential,
+      },
     });
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout), { sum: 42 });
-    const json = await mesh(["call", "calc/add", '{"a":1,"b":1}', "--json", "--node", NODE], {
-      [Env.credential]: credential,
+    const json = await runMesh(["call", "calc/add", '{"a":1,"b":1}', "--json", "--node", NODE], {
+      env: {
+        [Env.credential]: credential,
+      },
     });
     assert.deepEqual(JSON.parse(json.stdout), {
       ok: true,
@@ -174,11 +155,11 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("mesh call prints a coded error and exits non-zero", async () => {
-    const bad = await mesh(["call", "calc/add", '{"a":"two"}', "--credential", credential]);
+    const bad = await runMesh(["call", "calc/add", '{"a":"two"}', "--credential", credential]);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /\[INVALID_INPUT\]/);
     assert.match(bad.stderr, /\ba\b.*\bb\b/);
-    const slow = await mesh([
+    const slow = await runMesh([
       "call",
       "calc/slow",
       "{}",
@@ -189,10 +170,17 @@ describe("mesh tools and mesh call", () => {
     ]);
     assert.notEqual(slow.code, 0);
     assert.match(slow.stderr, /\[TIMEOUT\]/);
-    const json = await mesh(["call", "calc/nothing", "{}", "--json", "--credential", credential]);
+    const json = await runMesh([
+      "call",
+      "calc/nothing",
+      "{}",
+      "--json",
+      "--credential",
+      credential,
+    ]);
     assert.notEqual(json.code, 0);
     assert.equal((JSON.parse(json.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
-    const usage = await mesh(["call", "calc", "{}", "--credential", credential]);
+    const usage = await runMesh(["call", "calc", "{}", "--credential", credential]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /\[USAGE\]/);
   });

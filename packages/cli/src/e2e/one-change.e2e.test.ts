@@ -16,18 +16,13 @@ import { after, before, describe, test } from "node:test";
 import { chromium, type Page } from "playwright-core";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
-import { Bucket, Env, nodeModuleKey } from "@mesh/protocol";
+import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { runMesh } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
 const NODE = "e2e-one";
 const SECOND = "e2e-two";
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 let root: string;
 let second: string;
@@ -43,25 +38,8 @@ let report: {
 };
 let operator: MeshBus;
 
-/** Runs the CLI against this test's mesh and returns what it printed. */
-function mesh(args: readonly string[], input?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: { ...process.env, [Env.credential]: "" },
-      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-    if (input !== undefined) child.stdin?.end(input);
-  });
-}
-
 async function meshJson(args: readonly string[]): Promise<Record<string, unknown>> {
-  const run = await mesh([...args, "--root", root, "--json"]);
+  const run = await runMesh([...args, "--root", root, "--json"]);
   assert.equal(
     run.code,
     0,
@@ -76,7 +54,7 @@ async function call(
   input: unknown,
   node = NODE,
 ): Promise<Record<string, unknown> | undefined> {
-  const run = await mesh([
+  const run = await runMesh([
     "call",
     tool,
     JSON.stringify(input),
