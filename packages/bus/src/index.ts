@@ -15,3 +15,4 @@ export * from "./server/reload-users.js";
 export * from "./join-client.js";
 export * from "./stream-reader.js";
 export * from "./tool-discovery.js";
+export * from "./kit/index.js";

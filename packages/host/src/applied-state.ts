@@ -9,7 +9,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Composed, ErrorCode, MeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "./atomic-file.js";
+import { writeFileAtomic } from "@mesh/bus";
 
 /** A bundle unpacked at a path. */
 export interface AppliedDelivery {

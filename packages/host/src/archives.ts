@@ -24,7 +24,7 @@ import { lstat, mkdir, readFile, readdir, rename, rm, symlink } from "node:fs/pr
 import { basename, dirname, isAbsolute, join, posix } from "node:path";
 import { Parser, extract, type ReadEntry } from "tar";
 import { ErrorCode, MeshError, ObjectStore, isName, parseArtifactSource } from "@mesh/protocol";
-import { syncFolder, writeFileAtomic } from "./atomic-file.js";
+import { syncFolder, writeFileAtomic } from "@mesh/bus";
 
 export interface ArchiveLimits {
   /** Most bytes the unpacked files may hold together. */

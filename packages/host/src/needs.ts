@@ -7,10 +7,9 @@
 import type { KeyObject } from "node:crypto";
 import { lstat, rm } from "node:fs/promises";
 import { isAbsolute, normalize } from "node:path";
-import { unseal } from "@mesh/bus";
+import { unseal, writeFileAtomic } from "@mesh/bus";
 import { ErrorCode, MeshError, type NeedResource } from "@mesh/protocol";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
-import { writeFileAtomic } from "./atomic-file.js";
 
 /** Refuses a path the host must not write: relative, climbing, or inside the host's own root. */
 export function checkNeedPath(root: string, need: NeedResource): void {

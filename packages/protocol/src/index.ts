@@ -5,3 +5,4 @@ export * from "./manifest.js";
 export * from "./resources.js";
 export * from "./values.js";
 export * from "./credential.js";
+export * from "./version.js";

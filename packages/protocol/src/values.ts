@@ -97,6 +97,15 @@ export type Put = z.infer<typeof Put>;
 
 // mesh-presence --------------------------------------------------------------------------------
 
+/** Between a host's presence heartbeats, unless it is told otherwise. */
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+/**
+ * A node whose last heartbeat is older than this is gone: three missed beats, not one late one.
+ * `mesh status` and the view both judge by it.
+ */
+export const PRESENCE_GONE_MS = 3 * DEFAULT_HEARTBEAT_MS;
+
 export const Presence = z
   .object({
     node: NodeName,

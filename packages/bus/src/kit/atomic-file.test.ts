@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { writeFileAtomic } from "./atomic-file.js";
+
+describe("writeFileAtomic", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mesh-atomic-"));
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  test("replaces the content whole, with the mode asked, and leaves no temporary behind", async () => {
+    const path = join(dir, "a", "state.json");
+    await writeFileAtomic(path, "one\n");
+    await writeFileAtomic(path, "two\n", { mode: 0o644 });
+    assert.equal(await readFile(path, "utf8"), "two\n");
+    assert.equal((await stat(path)).mode & 0o777, 0o644);
+    assert.equal((await stat(join(dir, "a"))).mode & 0o777, 0o700);
+    assert.deepEqual(await readdir(join(dir, "a")), ["state.json"]);
+  });
+
+  test("is 0600 unless told otherwise, even over a wider file", async () => {
+    const path = join(dir, "secret");
+    await writeFile(path, "old", { mode: 0o666 });
+    await writeFileAtomic(path, new TextEncoder().encode("new"));
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    assert.equal(await readFile(path, "utf8"), "new");
+  });
+
+  test("a failed rename leaves the old content and no temporary", async () => {
+    const path = join(dir, "folder-in-the-way");
+    await writeFileAtomic(join(path, "inside"), "x");
+    await assert.rejects(writeFileAtomic(path, "over a folder"));
+    assert.deepEqual(
+      (await readdir(dir)).filter((name) => name.endsWith(".tmp")),
+      [],
+    );
+  });
+});
