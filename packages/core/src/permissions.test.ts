@@ -448,6 +448,7 @@ describe("operatorGrant", () => {
     for (const bucket of [
       "mesh-assignments",
       "mesh-puts",
+      "mesh-retries",
       "mesh-answers",
       "mesh-config",
       "mesh-modules",
@@ -501,6 +502,7 @@ describe("assignerGrant", () => {
     "mesh-presence",
     "mesh-have",
     "mesh-puts",
+    "mesh-retries",
     "mesh-answers",
     "mesh-composed",
     "mesh-grants",

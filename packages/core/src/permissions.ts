@@ -360,7 +360,7 @@ export function hostGrant(input: { readonly node: string }): Permissions {
 /**
  * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
  * secrets (sealed with the vault's key: only the controller can use them); writes what DESIGN.md
- * says the operator writes (assignments, puts, answers, config) and registrations (`mesh-modules`:
+ * says the operator writes (assignments, puts, retries, answers, config) and registrations (`mesh-modules`:
  * the CLI checks the manifest itself and registers it directly, see docs/decisions/0020); calls
  * every tool and discovers every service; reads the conditions and logs streams; asks the
  * controller for join tokens and to set secrets. Creates and deletes no stream or bucket.
@@ -371,6 +371,7 @@ export function operatorGrant(input: { readonly node: string }): Permissions {
   const writes: readonly Bucket[] = [
     Bucket.assignments,
     Bucket.puts,
+    Bucket.retries,
     Bucket.answers,
     Bucket.config,
     Bucket.modules,
@@ -405,6 +406,7 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
     Bucket.presence,
     Bucket.have,
     Bucket.puts,
+    Bucket.retries,
     Bucket.answers,
     Bucket.composed,
     Bucket.grants,

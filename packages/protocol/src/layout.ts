@@ -16,6 +16,8 @@ export const Bucket = {
   presence: "mesh-presence",
   have: "mesh-have",
   puts: "mesh-puts",
+  /** An operator's retry: lifts the failed marks of a module on a node or every node. */
+  retries: "mesh-retries",
   asks: "mesh-asks",
   answers: "mesh-answers",
   wants: "mesh-wants",
@@ -41,6 +43,7 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.presence]: { key: "<node>", history: 1 },
   [Bucket.have]: { key: "<node>.<module>", history: 64 },
   [Bucket.puts]: { key: "<node|all>.<module>", history: 1 },
+  [Bucket.retries]: { key: "<node|all>.<module>", history: 1 },
   [Bucket.asks]: { key: "<id>", history: 1 },
   [Bucket.answers]: { key: "<id>", history: 1 },
   [Bucket.wants]: { key: "<node>.<module>", history: 1 },
@@ -241,7 +244,7 @@ export function parseNodeModuleKey(key: string): { node: string; module: string 
 /** A target of an assignment or a put: one node, or every node. */
 export type Target = { readonly node: string } | { readonly all: true };
 
-/** `<node>.<module>` or `all.<module>`: assignments and puts. */
+/** `<node>.<module>` or `all.<module>`: assignments, puts and retries. */
 export function targetModuleKey(target: Target, module: string): string {
   const first = "all" in target ? ALL_NODES : checkName("node", target.node);
   return `${first}.${checkName("module", module)}`;

@@ -82,6 +82,7 @@ const SAMPLE = {
   },
   [Bucket.have]: { build, fingerprint: "f1", health: "healthy", since: at, restarts: 0 },
   [Bucket.puts]: { build, by: "ada", why: "hold while we look", at },
+  [Bucket.retries]: { haveRevision: 12, by: "ada", why: "fixed the disk", at },
   [Bucket.asks]: {
     id: "a-1f2e3d4c",
     what: "hello 1-e3b0c442 reads counter/counts",

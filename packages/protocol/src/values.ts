@@ -95,6 +95,23 @@ export const Put = z
   .strict();
 export type Put = z.infer<typeof Put>;
 
+// mesh-retries ---------------------------------------------------------------------------------
+
+/**
+ * An operator's retry of a module (`mesh retry`): every failing report in mesh-have up to
+ * `haveRevision` (the bucket's revision when the retry was made) no longer marks its build, so
+ * the assigner wants the newest build there again (docs/decisions/0034).
+ */
+export const Retry = z
+  .object({
+    haveRevision: z.number().int().nonnegative(),
+    by: Actor,
+    why: z.string().max(2000),
+    at: Instant,
+  })
+  .strict();
+export type Retry = z.infer<typeof Retry>;
+
 // mesh-presence --------------------------------------------------------------------------------
 
 /** Between a host's presence heartbeats, unless it is told otherwise. */
@@ -165,8 +182,21 @@ export type Answer = z.infer<typeof Answer>;
 
 // mesh-wants, mesh-compositions, mesh-differences ----------------------------------------------
 
-/** The six rules, in the order they apply. */
-export const Rule = z.enum(["placed", "built", "newest", "put", "set-back", "checked"]);
+/**
+ * The assigner's rules, in the order they apply: the order is this list, and `@mesh/core` runs
+ * one rule file per name in this order (core/src/assigner/rules/). A want names the rule that
+ * decided it.
+ */
+export const RULE_ORDER = [
+  "placed",
+  "built",
+  "put",
+  "newest",
+  "set-back",
+  "widening",
+  "checked",
+] as const;
+export const Rule = z.enum(RULE_ORDER);
 export type Rule = z.infer<typeof Rule>;
 
 export const Want = z
@@ -400,6 +430,7 @@ export const BucketValue = {
   [Bucket.presence]: Presence,
   [Bucket.have]: Have,
   [Bucket.puts]: Put,
+  [Bucket.retries]: Retry,
   [Bucket.asks]: Ask,
   [Bucket.answers]: Answer,
   [Bucket.wants]: Want,

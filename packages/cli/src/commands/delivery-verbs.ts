@@ -19,6 +19,7 @@ import {
   type TargetOptions,
   type VerbOptions,
 } from "./delivery.js";
+import { retryVerb, type RetryOptions } from "./retry.js";
 
 const ROOT_HELP = "where `mesh up` keeps the operator's credential (default ./.mesh)";
 const CREDENTIAL_HELP = "a credential file to speak with (or set MESH_CREDENTIAL)";
@@ -100,11 +101,25 @@ export function registerDeliveryVerbs(program: Command): void {
   common(
     program
       .command("unput")
-      .description("Lift a put: the newest build is wanted again.")
+      .description(
+        "Lift a put: the newest build is wanted again, except where a failure marks it (see `mesh retry`).",
+      )
       .argument("<module>")
       .option("--node <name>", "the node's own put (default: the put on every node)"),
   ).action(async (name: string, options: PutOptions) => {
     process.exitCode = await putVerb(name, undefined, options);
+  });
+  common(
+    program
+      .command("retry")
+      .description(
+        "Lift the failed marks of a module, so the newest build is wanted again where a failure set it back.",
+      )
+      .argument("<module>")
+      .option("--node <name>", "only this node (default: every node)")
+      .option("--why <text>", "why, for the record"),
+  ).action(async (name: string, options: RetryOptions) => {
+    process.exitCode = await retryVerb(name, options);
   });
 
   for (const [verb, run, what] of [

@@ -21,6 +21,7 @@ import {
   type Target,
 } from "@mesh/protocol";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
+import { unputMessage } from "./retry.js";
 import { ExitCode, printJson } from "../output.js";
 
 export interface VerbOptions extends FindMeshOptions {
@@ -319,7 +320,7 @@ export async function putVerb(
   if (build === undefined) {
     await puts.delete(key);
     if (options.json === true) printJson({ ok: true, key, put: null });
-    else out(`lifted the put ${key}; the newest build is wanted again`);
+    else out(await unputMessage(bus, key, module, options.node));
     return ExitCode.ok;
   }
   const record = await (await KvBucket.open(bus, Bucket.builds)).get(buildKey(module, build));

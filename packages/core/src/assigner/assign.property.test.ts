@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { assign } from "./assign.js";
+import { marksOf } from "./model.js";
 import { canonicalJson } from "../fingerprint.js";
 import {
   apply,
@@ -140,17 +141,25 @@ describe("assign: properties", () => {
     );
   });
 
-  it("a build a node reported failing is never wanted there again unless put", () => {
+  it("a build marked failing on a node is wanted there only when put, or kept with a fix when nothing else ran healthy", () => {
     fc.assert(
       fc.property(mesh, (d) => {
         const s = materialise(d);
         settle(s, d);
         for (const [key, want] of s.own.wants) {
-          const failing = (s.have.get(key)?.history ?? []).some(
-            (h) => h.health === "failing" && h.build === want.build,
+          const record = s.have.get(key);
+          const marks = marksOf(record);
+          if (!marks.has(want.build) || want.rule === "put") continue;
+          assert.equal(want.rule, "newest", `${key} wants ${want.build}, marked failing`);
+          assert.match(want.reason, /mesh retry/, `${key}: the reason names the fix`);
+          const fallback = (record?.history ?? []).some(
+            (h) =>
+              h.health === "healthy" &&
+              h.build !== undefined &&
+              !marks.has(h.build) &&
+              [...s.builds.values()].some((b) => b.build === h.build && b.status === "built"),
           );
-          if (failing)
-            assert.equal(want.rule, "put", `${key} wants ${want.build}, reported failing`);
+          assert.equal(fallback, false, `${key} kept a marked build with a healthy one to go to`);
         }
       }),
       { numRuns: 300 },

@@ -9,6 +9,7 @@ import {
   present,
   put,
   reportHave,
+  retry,
   snapshot,
   wantOf,
   type MutableSnapshot,
@@ -21,7 +22,7 @@ function pass(s: MutableSnapshot, nodes?: string[]) {
   return result;
 }
 
-describe("assign: the six rules, each in its place", () => {
+describe("assign: the rules, each in its place", () => {
   it("placed: nothing is wanted without an assignment", () => {
     const s = snapshot();
     present(s, "n1");
@@ -165,15 +166,57 @@ describe("assign: the six rules, each in its place", () => {
     assert.equal(assign(s).conditions.length, 0, "said once, when written");
   });
 
-  it("set-back: no healthy build to go back to means nothing is wanted", () => {
+  it("set-back: with no healthy build to go back to the failing build stays wanted, saying why and what fixes it", () => {
     const s = snapshot();
     present(s, "n1");
     assignTo(s, "all", "hello");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "failing");
     const r = pass(s);
-    assert.equal(wantOf(r, "n1", "hello"), undefined);
-    assert.equal(r.unwanted.get("n1.hello")?.rule, "set-back");
+    const w = wantOf(r, "n1", "hello");
+    assert.equal(w?.build, b1, "a first build that fails stays wanted (the host retries it)");
+    assert.equal(w?.rule, "newest");
+    assert.match(w?.reason ?? "", /failing/);
+    assert.match(w?.reason ?? "", /mesh retry hello --node n1/);
+    assert.match(r.differences.get("n1.hello")?.reasons.join(" ") ?? "", /failing/);
+  });
+
+  it("set-back: a retry lifts the mark, so the newest is wanted again; a new failure marks it again", () => {
+    const s = snapshot();
+    present(s, "n1");
+    assignTo(s, "all", "hello");
+    const b1 = build(s, "hello", 1);
+    reportHave(s, "n1", "hello", b1, "healthy");
+    const b2 = build(s, "hello", 2);
+    reportHave(s, "n1", "hello", b2, "failing");
+    assert.equal(wantOf(pass(s), "n1", "hello")?.rule, "set-back");
+    retry(s, "n1", "hello");
+    assert.equal(wantOf(pass(s), "n1", "hello")?.build, b2, "the retry lifts the mark");
+    reportHave(s, "n1", "hello", b2, "failing");
+    assert.equal(
+      wantOf(pass(s), "n1", "hello")?.rule,
+      "set-back",
+      "a failure after it marks again",
+    );
+    retry(s, "all", "hello");
+    assert.equal(wantOf(pass(s), "n1", "hello")?.build, b2, "a retry on all nodes lifts it too");
+  });
+
+  it("set-back: a healthy run of the build after its failure lifts the mark", () => {
+    const s = snapshot();
+    present(s, "n1");
+    assignTo(s, "all", "hello");
+    const b1 = build(s, "hello", 1);
+    reportHave(s, "n1", "hello", b1, "healthy");
+    const b2 = build(s, "hello", 2);
+    reportHave(s, "n1", "hello", b2, "failing");
+    put(s, "n1", "hello", b2);
+    assert.equal(wantOf(pass(s), "n1", "hello")?.rule, "put");
+    reportHave(s, "n1", "hello", b2, "healthy");
+    s.puts.clear();
+    const w = wantOf(pass(s), "n1", "hello");
+    assert.equal(w?.build, b2, "after the put ran it healthy, lifting the put keeps it");
+    assert.equal(w?.rule, "newest");
   });
 
   it("order: a put beats a set-back (the operator's explicit choice)", () => {
@@ -229,7 +272,7 @@ describe("assign: the six rules, each in its place", () => {
     assert.ok(r.conditions.some((c) => c.name.startsWith("refused")));
   });
 
-  it("checked: a widening build waits for a yes, then advances", () => {
+  it("widening: a widening build waits for a yes, then advances", () => {
     const s = snapshot();
     present(s, "n1");
     assignTo(s, "all", "hello");
@@ -241,7 +284,7 @@ describe("assign: the six rules, each in its place", () => {
     let r = pass(s);
     const id = askId("hello", b2, ["read counter/counts"]);
     assert.equal(wantOf(r, "n1", "hello")?.build, b1);
-    assert.equal(wantOf(r, "n1", "hello")?.rule, "checked");
+    assert.equal(wantOf(r, "n1", "hello")?.rule, "widening");
     assert.deepEqual(r.asks.get(id)?.nodes, ["n1"]);
     s.answers.set(id, { answer: "no", by: "ada", at: s.now });
     r = pass(s);
@@ -255,7 +298,7 @@ describe("assign: the six rules, each in its place", () => {
     assert.equal(s.own.asks.has(id), false);
   });
 
-  it("checked: a first want of a module asks nothing (nothing to widen from)", () => {
+  it("widening: a first want of a module asks nothing (nothing to widen from)", () => {
     const s = snapshot();
     present(s, "n1");
     assignTo(s, "all", "hello");

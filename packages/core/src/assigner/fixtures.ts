@@ -3,11 +3,12 @@
  * step by step, with readable build ids and digests.
  */
 import { createHash } from "node:crypto";
-import type { Build, Have, Manifest, ManifestInput, Want } from "@mesh/protocol";
+import type { Build, Have, Manifest, ManifestInput, Rule, Want } from "@mesh/protocol";
 import { Manifest as ManifestSchema } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
 import { emptySnapshot, type AssignerSnapshot, type HaveRecord } from "./snapshot.js";
 import type { AssignResult } from "./assign.js";
+import { cellOf, indexModules, type Cell, type Decision } from "./model.js";
 
 export const T0 = "2026-01-01T00:00:00.000Z";
 
@@ -107,7 +108,22 @@ export function reportHave(
   const key = `${node}.${module}`;
   const have: Have = { build, fingerprint: "f", health, since: T0, restarts: 0 };
   const record: HaveRecord = s.have.get(key) ?? { current: undefined, history: [] };
-  s.have.set(key, { current: have, history: [...record.history, have] });
+  haveRevision += 1;
+  s.have.set(key, {
+    current: have,
+    history: [...record.history, { ...have, revision: haveRevision }],
+  });
+}
+
+/** The revisions reports get, as mesh-have's stream numbers them (one sequence for every key). */
+let haveRevision = 0;
+
+/** The revision of the last report, as `mesh retry` reads it. */
+export const lastHaveRevision = (): number => haveRevision;
+
+/** An operator's retry of a module on a node or `all`, lifting every report so far. */
+export function retry(s: MutableSnapshot, target: string, module: string): void {
+  s.retries.set(`${target}.${module}`, { haveRevision, by: "ada", why: "fixed", at: T0 });
 }
 
 export function put(s: MutableSnapshot, target: string, module: string, buildId: string): void {
@@ -130,4 +146,23 @@ export function apply(s: MutableSnapshot, result: AssignResult): void {
 
 export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {
   return result.wants.get(`${node}.${module}`);
+}
+
+/** The facts of one cell, as a rule reads them. */
+export function cellIn(s: MutableSnapshot, node: string, module: string): Cell {
+  return cellOf(s, indexModules(s), node, module);
+}
+
+/** A decision that wants one build by a rule, for a rule's table. */
+export function wanting(s: MutableSnapshot, module: string, id: string, rule: Rule): Decision {
+  const usable = indexModules(s).get(module)?.usable.get(id);
+  if (usable === undefined) throw new Error(`${module} ${id} is not usable`);
+  return { kind: "want", proposal: { usable, rule, reason: `${rule} ${id}` } };
+}
+
+/** What a decision comes to, for a table's expectations: `want <rule> <build>`, `none <rule>`, `open`. */
+export function outcome(d: Decision): string {
+  if (d.kind === "want") return `want ${d.proposal.rule} ${d.proposal.usable.build.build}`;
+  if (d.kind === "none") return `none ${d.unwanted.rule}`;
+  return "open";
 }

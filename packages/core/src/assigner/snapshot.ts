@@ -15,16 +15,20 @@ import type {
   ModuleRegistration,
   Presence,
   Put,
+  Retry,
   Want,
   Candidate,
 } from "@mesh/protocol";
+
+/** One kept report, with its revision in mesh-have when the shell knows it (a retry compares it). */
+export type HaveReport = Have & { readonly revision?: number };
 
 /** One node's report on one module: what it has now, and every kept revision, oldest first. */
 export interface HaveRecord {
   /** The latest value; undefined when the key was deleted (the module no longer runs there). */
   readonly current: Have | undefined;
   /** Every kept value, oldest first (the current one included): where set-backs look. */
-  readonly history: readonly Have[];
+  readonly history: readonly HaveReport[];
 }
 
 /** What the assigner itself wrote and stands now: a pass writes only what differs from it. */
@@ -52,6 +56,8 @@ export interface AssignerSnapshot {
   readonly have: ReadonlyMap<string, HaveRecord>;
   /** `<node>.<module>` or `all.<module>`; empty when the puts bucket could not be opened. */
   readonly puts: ReadonlyMap<string, Put>;
+  /** `<node>.<module>` or `all.<module>`: operators' retries, which lift failed marks. */
+  readonly retries: ReadonlyMap<string, Retry>;
   readonly answers: ReadonlyMap<string, Answer>;
   /** By node. */
   readonly composed: ReadonlyMap<string, Composed>;
@@ -70,6 +76,7 @@ export function emptySnapshot(now = "1970-01-01T00:00:00.000Z"): AssignerSnapsho
     manifests: new Map(),
     have: new Map(),
     puts: new Map(),
+    retries: new Map(),
     answers: new Map(),
     composed: new Map(),
     own: { wants: new Map(), compositions: new Map(), differences: new Map(), asks: new Map() },

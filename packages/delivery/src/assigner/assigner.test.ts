@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, ensureLayout, readStream, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { assignerGrant, canonicalJson } from "@mesh/core";
+import { assignerGrant, canonicalJson, operatorGrant } from "@mesh/core";
 import {
   Bucket,
   Condition,
@@ -16,6 +16,7 @@ import {
   Stream,
   moduleConditionsWildcard,
   type Manifest,
+  type Want,
 } from "@mesh/protocol";
 import { Assigner, type PassReport } from "./assigner.js";
 
@@ -28,7 +29,10 @@ const password = "assigner-password-for-tests";
 
 before(async () => {
   server = await startTestServer({
-    users: [{ user: "assigner", password, permissions: assignerGrant({ node: NODE }) }],
+    users: [
+      { user: "assigner", password, permissions: assignerGrant({ node: NODE }) },
+      { user: "operator", password, permissions: operatorGrant({ node: NODE }) },
+    ],
   });
   admin = await MeshBus.connect(
     credentialFor(server, server.admin, { node: NODE, module: "controller" }),
@@ -156,6 +160,34 @@ async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
 }
 
 const wants = () => KvBucket.open(admin, Bucket.wants);
+
+/** Starts `mesh assigner` as its own process on the assigner's credential file. */
+function startAssignerProcess(credential: string) {
+  const main = fileURLToPath(new URL("../main.js", import.meta.url));
+  const child = spawn(process.execPath, [main, "assigner", "--credential", credential], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const lines = createInterface({ input: child.stderr });
+  const firstPass = new Promise<void>((resolve, reject) => {
+    lines.on("line", (line) => {
+      if (/pass 1:/.test(line)) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`the assigner exited with ${code}`)));
+  });
+  firstPass.catch(() => undefined);
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return {
+    child,
+    firstPass,
+    /** Stops it by its pid (SIGKILL: nothing of it is left to run). */
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        process.kill(child.pid as number, "SIGKILL");
+      }
+      await exited;
+    },
+  };
+}
 
 describe("assigner on a real bus", () => {
   it("makes its first pass once every watch handed what stands: the want it writes first is the final one", async () => {
@@ -335,6 +367,133 @@ describe("assigner on a real bus", () => {
       process.kill(second.child.pid as number, "SIGTERM");
       assert.equal(await deadline(stopped, 15_000, "a graceful stop"), 0);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("assigner on a real bus: failed marks and puts (issue 14)", () => {
+  it("a first build that fails stays wanted, failing, with the fix in its reason; a new build is wanted at once", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 1, builds: 1 });
+    const have = await KvBucket.open(admin, Bucket.have);
+    const a = await startAssigner();
+    try {
+      const w = await wants();
+      await a.until(async () => (await w.get("n1.hello"))?.value.build === ids[0], "the want");
+      await have.put("n1.hello", {
+        build: ids[0],
+        fingerprint: "f",
+        health: "failing",
+        since: T0,
+        restarts: 3,
+        lastError: "exited with 1",
+      });
+      const differences = await KvBucket.open(admin, Bucket.differences);
+      await a.until(
+        async () => /failing/.test((await differences.get("n1.hello"))?.value.reasons.join() ?? ""),
+        "the difference saying it fails",
+      );
+      const kept = (await w.get("n1.hello"))?.value;
+      assert.equal(kept?.build, ids[0], "still wanted: the host goes on restarting it");
+      assert.match(kept?.reason ?? "", /mesh retry hello --node n1/);
+      const second = await addBuild(2);
+      await a.until(async () => (await w.get("n1.hello"))?.value.build === second, "a new build");
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("an operator's retry (on the operator's own grant) lifts a set-back: the newest is wanted again", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 1, builds: 2 });
+    const have = await KvBucket.open(admin, Bucket.have);
+    const report = (build: string, health: "healthy" | "failing") =>
+      have.put("n1.hello", { build, fingerprint: "f", health, since: T0, restarts: 0 });
+    await report(ids[0] as string, "healthy");
+    const failedAt = await report(ids[1] as string, "failing");
+    const a = await startAssigner();
+    const operator = await MeshBus.connect(
+      credentialFor(
+        server,
+        { user: "operator", password },
+        { node: NODE, module: Principal.operator },
+      ),
+    );
+    try {
+      const w = await wants();
+      await a.until(async () => (await w.get("n1.hello"))?.value.rule === "set-back", "set-back");
+      const retries = await KvBucket.open(operator, Bucket.retries);
+      await retries.put("n1.hello", { haveRevision: failedAt, by: "ada", why: "fixed", at: T0 });
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.build === ids[1],
+        "the newest wanted again after the retry",
+      );
+      assert.equal((await w.get("n1.hello"))?.value.rule, "newest");
+      await report(ids[1] as string, "failing");
+      await a.until(
+        async () => (await w.get("n1.hello"))?.value.rule === "set-back",
+        "a failure after the retry sets it back again",
+      );
+    } finally {
+      await operator.close();
+      await a.stop();
+    }
+  });
+
+  it("killing and restarting the assigner with 3,000 puts never writes a want a put contradicts", async () => {
+    await freshLayout();
+    const nodes = 300;
+    const ids = await seed({ nodes, builds: 2 });
+    const older = ids[0] as string;
+    const puts = await KvBucket.open(admin, Bucket.puts);
+    const put = { build: older, by: "ada", why: "hold", at: T0 };
+    // Every present node put to the older build, and 2,700 puts of modules nowhere assigned.
+    await Promise.all(Array.from({ length: nodes }, (_, i) => puts.put(`n${i + 1}.hello`, put)));
+    await Promise.all(Array.from({ length: 2700 }, (_, i) => puts.put(`x${i}.other`, put)));
+    const dir = await mkdtemp(join(tmpdir(), "mesh-assigner-puts-"));
+    const credential = join(dir, "assigner.json");
+    await writeCredential(credential, assignerCredential());
+    const w = await wants();
+    const running: Array<ReturnType<typeof startAssignerProcess>> = [];
+    const seen: string[] = [];
+    const ac = new AbortController();
+    try {
+      const first = startAssignerProcess(credential);
+      running.push(first);
+      await deadline(first.firstPass, 180_000, "the first process's first pass");
+      for (const key of await w.keys()) assert.equal((await w.get(key))?.value.build, older, key);
+      // Every write to the wants from here on, as it happens; a sentinel key written last marks
+      // where the writes to look at end (the watch hands them in the order they were made).
+      const SENTINEL = "sentinel.hello";
+      let listening!: () => void;
+      const heard = new Promise<void>((r) => (listening = r));
+      let sentinel!: () => void;
+      const sentinelSeen = new Promise<void>((r) => (sentinel = r));
+      const watching = (async () => {
+        for await (const e of w.watch({ signal: ac.signal, include: "updates" })) {
+          if (e.type === "current") listening();
+          else if (e.key === SENTINEL) sentinel();
+          else if (e.type !== "put" || e.value.build !== older) seen.push(`${e.key} ${e.type}`);
+        }
+      })().catch(() => undefined);
+      await deadline(heard, 60_000, "the watch of the wants");
+      for (let round = 0; round < 3; round++) {
+        const before = running.pop();
+        await before?.kill();
+        const next = startAssignerProcess(credential);
+        running.push(next);
+        await deadline(next.firstPass, 180_000, `restart ${round + 1}'s first pass`);
+      }
+      await w.put(SENTINEL, (await w.get("n1.hello"))?.value as Want);
+      await deadline(sentinelSeen, 60_000, "the sentinel written after the last first pass");
+      ac.abort();
+      await watching;
+      assert.deepEqual(seen, [], "no want ever moved off the put");
+      assert.equal((await w.keys()).length, nodes);
+    } finally {
+      ac.abort();
+      for (const p of running) await p.kill();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -1,7 +1,8 @@
 /**
  * The assigner as a process (DESIGN.md "Delivery", seeds/003): a thin shell around core's
  * `assign`. It watches every bucket a pass reads and keeps what they hand in memory; it makes its
- * first pass once every watch has handed what stands, then one pass per burst of changes (a change
+ * first pass once every watch has handed what stands (the puts too, when their bucket opens: a
+ * pass never writes a want that a standing put contradicts), then one pass per burst of changes (a change
  * that comes during a pass makes one more), and holds no timer. A pass decides only the nodes the
  * changes touched, and writes only what differs from what stands.
  *
@@ -47,6 +48,7 @@ const WATCHED = [
   Bucket.builds,
   Bucket.manifests,
   Bucket.have,
+  Bucket.retries,
   Bucket.answers,
   Bucket.composed,
   Bucket.wants,
@@ -159,7 +161,10 @@ export class Assigner implements Daemon, AsyncDisposable {
         failures.push(w.failed);
         return w.ready;
       });
-      this.#openPuts(watching.signal, failures);
+      // The puts are waited for too when their bucket opens, so no first pass (after a restart,
+      // say) writes a want a standing put contradicts; a puts bucket that cannot be opened
+      // holds nothing back.
+      ready.push(this.#openPuts(watching.signal, failures).catch(() => undefined));
       const stopped = aborted(signal);
       await Promise.race([Promise.all(ready), stopped]);
       if (signal.aborted) return;
@@ -288,6 +293,9 @@ export class Assigner implements Daemon, AsyncDisposable {
       markFailed = reject;
     });
     let isReady = false;
+    // An optional watch (the puts) may open while passes run: what it hands before its marker
+    // is held back and taken at once, so no pass sees half the puts.
+    const held: Array<Exclude<WatchEvent<unknown>, { type: "current" }>> = [];
     const kv = this.#buckets.get(bucket) as KvBucket<unknown>;
     // The loop always ends (with the error that stops the assigner, or none), so `run` can wait
     // for every watch to be stopped before the connection closes under it.
@@ -298,11 +306,13 @@ export class Assigner implements Daemon, AsyncDisposable {
           include: bucket === Bucket.have ? "history" : "last",
         })) {
           if (event.type === "current") {
+            for (const e of held.splice(0)) this.#apply(bucket, e, false);
             isReady = true;
             markReady();
             continue;
           }
-          this.#apply(bucket, event, isReady);
+          if (optional && !isReady) held.push(event);
+          else this.#apply(bucket, event, isReady);
         }
         if (signal.aborted) return undefined;
         throw new MeshError(
@@ -330,8 +340,11 @@ export class Assigner implements Daemon, AsyncDisposable {
     return { ready, failed };
   }
 
-  /** Opens the puts: it never holds back the first pass or the wants. */
-  #openPuts(signal: AbortSignal, failures: Promise<never>[]): void {
+  /**
+   * Opens the puts; the returned promise settles once they handed what stands (rejects when the
+   * bucket cannot be opened). A watch of them that fails never stops the wants.
+   */
+  #openPuts(signal: AbortSignal, failures: Promise<never>[]): Promise<void> {
     this.#putsTried = Date.now();
     this.#putsOpen = true;
     const w = this.#watch(Bucket.puts, signal, true);
@@ -347,12 +360,13 @@ export class Assigner implements Daemon, AsyncDisposable {
         this.#putsOpen = false;
       },
     );
+    return w.ready;
   }
 
   #maybeReopenPuts(signal: AbortSignal, failures: Promise<never>[]): void {
     if (this.#putsOpen) return;
     if (Date.now() - this.#putsTried < (this.#options.putsReopenIntervalMs ?? 60_000)) return;
-    this.#openPuts(signal, failures);
+    void this.#openPuts(signal, failures).catch(() => undefined);
   }
 
   /** Takes one watched change into memory and notes the nodes it touches. */
@@ -373,7 +387,10 @@ export class Assigner implements Daemon, AsyncDisposable {
       const next: HaveRecord =
         have === undefined
           ? { current: undefined, history: record.history }
-          : { current: have, history: [...record.history, have].slice(-64) };
+          : {
+              current: have,
+              history: [...record.history, { ...have, revision: event.revision }].slice(-64),
+            };
       this.#maps.have.set(key, next);
       changed = true;
     } else {
@@ -407,6 +424,8 @@ export class Assigner implements Daemon, AsyncDisposable {
         return this.#maps.manifests;
       case Bucket.puts:
         return this.#maps.puts;
+      case Bucket.retries:
+        return this.#maps.retries;
       case Bucket.answers:
         return this.#maps.answers;
       case Bucket.composed:
@@ -430,6 +449,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       bucket === Bucket.wants ||
       bucket === Bucket.assignments ||
       bucket === Bucket.puts ||
+      bucket === Bucket.retries ||
       bucket === Bucket.differences
     ) {
       const [node, module] = key.split(".") as [string, string | undefined];
@@ -464,6 +484,7 @@ export class Assigner implements Daemon, AsyncDisposable {
         break;
       case Bucket.assignments:
       case Bucket.puts:
+      case Bucket.retries:
         if (first === ALL_NODES) this.#touchedAll = true;
         else this.#touched.add(first);
         break;

@@ -1,0 +1,103 @@
+/**
+ * `mesh retry <module> [--node N]`: lifts the failed marks of a module (docs/decisions/0034). A
+ * build a node reported failing is not wanted there again while another build ran healthy there;
+ * a retry records the have bucket's revision, and every failing report up to it no longer marks
+ * its build, so the assigner wants the newest build there again. Also what `mesh unput` says.
+ */
+import { KvBucket, type MeshBus } from "@mesh/bus";
+import { marksOf, type HaveRecord } from "@mesh/core";
+import {
+  Bucket,
+  checkName,
+  parseNodeModuleKey,
+  targetModuleKey,
+  type Have,
+  type Retry,
+  type Target,
+} from "@mesh/protocol";
+import { connectToMesh } from "../find-mesh.js";
+import { ExitCode, printJson } from "../output.js";
+import type { VerbOptions } from "./delivery.js";
+
+export interface RetryOptions extends VerbOptions {
+  readonly node?: string;
+  readonly why?: string;
+}
+
+/** What a module's have reports say: the builds marked failing per node, and the last revision. */
+export interface Marks {
+  /** Node → the builds marked failing there, sorted. */
+  readonly marked: ReadonlyMap<string, readonly string[]>;
+  /** The highest revision of any report read: a retry at it lifts every mark read. */
+  readonly revision: number;
+}
+
+/** The failed marks of a module on one node or every node, as the assigner counts them. */
+export async function readMarks(bus: MeshBus, module: string, node?: string): Promise<Marks> {
+  const have = await KvBucket.open(bus, Bucket.have);
+  const retries = await KvBucket.open(bus, Bucket.retries);
+  const all = (await retries.get(targetModuleKey({ all: true }, module)))?.value.haveRevision ?? 0;
+  const keys = node === undefined ? await have.keys(`*.${module}`) : [`${node}.${module}`];
+  const marked = new Map<string, string[]>();
+  let revision = 0;
+  for (const key of keys) {
+    const { node: n } = parseNodeModuleKey(key);
+    const history = (await have.history(key)).filter(
+      (h): h is { revision: number; value: Have } => h.value !== undefined,
+    );
+    for (const h of history) revision = Math.max(revision, h.revision);
+    const own = (await retries.get(key))?.value.haveRevision ?? 0;
+    const record: HaveRecord = {
+      current: history.at(-1)?.value,
+      history: history.map((h) => ({ ...h.value, revision: h.revision })),
+    };
+    const builds = [...marksOf(record, Math.max(own, all))].sort();
+    if (builds.length > 0) marked.set(n, builds);
+  }
+  return { marked, revision };
+}
+
+export async function retryVerb(module: string, options: RetryOptions): Promise<ExitCode> {
+  checkName("module", module);
+  const node = options.node === undefined ? undefined : checkName("node", options.node);
+  const t: Target = node === undefined ? { all: true } : { node };
+  const key = targetModuleKey(t, module);
+  await using bus = await connectToMesh(options);
+  const { marked, revision } = await readMarks(bus, module, node);
+  const retry: Retry = {
+    haveRevision: revision,
+    by: bus.credential.user,
+    why: options.why ?? "",
+    at: new Date().toISOString(),
+  };
+  await (await KvBucket.open(bus, Bucket.retries)).put(key, retry);
+  const where = node ?? "every node";
+  if (options.json === true) {
+    printJson({ ok: true, key, haveRevision: revision, lifted: Object.fromEntries(marked) });
+  } else if (marked.size === 0) {
+    out(`retry ${module} on ${where}: no build of it is marked failing there; nothing changes`);
+  } else {
+    const lifted = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
+    out(
+      `retry ${module} on ${where}: lifted the failed marks on ${lifted}; the assigner wants the newest build there again and the host starts it (\`mesh status\` shows how it goes)`,
+    );
+  }
+  return ExitCode.ok;
+}
+
+/** What lifting a put really does, for `mesh unput`. */
+export async function unputMessage(bus: MeshBus, key: string, module: string, node?: string) {
+  const { marked } = await readMarks(bus, module, node);
+  const base = `lifted the put ${key}; the assigner wants the newest build of ${module} again`;
+  if (marked.size === 0) return `${base} (\`mesh wants --module ${module}\` shows it)`;
+  const where = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
+  return (
+    `${base}, except where a failure marks it: ${where}. There the build it last ran healthy ` +
+    `runs, or, with none, the failing build is kept and restarted; \`mesh retry ${module}` +
+    `${node === undefined ? "" : ` --node ${node}`}\` lifts the marks`
+  );
+}
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
