@@ -16,7 +16,7 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { readFile, readdir } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { extname, join } from "node:path";
+import { extname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   Answer,
@@ -449,8 +449,9 @@ async function pageFiles(): Promise<Map<string, { body: Buffer; type: string }>>
   };
   for (const name of await readdir(STATIC_DIR))
     await add(STATIC_DIR, name, name === "index.html" ? "/index.html" : `/static/${name}`);
-  for (const name of await readdir(BROWSER_DIR))
-    await add(BROWSER_DIR, name, `/static/browser/${name}`);
+  // The page's scripts, sections/ included.
+  for (const name of await readdir(BROWSER_DIR, { recursive: true }))
+    await add(BROWSER_DIR, name, `/static/browser/${name.split(sep).join("/")}`);
   if (!out.has("/index.html") || !out.has("/static/browser/main.js")) {
     throw new MeshError(
       ErrorCode.INTERNAL,

@@ -3,8 +3,8 @@
  * comes off the bus, and some of it (errors, logs, tool results) is written by module code.
  */
 
-type Child = Node | string | number | null | undefined | false;
-type Attributes = Record<string, string | number | boolean | undefined | EventListener>;
+export type Child = Node | string | number | null | undefined | false;
+export type Attributes = Record<string, string | number | boolean | undefined | EventListener>;
 
 /** `h("td", { class: "x", onclick: fn }, "text", child)` */
 export function h<K extends keyof HTMLElementTagNameMap>(

@@ -1,0 +1,86 @@
+/** The selected cell in full: its want, its have, and their difference. */
+import type { Difference, Have, Want } from "@mesh/protocol";
+import { byId, fill, h, type Child } from "../dom.js";
+import { age, reasonList } from "../format.js";
+import { model, toggleSelected, values } from "../model.js";
+import { table } from "../table.js";
+import { Source } from "../wire.js";
+
+type Pair = readonly [label: string, value: Child];
+
+export function renderDetail(): void {
+  const container = byId("detail");
+  const selected = model.selected;
+  container.hidden = selected === undefined;
+  if (selected === undefined) return;
+  const key = `${selected.node}.${selected.module}`;
+  const want = values<Want>(Source.wants).get(key);
+  const have = values<Have>(Source.have).get(key);
+  const difference = values<Difference>(Source.differences).get(key);
+  fill(
+    container,
+    h(
+      "h2",
+      {},
+      `${selected.module} on ${selected.node}`,
+      h(
+        "button",
+        {
+          class: "btn btn-small",
+          type: "button",
+          onclick: () => toggleSelected(selected.node, selected.module),
+        },
+        "close",
+      ),
+    ),
+    h(
+      "div",
+      { class: "detail-cols" },
+      pairs("want", want === undefined ? [["—", "not wanted here"]] : wantPairs(want)),
+      pairs("have", have === undefined ? [["—", "not running here"]] : havePairs(have)),
+      pairs(
+        "difference",
+        difference === undefined
+          ? [["—", "none: want and have agree"]]
+          : differencePairs(difference),
+      ),
+    ),
+  );
+}
+
+const pairs = (caption: string, rows: readonly Pair[]): HTMLElement =>
+  table<Pair>({
+    class: "table kv",
+    caption,
+    head: false,
+    rows,
+    columns: [
+      { head: "", rowHeader: true, cell: ([label]) => label },
+      { head: "", cell: ([, value]) => value },
+    ],
+  });
+
+const code = (text: string): HTMLElement => h("code", {}, text);
+
+const wantPairs = (want: Want): Pair[] => [
+  ["build", code(want.build)],
+  ["rule", want.rule],
+  ["reason", want.reason],
+  ["manifest", code(want.manifestDigest.slice(0, 12))],
+  ["fingerprint", code(want.fingerprint.slice(0, 12))],
+];
+
+const havePairs = (have: Have): Pair[] => [
+  ["build", code(have.build ?? "—")],
+  ["health", `${have.health} since ${age(have.since)}`],
+  ["restarts", String(have.restarts)],
+  ["last error", have.lastError ?? "—"],
+  ["fingerprint", code(have.fingerprint.slice(0, 12))],
+];
+
+const differencePairs = (difference: Difference): Pair[] => [
+  ["want", difference.want ?? "—"],
+  ["composed", difference.composed ?? "—"],
+  ["have", difference.have ?? "—"],
+  ["why", reasonList(difference.reasons)],
+];

@@ -1,0 +1,96 @@
+/** One cell of the grid: a module on a node — its health, want against have, pin and last error. */
+import type { Difference, Have, Put, Want } from "@mesh/protocol";
+import { h } from "../dom.js";
+import { age, badge, healthLabel, shortBuild } from "../format.js";
+import { model, toggleSelected, values } from "../model.js";
+import { Source } from "../wire.js";
+
+const HEALTH_KIND: Record<string, string> = {
+  healthy: "ok",
+  starting: "info",
+  failing: "bad",
+};
+
+export function gridCell(node: string, module: string): HTMLTableCellElement {
+  const key = `${node}.${module}`;
+  const want = values<Want>(Source.wants).get(key);
+  const have = values<Have>(Source.have).get(key);
+  const difference = values<Difference>(Source.differences).get(key);
+  const puts = values<Put>(Source.puts);
+  const put = puts.get(key) ?? puts.get(`all.${module}`);
+  const selected = model.selected?.node === node && model.selected.module === module;
+  const attrs = {
+    class: `cell${selected ? " selected" : ""}`,
+    "data-node": node,
+    "data-module": module,
+    "data-health": have?.health ?? (want === undefined ? "none" : "missing"),
+    tabindex: 0,
+    title: want?.reason,
+    onclick: () => toggleSelected(node, module),
+    onkeydown: (event: Event) => {
+      if ((event as KeyboardEvent).key === "Enter") toggleSelected(node, module);
+    },
+  };
+  if (want === undefined && have === undefined) {
+    return h(
+      "td",
+      { ...attrs, class: `${attrs.class} cell-empty` },
+      h("span", { class: "muted" }, "·"),
+    );
+  }
+  return h(
+    "td",
+    attrs,
+    h(
+      "div",
+      { class: "cell-top" },
+      have === undefined
+        ? badge("warn", "not running")
+        : badge(HEALTH_KIND[have.health] ?? "none", healthLabel(have.health)),
+      have === undefined ? null : h("span", { class: "since", title: have.since }, age(have.since)),
+      difference !== undefined
+        ? h("span", { class: "diff-mark", title: difference.reasons.join("\n") }, "⚠")
+        : null,
+    ),
+    wantLine(want, have),
+    have !== undefined && have.restarts > 0
+      ? h(
+          "div",
+          { class: "cell-line muted" },
+          `${have.restarts} restart${have.restarts === 1 ? "" : "s"}`,
+        )
+      : null,
+    put === undefined ? null : pinLine(put),
+    have?.lastError !== undefined
+      ? h("div", { class: "cell-line cell-error" }, have.lastError)
+      : null,
+  );
+}
+
+/** The build wanted, with the one running first when it is another, and the rule that chose it. */
+function wantLine(want: Want | undefined, have: Have | undefined): HTMLElement {
+  if (want === undefined) return h("div", { class: "cell-line muted" }, "not wanted");
+  const rule = h("span", { class: "rule" }, want.rule);
+  if (have?.build === want.build) {
+    return h("div", { class: "cell-line" }, h("code", {}, shortBuild(want.build)), " ", rule);
+  }
+  return h(
+    "div",
+    { class: "cell-line" },
+    h("code", {}, shortBuild(have?.build)),
+    " → ",
+    h("code", {}, shortBuild(want.build)),
+    " ",
+    rule,
+  );
+}
+
+function pinLine(put: Put): HTMLElement {
+  return h(
+    "div",
+    { class: "cell-line", title: `${put.by}: ${put.why}` },
+    h("span", { class: "pin" }, "pinned"),
+    " to ",
+    h("code", {}, shortBuild(put.build)),
+  );
+}

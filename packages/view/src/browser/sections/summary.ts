@@ -1,0 +1,84 @@
+/** The header's summary (link, counts that lead to what needs attention) and the problems banner. */
+import type { Have, Presence } from "@mesh/protocol";
+import { byId, fill, h } from "../dom.js";
+import { modules, nodes, openAsks, present } from "../fleet.js";
+import { badge } from "../format.js";
+import { model, values } from "../model.js";
+import { Source } from "../wire.js";
+import { showProblems } from "./grid.js";
+
+const onProblems = (event: Event): void => {
+  event.preventDefault();
+  showProblems();
+};
+
+export function renderSummary(): void {
+  const all = nodes();
+  const presence = values<Presence>(Source.presence);
+  const up = all.filter((n) => present(presence.get(n))).length;
+  const haves = [...values<Have>(Source.have).values()];
+  const failing = haves.filter((x) => x.health === "failing").length;
+  const healthy = haves.filter((x) => x.health === "healthy").length;
+  const differences = values(Source.differences).size;
+  const asks = openAsks().length;
+  const stat = (n: number, label: string): HTMLElement =>
+    h("span", { class: "stat" }, h("b", {}, n), label);
+  const link = (n: number, label: string, kind: string, href: string, problems: boolean) =>
+    h(
+      "a",
+      {
+        class: `stat${n > 0 ? ` stat-${kind}` : ""}`,
+        href,
+        onclick: problems ? onProblems : undefined,
+      },
+      h("b", {}, n),
+      label,
+    );
+  fill(
+    byId("summary"),
+    linkBadge(),
+    h("span", { class: "stat" }, h("b", {}, `${up}/${all.length}`), " nodes present"),
+    stat(modules().length, " modules"),
+    stat(healthy, " healthy"),
+    link(failing, " failing", "bad", "#grid", true),
+    link(differences, " differences", "warn", "#grid", true),
+    link(asks, " open asks", "warn", "#asks", false),
+  );
+  renderProblems();
+}
+
+/** The page's link to its server and the server's to the bus. */
+function linkBadge(): HTMLElement {
+  if (model.link !== "live")
+    return badge("bad", model.link === "lost" ? "view lost" : "reconnecting…");
+  if (model.bus !== "connected") {
+    return badge(
+      "bad",
+      "bus disconnected",
+      "the view's connection to the bus is down; it reconnects by itself",
+    );
+  }
+  const updated =
+    model.lastChange === undefined
+      ? undefined
+      : `last change ${model.lastChange.toLocaleTimeString(undefined, { hour12: false })}`;
+  return badge("ok", "live", updated);
+}
+
+/** Sources that cannot be read, so the page may be missing parts. */
+function renderProblems(): void {
+  const problems = byId("problems");
+  problems.hidden = model.problems.size === 0;
+  if (problems.hidden) return;
+  fill(
+    problems,
+    h("strong", {}, "Some of the mesh cannot be read, so parts of this page may be missing:"),
+    h(
+      "ul",
+      {},
+      ...[...model.problems].map(([source, problem]) =>
+        h("li", {}, h("code", {}, source), " — ", problem),
+      ),
+    ),
+  );
+}

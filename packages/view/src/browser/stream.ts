@@ -1,0 +1,61 @@
+/**
+ * The server's event stream: the whole state first (again after every reconnect), then each
+ * change, a source's problem, and the bus's state.
+ */
+import { loadTools, scheduleToolRefresh } from "./api.js";
+import { ALL_SECTIONS, SECTIONS_OF, invalidate, model } from "./model.js";
+import {
+  Source,
+  ViewEvent,
+  type BusState,
+  type Change,
+  type Snapshot,
+  type SourceProblem,
+} from "./wire.js";
+
+const data = <T>(event: Event): T => JSON.parse((event as MessageEvent<string>).data) as T;
+
+export function connect(): void {
+  const events = new EventSource("/api/events");
+  events.addEventListener(ViewEvent.snapshot, (event) => onSnapshot(data<Snapshot>(event)));
+  events.addEventListener(ViewEvent.change, (event) => onChange(data<Change>(event)));
+  events.addEventListener(ViewEvent.problem, (event) => {
+    const problem = data<SourceProblem>(event);
+    if (problem.problem === undefined) model.problems.delete(problem.source);
+    else model.problems.set(problem.source, problem.problem);
+    invalidate("summary");
+  });
+  events.addEventListener(ViewEvent.bus, (event) => {
+    model.bus = data<{ bus: BusState }>(event).bus;
+    invalidate("summary");
+  });
+  events.addEventListener("error", () => {
+    // EventSource reconnects by itself and the server sends the whole state again.
+    model.link = events.readyState === EventSource.CLOSED ? "lost" : "connecting";
+    invalidate("summary");
+  });
+}
+
+function onSnapshot(snapshot: Snapshot): void {
+  model.skewMs = Date.parse(snapshot.at) - Date.now();
+  for (const source of Object.values(Source)) {
+    model.entries.set(source, new Map(Object.entries(snapshot.entries[source] ?? {})));
+  }
+  model.problems = new Map(Object.entries(snapshot.problems) as Array<[Source, string]>);
+  model.bus = snapshot.bus;
+  model.link = "live";
+  model.lastChange = new Date();
+  invalidate(...ALL_SECTIONS);
+  void loadTools();
+}
+
+function onChange(change: Change): void {
+  const map = model.entries.get(change.source);
+  if (map === undefined) return;
+  if (change.value === undefined) map.delete(change.key);
+  else map.set(change.key, change.value);
+  model.lastChange = new Date();
+  invalidate(...SECTIONS_OF[change.source]);
+  // A module starting or stopping somewhere may add or remove its tools.
+  if (change.source === Source.have) scheduleToolRefresh();
+}
