@@ -87,48 +87,8 @@ export async function seedMesh(admin: MeshBus, now: Date = new Date()): Promise<
       heartbeat: at,
     });
   }
-  const modules = await open(Bucket.modules);
+  for (const module of MODULES) await seedModule(admin, module, at);
   const builds = await open(Bucket.builds);
-  const wants = await open(Bucket.wants);
-  const have = await open(Bucket.have);
-  const assignments = await open(Bucket.assignments);
-  for (const module of MODULES) {
-    const build = `1-${digestOf(module).slice(0, 8)}`;
-    await modules.put(module, {
-      module,
-      source: { kind: "directory", path: `/src/examples/${module}` },
-      by: "ada",
-      at,
-    });
-    await builds.put(buildKey(module, build), {
-      module,
-      build,
-      status: "built",
-      candidate: 1,
-      manifestDigest: digestOf(`${module}-manifest`),
-      bundles: [{ name: "tools", digest: digestOf(`${module}-tools`), size: 4096 }],
-      log: `esbuild: bundling ${module}\ndone in 41ms`,
-      timings: { started: at, finished: at, ms: 412 },
-    });
-    await assignments.put(targetModuleKey({ all: true }, module), { by: "ada", at });
-    // board runs on the laptop only; everything else everywhere.
-    for (const node of module === "board" ? ["laptop"] : NODES) {
-      await wants.put(nodeModuleKey(node, module), {
-        build,
-        manifestDigest: digestOf(`${module}-manifest`),
-        fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
-        rule: "newest",
-        reason: `the build of ${module}'s newest candidate (1)`,
-      });
-      await have.put(nodeModuleKey(node, module), {
-        build,
-        fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
-        health: "healthy",
-        since: at,
-        restarts: 0,
-      });
-    }
-  }
   await builds.put(buildKey("board", "2-failed"), {
     module: "board",
     build: "2-failed",
@@ -160,4 +120,48 @@ export async function seedMesh(admin: MeshBus, now: Date = new Date()): Promise<
     node: "rack-2",
     message: "counter was set back to 1-aaaa on rack-2: build 2-bbbb failed there",
   });
+}
+
+/** One module registered, built once, assigned everywhere, wanted and healthy where it runs. */
+async function seedModule(admin: MeshBus, module: (typeof MODULES)[number], at: string) {
+  const modules = await KvBucket.open(admin, Bucket.modules);
+  const builds = await KvBucket.open(admin, Bucket.builds);
+  const wants = await KvBucket.open(admin, Bucket.wants);
+  const have = await KvBucket.open(admin, Bucket.have);
+  const assignments = await KvBucket.open(admin, Bucket.assignments);
+  const build = `1-${digestOf(module).slice(0, 8)}`;
+  await modules.put(module, {
+    module,
+    source: { kind: "directory", path: `/src/examples/${module}` },
+    by: "ada",
+    at,
+  });
+  await builds.put(buildKey(module, build), {
+    module,
+    build,
+    status: "built",
+    candidate: 1,
+    manifestDigest: digestOf(`${module}-manifest`),
+    bundles: [{ name: "tools", digest: digestOf(`${module}-tools`), size: 4096 }],
+    log: `esbuild: bundling ${module}\ndone in 41ms`,
+    timings: { started: at, finished: at, ms: 412 },
+  });
+  await assignments.put(targetModuleKey({ all: true }, module), { by: "ada", at });
+  // board runs on the laptop only; everything else everywhere.
+  for (const node of module === "board" ? ["laptop"] : NODES) {
+    await wants.put(nodeModuleKey(node, module), {
+      build,
+      manifestDigest: digestOf(`${module}-manifest`),
+      fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
+      rule: "newest",
+      reason: `the build of ${module}'s newest candidate (1)`,
+    });
+    await have.put(nodeModuleKey(node, module), {
+      build,
+      fingerprint: digestOf(`${node}-${module}`).slice(0, 16),
+      health: "healthy",
+      since: at,
+      restarts: 0,
+    });
+  }
 }

@@ -111,138 +111,148 @@ describe("the view in Chromium", () => {
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.setDefaultTimeout(WAIT_MS);
 
-    await step("open", async () => {
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-ready]");
-    });
-
-    await step("healthy grid", async () => {
-      // Every wanted module on every node where it runs is shown healthy, in words too.
-      const expected = MODULES.flatMap((m) =>
-        (m === "board" ? ["laptop"] : NODES).map((n) => [n, m]),
-      );
-      for (const [node, module] of expected) {
-        const cell = page.locator(`td.cell[data-node="${node}"][data-module="${module}"]`);
-        assert.equal(await cell.getAttribute("data-health"), "healthy", `${module} on ${node}`);
-        assert.match(await cell.innerText(), /healthy/);
-      }
-      assert.equal(await page.locator('td.cell[data-health="healthy"]').count(), expected.length);
-      assert.match(await page.locator("#nodes").innerText(), /present/);
-      assert.match(await page.locator("#conditions").innerText(), /set back/);
-      const shots = process.env["MESH_VIEW_SCREENSHOTS"];
-      if (shots !== undefined) {
-        await mkdir(shots, { recursive: true });
-        await page.screenshot({ path: join(shots, "view-healthy.png"), fullPage: true });
-      }
-    });
-
-    await step("a change without a reload", async () => {
-      // Anything that survives is proof the page was not loaded again.
-      await page.evaluate(() => ((globalThis as unknown as { stayed: boolean }).stayed = true));
-      const have = await KvBucket.open(mesh.admin, Bucket.have);
-      const build = (await have.get(nodeModuleKey("rack-2", "counter")))?.value.build;
-      await have.put(nodeModuleKey("rack-2", "counter"), {
-        ...(build === undefined ? {} : { build }),
-        fingerprint: "f",
-        health: "failing",
-        since: new Date().toISOString(),
-        restarts: 4,
-        lastError: "exit code 1: counter could not open its state",
-      });
-      const cell = page.locator(
-        'td.cell[data-node="rack-2"][data-module="counter"][data-health="failing"]',
-      );
-      await cell.waitFor();
-      assert.match(await cell.innerText(), /failing/);
-      assert.match(await cell.innerText(), /could not open its state/);
-      await sayCondition(mesh.admin, {
-        module: "counter",
-        name: "crashed",
-        level: "error",
-        node: "rack-2",
-        message: "counter exited 4 times",
-      });
-      await page.locator('[data-condition="counter.crashed"]').waitFor();
-      assert.equal(
-        await page.evaluate(() => (globalThis as unknown as { stayed?: boolean }).stayed),
-        true,
-      );
-    });
-
-    await step("narrow the grid", async () => {
-      // Only what needs attention: the one failing cell, its row and its column.
-      await page.locator("#grid-problems").check();
-      await page.locator("td.cell").nth(1).waitFor({ state: "detached" });
-      assert.equal(await page.locator('td.cell[data-health="failing"]').count(), 1);
-      await page.locator("#grid-problems").uncheck();
-      // A module's name shows its row on every node.
-      await page.locator("#grid-filter").fill("hello");
-      await page
-        .locator('td.cell:not([data-module="hello"])')
-        .first()
-        .waitFor({ state: "detached" });
-      assert.equal(await page.locator('td.cell[data-module="hello"]').count(), NODES.length);
-      await page.locator("#grid-filter").fill("");
-    });
-
-    await step("answer an ask", async () => {
-      const answers = await KvBucket.open(mesh.admin, Bucket.answers);
-      const stop = new AbortController();
-      const watch = answers.watch({ key: askKey(ASK_ID), include: "updates", signal: stop.signal });
-      await watch.next(); // the current marker: the watch is in place before the click
-      try {
-        await page.locator(`[data-ask-id="${ASK_ID}"] button[data-answer="yes"]`).click();
-        const written = await deadline(
-          (async () => {
-            for await (const event of watch) if (event.type === "put") return event.value;
-            return undefined;
-          })(),
-          WAIT_MS,
-          "mesh-answers to be written after the click",
-        );
-        assert.equal(written?.answer, "yes");
-        assert.equal(written?.by, "ada");
-      } finally {
-        stop.abort();
-      }
-      // Answered, the ask stays (until the assigner withdraws it) with its answer, changeable.
-      await page.locator(`[data-ask-id="${ASK_ID}"][data-answered="yes"]`).waitFor();
-      assert.equal(await page.locator(`[data-ask-id="${ASK_ID}"] button`).count(), 1);
-      const asks = await KvBucket.open(mesh.admin, Bucket.asks);
-      await asks.delete(askKey(ASK_ID));
-      await page.locator(`[data-ask-id="${ASK_ID}"]`).waitFor({ state: "detached" });
-    });
-
-    await step("call a tool from its form", async () => {
-      const subject = toolSubject("laptop", "hello", "greet");
-      await page.locator(`button[data-tool="${subject}"]`).click();
-      const form = page.locator(`form#tool-call[data-subject="${subject}"]`);
-      await form.getByLabel("name").fill("Ada");
-      await form.getByLabel("times").fill("2");
-      await form.getByLabel("options.language").fill("fr");
-      await form.getByLabel("loud").check();
-      await form.getByLabel("tone").selectOption({ label: "dry" });
-      // An array is not modelled by the form: it gets a JSON field of its own.
-      await form.getByLabel("tags").fill('["a", "b"]');
-      await form.locator("button[type=submit]").click();
-      const result = form.locator(".result-ok pre");
-      await result.waitFor();
-      assert.deepEqual(JSON.parse(await result.innerText()), {
-        greeting: "Bonjour, Ada",
-        times: 2,
-        loud: true,
-        tone: "dry",
-        tags: ["a", "b"],
-      });
-    });
-
-    await step("open a failed build's log", async () => {
-      await page.locator('tr[data-build="board.2-failed"] button').click();
-      const log = page.locator("#build-log");
-      await log.waitFor();
-      assert.match(await log.innerText(), /Could not resolve/);
-    });
-
+    const t: Steps = { page, mesh, view };
+    await step("open", () => openPage(t));
+    await step("healthy grid", () => healthyGrid(t));
+    await step("a change without a reload", () => changeWithoutReload(t));
+    await step("narrow the grid", () => narrowTheGrid(t));
+    await step("answer an ask", () => answerAnAsk(t));
+    await step("call a tool from its form", () => callATool(t));
+    await step("open a failed build's log", () => openBuildLog(t));
     assert.deepEqual(pageErrors, []);
   });
 });
+
+/** What each step of the browser test works with. */
+interface Steps {
+  readonly page: Page;
+  readonly mesh: TestMesh;
+  readonly view: View;
+}
+
+async function openPage(t: Steps): Promise<void> {
+  await t.page.goto(t.view.url);
+  await t.page.waitForSelector("body[data-ready]");
+}
+
+async function healthyGrid(t: Steps): Promise<void> {
+  // Every wanted module on every node where it runs is shown healthy, in words too.
+  const expected = MODULES.flatMap((m) => (m === "board" ? ["laptop"] : NODES).map((n) => [n, m]));
+  for (const [node, module] of expected) {
+    const cell = t.page.locator(`td.cell[data-node="${node}"][data-module="${module}"]`);
+    assert.equal(await cell.getAttribute("data-health"), "healthy", `${module} on ${node}`);
+    assert.match(await cell.innerText(), /healthy/);
+  }
+  assert.equal(await t.page.locator('td.cell[data-health="healthy"]').count(), expected.length);
+  assert.match(await t.page.locator("#nodes").innerText(), /present/);
+  assert.match(await t.page.locator("#conditions").innerText(), /set back/);
+  const shots = process.env["MESH_VIEW_SCREENSHOTS"];
+  if (shots !== undefined) {
+    await mkdir(shots, { recursive: true });
+    await t.page.screenshot({ path: join(shots, "view-healthy.png"), fullPage: true });
+  }
+}
+
+async function changeWithoutReload(t: Steps): Promise<void> {
+  // Anything that survives is proof the page was not loaded again.
+  await t.page.evaluate(() => ((globalThis as unknown as { stayed: boolean }).stayed = true));
+  const have = await KvBucket.open(t.mesh.admin, Bucket.have);
+  const build = (await have.get(nodeModuleKey("rack-2", "counter")))?.value.build;
+  await have.put(nodeModuleKey("rack-2", "counter"), {
+    ...(build === undefined ? {} : { build }),
+    fingerprint: "f",
+    health: "failing",
+    since: new Date().toISOString(),
+    restarts: 4,
+    lastError: "exit code 1: counter could not open its state",
+  });
+  const cell = t.page.locator(
+    'td.cell[data-node="rack-2"][data-module="counter"][data-health="failing"]',
+  );
+  await cell.waitFor();
+  assert.match(await cell.innerText(), /failing/);
+  assert.match(await cell.innerText(), /could not open its state/);
+  await sayCondition(t.mesh.admin, {
+    module: "counter",
+    name: "crashed",
+    level: "error",
+    node: "rack-2",
+    message: "counter exited 4 times",
+  });
+  await t.page.locator('[data-condition="counter.crashed"]').waitFor();
+  assert.equal(
+    await t.page.evaluate(() => (globalThis as unknown as { stayed?: boolean }).stayed),
+    true,
+  );
+}
+
+async function narrowTheGrid(t: Steps): Promise<void> {
+  // Only what needs attention: the one failing cell, its row and its column.
+  await t.page.locator("#grid-problems").check();
+  await t.page.locator("td.cell").nth(1).waitFor({ state: "detached" });
+  assert.equal(await t.page.locator('td.cell[data-health="failing"]').count(), 1);
+  await t.page.locator("#grid-problems").uncheck();
+  // A module's name shows its row on every node.
+  await t.page.locator("#grid-filter").fill("hello");
+  await t.page.locator('td.cell:not([data-module="hello"])').first().waitFor({ state: "detached" });
+  assert.equal(await t.page.locator('td.cell[data-module="hello"]').count(), NODES.length);
+  await t.page.locator("#grid-filter").fill("");
+}
+
+async function answerAnAsk(t: Steps): Promise<void> {
+  const answers = await KvBucket.open(t.mesh.admin, Bucket.answers);
+  const stop = new AbortController();
+  const watch = answers.watch({ key: askKey(ASK_ID), include: "updates", signal: stop.signal });
+  await watch.next(); // the current marker: the watch is in place before the click
+  try {
+    await t.page.locator(`[data-ask-id="${ASK_ID}"] button[data-answer="yes"]`).click();
+    const written = await deadline(
+      (async () => {
+        for await (const event of watch) if (event.type === "put") return event.value;
+        return undefined;
+      })(),
+      WAIT_MS,
+      "mesh-answers to be written after the click",
+    );
+    assert.equal(written?.answer, "yes");
+    assert.equal(written?.by, "ada");
+  } finally {
+    stop.abort();
+  }
+  // Answered, the ask stays (until the assigner withdraws it) with its answer, changeable.
+  await t.page.locator(`[data-ask-id="${ASK_ID}"][data-answered="yes"]`).waitFor();
+  assert.equal(await t.page.locator(`[data-ask-id="${ASK_ID}"] button`).count(), 1);
+  const asks = await KvBucket.open(t.mesh.admin, Bucket.asks);
+  await asks.delete(askKey(ASK_ID));
+  await t.page.locator(`[data-ask-id="${ASK_ID}"]`).waitFor({ state: "detached" });
+}
+
+async function callATool(t: Steps): Promise<void> {
+  const subject = toolSubject("laptop", "hello", "greet");
+  await t.page.locator(`button[data-tool="${subject}"]`).click();
+  const form = t.page.locator(`form#tool-call[data-subject="${subject}"]`);
+  await form.getByLabel("name").fill("Ada");
+  await form.getByLabel("times").fill("2");
+  await form.getByLabel("options.language").fill("fr");
+  await form.getByLabel("loud").check();
+  await form.getByLabel("tone").selectOption({ label: "dry" });
+  // An array is not modelled by the form: it gets a JSON field of its own.
+  await form.getByLabel("tags").fill('["a", "b"]');
+  await form.locator("button[type=submit]").click();
+  const result = form.locator(".result-ok pre");
+  await result.waitFor();
+  assert.deepEqual(JSON.parse(await result.innerText()), {
+    greeting: "Bonjour, Ada",
+    times: 2,
+    loud: true,
+    tone: "dry",
+    tags: ["a", "b"],
+  });
+}
+
+async function openBuildLog(t: Steps): Promise<void> {
+  await t.page.locator('tr[data-build="board.2-failed"] button').click();
+  const log = t.page.locator("#build-log");
+  await log.waitFor();
+  assert.match(await log.innerText(), /Could not resolve/);
+}

@@ -69,8 +69,19 @@ function objectForm(schema: Schema, idPrefix: string, path: string): SchemaForm 
   };
 }
 
+/** What every kind of field is built from. */
+interface Field {
+  readonly schema: Schema;
+  readonly id: string;
+  readonly label: string;
+  readonly required: boolean;
+  /** The field's name, marked when required. */
+  readonly title: HTMLElement;
+  /** The schema's description, when it has one. */
+  readonly help: HTMLElement | null;
+}
+
 function field(schema: Schema, id: string, label: string, required: boolean): SchemaForm {
-  const type = typeOf(schema);
   const title = h(
     "span",
     { class: "field-name" },
@@ -81,82 +92,17 @@ function field(schema: Schema, id: string, label: string, required: boolean): Sc
     schema.description === undefined
       ? null
       : h("span", { class: "field-help" }, schema.description);
-
-  if (schema.enum !== undefined) {
-    const values = schema.enum;
-    const select = h("select", { id, name: label });
-    if (!required) select.appendChild(h("option", { value: "" }, "—"));
-    values.forEach((value, index) =>
-      select.appendChild(
-        h(
-          "option",
-          { value: String(index) },
-          typeof value === "string" ? value : JSON.stringify(value),
-        ),
-      ),
-    );
-    if (schema.default !== undefined) {
-      const index = values.findIndex((v) => JSON.stringify(v) === JSON.stringify(schema.default));
-      if (index >= 0) select.value = String(index);
-    }
-    return {
-      element: h("label", { class: "field", for: id }, title, select, help),
-      read: () => (select.value === "" ? undefined : values[Number(select.value)]),
-    };
-  }
+  const parts: Field = { schema, id, label, required, title, help };
+  if (schema.enum !== undefined) return enumField(parts, schema.enum);
+  const type = typeOf(schema);
   switch (type) {
-    case "string": {
-      const input = h("input", {
-        id,
-        name: label,
-        type: "text",
-        value: typeof schema.default === "string" ? schema.default : undefined,
-        required,
-      });
-      return {
-        element: h("label", { class: "field", for: id }, title, input, help),
-        read: () => (input.value === "" && !required ? undefined : input.value),
-      };
-    }
+    case "string":
+      return stringField(parts);
     case "number":
-    case "integer": {
-      const input = h("input", {
-        id,
-        name: label,
-        type: "number",
-        step: type === "integer" ? 1 : "any",
-        value: typeof schema.default === "number" ? schema.default : undefined,
-        required,
-      });
-      return {
-        element: h("label", { class: "field", for: id }, title, input, help),
-        read: () => {
-          if (input.value === "") {
-            if (required) throw new Error(`${label} is required`);
-            return undefined;
-          }
-          const value = Number(input.value);
-          if (!Number.isFinite(value) || (type === "integer" && !Number.isInteger(value))) {
-            throw new Error(
-              `${label} must be ${type === "integer" ? "a whole number" : "a number"}`,
-            );
-          }
-          return value;
-        },
-      };
-    }
-    case "boolean": {
-      const input = h("input", {
-        id,
-        name: label,
-        type: "checkbox",
-        checked: schema.default === true,
-      });
-      return {
-        element: h("label", { class: "field field-check", for: id }, input, title, help),
-        read: () => input.checked,
-      };
-    }
+    case "integer":
+      return numberField(parts, type);
+    case "boolean":
+      return booleanField(parts);
     case "object": {
       const inner = objectForm(schema, id, label);
       return {
@@ -173,6 +119,81 @@ function field(schema: Schema, id: string, label: string, required: boolean): Sc
     default:
       return jsonField(id, label, schema, required);
   }
+}
+
+function enumField(
+  { schema, id, label, required, title, help }: Field,
+  values: readonly unknown[],
+): SchemaForm {
+  const select = h("select", { id, name: label });
+  if (!required) select.appendChild(h("option", { value: "" }, "—"));
+  values.forEach((value, index) =>
+    select.appendChild(
+      h(
+        "option",
+        { value: String(index) },
+        typeof value === "string" ? value : JSON.stringify(value),
+      ),
+    ),
+  );
+  if (schema.default !== undefined) {
+    const index = values.findIndex((v) => JSON.stringify(v) === JSON.stringify(schema.default));
+    if (index >= 0) select.value = String(index);
+  }
+  return {
+    element: h("label", { class: "field", for: id }, title, select, help),
+    read: () => (select.value === "" ? undefined : values[Number(select.value)]),
+  };
+}
+
+function stringField({ schema, id, label, required, title, help }: Field): SchemaForm {
+  const input = h("input", {
+    id,
+    name: label,
+    type: "text",
+    value: typeof schema.default === "string" ? schema.default : undefined,
+    required,
+  });
+  return {
+    element: h("label", { class: "field", for: id }, title, input, help),
+    read: () => (input.value === "" && !required ? undefined : input.value),
+  };
+}
+
+function numberField(
+  { schema, id, label, required, title, help }: Field,
+  type: "number" | "integer",
+): SchemaForm {
+  const input = h("input", {
+    id,
+    name: label,
+    type: "number",
+    step: type === "integer" ? 1 : "any",
+    value: typeof schema.default === "number" ? schema.default : undefined,
+    required,
+  });
+  return {
+    element: h("label", { class: "field", for: id }, title, input, help),
+    read: () => {
+      if (input.value === "") {
+        if (required) throw new Error(`${label} is required`);
+        return undefined;
+      }
+      const value = Number(input.value);
+      if (!Number.isFinite(value) || (type === "integer" && !Number.isInteger(value))) {
+        throw new Error(`${label} must be ${type === "integer" ? "a whole number" : "a number"}`);
+      }
+      return value;
+    },
+  };
+}
+
+function booleanField({ schema, id, label, title, help }: Field): SchemaForm {
+  const input = h("input", { id, name: label, type: "checkbox", checked: schema.default === true });
+  return {
+    element: h("label", { class: "field field-check", for: id }, input, title, help),
+    read: () => input.checked,
+  };
 }
 
 /** A JSON text area: the fallback for what the form does not model. */
