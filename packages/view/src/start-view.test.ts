@@ -1,24 +1,20 @@
 /**
  * The view's server against a real bus, with the operator's real grant: the state it serves, the
- * changes it pushes, the answers and calls it makes, and the doors it keeps shut.
+ * changes it pushes, the answers and calls it makes. Its doors are in view-doors.test.ts.
  */
 import assert from "node:assert/strict";
-import { request as httpRequest } from "node:http";
-import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import {
   Bucket,
   ErrorCode,
   MeshError,
   askKey,
-  isMeshError,
   kvStreamName,
   nodeModuleKey,
   toolSubject,
   type Have,
 } from "@mesh/protocol";
 import { KvBucket, request, sayCondition, serve, type Served } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
 import {
   CSRF_HEADER,
   CSRF_VALUE,
@@ -27,6 +23,7 @@ import {
   type Change,
   type Snapshot,
 } from "./browser/wire.js";
+import { codeOf, next, postJson, raw, sse } from "./http-test-support.js";
 import { startView, type View } from "./start-view.js";
 import {
   ASK_ID,
@@ -36,137 +33,43 @@ import {
   type TestMesh,
 } from "./test-support.js";
 
-const WAIT_MS = 5_000;
-const TOKEN = "a-token-of-enough-length-0123456789";
+let mesh: TestMesh;
+let view: View;
+let greet: Served;
 
-/** Reads server-sent events off a response body as `{event, data}`. */
-async function* sse(
-  url: string,
-  signal: AbortSignal,
-): AsyncGenerator<{ event: string; data: unknown }> {
-  const response = await fetch(url, { signal, headers: { accept: "text/event-stream" } });
-  assert.equal(response.status, 200);
-  assert.match(response.headers.get("content-type") ?? "", /text\/event-stream/);
-  const reader = (response.body as ReadableStream<Uint8Array>)
-    .pipeThrough(new TextDecoderStream())
-    .getReader();
-  let buffer = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let event = "message";
-        let data = "";
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event: ")) event = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        if (data !== "") yield { event, data: JSON.parse(data) as unknown };
-      }
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-/** The next event the stream hands that `match` accepts. */
-async function next<T>(
-  events: AsyncGenerator<{ event: string; data: unknown }>,
-  match: (event: { event: string; data: unknown }) => T | undefined,
-  what: string,
-): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const result = await events.next();
-        if (result.done === true) throw new Error(`the event stream ended before ${what}`);
-        const found = match(result.value);
-        if (found !== undefined) return found;
-      }
-    })(),
-    WAIT_MS,
-    what,
-  );
-}
-
-/** A plain HTTP request, where the test chooses every header (Host included). */
-function raw(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      { method: options.method ?? "GET", headers: options.headers },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-const postJson = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  raw(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", [CSRF_HEADER]: CSRF_VALUE, ...headers },
-    body: JSON.stringify(body),
-  });
-
-const codeOf = (body: string): string | undefined =>
-  (JSON.parse(body) as { error?: { code?: string } }).error?.code;
-
-describe("the view's server", () => {
-  let mesh: TestMesh;
-  let view: View;
-  let greet: Served;
-
-  before(async () => {
-    mesh = await startTestMesh();
-    await seedMesh(mesh.admin);
-    greet = await serve(mesh.admin, {
-      name: "hello",
-      version: "1.0.0",
-      endpoints: [
-        {
-          name: "greet",
-          subject: toolSubject("laptop", "hello", "greet"),
-          metadata: {
-            description: "Greets",
-            input: JSON.stringify({ type: "object", properties: { name: { type: "string" } } }),
-          },
-          handler: (request) => {
-            const { name } = request.json() as { name?: unknown };
-            if (typeof name !== "string") {
-              return Promise.reject(
-                new MeshError(ErrorCode.INVALID_INPUT, "name must be a string"),
-              );
-            }
-            return Promise.resolve({ greeting: `Hello, ${name}` });
-          },
+before(async () => {
+  mesh = await startTestMesh();
+  await seedMesh(mesh.admin);
+  greet = await serve(mesh.admin, {
+    name: "hello",
+    version: "1.0.0",
+    endpoints: [
+      {
+        name: "greet",
+        subject: toolSubject("laptop", "hello", "greet"),
+        metadata: {
+          description: "Greets",
+          input: JSON.stringify({ type: "object", properties: { name: { type: "string" } } }),
         },
-      ],
-    });
-    view = await startView({ bus: mesh.operator, actor: "ada" });
+        handler: (request) => {
+          const { name } = request.json() as { name?: unknown };
+          if (typeof name !== "string") {
+            return Promise.reject(new MeshError(ErrorCode.INVALID_INPUT, "name must be a string"));
+          }
+          return Promise.resolve({ greeting: `Hello, ${name}` });
+        },
+      },
+    ],
   });
-  after(async () => {
-    await view?.close();
-    await greet?.stop();
-    await mesh?.stop();
-  });
+  view = await startView({ bus: mesh.operator, actor: "ada" });
+});
+after(async () => {
+  await view?.close();
+  await greet?.stop();
+  await mesh?.stop();
+});
 
+describe("the view's server: what it serves", () => {
   it("serves the whole state once every source has handed what stands, builds without their logs", async () => {
     const response = await fetch(`${view.url}api/state`);
     assert.equal(response.status, 200);
@@ -205,6 +108,27 @@ describe("the view's server", () => {
     assert.equal((await fetch(`${view.url}static/browser/main.d.ts`)).status, 404);
   });
 
+  it("serves each route with its own method only: another method is refused, another path is NOT_FOUND", async () => {
+    const wrongMethod = await postJson(`${view.url}api/state`, {});
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(codeOf(wrongMethod.body), ErrorCode.REFUSED);
+    const put = await raw(`${view.url}api/answer`, { method: "PUT" });
+    assert.equal(put.status, 405);
+    const unknownPost = await postJson(`${view.url}api/nothing`, {});
+    assert.equal(unknownPost.status, 404);
+    assert.equal(codeOf(unknownPost.body), ErrorCode.NOT_FOUND);
+    const unknownGet = await raw(`${view.url}api/nothing`);
+    assert.equal(unknownGet.status, 404);
+    // HEAD is GET without a body.
+    const head = await raw(`${view.url}api/build-log?key=board.2-failed`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.body, "");
+    // The page's scripts are served from its sections folder too.
+    assert.equal((await raw(`${view.url}static/browser/sections/grid.js`)).status, 200);
+  });
+});
+
+describe("the view's server: its event stream", () => {
   it("pushes the first state, then a have going failing and a new condition, to an open stream", async () => {
     const stop = new AbortController();
     const events = sse(`${view.url}api/events`, stop.signal);
@@ -267,7 +191,9 @@ describe("the view's server", () => {
       stop.abort();
     }
   });
+});
 
+describe("the view's server: one watch for every page", () => {
   it("watches each bucket once, however many pages are open", async () => {
     const stop = new AbortController();
     try {
@@ -292,7 +218,9 @@ describe("the view's server", () => {
       stop.abort();
     }
   });
+});
 
+describe("the view's server: answers and the doors of a POST", () => {
   it("answers an ask: POST /api/answer writes mesh-answers.<id> as the view's actor", async () => {
     const response = await postJson(`${view.url}api/answer`, { id: ASK_ID, answer: "yes" });
     assert.equal(response.status, 200, response.body);
@@ -357,7 +285,9 @@ describe("the view's server", () => {
     });
     assert.equal(localhost.status, 200);
   });
+});
 
+describe("the view's server: tools", () => {
   it("calls a tool and hands back its result, or its coded refusal", async () => {
     const subject = toolSubject("laptop", "hello", "greet");
     const ok = await postJson(`${view.url}api/call`, { subject, input: { name: "Ada" } });
@@ -388,135 +318,5 @@ describe("the view's server", () => {
       [toolSubject("laptop", "hello", "greet")],
     );
     assert.deepEqual(tools[0]?.input, { type: "object", properties: { name: { type: "string" } } });
-  });
-});
-
-describe("the view's doors", () => {
-  let mesh: TestMesh;
-
-  before(async () => {
-    mesh = await startTestMesh();
-  });
-  after(async () => {
-    await mesh?.stop();
-  });
-
-  it("refuses to listen beyond loopback without both expose and a token", async () => {
-    for (const options of [
-      { host: "0.0.0.0" },
-      { host: "0.0.0.0", expose: true },
-      { host: "0.0.0.0", token: TOKEN },
-      { host: "0.0.0.0", expose: true, token: "short" },
-    ]) {
-      await assert.rejects(
-        startView({ bus: mesh.operator, ...options }),
-        (error) => isMeshError(error, ErrorCode.VIEW_UNPROTECTED),
-        JSON.stringify(options),
-      );
-    }
-  });
-
-  it("with expose and a token, refuses every request without the token", async () => {
-    await using view = await startView({
-      bus: mesh.operator,
-      host: "0.0.0.0",
-      expose: true,
-      token: TOKEN,
-    });
-    // Reached by any name the network gives the machine: the token is the door, not the name.
-    const base = `http://127.0.0.1:${view.port}/`;
-    const host = { host: `mesh-1.example:${view.port}` };
-    const without = await raw(`${base}api/state`, { headers: host });
-    assert.equal(without.status, 401);
-    assert.equal(codeOf(without.body), ErrorCode.PERMISSION_DENIED);
-    const wrong = await raw(`${base}api/state`, {
-      headers: { ...host, "x-mesh-view-token": `${TOKEN}x` },
-    });
-    assert.equal(wrong.status, 401);
-    const withHeader = await raw(`${base}api/state`, {
-      headers: { ...host, "x-mesh-view-token": TOKEN },
-    });
-    assert.equal(withHeader.status, 200);
-  });
-
-  it("takes the token once from the URL, moves it into a cookie, and accepts the cookie after", async () => {
-    await using view = await startView({ bus: mesh.operator, token: TOKEN });
-    assert.match(view.url, /\?token=/);
-    assert.equal((await raw(view.url.replace(/\?.*$/, ""))).status, 401);
-    const first = await raw(view.url);
-    assert.equal(first.status, 303);
-    assert.equal(first.headers["location"], "/");
-    const cookie = String(first.headers["set-cookie"]).split(";")[0] ?? "";
-    assert.match(String(first.headers["set-cookie"]), /HttpOnly/);
-    assert.match(String(first.headers["set-cookie"]), /SameSite=Strict/);
-    const page = await raw(view.url.replace(/\?.*$/, ""), { headers: { cookie } });
-    assert.equal(page.status, 200);
-    // The token does not replace the anti-CSRF proof: a POST still needs the header.
-    const post = await raw(`${view.url.replace(/\?.*$/, "")}api/answer`, {
-      method: "POST",
-      headers: { cookie, "content-type": "application/json" },
-      body: JSON.stringify({ id: ASK_ID, answer: "yes" }),
-    });
-    assert.equal(post.status, 403);
-  });
-
-  it("says LISTEN_FAILED when its port is taken", async () => {
-    const taken = createServer();
-    await new Promise<void>((resolve) => taken.listen({ host: "127.0.0.1", port: 0 }, resolve));
-    const address = taken.address();
-    const port = typeof address === "object" && address !== null ? address.port : 0;
-    try {
-      await assert.rejects(startView({ bus: mesh.operator, port }), (error) =>
-        isMeshError(error, ErrorCode.LISTEN_FAILED),
-      );
-    } finally {
-      await new Promise<void>((resolve) => taken.close(() => resolve()));
-    }
-  });
-
-  it("ends every open event stream when it closes, and closing twice is harmless", async () => {
-    const view = await startView({ bus: mesh.operator });
-    const stop = new AbortController();
-    const events = sse(`${view.url}api/events`, stop.signal);
-    await next(
-      events,
-      (e) => (e.event === ViewEvent.snapshot ? true : undefined),
-      "the first state",
-    );
-    const ended = events.next();
-    await view.close();
-    await view.close();
-    const result = await deadline(ended, WAIT_MS, "the stream to end");
-    assert.equal(result.done, true);
-    stop.abort();
-  });
-});
-
-describe("the view when the bus goes away", () => {
-  it("tells open pages the bus is disconnected, and still closes", async () => {
-    const mesh = await startTestMesh();
-    const view = await startView({ bus: mesh.operator });
-    const stop = new AbortController();
-    try {
-      const events = sse(`${view.url}api/events`, stop.signal);
-      const first = await next(
-        events,
-        (e) => (e.event === ViewEvent.snapshot ? (e.data as Snapshot) : undefined),
-        "the first state",
-      );
-      assert.equal(first.bus, "connected");
-      await mesh.server.stop();
-      const bus = await next(
-        events,
-        (e) => (e.event === ViewEvent.bus ? (e.data as { bus: string }).bus : undefined),
-        "the bus event",
-      );
-      assert.equal(bus, "disconnected");
-      await deadline(view.close(), WAIT_MS, "the view to close without its bus");
-    } finally {
-      stop.abort();
-      await view.close();
-      await mesh.stop();
-    }
   });
 });

@@ -1,0 +1,210 @@
+/**
+ * Every route the view serves, as one table: method, path, the door a request must pass, and
+ * the handler. Paths are exact (the page's files included), so nothing outside them is served.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  Answer,
+  ErrorCode,
+  MeshError,
+  askKey,
+  isName,
+  parseToolSubject,
+  type Answer as AnswerValue,
+} from "@mesh/protocol";
+import { discoverTools, request, type KvBucket, type MeshBus } from "@mesh/bus";
+import {
+  Source,
+  ViewEvent,
+  type AnswerRequest,
+  type CallRequest,
+  type CallResult,
+  type ToolEntry,
+} from "./browser/wire.js";
+import type { MeshState } from "./mesh-state.js";
+import {
+  SECURITY_HEADERS,
+  readBody,
+  refuse,
+  sendEvent,
+  sendFile,
+  sendJson,
+  sendText,
+  type PageFile,
+} from "./respond.js";
+
+/**
+ * What a request must show besides the token (or, without a token, the view's own host name),
+ * which every request needs:
+ * - `page`: nothing more; a token given in the URL is moved into a cookie first.
+ * - `read`: nothing more.
+ * - `act`: the view's own header, an Origin equal to its Host, a JSON body (no cross-site POST).
+ */
+export type Door = "page" | "read" | "act";
+
+export interface Route {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly auth: Door;
+  readonly handler: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
+}
+
+/** What the handlers work with. */
+export interface RouteContext {
+  readonly bus: MeshBus;
+  readonly state: MeshState;
+  readonly files: ReadonlyMap<string, PageFile>;
+  readonly answers: KvBucket<AnswerValue>;
+  /** Who answers asks, as written in `mesh-answers`. */
+  readonly actor: string;
+  readonly callTimeoutMs: number;
+  /** Every open event stream, so closing the view can end them. */
+  readonly streams: Set<ServerResponse>;
+  readonly signal: AbortSignal;
+  readonly onProblem?: (what: string, error: unknown) => void;
+}
+
+export function viewRoutes(context: RouteContext): readonly Route[] {
+  const c = context;
+  return [
+    { method: "GET", path: "/", auth: "page", handler: (_q, s) => index(c, s) },
+    { method: "GET", path: "/api/state", auth: "read", handler: (_q, s) => state(c, s) },
+    { method: "GET", path: "/api/events", auth: "read", handler: (q, s) => events(c, q, s) },
+    { method: "GET", path: "/api/build-log", auth: "read", handler: (_q, s, u) => log(c, s, u) },
+    { method: "GET", path: "/api/tools", auth: "read", handler: (_q, s) => tools(c, s) },
+    { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
+    { method: "POST", path: "/api/call", auth: "act", handler: (q, s) => call(c, q, s) },
+    ...[...c.files].map(([path, file]): Route => ({
+      method: "GET",
+      path,
+      auth: "read",
+      handler: (_q, s) => sendFile(s, file),
+    })),
+  ];
+}
+
+const index = (c: RouteContext, res: ServerResponse): void =>
+  sendFile(res, c.files.get("/index.html"));
+
+/** `GET /api/state`: the whole state (JSON), once every source has handed what stands. */
+async function state(c: RouteContext, res: ServerResponse): Promise<void> {
+  await c.state.ready;
+  sendJson(res, 200, c.state.snapshot());
+}
+
+/** `GET /api/build-log?key=<module>.<build>`: a build's log (text). */
+function log(c: RouteContext, res: ServerResponse, url: URL): void {
+  const key = url.searchParams.get("key") ?? "";
+  const text = c.state.buildLog(key);
+  if (text === undefined) refuse(res, 404, ErrorCode.NOT_FOUND, `no build ${JSON.stringify(key)}`);
+  else sendText(res, text);
+}
+
+/** `GET /api/tools`: the tools discovery finds. */
+async function tools(c: RouteContext, res: ServerResponse): Promise<void> {
+  const found = await discoverTools(c.bus, { signal: c.signal });
+  sendJson(
+    res,
+    200,
+    found.map(({ service: _service, ...tool }): ToolEntry => tool),
+  );
+}
+
+/** `GET /api/events`: SSE — `snapshot` first, then `change`, `problem` and `bus` events. */
+async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    connection: "keep-alive",
+  });
+  // Changes that arrive before the first state is sent are already in it.
+  res.write(": the mesh's view\n\n");
+  await c.state.ready;
+  if (res.destroyed) return;
+  sendEvent(res, ViewEvent.snapshot, c.state.snapshot());
+  const unlisten = c.state.listen((event) => {
+    switch (event.type) {
+      case "change":
+        return sendEvent(res, ViewEvent.change, event.change);
+      case "problem":
+        return sendEvent(res, ViewEvent.problem, event.problem);
+      case "bus":
+        return sendEvent(res, ViewEvent.bus, { bus: event.bus });
+    }
+  });
+  c.streams.add(res);
+  // A comment now and then keeps proxies and idle timers from closing a quiet stream.
+  const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 25_000);
+  const end = (): void => {
+    clearInterval(keepAlive);
+    unlisten();
+    c.streams.delete(res);
+  };
+  req.on("close", end);
+  res.on("close", end);
+}
+
+/** `POST /api/answer` `{id, answer}`: writes `mesh-answers.<id>` as the view's actor. */
+async function answer(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = (await readBody(req)) as Partial<AnswerRequest> | undefined;
+  const id = body?.id;
+  if (
+    typeof id !== "string" ||
+    !isName("ask", id) ||
+    (body?.answer !== "yes" && body?.answer !== "no")
+  ) {
+    return refuse(
+      res,
+      400,
+      ErrorCode.INVALID_INPUT,
+      'send {"id": "<ask id>", "answer": "yes" | "no"}',
+    );
+  }
+  if (c.state.get(Source.asks, id) === undefined) {
+    return refuse(
+      res,
+      404,
+      ErrorCode.NOT_FOUND,
+      `there is no open ask ${JSON.stringify(id)}; it may have been withdrawn`,
+    );
+  }
+  const value = Answer.parse({ answer: body.answer, by: c.actor, at: new Date().toISOString() });
+  await c.answers.put(askKey(id), value, { signal: c.signal });
+  sendJson(res, 200, { ok: true, result: value, ms: 0 } satisfies CallResult);
+}
+
+/** `POST /api/call` `{subject, input}`: calls a tool; the result or the coded error. */
+async function call(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = (await readBody(req)) as Partial<CallRequest> | undefined;
+  const subject = body?.subject;
+  try {
+    if (typeof subject !== "string") throw new Error("no subject");
+    parseToolSubject(subject);
+  } catch {
+    return refuse(
+      res,
+      400,
+      ErrorCode.INVALID_INPUT,
+      'send {"subject": "mesh.tools.<node>.<module>.<tool>", "input": …}',
+    );
+  }
+  const started = performance.now();
+  let result: CallResult;
+  try {
+    const output = await request(c.bus, subject, body?.input ?? {}, {
+      timeoutMs: c.callTimeoutMs,
+      signal: c.signal,
+    });
+    result = { ok: true, result: output, ms: Math.round(performance.now() - started) };
+  } catch (error) {
+    const meshError =
+      error instanceof MeshError
+        ? error
+        : new MeshError(ErrorCode.INTERNAL, (error as Error).message);
+    if (meshError.code === ErrorCode.INTERNAL) c.onProblem?.(`calling ${subject}`, error);
+    result = { ok: false, error: { code: meshError.code, message: meshError.message } };
+  }
+  // A call that was made and answered with a refusal is the page's result, not an HTTP error.
+  sendJson(res, 200, result);
+}
