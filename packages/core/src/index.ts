@@ -6,3 +6,4 @@ export * from "./composition.js";
 export * from "./fingerprint.js";
 export * from "./permissions.js";
 export * from "./assigner/index.js";
+export * from "./fleet/index.js";

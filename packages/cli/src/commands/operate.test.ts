@@ -259,6 +259,35 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
     assert.doesNotMatch(run.stdout, /w-answered/);
   });
 
+  test("status says of every assigned module whether it runs, and if not, why and the command that fixes it", async () => {
+    const assignments = await KvBucket.open(admin, Bucket.assignments);
+    await assignments.put("all.hello", { by: "ada", at: iso(1_000) });
+    try {
+      const report = json<{
+        modules: Array<{ node: string; state: string; reason: string; fix?: string }>;
+        attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
+      }>(await runMesh(["status", "--json", "--credential", cred]));
+      assert.deepEqual(
+        report.modules.map((c) => [c.node, c.state]),
+        [
+          ["n1", "healthy"],
+          ["n2", "not-running"],
+        ],
+      );
+      assert.deepEqual(
+        report.attention.map((c) => `${c.node}/${c.module}`),
+        ["n2/hello"],
+      );
+      assert.match(report.attention[0]?.reason ?? "", /n2 is gone/);
+      assert.match(report.attention[0]?.fix ?? "", /mesh host --node n2/);
+      const plain = await runMesh(["status", "--credential", cred]);
+      assert.match(plain.stdout, /NEEDS ATTENTION\n\s+n2\/hello: not running because n2 is gone/);
+      assert.match(plain.stdout, /fix: start its host/);
+    } finally {
+      await assignments.delete("all.hello");
+    }
+  });
+
   test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
     const bare = json<{ value: unknown; asString: boolean; key: string }>(
       await runMesh([

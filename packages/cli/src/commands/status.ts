@@ -2,13 +2,15 @@
  * `mesh status`: the mesh at a glance, the same facts the view shows — nodes (present or gone,
  * since when), modules × nodes with want, have and health, differences with their reasons, open
  * asks, and the latest conditions. One read of each bucket and of the conditions stream; it does
- * not follow changes (the view does).
+ * not follow changes (the view does). Present or gone, and each assigned cell's state, reason and
+ * fix, come from core's read model of the fleet (`readFleet`), which the view uses too.
  */
 import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
-import { DEFAULT_HEARTBEAT_MS } from "@mesh/host";
+import { readFleet, type CellReason, type CellState, type FleetState } from "@mesh/core";
 import {
   Bucket,
   Condition,
+  PRESENCE_GONE_MS,
   Stream,
   Subject,
   parseNodeModuleKey,
@@ -22,8 +24,8 @@ import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { readAll, type VerbOptions } from "./delivery.js";
 
-/** A heartbeat older than this counts as gone: three missed beats, not one late one. */
-export const PRESENCE_GONE_MS = 3 * DEFAULT_HEARTBEAT_MS;
+/** A heartbeat older than this counts as gone (protocol's one threshold, also the view's). */
+export { PRESENCE_GONE_MS };
 /** How many conditions status shows (`mesh conditions` shows them all). */
 const RECENT_CONDITIONS = 10;
 
@@ -48,6 +50,11 @@ export interface StatusCell {
   /** The have's health, or `absent` when nothing runs there yet. */
   readonly health: Have["health"] | "absent";
   readonly differs: boolean;
+  /** The read model's state; `leaving` for a cell nothing assigns any more. */
+  readonly state: CellState | "leaving";
+  readonly reason: string;
+  /** The command that fixes it, for every state but healthy. */
+  readonly fix?: string;
 }
 
 export interface StatusReport {
@@ -57,6 +64,8 @@ export interface StatusReport {
   readonly differences: Array<{ node: string; module: string } & Difference>;
   readonly asks: Ask[];
   readonly conditions: Array<Condition & { subject: string }>;
+  /** Every assigned cell that is not running, with its reason and fix. */
+  readonly attention: CellReason[];
 }
 
 /** Reads everything status shows. `now` decides who is gone. */
@@ -64,20 +73,14 @@ export async function readStatus(
   bus: MeshBus,
   options: { readonly now: Date; readonly signal?: AbortSignal },
 ): Promise<StatusReport> {
-  const [presence, wants, haves, differences, asks, answers, conditions] = await Promise.all([
-    KvBucket.open(bus, Bucket.presence).then((b) => readAll(b)),
-    KvBucket.open(bus, Bucket.wants).then((b) => readAll(b)),
-    KvBucket.open(bus, Bucket.have).then((b) => readAll(b)),
-    KvBucket.open(bus, Bucket.differences).then((b) => readAll(b)),
-    KvBucket.open(bus, Bucket.asks).then((b) => readAll(b)),
-    KvBucket.open(bus, Bucket.answers).then((b) => readAll(b)),
-    readConditions(bus, options.signal === undefined ? {} : { signal: options.signal }),
-  ]);
-  const now = options.now.getTime();
+  const { state, conditions } = await readFleetState(bus, options);
+  const { presence, have: haves, wants, differences, asks, answers } = state;
+  const fleet = readFleet(state);
+  const reasons = new Map(fleet.cells.map((c) => [`${c.node}.${c.module}`, c]));
 
-  const nodeNames = new Set(presence.keys());
+  const nodeNames = new Set(fleet.nodes.map((n) => n.node));
   const cells = new Map<string, { node: string; module: string }>();
-  for (const key of [...wants.keys(), ...haves.keys()]) {
+  for (const key of [...reasons.keys(), ...wants.keys(), ...haves.keys()]) {
     const parsed = safeNodeModule(key);
     if (parsed === undefined) continue;
     nodeNames.add(parsed.node);
@@ -86,8 +89,7 @@ export async function readStatus(
   const nodes = [...nodeNames].sort().map((node): StatusNode => {
     const p = presence.get(node);
     if (p === undefined) return { node, present: false, heartbeat: null, since: null, facts: null };
-    const beat = Date.parse(p.heartbeat);
-    const present = now - beat < PRESENCE_GONE_MS;
+    const present = fleet.nodes.find((n) => n.node === node)?.state === "present";
     return {
       node,
       present,
@@ -118,6 +120,7 @@ export async function readStatus(
               },
         health: h?.health ?? "absent",
         differs: differences.has(key),
+        ...cellState(reasons.get(key)),
       };
     });
 
@@ -133,7 +136,55 @@ export async function readStatus(
       }),
     asks: [...asks.values()].filter((a) => !answers.has(a.id)).sort((a, b) => cmp(a.at, b.at)),
     conditions: conditions.slice(0, RECENT_CONDITIONS),
+    attention: [...fleet.attention.cells],
   };
+}
+
+/** Every bucket the read model reads, and the conditions, as they stand. */
+async function readFleetState(
+  bus: MeshBus,
+  options: { readonly now: Date; readonly signal?: AbortSignal },
+): Promise<{ state: FleetState; conditions: Array<Condition & { subject: string }> }> {
+  const read = <B extends Bucket>(bucket: B) => KvBucket.open(bus, bucket).then((b) => readAll(b));
+  const [presence, wants, have, differences, asks, answers] = await Promise.all([
+    read(Bucket.presence),
+    read(Bucket.wants),
+    read(Bucket.have),
+    read(Bucket.differences),
+    read(Bucket.asks),
+    read(Bucket.answers),
+  ]);
+  const [assignments, registrations, builds, compositions, conditions] = await Promise.all([
+    read(Bucket.assignments),
+    read(Bucket.modules),
+    read(Bucket.builds),
+    read(Bucket.compositions),
+    readConditions(bus, options.signal === undefined ? {} : { signal: options.signal }),
+  ]);
+  const now = options.now.getTime();
+  const state: FleetState = {
+    now,
+    presence,
+    assignments,
+    registrations,
+    builds,
+    wants,
+    have,
+    differences,
+    compositions,
+    asks,
+    answers,
+    conditions,
+  };
+  return { state, conditions };
+}
+
+/** A cell's state from the read model; a cell it does not list is assigned nowhere any more. */
+function cellState(c: CellReason | undefined): Pick<StatusCell, "state" | "reason" | "fix"> {
+  if (c === undefined) {
+    return { state: "leaving", reason: "not assigned here any more: the mesh takes it away" };
+  }
+  return { state: c.state, reason: c.reason, ...(c.fix === undefined ? {} : { fix: c.fix }) };
 }
 
 /** Every condition the stream keeps (the last per module and name), newest first. */
@@ -200,7 +251,7 @@ function printStatus(report: StatusReport): void {
   else
     lines.push(
       ...table(
-        ["module", "node", "want", "rule", "have", "health", "restarts", ""],
+        ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
         report.modules.map((c) => [
           c.module,
           c.node,
@@ -209,10 +260,18 @@ function printStatus(report: StatusReport): void {
           c.have?.build ?? "-",
           c.health,
           c.have === null ? "-" : String(c.have.restarts),
-          c.differs ? "differs" : "",
+          `${c.state}${c.differs ? ", differs" : ""}`,
         ]),
       ),
     );
+
+  lines.push("", "NEEDS ATTENTION");
+  if (report.attention.length === 0)
+    lines.push("  nothing: every assigned module runs healthy or is starting");
+  for (const c of report.attention) {
+    lines.push(`  ${c.node}/${c.module}: not running because ${c.reason}`);
+    if (c.fix !== undefined) lines.push(`      fix: ${c.fix}`);
+  }
 
   lines.push("", "DIFFERENCES");
   if (report.differences.length === 0) lines.push("  none: every node has what it should");

@@ -1,0 +1,284 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { PRESENCE_GONE_MS, type Build, type Have, type Health } from "@mesh/protocol";
+import { assignedCells, readFleet } from "./read-model.js";
+import { cellReason } from "./reason.js";
+import { emptyFleetState, nodeState, type FleetState } from "./state.js";
+
+const NODES = ["n1", "n2", "n3"];
+const MODULES = ["alpha", "beta"];
+const BUILDS = ["1-aaaaaaaa", "2-bbbbbbbb"];
+const NOW = Date.parse("2026-01-01T01:00:00.000Z");
+const at = (ms: number) => new Date(ms).toISOString();
+
+const cell = fc.record({
+  node: fc.constantFrom(...NODES),
+  module: fc.constantFrom(...MODULES),
+  build: fc.constantFrom(...BUILDS),
+});
+
+/** A fleet drawn at random, each bucket independently: the read model must hold for any of them. */
+const fleet = fc.record({
+  presence: fc.array(
+    fc.record({
+      node: fc.constantFrom(...NODES),
+      age: fc.integer({ min: 0, max: 3 * PRESENCE_GONE_MS }),
+    }),
+  ),
+  assignments: fc.subarray([...NODES, "all", "n9"].flatMap((t) => MODULES.map((m) => `${t}.${m}`))),
+  registered: fc.subarray(MODULES),
+  builds: fc.array(
+    fc.record({
+      module: fc.constantFrom(...MODULES),
+      build: fc.constantFrom(...BUILDS),
+      status: fc.constantFrom<Build["status"]>("built", "building", "failed"),
+    }),
+  ),
+  wants: fc.array(cell),
+  have: fc.array(
+    fc.record({
+      c: cell,
+      health: fc.constantFrom<Health>("starting", "healthy", "failing", "stopped"),
+      error: fc.option(fc.constant("exited with 1"), { nil: undefined }),
+    }),
+  ),
+  differences: fc.array(cell),
+  refused: fc.subarray(NODES),
+  asks: fc.array(cell, { maxLength: 2 }),
+  conditions: fc.array(
+    fc.record({ c: cell, level: fc.constantFrom("info", "warning", "error" as const) }),
+    { maxLength: 3 },
+  ),
+});
+
+type Drawn = typeof fleet extends fc.Arbitrary<infer T> ? T : never;
+
+function materialise(d: Drawn): FleetState {
+  const s = emptyFleetState(NOW) as unknown as { -readonly [K in keyof FleetState]: FleetState[K] };
+  const m = <T>(entries: Array<[string, T]>) => new Map(entries);
+  s.presence = m(
+    d.presence.map(({ node, age }) => [
+      node,
+      {
+        node,
+        facts: { hostname: node, os: "linux", arch: "x64", version: "0" },
+        publicKey: "k",
+        heartbeat: at(NOW - age),
+      },
+    ]),
+  );
+  s.assignments = m(d.assignments.map((k) => [k, { by: "ada", at: at(NOW) }]));
+  s.registrations = m(
+    d.registered.map((module) => [
+      module,
+      { module, source: { kind: "folder", path: "/m" }, by: "ada", at: at(NOW) } as never,
+    ]),
+  );
+  s.builds = m(
+    d.builds.map(({ module, build, status }) => [
+      `${module}.${build}`,
+      { module, build, status, candidate: 1, bundles: [], log: "", timings: { started: at(NOW) } },
+    ]),
+  );
+  s.wants = m(
+    d.wants.map(({ node, module, build }) => [
+      `${node}.${module}`,
+      { build, manifestDigest: "a".repeat(64), fingerprint: "f", rule: "newest", reason: "newest" },
+    ]),
+  );
+  s.have = m(
+    d.have.map(({ c, health, error }): [string, Have] => [
+      `${c.node}.${c.module}`,
+      {
+        build: c.build,
+        fingerprint: "f",
+        health,
+        since: at(NOW),
+        restarts: 1,
+        ...(error === undefined ? {} : { lastError: error }),
+      },
+    ]),
+  );
+  s.differences = m(
+    d.differences.map((c) => [`${c.node}.${c.module}`, { reasons: [`differs on ${c.node}`] }]),
+  );
+  s.compositions = m(
+    d.refused.map((node) => [
+      node,
+      { node, verdict: "refused" as const, wanted: {}, reasons: ["two runtimes"] },
+    ]),
+  );
+  s.asks = m(
+    d.asks.map((c, i) => [
+      `w-${i}`,
+      {
+        id: `w-${i}`,
+        what: `${c.module} widens`,
+        module: c.module,
+        build: c.build,
+        nodes: [c.node],
+        at: at(NOW),
+      },
+    ]),
+  );
+  s.conditions = d.conditions.map(({ c, level }) => ({
+    module: c.module,
+    name: "said",
+    level,
+    message: `${c.module} said something on ${c.node}`,
+    node: c.node,
+    at: at(NOW),
+  }));
+  return s;
+}
+
+describe("the fleet's read model: properties over generated fleets", () => {
+  it("every assigned cell gets exactly one state and a reason; every state but healthy has a fix", () => {
+    fc.assert(
+      fc.property(fleet, (d) => {
+        const s = materialise(d);
+        const view = readFleet(s);
+        const expected = assignedCells(s).map((c) => `${c.node}.${c.module}`);
+        assert.deepEqual(
+          view.cells.map((c) => `${c.node}.${c.module}`),
+          expected,
+          "one entry per assigned cell, none twice",
+        );
+        for (const c of view.cells) {
+          assert.ok(["healthy", "starting", "not-running"].includes(c.state));
+          assert.ok(c.reason.length > 0, `${c.node}.${c.module} has a reason`);
+          if (c.state !== "healthy") {
+            assert.match(
+              c.fix ?? "",
+              /`mesh [a-z]/,
+              `${c.node}.${c.module} (${c.state}) names a command`,
+            );
+          }
+        }
+        assert.deepEqual(
+          view.attention.cells,
+          view.cells.filter((c) => c.state === "not-running"),
+        );
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("healthy only when the node is present and reports the wanted build healthy", () => {
+    fc.assert(
+      fc.property(fleet, (d) => {
+        const s = materialise(d);
+        for (const c of readFleet(s).cells) {
+          const key = `${c.node}.${c.module}`;
+          const healthy =
+            nodeState(s.presence.get(c.node), s.now) === "present" &&
+            s.wants.get(key) !== undefined &&
+            s.have.get(key)?.build === s.wants.get(key)?.build &&
+            s.have.get(key)?.health === "healthy";
+          assert.equal(c.state === "healthy", healthy, `${key}: ${c.state} — ${c.reason}`);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a gone or never seen node's cells are not running, and say so", () => {
+    fc.assert(
+      fc.property(fleet, (d) => {
+        const s = materialise(d);
+        for (const c of readFleet(s).cells) {
+          const where = nodeState(s.presence.get(c.node), s.now);
+          if (where === "present") continue;
+          assert.equal(c.state, "not-running");
+          assert.match(c.reason, where === "gone" ? /is gone/ : /never been present/);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("is a function of the state: the same state gives the same view", () => {
+    fc.assert(
+      fc.property(fleet, (d) => {
+        assert.deepEqual(readFleet(materialise(d)), readFleet(materialise(d)));
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe("the fleet's read model: each reason", () => {
+  const base = (): FleetState => {
+    const s = materialise({
+      presence: [{ node: "n1", age: 1000 }],
+      assignments: ["n1.alpha"],
+      registered: ["alpha"],
+      builds: [{ module: "alpha", build: "1-aaaaaaaa", status: "built" }],
+      wants: [{ node: "n1", module: "alpha", build: "1-aaaaaaaa" }],
+      have: [],
+      differences: [],
+      refused: [],
+      asks: [],
+      conditions: [],
+    });
+    return s;
+  };
+  const haveIt = (s: FleetState, health: Health, build = "1-aaaaaaaa") =>
+    (s.have as Map<string, Have>).set("n1.alpha", {
+      build,
+      fingerprint: "f",
+      health,
+      since: at(NOW),
+      restarts: 2,
+      lastError: "boom",
+    });
+
+  it("healthy, starting, failing (with retry), applying another build", () => {
+    let s = base();
+    haveIt(s, "healthy");
+    assert.equal(cellReason(s, "n1", "alpha").state, "healthy");
+    haveIt(s, "starting");
+    assert.equal(cellReason(s, "n1", "alpha").state, "starting");
+    haveIt(s, "failing");
+    const failing = cellReason(s, "n1", "alpha");
+    assert.equal(failing.state, "not-running");
+    assert.match(failing.reason, /fails on n1: boom/);
+    assert.match(failing.fix ?? "", /mesh retry alpha --node n1/);
+    s = base();
+    haveIt(s, "healthy", "0-old");
+    assert.match(cellReason(s, "n1", "alpha").reason, /still runs 0-old/);
+  });
+
+  it("a node gone by the one threshold, and just within it", () => {
+    const s = base() as unknown as { presence: Map<string, unknown> };
+    const p = s.presence.get("n1") as { heartbeat: string };
+    p.heartbeat = at(NOW - PRESENCE_GONE_MS);
+    assert.match(cellReason(s as unknown as FleetState, "n1", "alpha").reason, /n1 is gone/);
+    p.heartbeat = at(NOW - PRESENCE_GONE_MS + 1);
+    assert.notEqual(cellReason(s as unknown as FleetState, "n1", "alpha").state, "not-running");
+  });
+
+  it("nothing wanted: an open ask, every build failed, not registered", () => {
+    const s = base();
+    (s.wants as Map<string, unknown>).clear();
+    (s.asks as Map<string, unknown>).set("w-1", {
+      id: "w-1",
+      what: "alpha widens",
+      module: "alpha",
+      build: "2-b",
+      nodes: ["n1"],
+      at: at(NOW),
+    });
+    assert.match(cellReason(s, "n1", "alpha").fix ?? "", /mesh answer w-1 yes/);
+    (s.asks as Map<string, unknown>).clear();
+    (s.builds as Map<string, Build>).set("alpha.1-aaaaaaaa", {
+      ...(s.builds.get("alpha.1-aaaaaaaa") as Build),
+      status: "failed",
+    });
+    assert.match(cellReason(s, "n1", "alpha").reason, /every build of alpha failed/);
+    (s.builds as Map<string, unknown>).clear();
+    (s.registrations as Map<string, unknown>).clear();
+    assert.match(cellReason(s, "n1", "alpha").fix ?? "", /mesh module add/);
+  });
+});
