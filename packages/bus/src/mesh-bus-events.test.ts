@@ -137,3 +137,98 @@ describe("MeshBus.connect", () => {
     );
   });
 });
+
+describe("a refused login is retried, and said", () => {
+  const late = { user: "late", password: "late-pw" };
+  const lateCredential = (port: number): Credential => ({
+    ...credential(port),
+    user: late.user,
+    password: late.password,
+    module: "late",
+  });
+  const withLate = async (): Promise<ServerUser[]> => [
+    ...users,
+    {
+      user: late.user,
+      passwordHash: await hashPassword(late.password),
+      permissions: FULL_PERMISSIONS,
+    },
+  ];
+
+  it("reconnects after a restarted bus refused the login until it knew the user again", async () => {
+    const port = await freePort();
+    const dir = join(root, "refused-restart");
+    let server = await EmbeddedServer.start({ dir, port, users: await withLate(), ref: false });
+    started.push(server);
+    const said: string[] = [];
+    const bus = await MeshBus.connect(lateCredential(port), { say: (line) => said.push(line) });
+    try {
+      const events = bus.events();
+      await server.stop();
+      // Restarted without the user: every reconnect attempt is refused. The client's default
+      // gives up for good after two refusals; the mesh's connection must not.
+      server = await EmbeddedServer.start({ dir, port, users, ref: false });
+      started.push(server);
+      await deadline(
+        (async () => {
+          while (!said.some((line) => line.includes("refused the login of n0.late"))) {
+            await next(events, RECONNECT_MS, "a refusal");
+          }
+        })(),
+        RECONNECT_MS * 2,
+        "the refusal to be said",
+      );
+      // Three more reconnect rounds refused (the client's default stops at two).
+      let refusals = 0;
+      while (refusals < 3) {
+        const event = await next(events, RECONNECT_MS, "more refusals");
+        if (event.type === "error" && event.error.code === ErrorCode.REFUSED) refusals += 1;
+        else if (event.type === "error" && /uthoriz/.test(event.error.message)) refusals += 1;
+      }
+      assert.equal(bus.isClosed, false, "the connection gave up");
+      await server.setUsers(await withLate());
+      // Each refused round may also say disconnected; what matters is that it comes back.
+      while ((await nextChange(events, RECONNECT_MS * 2, "the reconnect")) !== "reconnected");
+      await bus.kvm.create("refused_then_known");
+      assert.ok(
+        said.some((line) => line.includes("accepts n0.late again")),
+        said.join("\n"),
+      );
+      await events.return(undefined);
+    } finally {
+      await bus.close();
+      await server.stop();
+    }
+  });
+
+  it("with waitForBus, keeps trying a refused login until the bus knows the user", async () => {
+    const port = await freePort();
+    const server = await EmbeddedServer.start({
+      dir: join(root, "refused-first"),
+      port,
+      users,
+      ref: false,
+    });
+    started.push(server);
+    const said: string[] = [];
+    const connecting = MeshBus.connect(lateCredential(port), {
+      waitForBus: true,
+      say: (line) => said.push(line),
+    });
+    try {
+      await deadline(
+        (async () => {
+          while (said.length === 0) await new Promise((r) => setTimeout(r, 20));
+        })(),
+        RECONNECT_MS,
+        "the refusal to be said",
+      );
+      assert.match(said[0] ?? "", /refused the login/);
+      await server.setUsers(await withLate());
+      const bus = await deadline(connecting, RECONNECT_MS, "the connection");
+      await bus.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});

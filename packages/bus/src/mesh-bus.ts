@@ -19,6 +19,11 @@ export interface ConnectOptions {
   readonly waitForBus?: boolean;
   /** How long one connection attempt may take, in ms. */
   readonly timeoutMs?: number;
+  /**
+   * Where the connection says what a daemon's operator must know: a login the bus refuses (it is
+   * retried, forever, with backoff), and the connection coming back. Defaults to stderr.
+   */
+  readonly say?: (line: string) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -54,11 +59,33 @@ export class MeshBus implements AsyncDisposable {
   readonly kvm: Kvm;
   #closed = false;
 
-  private constructor(credential: Credential, nc: NatsConnection) {
+  private constructor(credential: Credential, nc: NatsConnection, say: (line: string) => void) {
     this.credential = credential;
     this.nc = nc;
     this.js = jetstream(nc, { checkAPI: false });
     this.kvm = new Kvm(this.js);
+    void this.#sayTrouble(say);
+  }
+
+  /**
+   * Says a refused login once per outage (the client retries it forever: a restarted bus may
+   * know the user only once the controller has written its list) and says when the connection
+   * is back, so a process that cannot reach the bus is never silent about it.
+   */
+  async #sayTrouble(say: (line: string) => void): Promise<void> {
+    const who = `${this.credential.node}.${this.credential.module}`;
+    let refused = false;
+    for await (const status of this.nc.status()) {
+      if (status.type === "error" && status.error instanceof AuthorizationError && !refused) {
+        refused = true;
+        say(
+          `the bus refused the login of ${who} (${status.error.message}); retrying with backoff until it is known again`,
+        );
+      } else if (status.type === "reconnect") {
+        if (refused) say(`the bus accepts ${who} again (${status.server})`);
+        refused = false;
+      }
+    }
   }
 
   /**
@@ -69,11 +96,17 @@ export class MeshBus implements AsyncDisposable {
    */
   static async connect(credential: Credential, options: ConnectOptions = {}): Promise<MeshBus> {
     const doing = `connecting to the bus at ${credential.servers.join(", ")} as ${credential.node}.${credential.module}`;
+    const say = options.say ?? ((line: string) => process.stderr.write(`mesh-bus: ${line}\n`));
     for (let attempt = 0; ; attempt++) {
       try {
-        return new MeshBus(credential, await connectOnce(credential, options, doing));
+        return new MeshBus(credential, await connectOnce(credential, options, doing), say);
       } catch (error) {
         if (options.waitForBus !== true || !isRetryable(error)) throw error;
+        // A refused login is retried too while waiting: a bus that has just started may know
+        // this user only a moment later. Said once, not on every attempt.
+        if (attempt === 0 && isRefusedLogin(error)) {
+          say(`${doing}: the bus refused the login (${(error as Error).message}); retrying`);
+        }
       }
       await delay(Math.min(RETRY_FIRST_MS * 2 ** attempt, RETRY_MAX_MS), options.signal, doing);
     }
@@ -235,6 +268,9 @@ async function connectOnce(
     inboxPrefix: credentialInbox(credential),
     reconnect: true,
     maxReconnectAttempts: -1,
+    // The client's default gives up for good after two refused logins in a row; a bus that was
+    // restarted refuses users it does not know yet, so a daemon must keep trying (issue 15).
+    ignoreAuthErrorAbort: true,
     // Waiting for the bus is MeshBus.connect's loop, which sees every failure and the signal.
     waitOnFirstConnect: false,
     timeout: options.timeoutMs ?? 5_000,
@@ -291,19 +327,21 @@ function tlsErrorCode(error: unknown): string | undefined {
 
 /**
  * Whether `MeshBus.connect` should try again while it waits for the bus: a bus that is not up
- * yet may come; a certificate, a refused password or an abort will not change by waiting.
+ * yet may come, and one that has just started may know this user a moment later; a certificate
+ * or an abort will not change by waiting.
  */
 function isRetryable(error: unknown): boolean {
   if (!isMeshError(error)) return false;
+  if (isRefusedLogin(error)) return true;
   if (error.code !== ErrorCode.CONNECT_FAILED && error.code !== ErrorCode.TIMEOUT) return false;
-  for (
-    let e: unknown = error.cause, depth = 0;
-    e instanceof Error && depth < 8;
-    e = e.cause, depth++
-  ) {
-    if (e instanceof AuthorizationError) return false;
-  }
   return tlsErrorCode(error) === undefined;
+}
+
+function isRefusedLogin(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof AuthorizationError) return true;
+  }
+  return false;
 }
 
 /** Resolves after `ms`, or rejects with ABORTED when the signal fires first. */

@@ -101,18 +101,7 @@ export class Broker {
 
   static async open(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(options);
-    const raw = await readJsonFile(broker.#path);
-    if (raw !== undefined) {
-      const parsed = UsersFile.safeParse(raw);
-      if (!parsed.success) {
-        throw new MeshError(
-          ErrorCode.INVALID_VALUE,
-          `${broker.#path} is not a users file this controller wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); restore it from a backup, or move it away to issue every credential again`,
-          { path: broker.#path },
-        );
-      }
-      for (const u of parsed.data.users) broker.#users.set(u.user, u);
-    }
+    for (const u of await readIssuedUsers(broker.#path)) broker.#users.set(u.user, u);
     return broker;
   }
 
@@ -204,13 +193,7 @@ export class Broker {
 
   /** The full users list for the bus: the static users, then the issued ones by name. */
   async serverUsers(): Promise<ServerUser[]> {
-    const statics = await this.#options.staticUsers();
-    const names = new Set(statics.map((u) => u.user));
-    const issued = [...this.#users.values()]
-      .filter((u) => !names.has(u.user))
-      .sort((a, b) => (a.user < b.user ? -1 : 1))
-      .map((u) => ({ user: u.user, passwordHash: u.passwordHash, permissions: u.permissions }));
-    return [...statics, ...issued];
+    return withIssued(await this.#options.staticUsers(), [...this.#users.values()]);
   }
 
   /**
@@ -270,6 +253,44 @@ export class Broker {
     }
     return true;
   }
+}
+
+/** The users a broker issued, as kept in its file; none when there is no file yet. */
+async function readIssuedUsers(path: string): Promise<IssuedUser[]> {
+  const raw = await readJsonFile(path);
+  if (raw === undefined) return [];
+  const parsed = UsersFile.safeParse(raw);
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${path} is not a users file this controller wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); restore it from a backup, or move it away to issue every credential again`,
+      { path },
+    );
+  }
+  return parsed.data.users;
+}
+
+/**
+ * The users a bus started on `controllerDir`'s mesh must know from its first second: `statics`
+ * (mesh up's principals) and every user the broker issued and kept. Starting the bus with the
+ * statics alone would refuse every host, runtime and module until the controller reloads
+ * (issue 15: a refused login in that window left processes disconnected for good).
+ */
+export async function serverUsersOnDisk(
+  controllerDir: string,
+  statics: readonly ServerUser[],
+): Promise<ServerUser[]> {
+  return withIssued(statics, await readIssuedUsers(join(controllerDir, BROKER_USERS_FILE)));
+}
+
+/** The static users, then the issued ones by name (a static user of the same name wins). */
+function withIssued(statics: readonly ServerUser[], issued: readonly IssuedUser[]): ServerUser[] {
+  const names = new Set(statics.map((u) => u.user));
+  const rest = issued
+    .filter((u) => !names.has(u.user))
+    .sort((a, b) => (a.user < b.user ? -1 : 1))
+    .map((u) => ({ user: u.user, passwordHash: u.passwordHash, permissions: u.permissions }));
+  return [...statics, ...rest];
 }
 
 /** Reads mesh up's users list (`<root>/users.json`): the static users the broker keeps. */

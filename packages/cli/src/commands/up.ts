@@ -14,7 +14,9 @@ import { z } from "zod";
 import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
 import { EmbeddedServer, FULL_PERMISSIONS, MeshBus, ensureLayout, findServer } from "@mesh/bus";
 import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import { serverUsersOnDisk } from "@mesh/controller";
 import { startView, type View } from "@mesh/view";
+import { BusKeeper } from "../up/bus-keeper.js";
 import { Children } from "../up/children.js";
 import { ensureHostCredential } from "../up/local-node.js";
 import {
@@ -62,7 +64,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   const log = (line: string) => {
     if (options.json !== true) process.stderr.write(`mesh up: ${line}\n`);
   };
-  let server: EmbeddedServer | undefined;
+  let keeper: BusKeeper | undefined;
   let bus: MeshBus | undefined;
   let operatorBus: MeshBus | undefined;
   let view: View | undefined;
@@ -95,14 +97,25 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       ],
     });
     log(`starting nats-server ${binary.version} on ${url}`);
-    server = await EmbeddedServer.start({
-      dir: paths.bus,
-      port,
-      users: principals.users,
-      binary,
-      serverName: `mesh-${node}`,
-      signal: stopping.signal,
-    });
+    // Every start, the first and each restart after the server died, runs the users list as it
+    // stands on disk: mesh up's principals and every user the broker issued, so no host, runtime
+    // or module is refused while the controller catches up.
+    keeper = await BusKeeper.start(
+      {
+        start: async (signal) =>
+          EmbeddedServer.start({
+            dir: paths.bus,
+            port,
+            users: await serverUsersOnDisk(join(paths.root, "controller"), principals.users),
+            binary,
+            serverName: `mesh-${node}`,
+            signal,
+          }),
+        say: log,
+      },
+      stopping.signal,
+    );
+    const server = keeper.server;
     await writeJson(paths.state, { node, port } satisfies RootState);
 
     const credentialOf = (principal: string) => {
@@ -220,17 +233,10 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     }
 
     if (options.exitWhenReady !== true) {
-      await Promise.race([
-        new Promise<void>((resolve) =>
-          stopping.signal.addEventListener("abort", () => resolve(), { once: true }),
-        ),
-        server.exited.then((exit) => {
-          throw new MeshError(
-            ErrorCode.SERVER_START_FAILED,
-            `nats-server stopped by itself (code ${String(exit.code)}, signal ${String(exit.signal)}); its last words:\n${exit.lastLines.join("\n")}\nsee ${server?.logPath ?? paths.bus}`,
-          );
-        }),
-      ]);
+      // The bus keeper starts nats-server again whenever it dies; only a stop ends mesh up.
+      await new Promise<void>((resolve) =>
+        stopping.signal.addEventListener("abort", () => resolve(), { once: true }),
+      );
     }
     return ExitCode.ok;
   } finally {
@@ -240,8 +246,8 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     await children.stop();
     await operatorBus?.close().catch(() => undefined);
     await bus?.close().catch(() => undefined);
-    if (server !== undefined) {
-      await server.stop();
+    if (keeper !== undefined) {
+      await keeper.stop();
       log("stopped");
     }
     await release();
