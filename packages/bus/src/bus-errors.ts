@@ -105,8 +105,12 @@ export function isTransient(error: unknown): boolean {
   return false;
 }
 
-/** Delays between retries of a transient failure: about 2.4 s in all before giving up. */
-const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 800] as const;
+/**
+ * Delays between retries of a transient failure: about 6.4 s in all before giving up. A reload
+ * on a loaded machine, or a cluster electing a stream leader (4–8 s, notes/nats.md §5), can
+ * take longer than the 2.4 s this once was.
+ */
+const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 1_600, 1_600, 1_600] as const;
 
 /**
  * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure

@@ -141,6 +141,12 @@ export class Host implements AsyncDisposable {
   #applyErrors = new Map<string, string>();
   /** What was last written to mesh-have, by module. */
   readonly #reported = new Map<string, Have>();
+  /**
+   * The modules this host run has itself reported. A report restored from the previous run is
+   * said again once, even unchanged (keeping its `since`): readers such as `mesh up` wait for a
+   * report of now, not of the run before a crash.
+   */
+  readonly #confirmed = new Set<string>();
   readonly #restartBase = new Map<string, number>();
   #queue: Promise<void> = Promise.resolve();
   #pending = false;
@@ -800,6 +806,7 @@ export class Host implements AsyncDisposable {
     const last = this.#reported.get(module);
     const same =
       last !== undefined &&
+      this.#confirmed.has(module) &&
       last.health === now.health &&
       last.build === now.build &&
       last.fingerprint === now.fingerprint &&
@@ -818,6 +825,7 @@ export class Host implements AsyncDisposable {
     try {
       await have.put(nodeModuleKey(this.node, module), value, { signal: this.#stop.signal });
       this.#reported.set(module, value);
+      this.#confirmed.add(module);
     } catch (error) {
       if (!this.#stop.signal.aborted)
         this.#log(`have of ${module} not written: ${(error as Error).message}`);

@@ -62,6 +62,11 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   // Rendering first: a list the mesh cannot write leaves the file and the server untouched.
   const text = renderServerConfig({ ...base, users: options.users });
   const previous = await readFile(configPath, "utf8");
+  // The server runs what its file says (it was started with it, or reloaded with it, and a
+  // refused reload puts the previous file back), so the same list needs no reload. Each reload
+  // leaves JetStream without a responder for a moment; the one a controller asks for at start
+  // is usually of the list the bus was started with.
+  if (text === previous) return;
   const logPath = join(dir, ServerFiles.log);
   const offset = await stat(logPath).then(
     (s) => s.size,
