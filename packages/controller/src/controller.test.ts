@@ -283,6 +283,23 @@ describe("the controller with its broker, on a real bus", () => {
     assert.equal(fingerprintOf(narrower) === fingerprintOf(viewer), false);
   });
 
+  it("a set-back (the want moves to another build of the module) keeps its user, password and live connection", async () => {
+    const before = mesh.controller.broker.get("n1.counter");
+    assert.ok(before, "n1.counter is issued");
+    // The set-back's build: a build id of its own, as the assigner writes it.
+    await mesh.want("n1", counter, "0-setback");
+    await mesh.composed(
+      "n1",
+      (c) => c.modules?.["counter"]?.build === "0-setback",
+      "n1 composed with the set-back build",
+    );
+    const after = mesh.controller.broker.get("n1.counter");
+    assert.equal(after?.passwordHash, before.passwordHash, "the same password: nothing to restart");
+    const own = await KvBucket.openWith(counterBus, stateBucket("counter", "counts"), z.unknown());
+    await own.put("set-back", "still connected");
+    assert.equal((await own.get("set-back"))?.value, "still connected");
+  });
+
   it("a module no longer wanted loses its user and its grant, and the bus drops and refuses its connection", async () => {
     const revoked = new Promise<void>((resolve) => {
       const off = mesh.controller.onPass((report) => {
