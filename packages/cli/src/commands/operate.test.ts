@@ -288,6 +288,27 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
     }
   });
 
+  test("mesh retry lifts a node's failed mark (recording the have revision); unput says where marks stand", async () => {
+    const have = await KvBucket.open(admin, Bucket.have);
+    const revision = (await have.get("n2.hello"))?.revision ?? 0;
+    const unput = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
+    assert.equal(unput.code, 0, unput.stderr);
+    assert.match(unput.stdout, /except where a failure marks it: n2 \(2-b\)/);
+    assert.match(unput.stdout, /mesh retry hello --node n2/);
+    const retried = json<{ key: string; haveRevision: number; lifted: Record<string, string[]> }>(
+      await runMesh(["retry", "hello", "--node", "n2", "--json", "--credential", cred]),
+    );
+    assert.equal(retried.key, "n2.hello");
+    assert.equal(retried.haveRevision, revision);
+    assert.deepEqual(retried.lifted, { n2: ["2-b"] });
+    const stored = await (await KvBucket.open(admin, Bucket.retries)).get("n2.hello");
+    assert.equal(stored?.value.haveRevision, revision);
+    const again = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
+    assert.doesNotMatch(again.stdout, /except where/, "the retry lifted the mark");
+    const nothing = await runMesh(["retry", "hello", "--node", "n1", "--credential", cred]);
+    assert.match(nothing.stdout, /no build of it is marked failing there/);
+  });
+
   test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
     const bare = json<{ value: unknown; asString: boolean; key: string }>(
       await runMesh([

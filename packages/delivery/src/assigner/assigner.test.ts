@@ -331,42 +331,29 @@ describe("assigner on a real bus", () => {
     const dir = await mkdtemp(join(tmpdir(), "mesh-assigner-proc-"));
     const credential = join(dir, "assigner.json");
     await writeCredential(credential, assignerCredential());
-    const main = fileURLToPath(new URL("../main.js", import.meta.url));
-    const startProcess = () => {
-      const child = spawn(process.execPath, [main, "assigner", "--credential", credential], {
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      const lines = createInterface({ input: child.stderr });
-      const firstPass = new Promise<void>((resolve, reject) => {
-        lines.on("line", (line) => {
-          if (/pass 1:/.test(line)) resolve();
-        });
-        child.once("exit", (code) => reject(new Error(`the assigner exited with ${code}`)));
-      });
-      firstPass.catch(() => undefined);
-      return { child, firstPass };
-    };
     const w = await wants();
     const standing = async () => {
       const out: Record<string, number> = {};
       for (const key of await w.keys()) out[key] = (await w.get(key))?.revision ?? -1;
       return out;
     };
+    const first = startAssignerProcess(credential);
+    let second: ReturnType<typeof startAssignerProcess> | undefined;
     try {
-      const first = startProcess();
       await deadline(first.firstPass, 120_000, "the first process's first pass");
       const before = await standing();
       assert.equal(Object.keys(before).length, 5);
-      const exited = new Promise((r) => first.child.once("exit", r));
-      process.kill(first.child.pid as number, "SIGKILL");
-      await exited;
-      const second = startProcess();
+      await first.kill();
+      second = startAssignerProcess(credential);
       await deadline(second.firstPass, 120_000, "the restarted process's first pass");
       assert.equal(canonicalJson(await standing()), canonicalJson(before));
-      const stopped = new Promise<number | null>((r) => second.child.once("exit", r));
-      process.kill(second.child.pid as number, "SIGTERM");
+      const child = second.child;
+      const stopped = new Promise<number | null>((r) => child.once("exit", r));
+      process.kill(child.pid as number, "SIGTERM");
       assert.equal(await deadline(stopped, 15_000, "a graceful stop"), 0);
     } finally {
+      await first.kill();
+      await second?.kill();
       await rm(dir, { recursive: true, force: true });
     }
   });
@@ -440,7 +427,9 @@ describe("assigner on a real bus: failed marks and puts (issue 14)", () => {
       await a.stop();
     }
   });
+});
 
+describe("assigner on a real bus: a restart never undoes a put (issue 14)", () => {
   it("killing and restarting the assigner with 3,000 puts never writes a want a put contradicts", async () => {
     await freshLayout();
     const nodes = 300;

@@ -14,7 +14,6 @@ import { setMaxListeners } from "node:events";
 import {
   assign,
   canonicalJson,
-  emptySnapshot,
   type AssignerSnapshot,
   type AssignerWrite,
   type HaveRecord,
@@ -29,6 +28,7 @@ import {
   type Ask,
   type Have,
 } from "@mesh/protocol";
+import { allKey, mapOf, newMaps, ownMapOf, unavailable, type Maps } from "./maps.js";
 import { DaemonState, aborted, type Daemon } from "../daemon.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
@@ -77,20 +77,6 @@ export interface PassReport {
   readonly ms: number;
 }
 
-type Maps = {
-  -readonly [K in keyof Omit<AssignerSnapshot, "now" | "own">]: Map<
-    string,
-    AssignerSnapshot[K] extends ReadonlyMap<string, infer V> ? V : never
-  >;
-} & {
-  own: {
-    -readonly [K in keyof AssignerSnapshot["own"]]: Map<
-      string,
-      AssignerSnapshot["own"][K] extends ReadonlyMap<string, infer V> ? V : never
-    >;
-  };
-};
-
 export class Assigner implements Daemon, AsyncDisposable {
   #state: DaemonState = DaemonState.starting;
   #passes = 0;
@@ -116,16 +102,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#bus = options.bus;
     this.#options = options;
     this.#log = options.log ?? (() => undefined);
-    const empty = emptySnapshot();
-    const maps = {} as Record<string, unknown>;
-    for (const [k, v] of Object.entries(empty)) if (v instanceof Map) maps[k] = new Map();
-    maps["own"] = {
-      wants: new Map(),
-      compositions: new Map(),
-      differences: new Map(),
-      asks: new Map(),
-    };
-    this.#maps = maps as unknown as Maps;
+    this.#maps = newMaps();
   }
 
   /** Opens nothing yet: `run` opens the buckets, so a missing one stops the run, not the creation. */
@@ -250,7 +227,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       while (next < writes.length && !signal.aborted) {
         const w = writes[next++] as AssignerWrite;
         const bucket = this.#buckets.get(w.bucket) as KvBucket<unknown>;
-        const own = this.#ownMap(w.bucket);
+        const own = ownMapOf(this.#maps, w.bucket);
         try {
           if (w.value === undefined) await bucket.delete(w.key, { signal });
           else await bucket.put(w.key, w.value, { signal });
@@ -265,19 +242,6 @@ export class Assigner implements Daemon, AsyncDisposable {
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, writes.length) }, worker));
-  }
-
-  #ownMap(bucket: AssignerWrite["bucket"]): Map<string, unknown> {
-    switch (bucket) {
-      case Bucket.wants:
-        return this.#maps.own.wants;
-      case Bucket.compositions:
-        return this.#maps.own.compositions;
-      case Bucket.differences:
-        return this.#maps.own.differences;
-      case Bucket.asks:
-        return this.#maps.own.asks;
-    }
   }
 
   /** Starts a watch; `ready` settles at its `current` marker, `failed` rejects if it ends while running. */
@@ -394,7 +358,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       this.#maps.have.set(key, next);
       changed = true;
     } else {
-      const map = this.#mapOf(bucket);
+      const map = mapOf(this.#maps, bucket);
       const before = map.get(key);
       changed =
         before === undefined || value === undefined
@@ -406,41 +370,6 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#index(bucket, key);
     // Before the first pass nothing needs noting: it decides every node.
     if (changed && live) this.#touch(bucket, key);
-  }
-
-  #mapOf(bucket: string): Map<string, unknown> {
-    switch (bucket) {
-      case Bucket.modules:
-        return this.#maps.registrations;
-      case Bucket.assignments:
-        return this.#maps.assignments;
-      case Bucket.presence:
-        return this.#maps.presence;
-      case Bucket.candidates:
-        return this.#maps.candidates;
-      case Bucket.builds:
-        return this.#maps.builds;
-      case Bucket.manifests:
-        return this.#maps.manifests;
-      case Bucket.puts:
-        return this.#maps.puts;
-      case Bucket.retries:
-        return this.#maps.retries;
-      case Bucket.answers:
-        return this.#maps.answers;
-      case Bucket.composed:
-        return this.#maps.composed;
-      case Bucket.wants:
-        return this.#maps.own.wants;
-      case Bucket.compositions:
-        return this.#maps.own.compositions;
-      case Bucket.differences:
-        return this.#maps.own.differences;
-      case Bucket.asks:
-        return this.#maps.own.asks;
-      default:
-        throw new MeshError(ErrorCode.INTERNAL, `the assigner does not keep ${bucket}`);
-    }
   }
 
   #index(bucket: string, key: string): void {
@@ -463,10 +392,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** The nodes one change touches: its own node, or every node a module's change reaches. */
   #touch(bucket: string, key: string): void {
     const touchModule = (module: string): void => {
-      if (
-        this.#maps.assignments.has(`${ALL_NODES}.${module}`) ||
-        this.#maps.puts.has(`${ALL_NODES}.${module}`)
-      ) {
+      const all = allKey(module);
+      if (all === undefined || this.#maps.assignments.has(all) || this.#maps.puts.has(all)) {
         this.#touchedAll = true;
         return;
       }
@@ -516,17 +443,4 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#wake = undefined;
     wake?.();
   }
-}
-
-/** Why a bucket could not be watched, naming the bucket and the grant that should allow it. */
-function unavailable(bucket: string, error: unknown, optional: boolean): MeshError {
-  const detail = error instanceof Error ? error.message : String(error);
-  return new MeshError(
-    ErrorCode.BUCKET_UNAVAILABLE,
-    optional
-      ? `the bucket ${bucket} cannot be opened (${detail}); wants are written without puts, and a later pass opens it again`
-      : `the assigner cannot open the bucket ${bucket} (${detail}); it needs it to decide from the whole mesh, so it stops. ` +
-          `Its credential must carry the assigner's grant (read of ${bucket}, core's assignerGrant) and the bucket must exist: run \`mesh up\`, then start the assigner again`,
-    { key: bucket, cause: error },
-  );
 }

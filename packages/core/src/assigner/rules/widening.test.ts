@@ -24,7 +24,9 @@ describe("rule widening", () => {
     assert.deepEqual(widen(a, b), ["call z/go", "hold k", "read y/t"]);
     assert.deepEqual(widen(b, a), []);
   });
+});
 
+describe("rule widening: its table", () => {
   const table: Array<{
     name: string;
     previous?: 1;
