@@ -1,0 +1,251 @@
+/**
+ * A demo mesh from `mesh up --demo` in a process group of its own, for the fault suite and the
+ * tests that kill parts of a real mesh: start it, find its processes by what they are, call its
+ * tools, take a snapshot of what it holds, and stop it leaving nothing behind.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import { KvBucket, MeshBus, request } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { Bucket, Env, nodeModuleKey, toolSubject } from "@mesh/protocol";
+import { MESH_MAIN } from "./run-mesh.js";
+
+export interface UpReport {
+  readonly bus: { readonly url: string; readonly pid: number };
+  readonly processes: Readonly<Record<string, number>>;
+  readonly credentials: { readonly operator: string };
+}
+
+/** What a process of the mesh is, found from its command line and environment. */
+export type MeshProcessKind =
+  | "up"
+  | "nats-server"
+  | "controller"
+  | "indexer"
+  | "builder"
+  | "assigner"
+  | "host"
+  | "runtime"
+  | "counter"
+  | "module";
+
+export interface MeshProcess {
+  readonly pid: number;
+  readonly kind: MeshProcessKind;
+}
+
+/** The modules `mesh up --demo` runs and waits for. */
+export const DEMO_HEALTHY = ["node-tools", "hello", "counter", "board"] as const;
+
+export class DemoMesh {
+  readonly root: string;
+  readonly port: number;
+  readonly node: string;
+  #child: ChildProcess | undefined;
+  #exit: Promise<number | null> = Promise.resolve(null);
+  #bus: MeshBus | undefined;
+  #report: UpReport | undefined;
+
+  constructor(options: { root: string; port: number; node: string }) {
+    this.root = options.root;
+    this.port = options.port;
+    this.node = options.node;
+  }
+
+  /** Starts `mesh up --demo` and resolves once it says the demo is up. */
+  async up(timeoutMs = 300_000): Promise<UpReport> {
+    const child = spawn(
+      process.execPath,
+      [
+        MESH_MAIN,
+        ...["up", "--demo", "--json", "--root", this.root],
+        ...["--port", String(this.port), "--node", this.node],
+      ],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+        env: { ...process.env, [Env.credential]: "" },
+      },
+    );
+    this.#child = child;
+    this.#exit = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+    let out = "";
+    let err = "";
+    child.stderr?.on("data", (chunk: Buffer) => (err = (err + chunk.toString()).slice(-20_000)));
+    const report = new Promise<UpReport>((resolve, reject) => {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        try {
+          const parsed = JSON.parse(out) as UpReport & { ok?: boolean };
+          if (parsed.ok === false) reject(new Error(`mesh up failed: ${out}${err}`));
+          else resolve(parsed);
+        } catch {
+          // not the whole document yet
+        }
+      });
+      void this.#exit.then((code) =>
+        reject(new Error(`mesh up exited ${String(code)}: ${out}${err}`)),
+      );
+    });
+    this.#report = await deadline(report, timeoutMs, "mesh up --demo to be up");
+    await this.#bus?.close();
+    this.#bus = await MeshBus.connectWithFile(this.#report.credentials.operator, {
+      say: () => undefined,
+    });
+    return this.#report;
+  }
+
+  /** The operator's connection to the mesh. */
+  get bus(): MeshBus {
+    if (this.#bus === undefined) throw new Error("the demo mesh is not up");
+    return this.#bus;
+  }
+
+  get upPid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** kill -9 of `mesh up` and everything in its process group (module processes are not in it). */
+  async killGroup(): Promise<void> {
+    await this.#bus?.close();
+    this.#bus = undefined;
+    const pid = this.#child?.pid;
+    if (pid !== undefined) signalGroup(pid, "SIGKILL");
+    await this.#exit;
+  }
+
+  /** Ctrl-C to `mesh up`, then kill -9 of whatever of the root still runs. */
+  async stop(): Promise<void> {
+    await this.#bus?.close();
+    this.#bus = undefined;
+    const pid = this.#child?.pid;
+    if (pid !== undefined) {
+      signalGroup(pid, "SIGINT");
+      await deadline(this.#exit, 60_000, "mesh up to stop").catch(() => undefined);
+    }
+    for (const left of await this.processes()) signal(left.pid, "SIGKILL");
+  }
+
+  /** Every process that belongs to this root, by what it is. */
+  async processes(): Promise<MeshProcess[]> {
+    const found: MeshProcess[] = [];
+    for (const entry of await readdir("/proc")) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+      const cmdline = (await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "")).split(
+        "\0",
+      );
+      const env = (await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "")).split("\0");
+      const mine =
+        cmdline.some((arg) => arg.includes(this.root)) || env.some((v) => v.includes(this.root));
+      if (mine) found.push({ pid: Number(entry), kind: kindOf(cmdline, env) });
+    }
+    return found;
+  }
+
+  /** The pids of one kind of process. */
+  async pidsOf(kind: MeshProcessKind): Promise<number[]> {
+    return (await this.processes()).filter((p) => p.kind === kind).map((p) => p.pid);
+  }
+
+  /** Calls a tool on this node; its result, or undefined when it did not answer. */
+  async call(module: string, tool: string, input: unknown, timeoutMs = 2_000): Promise<unknown> {
+    try {
+      return await request(this.bus, toolSubject(this.node, module, tool), input, { timeoutMs });
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Whether each of `modules` is reported healthy on this node. */
+  async healthy(modules: readonly string[] = DEMO_HEALTHY): Promise<boolean> {
+    try {
+      const have = await KvBucket.open(this.bus, Bucket.have);
+      for (const module of modules) {
+        const entry = await have.get(nodeModuleKey(this.node, module));
+        if (entry?.value.health !== "healthy") return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** counter's running total as its tool reads it. */
+  async counterTotal(): Promise<number | undefined> {
+    const reply = (await this.call("counter", "read", {})) as { total?: number } | undefined;
+    return reply?.total;
+  }
+}
+
+/**
+ * A caller that keeps calling hello's tool, one call after another, counting what failed:
+ * the constant load a fault is measured under.
+ */
+export class ConstantLoad {
+  failed = 0;
+  answered = 0;
+  #stopped = false;
+  readonly #running: Promise<void>;
+
+  constructor(mesh: DemoMesh) {
+    this.#running = (async () => {
+      while (!this.#stopped) {
+        const reply = await mesh.call("hello", "greet", { name: "Ada" });
+        if (reply !== undefined) this.answered += 1;
+        else {
+          this.failed += 1;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    })();
+  }
+
+  async stop(): Promise<{ failed: number; answered: number }> {
+    this.#stopped = true;
+    await this.#running;
+    return { failed: this.failed, answered: this.answered };
+  }
+}
+
+/** Polls `probe` until it gives something, within `ms`. */
+export async function until<T>(
+  probe: () => Promise<T | undefined>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  return deadline(
+    (async () => {
+      for (;;) {
+        const value = await probe();
+        if (value !== undefined) return value;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })(),
+    ms,
+    what,
+  );
+}
+
+function kindOf(cmdline: readonly string[], env: readonly string[]): MeshProcessKind {
+  if (/nats-server/.test(cmdline[0] ?? "")) return "nats-server";
+  if (env.some((v) => v.startsWith(`${Env.toolModules}=`))) return "runtime";
+  for (const verb of ["controller", "indexer", "builder", "assigner", "host", "up"] as const) {
+    if (cmdline[1]?.endsWith("main.js") === true && cmdline[2] === verb) return verb;
+  }
+  if (env.some((v) => v.startsWith(`${Env.brokerFile}=`) && v.includes("counter"))) {
+    return "counter";
+  }
+  return "module";
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone already
+  }
+}
+
+function signalGroup(pid: number, name: NodeJS.Signals): void {
+  signal(-pid, name);
+}
