@@ -6,36 +6,28 @@
  * costs the calls made during it and nothing else (docs/reliability.md).
  */
 import { setTimeout as delay } from "node:timers/promises";
-import type { EmbeddedServer, ServerExit } from "@mesh/bus";
+import { Backoff, type EmbeddedServer, type ServerExit } from "@mesh/bus";
 
 export interface BusKeeperOptions {
   /** Starts the server; called for the first start and for every restart. */
   readonly start: (signal: AbortSignal) => Promise<EmbeddedServer>;
   readonly say: (line: string) => void;
-  readonly initialDelayMs?: number;
-  readonly maxDelayMs?: number;
-  /** A server that ran this long was well: its next death restarts at the initial delay. */
-  readonly healthyMs?: number;
-  /** 0..1: how much of each delay is random, so restarts of many meshes do not align. */
-  readonly jitter?: number;
+  /** Delays between restarts; by default 250 ms doubling to 30 s, reset after 30 s running. */
+  readonly backoff?: Backoff;
 }
 
 export class BusKeeper {
-  readonly #options: Required<Omit<BusKeeperOptions, "start" | "say">> &
-    Pick<BusKeeperOptions, "start" | "say">;
+  readonly #options: BusKeeperOptions;
+  readonly #backoff: Backoff;
   readonly #stopping = new AbortController();
   #server: EmbeddedServer;
   #restarts = 0;
   #loop: Promise<void> = Promise.resolve();
 
   private constructor(options: BusKeeperOptions, server: EmbeddedServer) {
-    this.#options = {
-      initialDelayMs: 250,
-      maxDelayMs: 30_000,
-      healthyMs: 30_000,
-      jitter: 0.2,
-      ...options,
-    };
+    this.#options = options;
+    this.#backoff =
+      options.backoff ?? new Backoff({ initialMs: 250, maxMs: 30_000, healthyMs: 30_000 });
     this.#server = server;
   }
 
@@ -58,22 +50,18 @@ export class BusKeeper {
 
   async #keep(outer: AbortSignal): Promise<void> {
     const signal = AbortSignal.any([outer, this.#stopping.signal]);
-    let delayMs = this.#options.initialDelayMs;
+    const stopped = aborted(signal);
     for (;;) {
-      const startedAt = Date.now();
-      const exit = await Promise.race([this.#server.exited, aborted(signal)]);
+      this.#backoff.started();
+      const exit = await Promise.race([this.#server.exited, stopped]);
       if (exit === undefined) return;
-      if (Date.now() - startedAt >= this.#options.healthyMs) delayMs = this.#options.initialDelayMs;
+      let wait = this.#backoff.next();
       this.#options.say(
         `nats-server stopped by itself (${describe(exit)}); starting it again on the same store ` +
-          `in ${Math.round(delayMs)} ms — the mesh's processes keep running and reconnect`,
+          `in ${wait} ms — the mesh's processes keep running and reconnect`,
       );
       for (;;) {
-        const waited = await delay(withJitter(delayMs, this.#options.jitter), true, {
-          signal,
-        }).catch(() => false);
-        delayMs = Math.min(delayMs * 2, this.#options.maxDelayMs);
-        if (!waited) return;
+        if (!(await delay(wait, true, { signal }).catch(() => false))) return;
         try {
           this.#server = await this.#options.start(signal);
           this.#restarts += 1;
@@ -81,8 +69,9 @@ export class BusKeeper {
           break;
         } catch (error) {
           if (signal.aborted) return;
+          wait = this.#backoff.next();
           this.#options.say(
-            `nats-server did not start again: ${(error as Error).message}; trying again in ${Math.round(delayMs)} ms`,
+            `nats-server did not start again: ${(error as Error).message}; trying again in ${wait} ms`,
           );
         }
       }
@@ -95,10 +84,6 @@ export class BusKeeper {
     await this.#loop;
     await this.#server.stop();
   }
-}
-
-function withJitter(ms: number, jitter: number): number {
-  return ms * (1 - jitter + Math.random() * 2 * jitter);
 }
 
 function aborted(signal: AbortSignal): Promise<undefined> {
