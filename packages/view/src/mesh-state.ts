@@ -11,6 +11,7 @@ import {
   type BuildSummary,
   type BusState,
   type Change,
+  type FleetSummary,
   type Snapshot,
   type SourceProblem,
 } from "./browser/wire.js";
@@ -79,16 +80,22 @@ export class MeshState {
     return state;
   }
 
-  /** The whole state as a page first gets it. */
-  snapshot(now: Date = new Date()): Snapshot {
-    const entries = {} as Record<Source, Record<string, unknown>>;
-    for (const [source, map] of this.#entries) entries[source] = Object.fromEntries(map);
+  /** The state as a page first gets it: these sources whole, and the fleet's summary. */
+  snapshot(sources: readonly Source[], fleet: FleetSummary, now: Date = new Date()): Snapshot {
+    const entries: Partial<Record<Source, Record<string, unknown>>> = {};
+    for (const source of sources) entries[source] = Object.fromEntries(this.entries(source));
     return {
       at: now.toISOString(),
       entries,
+      fleet,
       problems: Object.fromEntries(this.#problems),
       bus: this.#busState,
     };
+  }
+
+  /** One source's values by key, as the page would see them (live: read, never keep). */
+  entries(source: Source): ReadonlyMap<string, unknown> {
+    return this.#entries.get(source) ?? new Map<string, unknown>();
   }
 
   /** One value as the page sees it, or undefined. */

@@ -14,6 +14,7 @@ import {
 } from "@mesh/protocol";
 import { discoverTools, request, type KvBucket, type MeshBus } from "@mesh/bus";
 import {
+  PAGE_SOURCES,
   Source,
   ViewEvent,
   type AnswerRequest,
@@ -21,6 +22,8 @@ import {
   type CallResult,
   type ToolEntry,
 } from "./browser/wire.js";
+import type { FleetFeed } from "./fleet-feed.js";
+import { gridQuery } from "./fleet-view.js";
 import type { MeshState } from "./mesh-state.js";
 import {
   SECURITY_HEADERS,
@@ -53,6 +56,7 @@ export interface Route {
 export interface RouteContext {
   readonly bus: MeshBus;
   readonly state: MeshState;
+  readonly fleet: FleetFeed;
   readonly files: ReadonlyMap<string, PageFile>;
   readonly answers: KvBucket<AnswerValue>;
   /** Who answers asks, as written in `mesh-answers`. */
@@ -70,6 +74,7 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
     { method: "GET", path: "/", auth: "page", handler: (_q, s) => index(c, s) },
     { method: "GET", path: "/api/state", auth: "read", handler: (_q, s) => state(c, s) },
     { method: "GET", path: "/api/events", auth: "read", handler: (q, s) => events(c, q, s) },
+    { method: "GET", path: "/api/grid", auth: "read", handler: (_q, s, u) => grid(c, s, u) },
     { method: "GET", path: "/api/build-log", auth: "read", handler: (_q, s, u) => log(c, s, u) },
     { method: "GET", path: "/api/tools", auth: "read", handler: (_q, s) => tools(c, s) },
     { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
@@ -86,10 +91,21 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
 const index = (c: RouteContext, res: ServerResponse): void =>
   sendFile(res, c.files.get("/index.html"));
 
-/** `GET /api/state`: the whole state (JSON), once every source has handed what stands. */
+const PAGE = new Set<Source>(PAGE_SOURCES);
+
+/** The state a page starts from: the page sources whole, the fleet summarised. */
+const snapshot = (c: RouteContext) => c.state.snapshot(PAGE_SOURCES, c.fleet.summary());
+
+/** `GET /api/state`: the page's state (JSON), once every source has handed what stands. */
 async function state(c: RouteContext, res: ServerResponse): Promise<void> {
   await c.state.ready;
-  sendJson(res, 200, c.state.snapshot());
+  sendJson(res, 200, snapshot(c));
+}
+
+/** `GET /api/grid?from=&count=&filter=&attention=1`: a page of the grid. */
+async function grid(c: RouteContext, res: ServerResponse, url: URL): Promise<void> {
+  await c.state.ready;
+  sendJson(res, 200, c.fleet.grid(gridQuery(url.searchParams)));
 }
 
 /** `GET /api/build-log?key=<module>.<build>`: a build's log (text). */
@@ -110,7 +126,10 @@ async function tools(c: RouteContext, res: ServerResponse): Promise<void> {
   );
 }
 
-/** `GET /api/events`: SSE — `snapshot` first, then `change`, `problem` and `bus` events. */
+/**
+ * `GET /api/events`: SSE — `snapshot` first, then `change` (of a page source), `fleet`,
+ * `problem` and `bus` events.
+ */
 async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.writeHead(200, {
     ...SECURITY_HEADERS,
@@ -122,10 +141,12 @@ async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse
   res.write(": the mesh's view\n\n");
   await c.state.ready;
   if (res.destroyed) return;
-  sendEvent(res, ViewEvent.snapshot, c.state.snapshot());
-  const unlisten = c.state.listen((event) => {
+  sendEvent(res, ViewEvent.snapshot, snapshot(c));
+  const unlistenFleet = c.fleet.listen((summary) => sendEvent(res, ViewEvent.fleet, summary));
+  const unlistenState = c.state.listen((event) => {
     switch (event.type) {
       case "change":
+        if (!PAGE.has(event.change.source)) return;
         return sendEvent(res, ViewEvent.change, event.change);
       case "problem":
         return sendEvent(res, ViewEvent.problem, event.problem);
@@ -138,7 +159,8 @@ async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse
   const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 25_000);
   const end = (): void => {
     clearInterval(keepAlive);
-    unlisten();
+    unlistenState();
+    unlistenFleet();
     c.streams.delete(res);
   };
   req.on("close", end);

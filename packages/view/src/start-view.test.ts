@@ -12,15 +12,17 @@ import {
   kvStreamName,
   nodeModuleKey,
   toolSubject,
-  type Have,
 } from "@mesh/protocol";
 import { KvBucket, request, sayCondition, serve, type Served } from "@mesh/bus";
 import {
   CSRF_HEADER,
   CSRF_VALUE,
+  FLEET_SOURCES,
   Source,
   ViewEvent,
   type Change,
+  type FleetSummary,
+  type GridPage,
   type Snapshot,
 } from "./browser/wire.js";
 import { codeOf, next, postJson, raw, sse } from "./http-test-support.js";
@@ -32,6 +34,8 @@ import {
   startTestMesh,
   type TestMesh,
 } from "./test-support.js";
+
+const FLEET = new Set<string>(FLEET_SOURCES);
 
 let mesh: TestMesh;
 let view: View;
@@ -70,19 +74,18 @@ after(async () => {
 });
 
 describe("the view's server: what it serves", () => {
-  it("serves the whole state once every source has handed what stands, builds without their logs", async () => {
+  it("serves the page sources whole and the fleet only as its summary, builds without their logs", async () => {
     const response = await fetch(`${view.url}api/state`);
     assert.equal(response.status, 200);
     const state = (await response.json()) as Snapshot;
-    assert.deepEqual(Object.keys(state.entries[Source.presence]).sort(), ["laptop", "rack-2"]);
-    assert.equal(
-      (state.entries[Source.have][nodeModuleKey("laptop", "hello")] as Have).health,
-      "healthy",
-    );
-    assert.equal(Object.keys(state.entries[Source.wants]).length, 7);
-    assert.ok(state.entries[Source.asks][ASK_ID] !== undefined);
-    assert.ok(state.entries[Source.conditions]["assigner.set-back"] !== undefined);
-    const failed = state.entries[Source.builds]["board.2-failed"] as Record<string, unknown>;
+    for (const source of FLEET_SOURCES) assert.equal(state.entries[source], undefined, source);
+    assert.deepEqual(state.fleet.nodes, { total: 2, present: 2, gone: 0, never: 0 });
+    assert.equal(state.fleet.modules, 4);
+    assert.equal(state.fleet.cells.healthy, 7);
+    assert.equal(state.fleet.differences.total, 0);
+    assert.ok(state.entries[Source.asks]?.[ASK_ID] !== undefined);
+    assert.ok(state.entries[Source.conditions]?.["assigner.set-back"] !== undefined);
+    const failed = state.entries[Source.builds]?.["board.2-failed"] as Record<string, unknown>;
     assert.equal(failed["status"], "failed");
     assert.equal(failed["log"], undefined, "the log is fetched on demand, not sent with the state");
     assert.equal(failed["logLines"], 4);
@@ -128,17 +131,72 @@ describe("the view's server: what it serves", () => {
   });
 });
 
+describe("the view's server: the grid", () => {
+  it("serves the grid a page of nodes at a time, narrowed by a name or to what needs attention", async () => {
+    const grid = async (query: string): Promise<GridPage> => {
+      const response = await fetch(`${view.url}api/grid?${query}`);
+      assert.equal(response.status, 200);
+      return (await response.json()) as GridPage;
+    };
+    const whole = await grid("");
+    assert.deepEqual(
+      whole.columns.map((c) => [c.node, c.state]),
+      [
+        ["laptop", "present"],
+        ["rack-2", "present"],
+      ],
+    );
+    assert.deepEqual(
+      whole.rows.map((r) => r.module),
+      ["board", "counter", "hello", "node-tools"],
+    );
+    assert.equal(whole.rows[0]?.placement, "on every node");
+    assert.equal(Object.keys(whole.cells).length, 7);
+    assert.equal(whole.cells[nodeModuleKey("laptop", "hello")]?.have?.health, "healthy");
+    const second = await grid("from=1&count=1");
+    assert.deepEqual(
+      second.columns.map((c) => c.node),
+      ["rack-2"],
+    );
+    assert.deepEqual(second.matched, { nodes: 2, modules: 4 });
+    assert.equal(Object.keys(second.cells).length, 3, "only the page's cells");
+    assert.deepEqual(
+      (await grid("filter=hello")).rows.map((r) => r.module),
+      ["hello"],
+    );
+    assert.deepEqual(
+      (await grid("filter=rack")).columns.map((c) => c.node),
+      ["rack-2"],
+    );
+    const calm = await grid("attention=1");
+    assert.deepEqual([calm.rows.length, calm.columns.length], [0, 0], "a healthy mesh");
+  });
+});
+
 describe("the view's server: its event stream", () => {
-  it("pushes the first state, then a have going failing and a new condition, to an open stream", async () => {
+  it("pushes the first state, then the fleet's summary when a have goes failing, and a new condition, to an open stream", async () => {
     const stop = new AbortController();
     const events = sse(`${view.url}api/events`, stop.signal);
+    /** The next fleet summary; a fleet source's change, key by key, is never sent. */
+    const fleet = (what: string, match: (s: FleetSummary) => boolean) =>
+      next(
+        events,
+        (e) => {
+          const c = e.data as Change;
+          assert.ok(e.event !== ViewEvent.change || !FLEET.has(c.source), `a ${c.source} change`);
+          return e.event === ViewEvent.fleet && match(e.data as FleetSummary)
+            ? (e.data as FleetSummary)
+            : undefined;
+        },
+        what,
+      );
     try {
       const snapshot = await next(
         events,
         (e) => (e.event === ViewEvent.snapshot ? (e.data as Snapshot) : undefined),
         "the first state",
       );
-      assert.equal(Object.keys(snapshot.entries[Source.presence]).length, 2);
+      assert.equal(snapshot.fleet.nodes.total, 2);
 
       const have = await KvBucket.open(mesh.admin, Bucket.have);
       await have.put(nodeModuleKey("rack-2", "counter"), {
@@ -149,16 +207,12 @@ describe("the view's server: its event stream", () => {
         restarts: 3,
         lastError: "exit code 1",
       });
-      const change = await next(
-        events,
-        (e) => {
-          const c = e.data as Change;
-          return e.event === ViewEvent.change && c.source === Source.have ? c : undefined;
-        },
-        "the have's change",
-      );
-      assert.equal(change.key, "rack-2.counter");
-      assert.equal((change.value as Have).health, "failing");
+      const failing = await fleet("a summary with the failing have", (s) => s.cells.failing === 1);
+      assert.ok(failing.version > snapshot.fleet.version);
+      assert.equal(failing.attention.cells, 1);
+      const page = (await (await fetch(`${view.url}api/grid?attention=1`)).json()) as GridPage;
+      assert.equal(page.version, failing.version);
+      assert.deepEqual(Object.keys(page.cells), [nodeModuleKey("rack-2", "counter")]);
 
       await sayCondition(mesh.admin, {
         module: "counter",
@@ -177,16 +231,8 @@ describe("the view's server: its event stream", () => {
       assert.equal(condition.key, "counter.crashed");
 
       await have.delete(nodeModuleKey("rack-2", "counter"));
-      const deleted = await next(
-        events,
-        (e) => {
-          const c = e.data as Change;
-          return e.event === ViewEvent.change && c.source === Source.have ? c : undefined;
-        },
-        "the have's deletion",
-      );
-      assert.equal(deleted.key, "rack-2.counter");
-      assert.equal(deleted.value, undefined);
+      const gone = await fleet("a summary without the have", (s) => s.cells.failing === 0);
+      assert.equal(gone.cells.missing, 1, "wanted, no longer reported");
     } finally {
       stop.abort();
     }

@@ -10,6 +10,7 @@ import { setMaxListeners } from "node:events";
 import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
+import { FleetFeed } from "./fleet-feed.js";
 import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
 import { MeshState } from "./mesh-state.js";
 import { pageFiles } from "./page-files.js";
@@ -67,10 +68,12 @@ export async function startView(options: ViewOptions): Promise<View> {
     signal: stopping.signal,
     onProblem: (source, error) => options.onProblem?.(`reading ${source}`, error),
   });
+  const fleet = new FleetFeed({ state, signal: stopping.signal });
   const streams = new Set<ServerResponse>();
   const routes = viewRoutes({
     bus: options.bus,
     state,
+    fleet,
     files: await pageFiles(),
     answers: await KvBucket.open(options.bus, Bucket.answers),
     actor: options.actor ?? "operator (view)",

@@ -1,6 +1,9 @@
-/** What the page asks its server besides the event stream: tools, build logs, and the two POSTs. */
-import { invalidate, model } from "./model.js";
-import { CSRF_HEADER, CSRF_VALUE, type CallResult, type ToolEntry } from "./wire.js";
+/**
+ * What the page asks its server besides the event stream: the grid's pages, tools, build logs,
+ * and the two POSTs.
+ */
+import { GRID_PAGE_NODES, invalidate, model } from "./model.js";
+import { CSRF_HEADER, CSRF_VALUE, type CallResult, type GridPage, type ToolEntry } from "./wire.js";
 
 /** A POST with the view's header; a failure to reach the server is an UNREACHABLE result. */
 export async function post(path: string, body: unknown): Promise<CallResult> {
@@ -42,4 +45,37 @@ export function scheduleToolRefresh(): void {
 export async function buildLog(key: string): Promise<string> {
   const response = await fetch(`/api/build-log?key=${encodeURIComponent(key)}`);
   return response.ok ? await response.text() : `the log could not be read (${response.status})`;
+}
+
+let gridLoading = false;
+let gridAgain = false;
+
+/**
+ * Asks for the grid's page as the filter, the switch and the pager say. While one is on its way,
+ * further calls make one more after it, not one each.
+ */
+export async function loadGrid(): Promise<void> {
+  if (gridLoading) {
+    gridAgain = true;
+    return;
+  }
+  gridLoading = true;
+  try {
+    do {
+      gridAgain = false;
+      const query = new URLSearchParams({
+        from: String(model.gridFrom),
+        count: String(GRID_PAGE_NODES),
+        filter: model.gridFilter.trim().toLowerCase(),
+        attention: model.problemsOnly ? "1" : "0",
+      });
+      const response = await fetch(`/api/grid?${query.toString()}`);
+      if (response.ok) model.grid = (await response.json()) as GridPage;
+      invalidate("grid", "nodes", "detail");
+    } while (gridAgain);
+  } catch {
+    // The event stream's reconnect brings a new state, and with it a new page.
+  } finally {
+    gridLoading = false;
+  }
 }

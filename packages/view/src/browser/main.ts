@@ -3,11 +3,11 @@
  * then each change) and re-renders the sections a change touches. Answers and tool calls are
  * POSTs carrying the view's own header.
  *
- * model (the entries and the page's own state) · stream (the event stream) · api (the other
- * requests) · fleet (what is derived from the entries) · format · table · sections/ (one file
- * per part of the page).
+ * model (the entries, the fleet's summary, the grid's page, the page's own state) · stream (the
+ * event stream) · api (the other requests) · format · table · sections/ (one file per part of
+ * the page).
  */
-import { loadTools } from "./api.js";
+import { loadGrid, loadTools } from "./api.js";
 import { byId } from "./dom.js";
 import { invalidate, setRenderers } from "./model.js";
 import { renderAsks } from "./sections/asks.js";
@@ -35,5 +35,7 @@ setRenderers({
 byId("tools-refresh").addEventListener("click", () => void loadTools());
 initGridControls();
 connect();
-// Heartbeat ages move with time, not with changes.
+// Heartbeat ages move with time, not with changes; the server pushes no heartbeat that changes
+// nothing else, so the grid's page is asked for again now and then.
 window.setInterval(() => invalidate("nodes", "grid"), 5_000);
+window.setInterval(() => void loadGrid(), 15_000);

@@ -1,15 +1,25 @@
 /**
- * The page's model of the mesh: every source's entries as the server sent them, and what the
- * page itself holds (its link, the open tools, the selection). A change marks the sections it
+ * The page's model of the mesh: the page sources' entries as the server sent them, the fleet's
+ * summary, the grid page on show, and what the page itself holds (its link, the open tools, the
+ * selection). A change marks the sections it
  * touches dirty; they are drawn again on the next animation frame, each once.
  */
-import { Source, type BusState, type ToolEntry } from "./wire.js";
+import { Source, type BusState, type FleetSummary, type GridPage, type ToolEntry } from "./wire.js";
+
+/** How many nodes a page of the grid shows. */
+export const GRID_PAGE_NODES = 50;
 
 export const model = {
   entries: new Map<Source, Map<string, unknown>>(
     Object.values(Source).map((s) => [s, new Map<string, unknown>()]),
   ),
   problems: new Map<Source, string>(),
+  /** The fleet in numbers (pushed by the server). */
+  fleet: undefined as FleetSummary | undefined,
+  /** The page of the grid on show (asked for; again when the fleet's version moves). */
+  grid: undefined as GridPage | undefined,
+  /** The first node of the grid's page. */
+  gridFrom: 0,
   bus: "connected" as BusState,
   /** The page's connection to its server. */
   link: "connecting" as "connecting" | "live" | "lost",
@@ -54,17 +64,12 @@ export const ALL_SECTIONS: readonly Section[] = [
   "tools",
 ];
 
-/** Which sections each source feeds: a change re-renders only those. */
-export const SECTIONS_OF: Record<Source, readonly Section[]> = {
-  [Source.modules]: ["grid", "summary"],
-  [Source.builds]: ["builds", "grid"],
-  [Source.assignments]: ["grid"],
-  [Source.puts]: ["grid"],
-  [Source.presence]: ["nodes", "grid", "summary"],
-  [Source.wants]: ["grid", "detail"],
-  [Source.have]: ["grid", "detail", "summary"],
-  [Source.compositions]: ["nodes", "grid"],
-  [Source.differences]: ["grid", "differences", "detail", "summary"],
+/**
+ * Which sections each page source feeds: a change re-renders only those. (The fleet sources
+ * reach the page as the summary and the grid's pages, never key by key.)
+ */
+export const SECTIONS_OF: Partial<Record<Source, readonly Section[]>> = {
+  [Source.builds]: ["builds"],
   [Source.asks]: ["asks", "summary"],
   [Source.answers]: ["asks", "summary"],
   [Source.conditions]: ["conditions"],
@@ -90,8 +95,8 @@ function renderDirty(): void {
   const sections = [...dirty];
   dirty.clear();
   for (const section of sections) renderers?.[section]();
-  // Scripts and tests may rely on this: the first whole state is on the page, not just received.
-  if (model.link === "live") document.body.dataset["ready"] = "true";
+  // Scripts and tests may rely on this: the first state and grid are on the page, not just received.
+  if (model.link === "live" && model.grid !== undefined) document.body.dataset["ready"] = "true";
 }
 
 /** Selects a grid cell for the detail panel, or unselects it when it is the selected one. */

@@ -1,14 +1,15 @@
 /**
- * The server's event stream: the whole state first (again after every reconnect), then each
- * change, a source's problem, and the bus's state.
+ * The server's event stream: the state first (again after every reconnect), then each change of
+ * a page source, the fleet's summary when it moved, a source's problem, and the bus's state.
  */
-import { loadTools, scheduleToolRefresh } from "./api.js";
+import { loadGrid, loadTools, scheduleToolRefresh } from "./api.js";
 import { ALL_SECTIONS, SECTIONS_OF, invalidate, model } from "./model.js";
 import {
   Source,
   ViewEvent,
   type BusState,
   type Change,
+  type FleetSummary,
   type Snapshot,
   type SourceProblem,
 } from "./wire.js";
@@ -19,6 +20,7 @@ export function connect(): void {
   const events = new EventSource("/api/events");
   events.addEventListener(ViewEvent.snapshot, (event) => onSnapshot(data<Snapshot>(event)));
   events.addEventListener(ViewEvent.change, (event) => onChange(data<Change>(event)));
+  events.addEventListener(ViewEvent.fleet, (event) => onFleet(data<FleetSummary>(event)));
   events.addEventListener(ViewEvent.problem, (event) => {
     const problem = data<SourceProblem>(event);
     if (problem.problem === undefined) model.problems.delete(problem.source);
@@ -41,12 +43,25 @@ function onSnapshot(snapshot: Snapshot): void {
   for (const source of Object.values(Source)) {
     model.entries.set(source, new Map(Object.entries(snapshot.entries[source] ?? {})));
   }
+  model.fleet = snapshot.fleet;
   model.problems = new Map(Object.entries(snapshot.problems) as Array<[Source, string]>);
   model.bus = snapshot.bus;
   model.link = "live";
   model.lastChange = new Date();
   invalidate(...ALL_SECTIONS);
+  void loadGrid();
   void loadTools();
+}
+
+function onFleet(summary: FleetSummary): void {
+  model.fleet = summary;
+  model.lastChange = new Date();
+  invalidate("summary", "differences");
+  // What a page of the grid shows may have moved, and with it the tools modules serve.
+  if (model.grid?.version !== summary.version) {
+    void loadGrid();
+    scheduleToolRefresh();
+  }
 }
 
 function onChange(change: Change): void {
@@ -55,7 +70,5 @@ function onChange(change: Change): void {
   if (change.value === undefined) map.delete(change.key);
   else map.set(change.key, change.value);
   model.lastChange = new Date();
-  invalidate(...SECTIONS_OF[change.source]);
-  // A module starting or stopping somewhere may add or remove its tools.
-  if (change.source === Source.have) scheduleToolRefresh();
+  invalidate(...(SECTIONS_OF[change.source] ?? []));
 }

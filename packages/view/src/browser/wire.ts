@@ -3,7 +3,15 @@
  * state, each change, and the shapes of the POST bodies. Types and constants only, so the server
  * (Node) and the page (the browser) share them without either pulling in the other's world.
  */
-import type { Build } from "@mesh/protocol";
+import type {
+  Build,
+  CompositionVerdict,
+  Difference,
+  Have,
+  Presence,
+  Put,
+  Want,
+} from "@mesh/protocol";
 
 /** Everything the page shows, by where it comes from: the buckets, and the conditions stream. */
 export const Source = {
@@ -23,17 +31,46 @@ export const Source = {
 export type Source = (typeof Source)[keyof typeof Source];
 
 /**
+ * The sources a page gets whole, then change by change: their size does not grow with the
+ * number of nodes.
+ */
+export const PAGE_SOURCES = [
+  Source.modules,
+  Source.builds,
+  Source.asks,
+  Source.answers,
+  Source.conditions,
+] as const;
+
+/**
+ * The sources with a key per node (or per node and module): kept on the server, and shown to a
+ * page as the fleet's summary and the grid's pages, so what a page gets stays bounded however
+ * large the fleet.
+ */
+export const FLEET_SOURCES = [
+  Source.presence,
+  Source.wants,
+  Source.have,
+  Source.differences,
+  Source.compositions,
+  Source.puts,
+  Source.assignments,
+] as const;
+
+/**
  * A build as the page first gets it: without its log, which can be long and is fetched when
  * someone opens it (`GET /api/build-log?key=<module>.<build>`).
  */
 export type BuildSummary = Omit<Build, "log"> & { readonly logLines: number };
 
-/** The whole state, sent once when a page connects (after every watch handed what stands). */
+/** The state, sent once when a page connects (after every watch handed what stands). */
 export interface Snapshot {
   /** The server's clock when it was sent: the page measures heartbeat ages against it. */
   readonly at: string;
-  /** Per source, each key's value (as the bus holds it; builds as BuildSummary). */
-  readonly entries: Readonly<Record<Source, Readonly<Record<string, unknown>>>>;
+  /** Per page source, each key's value (as the bus holds it; builds as BuildSummary). */
+  readonly entries: Readonly<Partial<Record<Source, Readonly<Record<string, unknown>>>>>;
+  /** The fleet sources, summarised. */
+  readonly fleet: FleetSummary;
   /** Per source that cannot be read, why (a missing bucket, a permission). */
   readonly problems: Readonly<Partial<Record<Source, string>>>;
   readonly bus: BusState;
@@ -54,6 +91,8 @@ export const ViewEvent = {
   change: "change",
   problem: "problem",
   bus: "bus",
+  /** A new FleetSummary: sent when the fleet moved, bursts coalesced. */
+  fleet: "fleet",
 } as const;
 
 /** A problem with one source, or its end (`problem` absent). */
@@ -95,5 +134,95 @@ export interface ToolEntry {
   readonly problems: readonly string[];
 }
 
-/** A node's presence older than this is shown as gone (the host writes it far more often). */
-export const PRESENCE_STALE_MS = 60_000;
+/** Whether a node is present (heartbeat younger than the mesh's threshold), gone, or never seen. */
+export type NodeState = "present" | "gone" | "never";
+
+/** Where a (node, module) stands, why, and what fixes it (the fleet's read model in @mesh/core). */
+export interface CellVerdict {
+  readonly state: "healthy" | "starting" | "not-running";
+  readonly reason: string;
+  readonly fix?: string;
+}
+
+/** The fleet in numbers, and the first differences: small whatever the fleet's size. */
+export interface FleetSummary {
+  /** Moves whenever what a grid page shows may have changed: a page then asks for its page again. */
+  readonly version: number;
+  readonly nodes: { readonly total: number } & Readonly<Record<NodeState, number>>;
+  readonly modules: number;
+  /** Every (node, module) that is wanted or reported, by the health it reports. */
+  readonly cells: {
+    readonly healthy: number;
+    readonly starting: number;
+    readonly failing: number;
+    readonly stopped: number;
+    /** Wanted, not reported. */
+    readonly missing: number;
+  };
+  /** Cells and nodes that need attention (what the grid's "only what needs attention" shows). */
+  readonly attention: { readonly cells: number; readonly nodes: number };
+  /** How many differences there are, and the first of them by key. */
+  readonly differences: {
+    readonly total: number;
+    readonly first: ReadonlyArray<{ readonly key: string; readonly difference: Difference }>;
+  };
+  /** After this long without a heartbeat a node is gone (`PRESENCE_GONE_MS`). */
+  readonly presenceGoneMs: number;
+}
+
+/** `GET /api/grid?from=&count=&filter=&attention=1`: which part of the grid a page shows. */
+export interface GridQuery {
+  /** The first node shown (of the nodes that match), from 0. */
+  readonly from: number;
+  /** How many nodes, at most GRID_MAX_NODES. */
+  readonly count: number;
+  /** A module's name shows its row on every node; a node's name, its column. */
+  readonly filter: string;
+  /** Only what needs attention. */
+  readonly attention: boolean;
+}
+
+/** The most nodes one grid page holds. */
+export const GRID_MAX_NODES = 200;
+/** The most modules one grid page holds. */
+export const GRID_MAX_MODULES = 500;
+
+/** One node as a column of the grid (and a row of the nodes table). */
+export interface GridColumn {
+  readonly node: string;
+  readonly state: NodeState;
+  readonly presence?: Presence;
+  readonly verdict?: CompositionVerdict;
+}
+
+/** One module as a row of the grid. */
+export interface GridRow {
+  readonly module: string;
+  /** Where the operator placed it: "on every node", "on a, b", "not assigned". */
+  readonly placement: string;
+}
+
+/** One (node, module): what is wanted, what runs, how they differ, a pin, and the verdict. */
+export interface GridCell {
+  readonly want?: Want;
+  readonly have?: Have;
+  readonly difference?: Difference;
+  readonly put?: Put;
+  /** Set for a module assigned to the node. */
+  readonly verdict?: CellVerdict;
+}
+
+/** A page of the grid: its nodes and modules after the filter, and their cells. */
+export interface GridPage {
+  /** The FleetSummary version it was read at. */
+  readonly version: number;
+  readonly at: string;
+  readonly query: GridQuery;
+  readonly totals: { readonly nodes: number; readonly modules: number };
+  /** How many nodes and modules match the filter (the columns are a window of the nodes). */
+  readonly matched: { readonly nodes: number; readonly modules: number };
+  readonly columns: readonly GridColumn[];
+  readonly rows: readonly GridRow[];
+  /** By `<node>.<module>`; a pair with nothing wanted or reported is absent. */
+  readonly cells: Readonly<Record<string, GridCell>>;
+}

@@ -8,6 +8,14 @@ import { Source } from "../wire.js";
 
 type Choice = "yes" | "no";
 
+/** Asks without an answer, oldest first. */
+export function openAsks(): Ask[] {
+  const answers = values(Source.answers);
+  return [...values<Ask>(Source.asks).values()]
+    .filter((ask) => !answers.has(ask.id))
+    .sort((a, b) => a.at.localeCompare(b.at));
+}
+
 export function renderAsks(): void {
   const answers = values<Answer>(Source.answers);
   const all = [...values<Ask>(Source.asks).values()].sort((a, b) => a.at.localeCompare(b.at));

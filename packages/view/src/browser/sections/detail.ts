@@ -2,9 +2,9 @@
 import type { Difference, Have, Want } from "@mesh/protocol";
 import { byId, fill, h, type Child } from "../dom.js";
 import { age, reasonList } from "../format.js";
-import { model, toggleSelected, values } from "../model.js";
+import { model, toggleSelected } from "../model.js";
 import { table } from "../table.js";
-import { Source } from "../wire.js";
+import type { CellVerdict } from "../wire.js";
 
 type Pair = readonly [label: string, value: Child];
 
@@ -13,10 +13,8 @@ export function renderDetail(): void {
   const selected = model.selected;
   container.hidden = selected === undefined;
   if (selected === undefined) return;
-  const key = `${selected.node}.${selected.module}`;
-  const want = values<Want>(Source.wants).get(key);
-  const have = values<Have>(Source.have).get(key);
-  const difference = values<Difference>(Source.differences).get(key);
+  const { want, have, difference, verdict } =
+    model.grid?.cells[`${selected.node}.${selected.module}`] ?? {};
   fill(
     container,
     h(
@@ -33,6 +31,7 @@ export function renderDetail(): void {
         "close",
       ),
     ),
+    verdict === undefined ? null : verdictLine(verdict),
     h(
       "div",
       { class: "detail-cols" },
@@ -84,3 +83,12 @@ const differencePairs = (difference: Difference): Pair[] => [
   ["have", difference.have ?? "—"],
   ["why", reasonList(difference.reasons)],
 ];
+
+/** Why the cell is as it is, and what fixes it. */
+const verdictLine = (verdict: CellVerdict): HTMLElement =>
+  h(
+    "p",
+    { class: `verdict verdict-${verdict.state}`, "data-verdict": verdict.state },
+    verdict.reason,
+    verdict.fix === undefined ? null : h("span", { class: "fix" }, " — fix: ", verdict.fix),
+  );

@@ -1,9 +1,9 @@
 /** One cell of the grid: a module on a node — its health, want against have, pin and last error. */
-import type { Difference, Have, Put, Want } from "@mesh/protocol";
+import type { Have, Put, Want } from "@mesh/protocol";
 import { h } from "../dom.js";
 import { age, badge, healthLabel, shortBuild } from "../format.js";
-import { model, toggleSelected, values } from "../model.js";
-import { Source } from "../wire.js";
+import { model, toggleSelected } from "../model.js";
+import type { GridCell } from "../wire.js";
 
 const HEALTH_KIND: Record<string, string> = {
   healthy: "ok",
@@ -11,13 +11,8 @@ const HEALTH_KIND: Record<string, string> = {
   failing: "bad",
 };
 
-export function gridCell(node: string, module: string): HTMLTableCellElement {
-  const key = `${node}.${module}`;
-  const want = values<Want>(Source.wants).get(key);
-  const have = values<Have>(Source.have).get(key);
-  const difference = values<Difference>(Source.differences).get(key);
-  const puts = values<Put>(Source.puts);
-  const put = puts.get(key) ?? puts.get(`all.${module}`);
+export function gridCell(node: string, module: string, cell: GridCell = {}): HTMLTableCellElement {
+  const { want, have, difference, put } = cell;
   const selected = model.selected?.node === node && model.selected.module === module;
   const attrs = {
     class: `cell${selected ? " selected" : ""}`,
@@ -25,7 +20,7 @@ export function gridCell(node: string, module: string): HTMLTableCellElement {
     "data-module": module,
     "data-health": have?.health ?? (want === undefined ? "none" : "missing"),
     tabindex: 0,
-    title: want?.reason,
+    title: cellTitle(cell),
     onclick: () => toggleSelected(node, module),
     onkeydown: (event: Event) => {
       if ((event as KeyboardEvent).key === "Enter") toggleSelected(node, module);
@@ -65,6 +60,12 @@ export function gridCell(node: string, module: string): HTMLTableCellElement {
       ? h("div", { class: "cell-line cell-error" }, have.lastError)
       : null,
   );
+}
+
+/** The hover text: why the cell is as it is and what fixes it, or why its build is wanted. */
+function cellTitle({ verdict, want }: GridCell): string | undefined {
+  if (verdict === undefined) return want?.reason;
+  return verdict.fix === undefined ? verdict.reason : `${verdict.reason}\nfix: ${verdict.fix}`;
 }
 
 /** The build wanted, with the one running first when it is another, and the rule that chose it. */

@@ -1,44 +1,36 @@
 /**
- * The grid: a row per module, a column per node, a cell per pair. It can be narrowed by a name
- * (a module's row on every node, or a node's column) and to what needs attention.
+ * The grid: a row per module, a column per node, a cell per pair — one page of nodes at a time,
+ * as the server hands it. It can be narrowed by a name (a module's row on every node, or a
+ * node's column) and to what needs attention; both are applied by the server.
  */
-import type { CompositionVerdict, Presence } from "@mesh/protocol";
+import { loadGrid } from "../api.js";
 import { byId, fill, h } from "../dom.js";
-import { cellTroubled, modules, nodeTroubled, nodes, placement, present } from "../fleet.js";
 import { badge, emptyNote } from "../format.js";
-import { invalidate, model, values } from "../model.js";
+import { invalidate, model } from "../model.js";
 import { table, type Column } from "../table.js";
-import { Source } from "../wire.js";
+import type { GridColumn, GridPage, GridRow } from "../wire.js";
 import { gridCell } from "./grid-cell.js";
 
-/** What the grid shows after the filter and the problems-only switch. */
-interface Shown {
-  readonly rows: readonly string[];
-  readonly columns: readonly string[];
-  readonly allRows: number;
-  readonly allColumns: number;
-}
-
 export function renderGrid(): void {
-  const allColumns = nodes();
-  const allRows = modules();
+  const grid = model.grid;
   const container = byId("grid-body");
-  byId("grid-count").textContent = `${allRows.length} × ${allColumns.length}`;
-  if (allRows.length === 0 || allColumns.length === 0) {
+  if (grid === undefined) return;
+  byId("grid-count").textContent = `${grid.totals.modules} × ${grid.totals.nodes}`;
+  if (grid.totals.modules === 0 || grid.totals.nodes === 0) {
     fill(
       container,
       emptyNote(
-        allRows.length === 0
+        grid.totals.modules === 0
           ? "No module is registered yet: mesh module add <dir>."
           : "No node yet.",
       ),
     );
     return;
   }
-  const shown = narrow(allRows, allColumns);
-  if (shown.rows.length === 0 || shown.columns.length === 0) {
+  if (grid.columns.length === 0 || grid.rows.length === 0) {
     fill(
       container,
+      grid.matched.nodes > 0 && grid.matched.modules > 0 ? pager(grid) : null,
       emptyNote(
         model.problemsOnly && model.gridFilter.trim() === ""
           ? "Nothing needs attention: every module runs healthy where it is wanted."
@@ -47,62 +39,79 @@ export function renderGrid(): void {
     );
     return;
   }
-  const columns: Array<Column<string>> = [
+  const columns: Array<Column<GridRow>> = [
     {
       head: h("th", { class: "corner" }, "module \\ node"),
       rowHeader: true,
-      cell: (module) => [module, h("div", { class: "row-note" }, placement(module))],
+      cell: (row) => [row.module, h("div", { class: "row-note" }, row.placement)],
     },
-    ...shown.columns.map((node): Column<string> => ({
-      head: nodeHead(node),
-      cell: (module) => gridCell(node, module),
+    ...grid.columns.map((column): Column<GridRow> => ({
+      head: nodeHead(column),
+      cell: (row) => gridCell(column.node, row.module, grid.cells[`${column.node}.${row.module}`]),
     })),
   ];
   fill(
     container,
-    h("div", { class: "grid-scroll" }, table({ class: "grid", columns, rows: shown.rows })),
-    legend(shown),
+    pager(grid),
+    h("div", { class: "grid-scroll" }, table({ class: "grid", columns, rows: grid.rows })),
+    legend(grid),
   );
 }
 
-/** Applies the filter, then the problems-only switch. */
-function narrow(allRows: readonly string[], allColumns: readonly string[]): Shown {
-  const filter = model.gridFilter.trim().toLowerCase();
-  const matches = (name: string): boolean => filter === "" || name.includes(filter);
-  // A filter naming a module shows its row on every node; one naming a node, its column.
-  const rowsByName = allRows.filter(matches);
-  const columnsByName = allColumns.filter(matches);
-  let rows = rowsByName.length > 0 ? rowsByName : allRows;
-  let columns = columnsByName.length > 0 ? columnsByName : allColumns;
-  if (filter !== "" && rowsByName.length === 0 && columnsByName.length === 0) {
-    rows = [];
-    columns = [];
-  }
-  if (model.problemsOnly) {
-    rows = rows.filter((m) => columns.some((n) => cellTroubled(n, m)));
-    columns = columns.filter((n) => nodeTroubled(n) || rows.some((m) => cellTroubled(n, m)));
-  }
-  return { rows, columns, allRows: allRows.length, allColumns: allColumns.length };
-}
-
 /** A node's column head: its name, gone when it is, and a refused composition. */
-function nodeHead(node: string): HTMLTableCellElement {
-  const here = present(values<Presence>(Source.presence).get(node));
-  const verdict = values<CompositionVerdict>(Source.compositions).get(node);
+function nodeHead({ node, state, verdict }: GridColumn): HTMLTableCellElement {
+  const here = state === "present";
   return h(
     "th",
     { scope: "col", class: here ? "" : "node-gone", title: here ? undefined : "no heartbeat" },
     node,
-    here ? null : h("span", { class: "col-note" }, " gone"),
+    here ? null : h("span", { class: "col-note" }, state === "never" ? " never seen" : " gone"),
     verdict?.verdict === "refused"
       ? h("div", {}, badge("bad", "composition refused", verdict.reasons.join("\n")))
       : null,
   );
 }
 
-function legend(shown: Shown): HTMLElement {
-  const hiddenRows = shown.allRows - shown.rows.length;
-  const hiddenColumns = shown.allColumns - shown.columns.length;
+/** Which nodes are shown, and the way to the others; nothing when they all fit. */
+function pager(grid: GridPage): HTMLElement | null {
+  const total = grid.matched.nodes;
+  if (total <= grid.query.count && grid.query.from === 0) return null;
+  const from = Math.min(grid.query.from, Math.max(0, total - 1));
+  const to = Math.min(total, from + grid.columns.length);
+  const go = (start: number) => (): void => {
+    model.gridFrom = Math.max(0, start);
+    void loadGrid();
+  };
+  return h(
+    "div",
+    { class: "pager", id: "grid-pager" },
+    h(
+      "button",
+      {
+        class: "btn btn-small",
+        type: "button",
+        disabled: from === 0,
+        onclick: go(from - grid.query.count),
+      },
+      "‹ previous",
+    ),
+    h("span", { class: "muted" }, ` nodes ${from + 1}–${to} of ${total} `),
+    h(
+      "button",
+      {
+        class: "btn btn-small",
+        type: "button",
+        disabled: to >= total,
+        onclick: go(from + grid.query.count),
+      },
+      "next ›",
+    ),
+  );
+}
+
+function legend(grid: GridPage): HTMLElement {
+  const hiddenRows = grid.totals.modules - grid.matched.modules;
+  const hiddenColumns = grid.totals.nodes - grid.matched.nodes;
   return h(
     "p",
     { class: "legend" },
@@ -128,11 +137,13 @@ export function initGridControls(): void {
   const problemsOnly = byId("grid-problems") as HTMLInputElement;
   filter.addEventListener("input", () => {
     model.gridFilter = filter.value;
-    invalidate("grid");
+    model.gridFrom = 0;
+    void loadGrid();
   });
   problemsOnly.addEventListener("change", () => {
     model.problemsOnly = problemsOnly.checked;
-    invalidate("grid");
+    model.gridFrom = 0;
+    void loadGrid();
   });
 }
 
@@ -140,6 +151,8 @@ export function initGridControls(): void {
 export function showProblems(): void {
   (byId("grid-problems") as HTMLInputElement).checked = true;
   model.problemsOnly = true;
+  model.gridFrom = 0;
+  void loadGrid();
   invalidate("grid");
   byId("grid").scrollIntoView();
 }

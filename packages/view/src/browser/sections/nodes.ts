@@ -1,36 +1,41 @@
-/** The nodes: presence, heartbeat, machine, mesh version and composition verdict. */
-import type { CompositionVerdict, Presence } from "@mesh/protocol";
+/** The nodes of the grid's page: presence, heartbeat, machine, mesh version and composition. */
+import type { CompositionVerdict } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
-import { nodes, present } from "../fleet.js";
 import { age, badge, reasonList } from "../format.js";
-import { values } from "../model.js";
+import { model } from "../model.js";
 import { table } from "../table.js";
-import { Source } from "../wire.js";
+import type { GridColumn, NodeState } from "../wire.js";
 
-interface NodeRow {
-  readonly node: string;
-  readonly presence: Presence | undefined;
-  readonly verdict: CompositionVerdict | undefined;
-}
+const STATE_BADGE: Record<NodeState, () => HTMLElement> = {
+  present: () => badge("ok", "present"),
+  gone: () => badge("bad", "gone"),
+  never: () => badge("none", "never seen"),
+};
 
 export function renderNodes(): void {
-  const presence = values<Presence>(Source.presence);
-  const verdicts = values<CompositionVerdict>(Source.compositions);
-  const rows = nodes().map((node): NodeRow => ({
-    node,
-    presence: presence.get(node),
-    verdict: verdicts.get(node),
-  }));
+  const grid = model.grid;
+  if (grid === undefined) return;
+  const rows = grid.columns;
+  const paged = rows.length < grid.totals.nodes;
   fill(
     byId("nodes"),
-    h("h2", {}, "Nodes ", h("span", { class: "count" }, rows.length)),
-    table<NodeRow>({
+    h(
+      "h2",
+      {},
+      "Nodes ",
+      h("span", { class: "count" }, grid.totals.nodes),
+      paged ? h("span", { class: "muted" }, ` the grid's ${rows.length} shown`) : null,
+    ),
+    table<GridColumn>({
       rows,
-      empty: "No node has reported yet. A host writes its presence when it starts.",
+      empty:
+        grid.totals.nodes === 0
+          ? "No node has reported yet. A host writes its presence when it starts."
+          : "No node of the grid's page to show.",
       row: (r) => ({ "data-node": r.node }),
       columns: [
         { head: "node", rowHeader: true, cell: (r) => r.node },
-        { head: "state", cell: (r) => presenceBadge(r.presence) },
+        { head: "state", cell: (r) => STATE_BADGE[r.state]() },
         {
           head: "heartbeat",
           class: "num",
@@ -47,11 +52,6 @@ export function renderNodes(): void {
       ],
     }),
   );
-}
-
-function presenceBadge(presence: Presence | undefined): HTMLElement {
-  if (presence === undefined) return badge("none", "never seen");
-  return present(presence) ? badge("ok", "present") : badge("bad", "gone");
 }
 
 function verdictCell(verdict: CompositionVerdict | undefined): HTMLElement {

@@ -1,10 +1,8 @@
 /** The header's summary (link, counts that lead to what needs attention) and the problems banner. */
-import type { Have, Presence } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
-import { modules, nodes, openAsks, present } from "../fleet.js";
 import { badge } from "../format.js";
-import { model, values } from "../model.js";
-import { Source } from "../wire.js";
+import { model } from "../model.js";
+import { openAsks } from "./asks.js";
 import { showProblems } from "./grid.js";
 
 const onProblems = (event: Event): void => {
@@ -13,13 +11,7 @@ const onProblems = (event: Event): void => {
 };
 
 export function renderSummary(): void {
-  const all = nodes();
-  const presence = values<Presence>(Source.presence);
-  const up = all.filter((n) => present(presence.get(n))).length;
-  const haves = [...values<Have>(Source.have).values()];
-  const failing = haves.filter((x) => x.health === "failing").length;
-  const healthy = haves.filter((x) => x.health === "healthy").length;
-  const differences = values(Source.differences).size;
+  const fleet = model.fleet;
   const asks = openAsks().length;
   const stat = (n: number, label: string): HTMLElement =>
     h("span", { class: "stat" }, h("b", {}, n), label);
@@ -37,11 +29,20 @@ export function renderSummary(): void {
   fill(
     byId("summary"),
     linkBadge(),
-    h("span", { class: "stat" }, h("b", {}, `${up}/${all.length}`), " nodes present"),
-    stat(modules().length, " modules"),
-    stat(healthy, " healthy"),
-    link(failing, " failing", "bad", "#grid", true),
-    link(differences, " differences", "warn", "#grid", true),
+    fleet === undefined
+      ? null
+      : h(
+          "span",
+          { class: "stat" },
+          h("b", {}, `${fleet.nodes.present}/${fleet.nodes.total}`),
+          " nodes present",
+        ),
+    fleet === undefined ? null : stat(fleet.modules, " modules"),
+    fleet === undefined ? null : stat(fleet.cells.healthy, " healthy"),
+    fleet === undefined ? null : link(fleet.cells.failing, " failing", "bad", "#grid", true),
+    fleet === undefined
+      ? null
+      : link(fleet.differences.total, " differences", "warn", "#grid", true),
     link(asks, " open asks", "warn", "#asks", false),
   );
   renderProblems();
