@@ -3,22 +3,39 @@
  * version, and a summary pushed to pages when the fleet moved — bursts coalesced, and a
  * heartbeat that changes nothing shown (the node was present and still is) not counted.
  */
-import type { CompositionVerdict, Difference, Have, Presence, Put, Want } from "@mesh/protocol";
+import { nodeState } from "@mesh/core";
+import type {
+  Answer,
+  Ask,
+  Build,
+  CompositionVerdict,
+  Condition,
+  Difference,
+  Have,
+  ModuleRegistration,
+  Presence,
+  Put,
+  Want,
+} from "@mesh/protocol";
 import {
   FLEET_SOURCES,
   Source,
+  type BuildSummary,
   type FleetSummary,
   type GridPage,
   type GridQuery,
 } from "./browser/wire.js";
-import { gridPage, indexFleet, nodeState, type FleetIndex, type FleetInput } from "./fleet-view.js";
+import { gridPage, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
 import type { MeshState } from "./mesh-state.js";
 
 export interface FleetFeedOptions {
   /** Where the entries are, and their changes (the view's MeshState). */
-  readonly state: Pick<MeshState, "listen" | "entries">;
+  readonly state: Pick<MeshState, "listen" | "entries" | "buildLog">;
   readonly signal: AbortSignal;
-  /** How long a burst of changes is gathered before pages hear of it (ms). */
+  /**
+   * How long a burst of changes is gathered before pages hear of it (ms); at least twice as long
+   * as indexing the fleet last took.
+   */
   readonly coalesceMs?: number;
   /** How often presence is judged again, since a node goes gone without any change (ms). */
   readonly tickMs?: number;
@@ -26,8 +43,18 @@ export interface FleetFeedOptions {
   readonly now?: () => number;
 }
 
-/** What the grid and the summary are read from: the fleet sources, and the modules registered. */
-const FLEET = new Set<string>([...FLEET_SOURCES, Source.modules]);
+/**
+ * What the grid and the summary are read from: the fleet sources, and what the read model also
+ * reasons with (registrations, builds, asks and answers, conditions).
+ */
+const FLEET = new Set<string>([
+  ...FLEET_SOURCES,
+  Source.modules,
+  Source.builds,
+  Source.asks,
+  Source.answers,
+  Source.conditions,
+]);
 
 export class FleetFeed {
   readonly #state: FleetFeedOptions["state"];
@@ -38,6 +65,11 @@ export class FleetFeed {
   readonly #shown = new Map<string, string>();
   #version = 0;
   #index: FleetIndex | undefined;
+  /**
+   * How long the last index took: a burst waits at least twice that, so indexing a large fleet
+   * never takes more than about a third of the server's time.
+   */
+  #indexMs = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: FleetFeedOptions) {
@@ -81,7 +113,9 @@ export class FleetFeed {
 
   #indexed(): FleetIndex {
     if (this.#index?.version !== this.#version) {
+      const started = performance.now();
       this.#index = indexFleet(this.#input(), this.#version);
+      this.#indexMs = performance.now() - started;
     }
     return this.#index;
   }
@@ -90,15 +124,30 @@ export class FleetFeed {
     const map = <T>(source: Source) => this.#state.entries(source) as ReadonlyMap<string, T>;
     return {
       now: this.#now(),
-      modules: this.#state.entries(Source.modules),
       presence: map<Presence>(Source.presence),
-      assignments: this.#state.entries(Source.assignments),
+      assignments: this.#state.entries(Source.assignments) as FleetInput["assignments"],
+      registrations: map<ModuleRegistration>(Source.modules),
+      builds: this.#builds(),
       wants: map<Want>(Source.wants),
       have: map<Have>(Source.have),
       differences: map<Difference>(Source.differences),
       compositions: map<CompositionVerdict>(Source.compositions),
+      asks: map<Ask>(Source.asks),
+      answers: map<Answer>(Source.answers),
+      conditions: [...map<Condition>(Source.conditions).values()],
       puts: map<Put>(Source.puts),
     };
+  }
+
+  /** The builds as the bus holds them: the state keeps their logs apart. */
+  #builds(): ReadonlyMap<string, Build> {
+    const builds = this.#state.entries(Source.builds) as ReadonlyMap<string, BuildSummary>;
+    return new Map(
+      [...builds].map(([key, { logLines: _lines, ...build }]) => [
+        key,
+        { ...build, log: this.#state.buildLog(key) ?? "" },
+      ]),
+    );
   }
 
   /** Whether a node's presence changed what a page shows of it (not just its heartbeat). */
@@ -124,10 +173,13 @@ export class FleetFeed {
   #moved(): void {
     this.#version += 1;
     if (this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      const summary = this.summary();
-      for (const listener of this.#listeners) listener(summary);
-    }, this.#coalesceMs);
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        const summary = this.summary();
+        for (const listener of this.#listeners) listener(summary);
+      },
+      Math.max(this.#coalesceMs, 2 * this.#indexMs),
+    );
   }
 }

@@ -1,12 +1,21 @@
 /**
- * The fleet as pages see it, computed on the server: presence by the mesh's one threshold, the
- * summary's numbers, and a grid that stays bounded — a 10,000-node fleet included.
+ * The fleet as pages see it, computed on the server from core's read model: presence by the
+ * mesh's one threshold, the summary's numbers, each cell's verdict, and a grid that stays
+ * bounded — a 10,000-node fleet included.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { PRESENCE_GONE_MS, type Have, type Presence, type Want } from "@mesh/protocol";
+import { nodeState } from "@mesh/core";
+import {
+  PRESENCE_GONE_MS,
+  type Assignment,
+  type Have,
+  type ModuleRegistration,
+  type Presence,
+  type Want,
+} from "@mesh/protocol";
 import { GRID_MAX_NODES } from "./browser/wire.js";
-import { gridPage, gridQuery, indexFleet, nodeState, type FleetInput } from "./fleet-view.js";
+import { gridPage, gridQuery, indexFleet, type FleetInput } from "./fleet-view.js";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const ago = (ms: number): string => new Date(NOW - ms).toISOString();
@@ -34,15 +43,25 @@ const have = (build: string, health: Have["health"]): Have => ({
 
 /** A fleet of `nodes` nodes, each wanting and running every module healthy, but `failing`. */
 function fleet(nodes: number, modules: readonly string[], failing: readonly string[] = []) {
+  const by = { by: "ada", at: ago(3_600_000) };
+  const registration = (module: string): ModuleRegistration => ({
+    module,
+    source: { kind: "directory", path: `/src/${module}` },
+    ...by,
+  });
   const input = {
     now: NOW,
-    modules: new Map(modules.map((m) => [m, {}])),
+    registrations: new Map(modules.map((m) => [m, registration(m)])),
     presence: new Map<string, Presence>(),
-    assignments: new Map(modules.map((m) => [`all.${m}`, {}])),
+    assignments: new Map<string, Assignment>(modules.map((m) => [`all.${m}`, by])),
+    builds: new Map(),
     wants: new Map<string, Want>(),
     have: new Map<string, Have>(),
     differences: new Map(),
     compositions: new Map(),
+    asks: new Map(),
+    answers: new Map(),
+    conditions: [],
     puts: new Map(),
   } satisfies FleetInput;
   for (let i = 0; i < nodes; i += 1) {
@@ -57,8 +76,8 @@ function fleet(nodes: number, modules: readonly string[], failing: readonly stri
   return input;
 }
 
-describe("the fleet as pages see it", () => {
-  it("judges presence by the mesh's one threshold", () => {
+describe("the fleet as pages see it: presence and queries", () => {
+  it("judges presence by the mesh's one threshold (core's, which mesh status uses)", () => {
     const cases: Array<[string, Presence | undefined, string]> = [
       ["never seen", undefined, "never"],
       ["a heartbeat just now", presence("a", ago(0)), "present"],
@@ -84,20 +103,23 @@ describe("the fleet as pages see it", () => {
       assert.deepEqual({ from: query.from, count: query.count, filter: query.filter }, expected);
     }
   });
+});
 
+describe("the fleet's grid as pages see it", () => {
   it("summarises a 10,000-node fleet and hands its grid a page at a time, each small", () => {
     const modules = ["board", "counter", "hello", "node-tools", "store"];
     const input = fleet(10_000, modules, ["n-04567.counter", "n-09999.store"]);
     const index = indexFleet(input, 1);
     assert.deepEqual(index.summary.nodes, { total: 10_000, present: 10_000, gone: 0, never: 0 });
-    assert.equal(index.summary.cells.healthy, 49_998);
-    assert.equal(index.summary.cells.failing, 2);
+    assert.deepEqual(index.summary.cells, { healthy: 49_998, starting: 0, notRunning: 2 });
+    assert.deepEqual(index.summary.attention, { cells: 2, nodes: 0 });
     assert.ok(JSON.stringify(index.summary).length < 2_000, "the summary does not grow with nodes");
 
     const first = gridPage(input, index, gridQuery(new URLSearchParams("count=50")));
     assert.equal(first.columns.length, 50);
     assert.equal(first.rows.length, 5);
     assert.equal(Object.keys(first.cells).length, 250);
+    assert.equal(first.cells["n-00000.counter"]?.verdict?.state, "healthy");
     assert.deepEqual(first.matched, { nodes: 10_000, modules: 5 });
     const largest = gridPage(input, index, gridQuery(new URLSearchParams("count=100000")));
     assert.equal(largest.columns.length, GRID_MAX_NODES);
@@ -109,16 +131,24 @@ describe("the fleet as pages see it", () => {
     assert.equal(last.columns.length, 10);
   });
 
-  it("narrows to what needs attention: the troubled cells' rows and their nodes, and gone nodes", () => {
-    const input = fleet(300, ["counter", "store"], ["n-00007.counter"]);
+  it("narrows to what needs attention: cells the read model says do not run, their rows, gone nodes", () => {
+    const input = fleet(300, ["counter", "store", "quiet"], ["n-00007.counter"]);
     input.presence.set("n-00100", presence("n-00100", ago(PRESENCE_GONE_MS + 1)));
+    input.wants.delete("n-00100.quiet");
+    input.have.delete("n-00100.quiet");
     const index = indexFleet(input, 1);
     assert.deepEqual(index.summary.nodes, { total: 300, present: 299, gone: 1, never: 0 });
     const page = gridPage(input, index, gridQuery(new URLSearchParams("attention=1")));
     assert.deepEqual(
       page.rows.map((r) => r.module),
-      ["counter"],
+      ["counter", "quiet", "store"],
     );
+    // Every module on a gone node does not run, with the reason and the fix to give.
+    const verdict = page.cells["n-00100.quiet"]?.verdict;
+    assert.equal(verdict?.state, "not-running");
+    assert.match(verdict?.reason ?? "", /n-00100 is gone/);
+    assert.match(verdict?.fix ?? "", /mesh host --node n-00100/);
+    assert.equal(page.cells["n-00007.counter"]?.have?.health, "failing");
     assert.deepEqual(
       page.columns.map((c) => [c.node, c.state]),
       [
@@ -128,6 +158,6 @@ describe("the fleet as pages see it", () => {
     );
     const named = gridPage(input, index, gridQuery(new URLSearchParams("filter=n-0001")));
     assert.equal(named.matched.nodes, 10, "n-00010 … n-00019");
-    assert.equal(named.rows.length, 2, "a node's name keeps every module");
+    assert.equal(named.rows.length, 3, "a node's name keeps every module");
   });
 });

@@ -1,20 +1,16 @@
 /**
  * The fleet as a page sees it, computed on the server so what a page gets stays bounded: the
- * summary (numbers and the first differences) and a grid page (a window of the nodes). Pure:
- * the maps and the clock come in.
+ * summary (numbers and the first differences) and a grid page (a window of the nodes). Presence,
+ * each assigned cell's verdict (its reason and fix) and what needs attention come from the one
+ * read model of the fleet in @mesh/core, the one `mesh status` shows. Pure: the maps and the
+ * clock come in.
  */
-import {
-  PRESENCE_GONE_MS,
-  type CompositionVerdict,
-  type Difference,
-  type Have,
-  type Presence,
-  type Put,
-  type Want,
-} from "@mesh/protocol";
+import { cellReason, nodeState, readFleet, type FleetState } from "@mesh/core";
+import { ALL_NODES, PRESENCE_GONE_MS, type Difference, type Put } from "@mesh/protocol";
 import {
   GRID_MAX_MODULES,
   GRID_MAX_NODES,
+  type CellVerdict,
   type FleetSummary,
   type GridCell,
   type GridColumn,
@@ -26,19 +22,11 @@ import {
 /** The differences a summary carries; the rest are counted. */
 const FIRST_DIFFERENCES = 100;
 
-export interface FleetInput {
-  /** Milliseconds since the epoch: what "gone" is judged against. */
-  readonly now: number;
-  readonly modules: ReadonlyMap<string, unknown>;
-  readonly presence: ReadonlyMap<string, Presence>;
-  /** `<target>.<module>`. */
-  readonly assignments: ReadonlyMap<string, unknown>;
-  readonly wants: ReadonlyMap<string, Want>;
-  readonly have: ReadonlyMap<string, Have>;
-  readonly differences: ReadonlyMap<string, Difference>;
-  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
+/** The read model's state, and the puts (pins) the grid shows. */
+export type FleetInput = FleetState & {
+  /** `<node>.<module>` or `all.<module>`. */
   readonly puts: ReadonlyMap<string, Put>;
-}
+};
 
 /** What every grid page and the summary are read from, computed once per fleet version. */
 export interface FleetIndex {
@@ -48,7 +36,7 @@ export interface FleetIndex {
   /** Every module any source names, sorted. */
   readonly modules: readonly string[];
   readonly nodeStates: ReadonlyMap<string, NodeState>;
-  /** The (node, module) pairs that need attention. */
+  /** The assigned (node, module) pairs the read model says are not running. */
   readonly troubled: ReadonlyArray<readonly [node: string, module: string]>;
   /** Nodes that need attention themselves: gone, or their composition refused. */
   readonly troubledNodes: ReadonlySet<string>;
@@ -62,65 +50,48 @@ const split = (key: string): [string, string] => {
   return [key.slice(0, dot), key.slice(dot + 1)];
 };
 
-/** Present, gone (not heard for PRESENCE_GONE_MS), or never seen. */
-export function nodeState(presence: Presence | undefined, now: number): NodeState {
-  if (presence === undefined) return "never";
-  const beat = Date.parse(presence.heartbeat);
-  return Number.isFinite(beat) && now - beat < PRESENCE_GONE_MS ? "present" : "gone";
-}
-
-/**
- * Whether a cell needs attention: it differs, or it is not healthy where it is wanted, or it runs
- * unhealthy (not stopped) where it is not.
- */
-function cellTroubled(input: FleetInput, key: string): boolean {
-  const want = input.wants.get(key);
-  const have = input.have.get(key);
-  if (input.differences.has(key)) return true;
-  if (want !== undefined && have?.health !== "healthy") return true;
-  return have !== undefined && have.health !== "healthy" && have.health !== "stopped";
-}
-
 export function indexFleet(input: FleetInput, version: number): FleetIndex {
-  const nodeNames = new Set<string>(input.presence.keys());
-  const moduleNames = new Set<string>(input.modules.keys());
+  const fleet = readFleet(input);
+  const nodeNames = new Set<string>(fleet.nodes.map((n) => n.node));
+  const moduleNames = new Set<string>(input.registrations.keys());
   for (const key of input.assignments.keys()) moduleNames.add(split(key)[1]);
-  // One pass over every (node, module) any source names.
-  const seen = new Set<string>();
-  const troubled: Array<readonly [string, string]> = [];
-  const visit = (key: string): void => {
-    if (seen.has(key)) return;
-    seen.add(key);
-    const cell = split(key);
-    nodeNames.add(cell[0]);
-    moduleNames.add(cell[1]);
-    if (cellTroubled(input, key)) troubled.push(cell);
-  };
-  for (const key of input.wants.keys()) visit(key);
-  for (const key of input.have.keys()) visit(key);
-  for (const key of input.differences.keys()) visit(key);
+  // Cells the read model does not place (wanted or running where nothing assigns them any more)
+  // still name their node and module.
+  for (const source of [input.wants, input.have, input.differences]) {
+    for (const key of source.keys()) {
+      const [node, module] = split(key);
+      nodeNames.add(node);
+      moduleNames.add(module);
+    }
+  }
   const nodes = [...nodeNames].sort();
   const nodeStates = new Map(nodes.map((n) => [n, nodeState(input.presence.get(n), input.now)]));
-  const troubledNodes = new Set(
-    nodes.filter(
-      (n) => nodeStates.get(n) !== "present" || input.compositions.get(n)?.verdict === "refused",
-    ),
-  );
-  const modules = [...moduleNames].sort();
-  const rest = { version, nodes, modules, nodeStates, troubled, troubledNodes };
-  const placements = placeModules(input);
-  return { ...rest, placements, summary: summarise(input, rest) };
+  const troubledNodes = new Set(fleet.attention.nodes.map((n) => n.node));
+  for (const [node, verdict] of input.compositions) {
+    if (verdict.verdict === "refused") troubledNodes.add(node);
+  }
+  const cells = { healthy: 0, starting: 0, notRunning: 0 };
+  for (const cell of fleet.cells)
+    cells[cell.state === "not-running" ? "notRunning" : cell.state] += 1;
+  const index = {
+    version,
+    nodes,
+    modules: [...moduleNames].sort(),
+    nodeStates,
+    troubled: fleet.attention.cells.map((c) => [c.node, c.module] as const),
+    troubledNodes,
+    placements: placeModules(input),
+  };
+  return { ...index, summary: summarise(input, index, cells) };
 }
 
 function summarise(
   input: FleetInput,
-  index: Omit<FleetIndex, "summary" | "placements">,
+  index: Omit<FleetIndex, "summary">,
+  cells: FleetSummary["cells"],
 ): FleetSummary {
   const states = { present: 0, gone: 0, never: 0 };
   for (const state of index.nodeStates.values()) states[state] += 1;
-  const cells = { healthy: 0, starting: 0, failing: 0, stopped: 0, missing: 0 };
-  for (const have of input.have.values()) cells[have.health] += 1;
-  for (const key of input.wants.keys()) if (!input.have.has(key)) cells.missing += 1;
   const first = [...input.differences.keys()]
     .sort()
     .slice(0, FIRST_DIFFERENCES)
@@ -218,19 +189,36 @@ function gridColumn(input: FleetInput, index: FleetIndex, node: string): GridCol
   };
 }
 
+/**
+ * One (node, module): what is wanted, runs, differs and is pinned, and for an assigned module the
+ * read model's verdict. Placed as the read model places it: a node's own assignment, or `all` on
+ * every node ever present.
+ */
 function gridCell(input: FleetInput, node: string, module: string): GridCell | undefined {
   const key = `${node}.${module}`;
   const want = input.wants.get(key);
   const have = input.have.get(key);
   const difference = input.differences.get(key);
-  if (want === undefined && have === undefined && difference === undefined) return undefined;
-  const put = input.puts.get(key) ?? input.puts.get(`all.${module}`);
+  const assigned =
+    input.assignments.has(key) ||
+    (input.assignments.has(`${ALL_NODES}.${module}`) && input.presence.has(node));
+  if (!assigned && want === undefined && have === undefined && difference === undefined) {
+    return undefined;
+  }
+  const put = input.puts.get(key) ?? input.puts.get(`${ALL_NODES}.${module}`);
+  const verdict = assigned ? verdictOf(input, node, module) : undefined;
   return {
     ...(want === undefined ? {} : { want }),
     ...(have === undefined ? {} : { have }),
     ...(difference === undefined ? {} : { difference }),
     ...(put === undefined ? {} : { put }),
+    ...(verdict === undefined ? {} : { verdict }),
   };
+}
+
+function verdictOf(input: FleetInput, node: string, module: string): CellVerdict {
+  const { state, reason, fix } = cellReason(input, node, module);
+  return fix === undefined ? { state, reason } : { state, reason, fix };
 }
 
 /** Where the operator placed each module: every node, or some nodes. */
@@ -245,7 +233,7 @@ function placeModules(input: FleetInput): Map<string, string> {
   return new Map(
     [...targets].map(([module, list]) => [
       module,
-      list.includes("all") ? "on every node" : `on ${list.sort().join(", ")}`,
+      list.includes(ALL_NODES) ? "on every node" : `on ${list.sort().join(", ")}`,
     ]),
   );
 }

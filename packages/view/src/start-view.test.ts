@@ -81,7 +81,9 @@ describe("the view's server: what it serves", () => {
     for (const source of FLEET_SOURCES) assert.equal(state.entries[source], undefined, source);
     assert.deepEqual(state.fleet.nodes, { total: 2, present: 2, gone: 0, never: 0 });
     assert.equal(state.fleet.modules, 4);
-    assert.equal(state.fleet.cells.healthy, 7);
+    // Every assigned cell runs healthy but board on rack-2: assigned everywhere, wanted on the
+    // laptop only, so the read model says its want is still to come.
+    assert.deepEqual(state.fleet.cells, { healthy: 7, starting: 1, notRunning: 0 });
     assert.equal(state.fleet.differences.total, 0);
     assert.ok(state.entries[Source.asks]?.[ASK_ID] !== undefined);
     assert.ok(state.entries[Source.conditions]?.["assigner.set-back"] !== undefined);
@@ -151,15 +153,18 @@ describe("the view's server: the grid", () => {
       ["board", "counter", "hello", "node-tools"],
     );
     assert.equal(whole.rows[0]?.placement, "on every node");
-    assert.equal(Object.keys(whole.cells).length, 7);
-    assert.equal(whole.cells[nodeModuleKey("laptop", "hello")]?.have?.health, "healthy");
+    assert.equal(Object.keys(whole.cells).length, 8);
+    const hello = whole.cells[nodeModuleKey("laptop", "hello")];
+    assert.equal(hello?.have?.health, "healthy");
+    assert.equal(hello?.verdict?.state, "healthy");
+    assert.equal(whole.cells[nodeModuleKey("rack-2", "board")]?.verdict?.state, "starting");
     const second = await grid("from=1&count=1");
     assert.deepEqual(
       second.columns.map((c) => c.node),
       ["rack-2"],
     );
     assert.deepEqual(second.matched, { nodes: 2, modules: 4 });
-    assert.equal(Object.keys(second.cells).length, 3, "only the page's cells");
+    assert.equal(Object.keys(second.cells).length, 4, "only the page's cells");
     assert.deepEqual(
       (await grid("filter=hello")).rows.map((r) => r.module),
       ["hello"],
@@ -207,18 +212,24 @@ describe("the view's server: its event stream", () => {
         restarts: 3,
         lastError: "exit code 1",
       });
-      const failing = await fleet("a summary with the failing have", (s) => s.cells.failing === 1);
+      const failing = await fleet(
+        "a summary with the failing have",
+        (s) => s.cells.notRunning === 1,
+      );
       assert.ok(failing.version > snapshot.fleet.version);
-      assert.equal(failing.attention.cells, 1);
+      assert.deepEqual(failing.attention, { cells: 1, nodes: 0 });
       const page = (await (await fetch(`${view.url}api/grid?attention=1`)).json()) as GridPage;
-      assert.equal(page.version, failing.version);
+      assert.ok(page.version >= failing.version);
       assert.deepEqual(Object.keys(page.cells), [nodeModuleKey("rack-2", "counter")]);
+      const verdict = page.cells[nodeModuleKey("rack-2", "counter")]?.verdict;
+      assert.match(verdict?.reason ?? "", /rack-2 reports build 1-aaaa failing: exit code 1/);
+      assert.match(verdict?.fix ?? "", /mesh logs counter --node rack-2/);
 
       await sayCondition(mesh.admin, {
         module: "counter",
         name: "crashed",
         level: "error",
-        message: "exit code 1",
+        message: "counter exited 3 times",
       });
       const condition = await next(
         events,
@@ -230,9 +241,18 @@ describe("the view's server: its event stream", () => {
       );
       assert.equal(condition.key, "counter.crashed");
 
+      // Reported no more: the read model gives the condition said about it as the reason.
       await have.delete(nodeModuleKey("rack-2", "counter"));
-      const gone = await fleet("a summary without the have", (s) => s.cells.failing === 0);
-      assert.equal(gone.cells.missing, 1, "wanted, no longer reported");
+      for (;;) {
+        await fleet("a summary after the have's deletion", () => true);
+        const after = (await (
+          await fetch(`${view.url}api/grid?filter=counter`)
+        ).json()) as GridPage;
+        const cell = after.cells[nodeModuleKey("rack-2", "counter")];
+        if (cell?.have !== undefined) continue;
+        assert.equal(cell?.verdict?.reason, "counter exited 3 times");
+        break;
+      }
     } finally {
       stop.abort();
     }

@@ -150,16 +150,16 @@ export interface FleetSummary {
   readonly version: number;
   readonly nodes: { readonly total: number } & Readonly<Record<NodeState, number>>;
   readonly modules: number;
-  /** Every (node, module) that is wanted or reported, by the health it reports. */
+  /** Every assigned (node, module), by the read model's verdict. */
   readonly cells: {
     readonly healthy: number;
     readonly starting: number;
-    readonly failing: number;
-    readonly stopped: number;
-    /** Wanted, not reported. */
-    readonly missing: number;
+    readonly notRunning: number;
   };
-  /** Cells and nodes that need attention (what the grid's "only what needs attention" shows). */
+  /**
+   * What needs attention, which the grid's "only what needs attention" shows: assigned cells not
+   * running, and nodes gone or refused by the composition check.
+   */
   readonly attention: { readonly cells: number; readonly nodes: number };
   /** How many differences there are, and the first of them by key. */
   readonly differences: {

@@ -11,8 +11,14 @@ const HEALTH_KIND: Record<string, string> = {
   failing: "bad",
 };
 
+/** An assigned cell with nothing wanted or running yet: the read model's word for it. */
+const VERDICT_BADGE = {
+  starting: ["info", "starting"],
+  "not-running": ["warn", "not running"],
+} as const;
+
 export function gridCell(node: string, module: string, cell: GridCell = {}): HTMLTableCellElement {
-  const { want, have, difference, put } = cell;
+  const { want, have, difference, put, verdict } = cell;
   const selected = model.selected?.node === node && model.selected.module === module;
   const attrs = {
     class: `cell${selected ? " selected" : ""}`,
@@ -30,7 +36,12 @@ export function gridCell(node: string, module: string, cell: GridCell = {}): HTM
     return h(
       "td",
       { ...attrs, class: `${attrs.class} cell-empty` },
-      h("span", { class: "muted" }, "·"),
+      ...(verdict === undefined || verdict.state === "healthy"
+        ? [h("span", { class: "muted" }, "·")]
+        : [
+            badge(VERDICT_BADGE[verdict.state][0], VERDICT_BADGE[verdict.state][1]),
+            h("div", { class: "cell-line muted cell-reason" }, verdict.reason),
+          ]),
     );
   }
   return h(

@@ -1,4 +1,7 @@
-/** The header's summary (link, counts that lead to what needs attention) and the problems banner. */
+/**
+ * The header's summary — the link, and the fleet's numbers from the server's read model (the
+ * counts of what needs attention lead to the grid narrowed to it) — and the problems banner.
+ */
 import { byId, fill, h } from "../dom.js";
 import { badge } from "../format.js";
 import { model } from "../model.js";
@@ -39,7 +42,10 @@ export function renderSummary(): void {
         ),
     fleet === undefined ? null : stat(fleet.modules, " modules"),
     fleet === undefined ? null : stat(fleet.cells.healthy, " healthy"),
-    fleet === undefined ? null : link(fleet.cells.failing, " failing", "bad", "#grid", true),
+    fleet === undefined || fleet.cells.starting === 0
+      ? null
+      : stat(fleet.cells.starting, " starting"),
+    fleet === undefined ? null : link(fleet.cells.notRunning, " not running", "bad", "#grid", true),
     fleet === undefined
       ? null
       : link(fleet.differences.total, " differences", "warn", "#grid", true),
