@@ -18,6 +18,7 @@ import {
   ALL_NODES,
   Bucket,
   nodeModuleKey,
+  targetModuleKey,
   type Ask,
   type CompositionVerdict,
   type Difference,
@@ -100,6 +101,7 @@ interface Pass {
   readonly waiting: Map<string, { ask: PendingAsk; nodes: Set<string> }>;
   readonly writes: AssignerWrite[];
   readonly conditions: AssignerCondition[];
+  readonly allKeys: Map<string, string>;
 }
 
 export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}): AssignResult {
@@ -115,6 +117,7 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     waiting: new Map(),
     writes: [],
     conditions: [],
+    allKeys: new Map(),
   };
   const extra = full ? modulesByNode(snapshot) : new Map<string, Set<string>>();
   for (const node of nodes) decideNode(pass, node, modulesOf(snapshot, pass.index, node, extra));
@@ -135,7 +138,7 @@ function decideNode(pass: Pass, node: string, modules: readonly string[]): void 
   const proposals = new Map<string, Proposal>();
   const unwanted = new Map<string, Unwanted>();
   for (const module of modules) {
-    const cell = cellOf(pass.snapshot, pass.index, node, module);
+    const cell = cellOf(pass.snapshot, pass.index, node, module, allKeyOf(pass, module));
     cells.set(module, cell);
     const decided = runCellRules(cell);
     if (decided.kind !== "open" && decided.ask !== undefined) wait(pass, decided.ask, node);
@@ -172,6 +175,16 @@ export function runCellRules(cell: Cell): Decision {
     return { kind: "none", unwanted: { rule: "built", reason: `no build of ${cell.module}` } };
   }
   return decided;
+}
+
+/** `all.<module>`, made once per module in a pass. */
+function allKeyOf(pass: Pass, module: string): string {
+  let key = pass.allKeys.get(module);
+  if (key === undefined) {
+    key = targetModuleKey({ all: true }, module);
+    pass.allKeys.set(module, key);
+  }
+  return key;
 }
 
 function wait(pass: Pass, ask: PendingAsk, node: string): void {

@@ -8,6 +8,7 @@ import {
   targetModuleKey,
   type Build,
   type Manifest,
+  type Put,
   type Rule,
   type Want,
 } from "@mesh/protocol";
@@ -68,6 +69,8 @@ export interface Cell {
   readonly module: string;
   /** `<node>.<module>`. */
   readonly key: string;
+  /** `all.<module>`: where an assignment, put or retry on every node is kept. */
+  readonly allKey: string;
   readonly index: ModuleIndex | undefined;
   /** Whether the node has been present. */
   readonly present: boolean;
@@ -83,19 +86,24 @@ export function cellOf(
   index: ReadonlyMap<string, ModuleIndex>,
   node: string,
   module: string,
+  allKey = targetModuleKey({ all: true }, module),
 ): Cell {
   const key = nodeModuleKey(node, module);
+  const have = snapshot.have.get(key);
   return {
     snapshot,
     node,
     module,
     key,
+    allKey,
     index: index.get(module),
     present: snapshot.presence.has(node),
     previous: snapshot.own.wants.get(key),
-    marks: marksOf(snapshot.have.get(key), liftedAt(snapshot, node, module)),
+    marks: have === undefined ? NO_MARKS : marksOf(have, liftedAt(snapshot, key, allKey)),
   };
 }
+
+const NO_MARKS: ReadonlySet<string> = new Set();
 
 /**
  * The builds marked failing on a node (decision 0034): a build is marked when its latest report
@@ -114,22 +122,21 @@ export function marksOf(record: HaveRecord | undefined, lifted = 0): Set<string>
   return out;
 }
 
-/** The have revision up to which an operator's retry lifted the marks of a module on a node. */
-export function liftedAt(snapshot: AssignerSnapshot, node: string, module: string): number {
-  const own = snapshot.retries.get(nodeModuleKey(node, module))?.haveRevision ?? 0;
-  const all = snapshot.retries.get(targetModuleKey({ all: true }, module))?.haveRevision ?? 0;
+/** The have revision up to which an operator's retry lifted the marks of a cell (its keys given). */
+export function liftedAt(snapshot: AssignerSnapshot, key: string, allKey: string): number {
+  if (snapshot.retries.size === 0) return 0;
+  const own = snapshot.retries.get(key)?.haveRevision ?? 0;
+  const all = snapshot.retries.get(allKey)?.haveRevision ?? 0;
   return Math.max(own, all);
 }
 
 /** The put that stands for a cell: the node's own before `all`, with where it was put. */
-export function putOf(
-  snapshot: AssignerSnapshot,
-  node: string,
-  module: string,
-): { put: NonNullable<ReturnType<AssignerSnapshot["puts"]["get"]>>; where: string } | undefined {
-  const own = snapshot.puts.get(nodeModuleKey(node, module));
-  if (own !== undefined) return { put: own, where: node };
-  const all = snapshot.puts.get(targetModuleKey({ all: true }, module));
+export function putOf(cell: Cell): { put: Put; where: string } | undefined {
+  const { puts } = cell.snapshot;
+  if (puts.size === 0) return undefined;
+  const own = puts.get(cell.key);
+  if (own !== undefined) return { put: own, where: cell.node };
+  const all = puts.get(cell.allKey);
   return all === undefined ? undefined : { put: all, where: "all nodes" };
 }
 

@@ -270,6 +270,8 @@ export class Assigner implements Daemon, AsyncDisposable {
           include: bucket === Bucket.have ? "history" : "last",
         })) {
           if (event.type === "current") {
+            // A reopened watch hands what stands now: a put lifted while it was not heard goes.
+            if (optional) mapOf(this.#maps, bucket).clear();
             for (const e of held.splice(0)) this.#apply(bucket, e, false);
             isReady = true;
             markReady();

@@ -1,5 +1,4 @@
 /** Rule 1, placed: an assignment (`<node>.<module>` or `all.<module>`) and a node that has been present. */
-import { nodeModuleKey, targetModuleKey } from "@mesh/protocol";
 import { none, type CellRule } from "./rule.js";
 
 export const placed: CellRule<"placed"> = {
@@ -7,9 +6,7 @@ export const placed: CellRule<"placed"> = {
   scope: "cell",
   decide(cell, decided) {
     const { snapshot, node, module } = cell;
-    const assigned =
-      snapshot.assignments.has(nodeModuleKey(node, module)) ||
-      snapshot.assignments.has(targetModuleKey({ all: true }, module));
+    const assigned = snapshot.assignments.has(cell.key) || snapshot.assignments.has(cell.allKey);
     if (!assigned) {
       return none("placed", `no assignment places ${module} on ${node} or on all nodes`);
     }

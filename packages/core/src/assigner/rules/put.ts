@@ -10,7 +10,7 @@ export const put: CellRule<"put"> = {
   scope: "cell",
   decide(cell, decided) {
     if (decided.kind !== "open") return decided;
-    const found = putOf(cell.snapshot, cell.node, cell.module);
+    const found = putOf(cell);
     if (found === undefined) return decided;
     const { put: p, where } = found;
     const usable = cell.index?.usable.get(p.build);
