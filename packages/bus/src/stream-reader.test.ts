@@ -168,4 +168,19 @@ describe("readStream", () => {
     const result = await deadline(ended, WAIT_MS, "the read to end after abort");
     assert.equal(result.done, true);
   });
+
+  it("is left at once at the marker when nothing stands, and releases its consumer", async () => {
+    // Nothing stood: the marker was handed before the read ever waited for a message. Leaving
+    // then must not wait for one (it did: `mesh status` on a fresh mesh never returned).
+    for (let round = 0; round < 3; round++) {
+      const events = readStream(operator, Stream.conditions, {
+        filter: FILTER,
+        schema: Condition,
+        deliver: "new",
+      });
+      await take(events, (s) => s.length === 1, "the current marker");
+      const left = await deadline(events.return(undefined), WAIT_MS, "leaving the read");
+      assert.equal(left.done, true);
+    }
+  });
 });

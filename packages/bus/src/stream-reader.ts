@@ -89,9 +89,14 @@ export async function* readStream<T>(
   const stop = (): void => void messages.close();
   options.signal?.addEventListener("abort", stop, { once: true });
   const unregister = bus.beforeClose(stop);
+  // The client closes a consumer by queueing the close on the iterator's own queue: until
+  // something iterates, the close never runs (and `close()` never resolves). A reader that leaves
+  // before it iterated (nothing stood, the marker was all it wanted) drains it in `finally`.
+  let iterating = false;
   try {
     if (options.signal?.aborted === true) return;
     if (standing === 0) yield { type: "current" };
+    iterating = true;
     for await (const message of messages) {
       yield toEvent(message, options.schema, doing);
       if (standing > 0) {
@@ -108,7 +113,9 @@ export async function* readStream<T>(
   } finally {
     options.signal?.removeEventListener("abort", stop);
     unregister();
-    await messages.close();
+    const closed = messages.close();
+    if (!iterating) for await (const _ of messages) void _; // runs the queued close
+    await closed;
   }
 }
 
