@@ -1,20 +1,50 @@
 /**
- * The verbs of `mesh` and how they are wired. Each verb lives in `commands/`, takes its parsed
- * options, and returns an exit code; errors are reported here, once, the way the verb was asked
- * to speak (`--json` or plain).
+ * The verbs of `mesh`: each group registers itself beside its implementation in `commands/`
+ * (with the kit in verb.ts: `--root/--credential/--json`, output and exit codes), and this list
+ * is the whole program. Errors are reported here, once, the way the verb was asked to speak
+ * (`--json` or plain).
  */
-import { Command, CommanderError, Option } from "commander";
-import { ErrorCode, MeshError } from "@mesh/protocol";
-import { up } from "./commands/up.js";
-import { registerToolVerbs } from "./commands/tool-verbs.js";
-import { registerViewVerb } from "./commands/view.js";
-import { registerControllerVerbs } from "./commands/controller-verbs.js";
-import { registerDeliveryVerbs } from "./commands/delivery-verbs.js";
+import { Command, CommanderError } from "commander";
+import { MESH_VERSION } from "@mesh/protocol";
+import { registerAssignVerbs } from "./commands/assign.js";
+import { registerCallVerb } from "./commands/call.js";
+import { registerComposeVerb } from "./commands/compose.js";
+import { registerConfigVerbs } from "./commands/config.js";
+import { registerDaemonVerbs } from "./commands/daemons.js";
+import { registerDecisionVerbs } from "./commands/decisions.js";
 import { registerHostVerb } from "./commands/host.js";
-import { registerOperateVerbs } from "./commands/operate-verbs.js";
+import { registerJoinVerbs } from "./commands/join.js";
+import { registerLogVerbs } from "./commands/logs.js";
+import { registerManifestVerbs } from "./commands/manifest-check.js";
+import { registerModuleVerbs } from "./commands/module.js";
+import { registerRetryVerb } from "./commands/retry.js";
+import { registerSecretVerbs } from "./commands/secret.js";
+import { registerStatusVerb } from "./commands/status.js";
+import { registerToolsVerb } from "./commands/tools.js";
+import { registerUpVerb } from "./commands/up.js";
+import { registerViewVerb } from "./commands/view.js";
 import { ExitCode, reportError } from "./output.js";
 
-export const DEFAULT_ROOT = "./.mesh";
+/** Every verb group, in the order `mesh help` lists them. */
+const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
+  registerUpVerb,
+  registerStatusVerb,
+  registerModuleVerbs,
+  registerAssignVerbs,
+  registerRetryVerb,
+  registerDecisionVerbs,
+  registerConfigVerbs,
+  registerSecretVerbs,
+  registerLogVerbs,
+  registerToolsVerb,
+  registerCallVerb,
+  registerViewVerb,
+  registerComposeVerb,
+  registerManifestVerbs,
+  registerJoinVerbs,
+  registerHostVerb,
+  registerDaemonVerbs,
+];
 
 export function buildProgram(): Command {
   const program = new Command("mesh")
@@ -22,54 +52,8 @@ export function buildProgram(): Command {
     .version(MESH_VERSION, "--version")
     .showHelpAfterError("(run `mesh help` for every verb)")
     .exitOverride();
-
-  program
-    .command("up")
-    .description("Start a whole mesh on this machine in a root folder; Ctrl-C stops it cleanly.")
-    .option("--root <dir>", "where the mesh keeps its bus, data and credentials", DEFAULT_ROOT)
-    .option("--node <name>", "this machine's node name (default: from the hostname)")
-    .addOption(
-      new Option("--port <port>", "the bus's client port (default: 4222, or a free one)").argParser(
-        parsePort,
-      ),
-    )
-    .option("--json", "print where everything is as JSON")
-    .option(
-      "--demo",
-      "also run the examples (hello, counter, board, broken) and wait until they are healthy",
-    )
-    .option("--no-runtime", "do not assign the tool runtime (node-tools) to every node")
-    .option("--bus-only", "start only the bus, none of the mesh's processes")
-    .addOption(
-      new Option(
-        "--view-port <port>",
-        "the view's port on loopback (default: a free one)",
-      ).argParser(parsePort),
-    )
-    .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)")
-    .action(async (options: UpCliOptions) => {
-      process.exitCode = await up(options);
-    });
-  registerToolVerbs(program);
-  registerViewVerb(program);
-  registerControllerVerbs(program);
-  registerDeliveryVerbs(program);
-  registerHostVerb(program);
-  registerOperateVerbs(program);
-
+  for (const register of VERB_GROUPS) register(program);
   return program;
-}
-
-interface UpCliOptions {
-  root: string;
-  node?: string;
-  port?: number;
-  json?: boolean;
-  demo?: boolean;
-  runtime?: boolean;
-  busOnly?: boolean;
-  viewPort?: number;
-  exitWhenReady?: boolean;
 }
 
 /** Runs the command line and returns the exit code. */
@@ -87,16 +71,3 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return reportError(error, json);
   }
 }
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new MeshError(
-      ErrorCode.USAGE,
-      `--port ${JSON.stringify(value)} is not a port; give a whole number from 1 to 65535`,
-    );
-  }
-  return port;
-}
-
-export const MESH_VERSION = "0.1.0";

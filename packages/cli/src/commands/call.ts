@@ -5,8 +5,10 @@
  */
 import { discoverTools, request, type MeshBus } from "@mesh/bus";
 import { CallHeader, ErrorCode, MeshError, checkName, toolSubject } from "@mesh/protocol";
+import { Option, type Command } from "commander";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
+import { act, meshOptions, positiveNumber } from "../verb.js";
 
 export interface CallOptions extends FindMeshOptions {
   readonly node?: string;
@@ -82,5 +84,26 @@ async function nodeServing(bus: MeshBus, module: string, tool: string): Promise<
     ErrorCode.USAGE,
     `${module}/${tool} is served on ${unique.join(", ")}; say which with --node`,
     { module },
+  );
+}
+
+export function registerCallVerb(program: Command): void {
+  act(
+    meshOptions(
+      program
+        .command("call")
+        .description("Call a tool and print its result, or its coded error.")
+        .argument("<module/tool>", "the tool, e.g. hello/greet")
+        .argument("[input]", "the input as JSON (default {})")
+        .option("--node <name>", "the node to call it on (default: the one node that serves it)")
+        .addOption(
+          new Option(
+            "--timeout <ms>",
+            `the call's deadline in milliseconds (default ${DEFAULT_CALL_TIMEOUT_MS})`,
+          ).argParser(positiveNumber("--timeout", "5000")),
+        ),
+      "print the result as JSON with ok, node, module and tool",
+    ),
+    call,
   );
 }

@@ -4,9 +4,11 @@
  * composition implies — or every reason it is refused, each with its fix. Computed from the bus's
  * current wants, manifests and presence with the controller's own planning (core's compose).
  */
+import type { Command } from "commander";
 import { previewComposition } from "@mesh/controller";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
+import { act, meshOptions } from "../verb.js";
 
 export interface ComposeOptions extends FindMeshOptions {
   readonly node: string;
@@ -63,4 +65,19 @@ export async function composeVerb(options: ComposeOptions): Promise<ExitCode> {
   for (const p of plan.grantProblems) lines.push(`  not granted: ${p.message}`);
   process.stdout.write(`${lines.join("\n")}\n`);
   return ExitCode.ok;
+}
+
+export function registerComposeVerb(program: Command): void {
+  act(
+    meshOptions(
+      program
+        .command("compose")
+        .description(
+          "Print what the controller would send a node now, or every reason it is refused.",
+        )
+        .requiredOption("--node <name>", "the node"),
+      "print it as JSON",
+    ),
+    composeVerb,
+  );
 }

@@ -4,6 +4,7 @@
  * them and tells the module when one moves; nothing restarts unless the process asked to
  * (`restart-on: config`).
  */
+import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
@@ -17,16 +18,54 @@ import {
 } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
-import { readAll, type VerbOptions } from "./delivery.js";
+import { readAll } from "../read-bucket.js";
+import { act, meshVerb, out, type MeshOptions } from "../verb.js";
 
-export interface ConfigOptions extends VerbOptions {
+export interface ConfigOptions extends MeshOptions {
   readonly node?: string;
   readonly force?: boolean;
 }
 
-const out = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};
+export function registerConfigVerbs(program: Command): void {
+  const config = program
+    .command("config")
+    .description("A module's config values, mesh-wide or for one node.");
+  act(
+    meshVerb(
+      config,
+      "set",
+      "Set a config value. The value is JSON (42, true, '\"Hi\"', '{\"a\":1}'); text that is not valid JSON is kept as a string, so `mesh config set hello greeting Hi` works.",
+    )
+      .argument("<module>")
+      .argument("<key>", "a key the module's manifest declares")
+      .argument("<value>", "JSON, or plain text taken as a string")
+      .option("--node <name>", "for this node only (default: mesh-wide)")
+      .option("--force", "set a key the module's manifest does not declare"),
+    configSet,
+  );
+  act(
+    meshVerb(
+      config,
+      "get",
+      "Show a module's config: declared keys with their defaults (once its manifest is known), the mesh-wide and per-node values.",
+    )
+      .argument("<module>")
+      .argument("[key]", "only this key")
+      .option("--node <name>", "only this node's own values"),
+    configGet,
+  );
+  act(
+    meshVerb(
+      config,
+      "unset",
+      "Remove a config value: the mesh-wide value or default applies again.",
+    )
+      .argument("<module>")
+      .argument("<key>")
+      .option("--node <name>", "the node's own value (default: the mesh-wide one)"),
+    configUnset,
+  );
+}
 
 /**
  * The value as the operator typed it: JSON when it parses (`42`, `true`, `"x"`, `{"a":1}`), else

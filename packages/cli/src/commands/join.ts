@@ -7,10 +7,13 @@
  * reused, so restarting `mesh join` needs no new token.
  */
 import { join, resolve } from "node:path";
+import { Option, type Command } from "commander";
+import { askJoinToken } from "@mesh/controller";
 import { loadOrCreateNodeKeys, readCredential, requestJoin, writeCredential } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
 import { ExitCode, printJson } from "../output.js";
-import { host } from "./host.js";
+import { act, connect, meshVerb, out, positiveNumber, type MeshOptions } from "../verb.js";
+import { host, leaveWhenDone } from "./host.js";
 
 export interface JoinCliOptions {
   readonly token?: string;
@@ -106,4 +109,61 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   });
   say(`the host of ${node} stopped`);
   return code;
+}
+
+export function registerJoinVerbs(program: Command): void {
+  program
+    .command("join")
+    .description(
+      "Make this machine (or another root on it) a node of a mesh, then run its host until Ctrl-C.",
+    )
+    .argument(
+      "<bus-url>",
+      "the mesh's bus, e.g. nats://10.0.0.5:4222 (as `mesh join-token` prints)",
+    )
+    .option("--token <token>", "a one-time token from `mesh join-token` (not needed once joined)")
+    .requiredOption("--node <name>", "this node's name")
+    .requiredOption("--root <dir>", "where this node keeps its key, credential, bundles and state")
+    .option(
+      "--credential-out <file>",
+      "where to write the host credential (default <root>/credentials/host.json)",
+    )
+    .option("--no-run", "only join: print the credential's path and exit")
+    .option(
+      "--stop-processes-on-exit",
+      "stop the node's processes when its host stops (by default they keep running, for the next host to adopt)",
+    )
+    .option("--json", "print the outcome as JSON")
+    .action(async (busUrl: string, options: JoinCliOptions) => {
+      process.exitCode = await joinVerb(busUrl, options);
+      if (options.run !== false) leaveWhenDone(process.exitCode);
+    });
+
+  act(
+    meshVerb(
+      program,
+      "join-token",
+      "Make a one-time token a new node joins the mesh with (mesh join).",
+    ).addOption(
+      new Option("--ttl <seconds>", "how long it works (default 3600, at most a week)").argParser(
+        positiveNumber("--ttl", "3600", 7 * 24 * 3600),
+      ),
+    ),
+    joinTokenVerb,
+  );
+}
+
+async function joinTokenVerb(options: MeshOptions & { ttl?: number }): Promise<ExitCode> {
+  await using bus = await connect(options);
+  const made = await askJoinToken(
+    bus,
+    options.ttl === undefined ? {} : { ttlSeconds: options.ttl },
+  );
+  if (options.json === true) printJson({ ok: true, ...made });
+  else
+    out(
+      `${made.token}\n\nIt works once, until ${made.expiresAt}. On the new machine:\n` +
+        `  mesh join ${bus.credential.servers[0] ?? "<bus-url>"} --token ${made.token} --node <name>`,
+    );
+  return ExitCode.ok;
 }

@@ -2,14 +2,15 @@
  * `mesh logs <module>` and `mesh conditions`: what processes printed (stream `mesh-logs`, subjects
  * `mesh.logs.<node>.<module>`) and what modules said (stream `mesh-conditions`).
  */
-import { readStream } from "@mesh/bus";
+import { Option, type Command } from "commander";
+import { readStream, stopOnSignals } from "@mesh/bus";
 import { LogLine, Stream, Subject, checkName } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
-import type { VerbOptions } from "./delivery.js";
+import { act, meshVerb, wholeNumber, type MeshOptions } from "../verb.js";
 import { readConditions, table } from "./status.js";
 
-export interface LogsOptions extends VerbOptions {
+export interface LogsOptions extends MeshOptions {
   readonly node?: string;
   readonly follow?: boolean;
   readonly lines?: number;
@@ -22,17 +23,44 @@ interface Line extends LogLine {
   readonly module: string;
 }
 
+export function registerLogVerbs(program: Command): void {
+  act(
+    meshVerb(
+      program,
+      "logs",
+      "A module's process output: the last lines, then with --follow each new one until Ctrl-C. With --json --follow, one JSON object per line.",
+    )
+      .argument("<module>")
+      .option("--node <name>", "only this node")
+      .option("--follow", "keep printing new lines until Ctrl-C")
+      .addOption(
+        new Option(
+          "--lines <n>",
+          `how many of the kept lines to show first (default ${DEFAULT_LOG_LINES})`,
+        ).argParser(wholeNumber("--lines")),
+      ),
+    logsVerb,
+  );
+  act(
+    meshVerb(
+      program,
+      "conditions",
+      "What modules said (the last condition per module and name), newest first.",
+    ).option("--module <name>", "only this module"),
+    conditionsVerb,
+  );
+}
+
 /**
  * Prints the last `--lines` lines, then with `--follow` each new one until Ctrl-C (SIGINT or
  * SIGTERM end it with exit 0). With `--json`, without --follow one document; with --follow one
  * JSON object per line, so a script can read them as they come.
  */
-export async function logsVerb(
-  module: string,
-  options: LogsOptions,
-  stop: AbortSignal = stopOnSignals(),
-): Promise<ExitCode> {
+export async function logsVerb(module: string, options: LogsOptions): Promise<ExitCode> {
   checkName("module", module);
+  // The first Ctrl-C (or SIGTERM) ends a follow with exit 0; a second one ends the process.
+  using stopping = stopOnSignals({ name: "mesh logs", log: () => undefined });
+  const stop = stopping.signal;
   const filter = `${Subject.logsPrefix}.${options.node === undefined ? "*" : checkName("node", options.node)}.${module}`;
   const keep = options.lines ?? DEFAULT_LOG_LINES;
   await using bus = await connectToMesh({ ...options, signal: stop });
@@ -83,7 +111,7 @@ export async function logsVerb(
   return ExitCode.ok;
 }
 
-export interface ConditionsOptions extends VerbOptions {
+export interface ConditionsOptions extends MeshOptions {
   readonly module?: string;
 }
 
@@ -110,13 +138,4 @@ export async function conditionsVerb(options: ConditionsOptions): Promise<ExitCo
   );
   process.stdout.write(`${rows.join("\n")}\n`);
   return ExitCode.ok;
-}
-
-/** Aborts on Ctrl-C or SIGTERM: a follow ends cleanly, with its connection closed. */
-function stopOnSignals(): AbortSignal {
-  const ac = new AbortController();
-  const stop = () => ac.abort();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
-  return ac.signal;
 }

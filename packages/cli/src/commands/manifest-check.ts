@@ -5,6 +5,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
+import type { Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import {
   MANIFEST_FILE_NAMES,
@@ -14,6 +15,7 @@ import {
   type ManifestProblem,
 } from "@mesh/core";
 import { ExitCode, printJson } from "../output.js";
+import { act } from "../verb.js";
 
 export interface ManifestCheckOptions {
   readonly json?: boolean;
@@ -80,4 +82,19 @@ export async function manifestCheckVerb(
 function describeProblem(file: string, p: ManifestProblem): string {
   const where = p.line === undefined ? file : `${file}:${p.line}:${p.column ?? 1}`;
   return `  ${where} ${p.path === "" ? "(the manifest)" : p.path}: ${p.message}\n    rule: ${p.rule} [${p.code}]\n    fix: ${p.fix}`;
+}
+
+export function registerManifestVerbs(program: Command): void {
+  act(
+    program
+      .command("manifest")
+      .description("Work with module manifests.")
+      .command("check")
+      .description(
+        "Check a manifest (mesh.yaml / mesh.json, or a folder with one) and print every problem.",
+      )
+      .argument("<path>", "the manifest file, or the module's folder")
+      .option("--json", "print the problems as JSON"),
+    manifestCheckVerb,
+  );
 }

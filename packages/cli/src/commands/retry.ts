@@ -4,6 +4,7 @@
  * a retry records the have bucket's revision, and every failing report up to it no longer marks
  * its build, so the assigner wants the newest build there again. Also what `mesh unput` says.
  */
+import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { marksOf, type HaveRecord } from "@mesh/core";
 import {
@@ -17,11 +18,25 @@ import {
 } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
-import type { VerbOptions } from "./delivery.js";
+import { act, meshVerb, type MeshOptions } from "../verb.js";
 
-export interface RetryOptions extends VerbOptions {
+export interface RetryOptions extends MeshOptions {
   readonly node?: string;
   readonly why?: string;
+}
+
+export function registerRetryVerb(program: Command): void {
+  act(
+    meshVerb(
+      program,
+      "retry",
+      "Lift the failed marks of a module, so the newest build is wanted again where a failure set it back.",
+    )
+      .argument("<module>")
+      .option("--node <name>", "only this node (default: every node)")
+      .option("--why <text>", "why, for the record"),
+    retryVerb,
+  );
 }
 
 /** What a module's have reports say: the builds marked failing per node, and the last revision. */

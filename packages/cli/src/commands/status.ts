@@ -5,6 +5,7 @@
  * not follow changes (the view does). Present or gone, and each assigned cell's state, reason and
  * fix, come from core's read model of the fleet (`readFleet`), which the view uses too.
  */
+import type { Command } from "commander";
 import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
 import { readFleet, type CellReason, type CellState, type FleetState } from "@mesh/core";
 import {
@@ -22,7 +23,8 @@ import {
 } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
-import { readAll, type VerbOptions } from "./delivery.js";
+import { readAll } from "../read-bucket.js";
+import { act, meshVerb, type MeshOptions } from "../verb.js";
 
 /** A heartbeat older than this counts as gone (protocol's one threshold, also the view's). */
 export { PRESENCE_GONE_MS };
@@ -215,7 +217,18 @@ export async function readConditions(
   return found.sort((a, b) => cmp(b.at, a.at));
 }
 
-export async function statusVerb(options: VerbOptions): Promise<ExitCode> {
+export function registerStatusVerb(program: Command): void {
+  act(
+    meshVerb(
+      program,
+      "status",
+      "The mesh at a glance: nodes, modules × nodes (want, have, health), differences, open asks, recent conditions.",
+    ),
+    statusVerb,
+  );
+}
+
+export async function statusVerb(options: MeshOptions): Promise<ExitCode> {
   await using bus = await connectToMesh(options);
   const report = await readStatus(bus, { now: new Date() });
   if (options.json === true) {

@@ -2,9 +2,11 @@
  * `mesh tools [--node N] [--module M] [--json]`: every tool served in the mesh, found through
  * `$SRV` discovery, with its description and input schema.
  */
+import type { Command } from "commander";
 import { discoverTools, type DiscoveredTool } from "@mesh/bus";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
+import { act, meshOptions } from "../verb.js";
 
 export interface ToolsOptions extends FindMeshOptions {
   readonly node?: string;
@@ -58,4 +60,18 @@ export async function tools(options: ToolsOptions): Promise<ExitCode> {
     for (const problem of t.problems) process.stdout.write(`  problem: ${problem}\n`);
   }
   return ExitCode.ok;
+}
+
+export function registerToolsVerb(program: Command): void {
+  act(
+    meshOptions(
+      program
+        .command("tools")
+        .description("List every tool served in the mesh, with its input schema ($SRV discovery).")
+        .option("--node <name>", "only the tools served on this node")
+        .option("--module <name>", "only this module's tools"),
+      "print the tools as JSON",
+    ),
+    tools,
+  );
 }

@@ -10,6 +10,7 @@ import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Option, type Command } from "commander";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
 import { EmbeddedServer, FULL_PERMISSIONS, MeshBus, ensureLayout, findServer } from "@mesh/bus";
@@ -29,6 +30,7 @@ import { waitHealthy } from "../up/wait-healthy.js";
 import { ensurePrincipals } from "../principals.js";
 import { lockRoot, readJson, rootPaths, writeJson, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
+import { act, portNumber } from "../verb.js";
 
 export interface UpOptions {
   readonly root: string;
@@ -330,4 +332,37 @@ async function pickPort(): Promise<number> {
       });
     });
   return (await tryListen(DEFAULT_BUS_PORT)) ?? (await tryListen(0)) ?? DEFAULT_BUS_PORT;
+}
+
+export const DEFAULT_ROOT = "./.mesh";
+
+export function registerUpVerb(program: Command): void {
+  act(
+    program
+      .command("up")
+      .description("Start a whole mesh on this machine in a root folder; Ctrl-C stops it cleanly.")
+      .option("--root <dir>", "where the mesh keeps its bus, data and credentials", DEFAULT_ROOT)
+      .option("--node <name>", "this machine's node name (default: from the hostname)")
+      .addOption(
+        new Option(
+          "--port <port>",
+          "the bus's client port (default: 4222, or a free one)",
+        ).argParser(portNumber("--port")),
+      )
+      .option("--json", "print where everything is as JSON")
+      .option(
+        "--demo",
+        "also run the examples (hello, counter, board, broken) and wait until they are healthy",
+      )
+      .option("--no-runtime", "do not assign the tool runtime (node-tools) to every node")
+      .option("--bus-only", "start only the bus, none of the mesh's processes")
+      .addOption(
+        new Option(
+          "--view-port <port>",
+          "the view's port on loopback (default: a free one)",
+        ).argParser(portNumber("--view-port")),
+      )
+      .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)"),
+    up,
+  );
 }

@@ -5,10 +5,10 @@
  */
 import { userInfo } from "node:os";
 import { Option, type Command } from "commander";
-import { ErrorCode, MeshError } from "@mesh/protocol";
 import { newViewToken, startView } from "@mesh/view";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
+import { act, meshOptions, portNumber } from "../verb.js";
 
 export interface ViewCliOptions extends FindMeshOptions {
   readonly host?: string;
@@ -74,37 +74,28 @@ function safeUser(): string {
 }
 
 export function registerViewVerb(program: Command): void {
-  program
-    .command("view")
-    .description("Serve the mesh's live web page on this machine (loopback) until Ctrl-C.")
-    .option("--root <dir>", "where `mesh up` keeps the operator's credential (default ./.mesh)")
-    .option("--credential <file>", "a credential file to speak with (or set MESH_CREDENTIAL)")
-    .addOption(
-      new Option("--port <port>", "the page's port (default: any free one)").argParser(parsePort),
-    )
-    .option(
-      "--host <address>",
-      "where to listen (default 127.0.0.1); beyond loopback needs --expose",
-    )
-    .option("--expose", "allow a --host beyond loopback; every request then needs the token")
-    .option(
-      "--token <secret>",
-      `the token requests must carry (or set ${VIEW_TOKEN_ENV}; made up when --expose has none)`,
-    )
-    .option("--json", "print the URL as JSON")
-    .option("--exit-when-ready", "stop again as soon as the page is served (for scripts)")
-    .action(async (options: ViewCliOptions) => {
-      process.exitCode = await view(options);
-    });
-}
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new MeshError(
-      ErrorCode.USAGE,
-      `--port ${JSON.stringify(value)} is not a port; give a whole number from 0 (any free one) to 65535`,
-    );
-  }
-  return port;
+  act(
+    meshOptions(
+      program
+        .command("view")
+        .description("Serve the mesh's live web page on this machine (loopback) until Ctrl-C.")
+        .addOption(
+          new Option("--port <port>", "the page's port (default: any free one)").argParser(
+            portNumber("--port", true),
+          ),
+        )
+        .option(
+          "--host <address>",
+          "where to listen (default 127.0.0.1); beyond loopback needs --expose",
+        )
+        .option("--expose", "allow a --host beyond loopback; every request then needs the token")
+        .option(
+          "--token <secret>",
+          `the token requests must carry (or set ${VIEW_TOKEN_ENV}; made up when --expose has none)`,
+        )
+        .option("--exit-when-ready", "stop again as soon as the page is served (for scripts)"),
+      "print the URL as JSON",
+    ),
+    view,
+  );
 }

@@ -1,0 +1,59 @@
+/**
+ * The mesh's own processes as verbs, the way `mesh up` starts them: `mesh controller` and
+ * delivery's `mesh indexer|builder|assigner`, each on its own credential until SIGTERM.
+ */
+import { Option, type Command } from "commander";
+import { runControllerDaemon, stopOnSignals } from "@mesh/controller";
+import { DELIVERY_DAEMONS, runDeliveryDaemon } from "@mesh/delivery";
+import { ExitCode } from "../output.js";
+import { act, positiveNumber } from "../verb.js";
+
+export function registerDaemonVerbs(program: Command): void {
+  act(
+    program
+      .command("controller")
+      .description(
+        "Run the controller for the mesh in --root (mesh up starts it); SIGTERM stops it.",
+      )
+      .option("--root <dir>", "the mesh's root", "./.mesh")
+      .option(
+        "--credential <file>",
+        "the controller's credential (default <root>/credentials/controller.json)",
+      ),
+    async (options: { root: string; credential?: string }) => {
+      await runControllerDaemon({
+        root: options.root,
+        ...(options.credential === undefined ? {} : { credential: options.credential }),
+        signal: stopOnSignals(),
+      });
+      return ExitCode.ok;
+    },
+  );
+
+  for (const daemon of DELIVERY_DAEMONS) {
+    act(
+      program
+        .command(daemon)
+        .description(
+          `Run delivery's ${daemon} on its credential until SIGTERM (mesh up starts it).`,
+        )
+        .requiredOption(
+          "--credential <file>",
+          `the ${daemon === "assigner" ? "assigner's" : "delivery"} credential`,
+        )
+        .addOption(
+          new Option(
+            "--puts-reopen-ms <ms>",
+            "how often, at most, the assigner retries the puts bucket",
+          )
+            .argParser(positiveNumber("--puts-reopen-ms", "1000"))
+            .hideHelp(),
+        ),
+      (options: { credential: string; putsReopenMs?: number }) =>
+        runDeliveryDaemon(daemon, {
+          credential: options.credential,
+          ...(options.putsReopenMs === undefined ? {} : { putsReopenMs: options.putsReopenMs }),
+        }) as Promise<ExitCode>,
+    );
+  }
+}
