@@ -44,3 +44,74 @@ export function runMesh(args: readonly string[], options: RunMeshOptions = {}): 
     `mesh ${args.join(" ")}`,
   );
 }
+
+/** A `mesh` command left running (a `--follow`, a foreground host), stopped by its pid. */
+export interface MeshProcess extends AsyncDisposable {
+  readonly pid: number;
+  /** What it printed so far. */
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** Resolves once `pattern` appears on stderr (within the deadline). */
+  stderrShows(pattern: RegExp, deadlineMs?: number): Promise<void>;
+  /** Resolves with how it ended (within the deadline). */
+  ended(deadlineMs?: number): Promise<MeshRun>;
+}
+
+export function startMesh(args: readonly string[], options: RunMeshOptions = {}): MeshProcess {
+  const child = spawn(process.execPath, [MESH_MAIN, ...args], {
+    env: { ...process.env, [Env.credential]: "", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  const watchers = new Set<() => void>();
+  const changed = () => {
+    for (const w of watchers) w();
+  };
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+    changed();
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+    changed();
+  });
+  const closed = new Promise<MeshRun>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => {
+      changed();
+      resolve({ code, stdout, stderr });
+    });
+  });
+  const what = `mesh ${args.join(" ")}`;
+  return {
+    pid: child.pid ?? -1,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stderrShows: (pattern, deadlineMs = 30_000) =>
+      deadline(
+        new Promise<void>((resolve, reject) => {
+          const check = () => {
+            if (pattern.test(stderr)) {
+              watchers.delete(check);
+              resolve();
+            } else if (child.exitCode !== null || child.signalCode !== null) {
+              watchers.delete(check);
+              reject(new Error(`${what} ended before printing ${String(pattern)}: ${stderr}`));
+            }
+          };
+          watchers.add(check);
+          check();
+        }),
+        deadlineMs,
+        `${what} printing ${String(pattern)}`,
+      ),
+    ended: (deadlineMs = 30_000) => deadline(closed, deadlineMs, `${what} to end`),
+    async [Symbol.asyncDispose]() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await closed.catch(() => undefined);
+      }
+    },
+  };
+}
