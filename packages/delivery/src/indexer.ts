@@ -1,13 +1,13 @@
 /**
  * The indexer: writes a candidate when a registered module's source has a new revision. A folder
- * is digested at start, when it is registered, and when fs.watch says something in it changed
+ * is digested at start, when it is registered, and when its watcher says something in it changed
  * (after a quiet moment, so a save of many files makes one candidate); a local git repository is
  * watched the same way for its refs; a remote git source is looked at on start and registration
  * only (no network polling). Candidates are numbered per module from 1; the numbering is read
  * back from the bucket, so a restart continues it and writes nothing when nothing changed.
  */
-import { watch as fsWatch, type FSWatcher } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
+import { watch as chokidarWatch, type FSWatcher } from "chokidar";
 import { KvBucket, sha256, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
@@ -28,6 +28,8 @@ export interface IndexerOptions {
   readonly log?: (line: string) => void;
   /** How long a folder must be quiet after a change before it is digested again. */
   readonly debounceMs?: number;
+  /** How often a source that cannot be watched (a watch limit reached) is digested instead. */
+  readonly pollMs?: number;
   readonly now?: () => Date;
 }
 
@@ -67,10 +69,7 @@ export class Indexer implements Daemon {
   readonly #log: (line: string) => void;
   readonly #options: IndexerOptions;
   readonly #latest = new Map<string, { seq: number; revision: string }>();
-  readonly #sources = new Map<
-    string,
-    { source: ModuleSource; watcher?: FSWatcher; timer?: NodeJS.Timeout }
-  >();
+  readonly #sources = new Map<string, Followed>();
   readonly #chains = new Map<string, Promise<void>>();
 
   private constructor(options: IndexerOptions) {
@@ -175,47 +174,86 @@ export class Indexer implements Daemon {
   #follow(module: string, registration: ModuleRegistration, changed: () => void): void {
     this.#unfollow(module);
     const source = registration.source;
-    const entry: { source: ModuleSource; watcher?: FSWatcher; timer?: NodeJS.Timeout } = { source };
+    const entry: Followed = { source };
+    this.#sources.set(module, entry);
     const path =
       source.kind === "directory"
         ? source.path
         : source.kind === "git"
           ? localPath(source.url)
           : undefined;
-    if (path !== undefined) {
-      const debounce = this.#options.debounceMs ?? 300;
-      const onChange = (_event: string, file: string | Buffer | null): void => {
-        const name = typeof file === "string" ? file : (file?.toString() ?? "");
-        // In a git repository only the refs move a branch; object writes are noise.
-        if (source.kind === "git" && name !== "" && !/(^|\/)(refs|packed-refs|HEAD)/.test(name))
-          return;
-        if (entry.timer !== undefined) clearTimeout(entry.timer);
-        entry.timer = setTimeout(changed, debounce);
-      };
-      try {
-        const target = source.kind === "git" ? gitDirOf(path) : path;
-        entry.watcher = fsWatch(target, { recursive: true, persistent: false }, onChange);
-        entry.watcher.on("error", (error) =>
-          this.#log(
-            `${module}: watching ${target} stopped (${error.message}); it is looked at again on its next registration or on restart`,
-          ),
-        );
-      } catch (error) {
-        this.#log(
-          `${module}: ${path} cannot be watched (${(error as Error).message}); it is looked at on registration and restart only`,
-        );
-      }
-    }
-    this.#sources.set(module, entry);
+    if (path === undefined) return;
+    const target = source.kind === "git" ? gitDirOf(path) : path;
+    const debounce = this.#options.debounceMs ?? 300;
+    const soon = (): void => {
+      if (entry.timer !== undefined) clearTimeout(entry.timer);
+      entry.timer = setTimeout(changed, debounce);
+    };
+    // chokidar, not fs.watch: Node's recursive watch on Linux lost edits under src/ after a few
+    // builds, and misses folders made later and files renamed over (what editors do).
+    const watcher = watchFolder(target, source.kind === "git" ? gitRefsOnly(target) : ignoredIn);
+    entry.watcher = watcher;
+    watcher.on("all", soon);
+    watcher.on("error", (error) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (entry.watcher !== watcher) return;
+      void watcher.close();
+      entry.watcher = undefined;
+      const every = this.#options.pollMs ?? POLL_MS;
+      this.#log(
+        `${module}: ${target} can no longer be watched (${code ?? (error as Error).message}` +
+          `${code === "ENOSPC" ? ": the system's limit of watches is reached" : ""}); ` +
+          `it is digested every ${Math.round(every / 1000)} s instead`,
+      );
+      entry.poll = setInterval(changed, every);
+    });
+  }
+
+  /**
+   * The watcher of a module's source, for tests that must see what it does when the system
+   * refuses to watch more (a limit no test should reach on a shared machine).
+   */
+  watcherOf(module: string): FSWatcher | undefined {
+    return this.#sources.get(module)?.watcher;
   }
 
   #unfollow(module: string): void {
     const entry = this.#sources.get(module);
     if (entry === undefined) return;
-    entry.watcher?.close();
+    void entry.watcher?.close();
     if (entry.timer !== undefined) clearTimeout(entry.timer);
+    if (entry.poll !== undefined) clearInterval(entry.poll);
     this.#sources.delete(module);
   }
+}
+
+interface Followed {
+  readonly source: ModuleSource;
+  watcher?: FSWatcher | undefined;
+  timer?: NodeJS.Timeout;
+  /** When the source cannot be watched: the timer that digests it now and then. */
+  poll?: NodeJS.Timeout;
+}
+
+/** How often a source that cannot be watched is digested, by default. */
+const POLL_MS = 10_000;
+
+function watchFolder(target: string, ignored: (path: string) => boolean): FSWatcher {
+  return chokidarWatch(target, { ignoreInitial: true, persistent: false, ignored });
+}
+
+/** What a folder's digest leaves out is not watched either (each watch costs a system handle). */
+function ignoredIn(path: string): boolean {
+  return /(^|[\\/])(node_modules|\.git)([\\/]|$)/.test(path);
+}
+
+/** In a git repository only the refs move a branch; object writes are noise. */
+function gitRefsOnly(gitDir: string): (path: string) => boolean {
+  return (path) => {
+    const inside = relative(gitDir, path);
+    if (inside === "" || inside === "refs" || inside.startsWith(`refs${sep}`)) return false;
+    return inside !== "packed-refs" && inside !== "HEAD";
+  };
 }
 
 /** Where a local repository keeps its refs: `.git` of a working tree, or the bare repository itself. */

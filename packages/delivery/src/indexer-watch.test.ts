@@ -1,0 +1,177 @@
+/**
+ * Edits stop being noticed (issue 14.7): a folder's watcher must keep seeing any number of edits
+ * under `src/`, files renamed over (what editors do), folders made later, and fall back to a
+ * periodic digest, saying so, when the system refuses to watch more.
+ */
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { deliveryGrant, operatorGrant } from "@mesh/core";
+import { Bucket, Principal, candidateKey, type Candidate } from "@mesh/protocol";
+import { Indexer } from "./indexer.js";
+import { registerModule } from "./register.js";
+
+const NODE = "n0";
+let server: TestServer;
+let operator: MeshBus;
+let delivery: MeshBus;
+let indexer: Indexer;
+let candidates: KvBucket<Candidate>;
+const said: string[] = [];
+const stop = new AbortController();
+let root = "";
+
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "mesh-indexer-watch-"));
+  server = await startTestServer({
+    users: [
+      { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
+      { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
+    ],
+  });
+  const admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: NODE, module: "controller" }),
+  );
+  await ensureLayout(admin);
+  await admin.close();
+  operator = await MeshBus.connect(
+    credentialFor(
+      server,
+      { user: "operator", password: "operator-pw" },
+      { node: NODE, module: Principal.operator },
+    ),
+  );
+  delivery = await MeshBus.connect(
+    credentialFor(
+      server,
+      { user: "delivery", password: "delivery-pw" },
+      { node: NODE, module: Principal.delivery },
+    ),
+  );
+  candidates = await KvBucket.open(operator, Bucket.candidates);
+  indexer = await Indexer.create({
+    bus: delivery,
+    debounceMs: 100,
+    pollMs: 500,
+    log: (line) => said.push(line),
+  });
+  void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
+});
+
+after(async () => {
+  stop.abort();
+  await delivery?.close();
+  await operator?.close();
+  await server?.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function moduleFolder(module: string): Promise<string> {
+  const dir = join(root, module);
+  await mkdir(join(dir, "src"), { recursive: true });
+  await writeFile(
+    join(dir, "mesh.yaml"),
+    [
+      `module: ${module}`,
+      "bundles:",
+      "  - name: tools",
+      "    language: typescript",
+      "    entrypoints: [src/tools.ts]",
+      "    loads: [src/tools.ts]",
+      "",
+    ].join("\n"),
+  );
+  await writeFile(join(dir, "src/tools.ts"), "export const n = 0;\n");
+  return dir;
+}
+
+/** Waits for candidate `seq` of `module`. */
+async function candidate(module: string, seq: number, what: string): Promise<Candidate> {
+  const ac = new AbortController();
+  try {
+    return await deadline(
+      (async () => {
+        for await (const e of candidates.watch({
+          key: candidateKey(module, seq),
+          signal: ac.signal,
+        }))
+          if (e.type === "put") return e.value;
+        throw new Error("the watch ended");
+      })(),
+      30_000,
+      what,
+    );
+  } finally {
+    ac.abort();
+  }
+}
+
+describe("the indexer keeps noticing edits", () => {
+  it("sees twelve edits under src/, a file renamed over, a folder made later and an edit in it: a candidate each", async () => {
+    const dir = await moduleFolder("edits");
+    await registerModule(operator, dir, { by: "ada" });
+    let seq = 1;
+    await candidate("edits", seq, "the first candidate");
+    const next = async (change: () => Promise<void>, what: string) => {
+      await change();
+      seq += 1;
+      await candidate("edits", seq, what);
+    };
+    for (let i = 1; i <= 12; i++) {
+      await next(
+        () => writeFile(join(dir, "src/tools.ts"), `export const n = ${i};\n`),
+        `the candidate after edit ${i}`,
+      );
+    }
+    await next(async () => {
+      // An editor's save: the new text written beside, then renamed over the old file.
+      await writeFile(join(dir, "src/.tools.ts.swp"), "export const n = 'renamed';\n");
+      await rename(join(dir, "src/.tools.ts.swp"), join(dir, "src/tools.ts"));
+    }, "the candidate after a rename over");
+    await next(async () => {
+      await mkdir(join(dir, "src/deep/er"), { recursive: true });
+      await writeFile(join(dir, "src/deep/er/more.ts"), "export const m = 1;\n");
+    }, "the candidate after a new folder");
+    await next(
+      () => writeFile(join(dir, "src/deep/er/more.ts"), "export const m = 2;\n"),
+      "the candidate after an edit in the new folder",
+    );
+    assert.equal(seq, 16);
+  });
+
+  it("a watch the system refuses falls back to a periodic digest and says so; edits are still noticed", async () => {
+    const dir = await moduleFolder("limited");
+    await registerModule(operator, dir, { by: "ada" });
+    await candidate("limited", 1, "the first candidate");
+    const watcher = await deadline(
+      (async () => {
+        for (;;) {
+          const found = indexer.watcherOf("limited");
+          if (found !== undefined) return found;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })(),
+      10_000,
+      "the watcher",
+    );
+    // What inotify says when fs.inotify.max_user_watches is reached; no test should reach the
+    // real limit on a shared machine.
+    watcher.emit(
+      "error",
+      Object.assign(new Error("ENOSPC: System limit for number of file watchers reached"), {
+        code: "ENOSPC",
+      }),
+    );
+    assert.ok(
+      said.some((line) => line.includes("limited:") && line.includes("digested every")),
+      said.join("\n"),
+    );
+    assert.equal(indexer.watcherOf("limited"), undefined);
+    await writeFile(join(dir, "src/tools.ts"), "export const n = 'polled';\n");
+    await candidate("limited", 2, "the candidate the periodic digest finds");
+  });
+});
