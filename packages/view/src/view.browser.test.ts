@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { Bucket, askKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
+import { Bucket, askKey, nodeKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { startView, type View } from "./start-view.js";
@@ -119,6 +119,7 @@ describe("the view in Chromium", () => {
     await step("answer an ask", () => answerAnAsk(t));
     await step("call a tool from its form", () => callATool(t));
     await step("open a failed build's log", () => openBuildLog(t));
+    await step("page through a larger fleet", () => pageThroughNodes(t));
     assert.deepEqual(pageErrors, []);
   });
 });
@@ -255,4 +256,28 @@ async function openBuildLog(t: Steps): Promise<void> {
   const log = t.page.locator("#build-log");
   await log.waitFor();
   assert.match(await log.innerText(), /Could not resolve/);
+}
+
+/** 60 more nodes: the grid shows 50 at a time, the server hands it one page, the pager the next. */
+async function pageThroughNodes(t: Steps): Promise<void> {
+  const presence = await KvBucket.open(t.mesh.admin, Bucket.presence);
+  const at = new Date().toISOString();
+  for (let i = 0; i < 60; i += 1) {
+    const node = `edge-${String(i).padStart(2, "0")}`;
+    await presence.put(nodeKey(node), {
+      node,
+      facts: { hostname: `${node}.local`, os: "linux", arch: "arm64", version: "0.1.0" },
+      publicKey: "MCowBQYDK2VuAyEA0000000000000000000000000000000000000000000=",
+      heartbeat: at,
+    });
+  }
+  const pager = t.page.locator("#grid-pager");
+  await t.page.locator("#grid-pager", { hasText: "nodes 1–50 of 62" }).waitFor();
+  assert.equal(await t.page.locator('td.cell[data-module="hello"]').count(), 50);
+  assert.equal(await t.page.locator('td.cell[data-node="rack-2"]').count(), 0);
+  await pager.getByRole("button", { name: "next ›" }).click();
+  await t.page.locator('td.cell[data-node="rack-2"][data-module="hello"]').waitFor();
+  assert.match(await pager.innerText(), /nodes 51–62 of 62/);
+  assert.equal(await t.page.locator('td.cell[data-module="hello"]').count(), 12);
+  assert.match(await t.page.locator("#nodes h2").innerText(), /62/);
 }

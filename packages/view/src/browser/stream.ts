@@ -54,12 +54,18 @@ function onSnapshot(snapshot: Snapshot): void {
 }
 
 function onFleet(summary: FleetSummary): void {
+  const before = model.fleet?.cells;
   model.fleet = summary;
   model.lastChange = new Date();
   invalidate("summary", "differences");
-  // What a page of the grid shows may have moved, and with it the tools modules serve.
-  if (model.grid?.version !== summary.version) {
-    void loadGrid();
+  if (model.grid?.version !== summary.version) void loadGrid();
+  // A module starting or stopping somewhere may add or remove its tools.
+  const { healthy, starting, notRunning } = summary.cells;
+  if (
+    before?.healthy !== healthy ||
+    before.starting !== starting ||
+    before.notRunning !== notRunning
+  ) {
     scheduleToolRefresh();
   }
 }
