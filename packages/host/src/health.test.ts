@@ -42,6 +42,7 @@ const toolsTable: Array<[string, ToolsFacts | undefined, ProcessFacts[], string]
   ["tools not reported yet", undefined, [], "starting"],
   ["tools loading", { state: "starting" }, [], "starting"],
   ["tools serving", { state: "serving" }, [], "healthy"],
+  ["tools idle (loaded, its worker stopped until the next call)", { state: "idle" }, [], "healthy"],
   ["tools failing to load", { state: "failing", error: "it failed to load: boom" }, [], "failing"],
   ["tools serving, its process still young", { state: "serving" }, [up(100)], "starting"],
   ["tools serving, its process crash-looping", { state: "serving" }, [crashed(3)], "failing"],

@@ -6,7 +6,8 @@
  *   could not be written), one of its processes exited `failingExits` times within the window,
  *   or the runtime says its tools fail to load (a throw at load, a crash, a hang);
  * - `healthy`: every process has run at least `healthyMs` (a module with no process: applied),
- *   and, for a module whose tools the runtime serves, the runtime says they loaded;
+ *   and, for a module whose tools the runtime serves, the runtime says they loaded (serving, or
+ *   idle: loaded before, its worker stopped until the next call);
  * - `starting`: otherwise;
  * - `stopped`: it is no longer composed here (decided by the caller).
  */
@@ -31,9 +32,12 @@ export interface ProcessFacts {
   readonly lastError: string | undefined;
 }
 
-/** What the runtime said of a module's tools: its load result (undefined: not reported yet). */
+/**
+ * What the runtime said of a module's tools: its load result (undefined: not reported yet).
+ * `idle`: it loaded and served, and its worker is stopped until its next call; healthy.
+ */
 export interface ToolsFacts {
-  readonly state: "starting" | "serving" | "failing" | "stopped";
+  readonly state: "starting" | "serving" | "idle" | "failing" | "stopped";
   readonly error?: string;
 }
 
@@ -53,7 +57,7 @@ export function moduleHealth(input: {
     if (tools?.state === "failing") {
       return { health: "failing", lastError: tools.error ?? "its tools failed to load" };
     }
-    if (tools?.state !== "serving") {
+    if (tools?.state !== "serving" && tools?.state !== "idle") {
       const own = moduleHealth({ applyError, processes, now, rules });
       return {
         health: own.health === "failing" ? "failing" : "starting",

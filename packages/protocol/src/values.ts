@@ -399,7 +399,7 @@ export const RuntimeStatusFile = z.object({
     z.string(),
     z.object({
       module: z.string(),
-      state: z.enum(["starting", "serving", "failing", "stopped"]),
+      state: z.enum(["starting", "serving", "idle", "failing", "stopped"]),
       tools: z.array(z.string()),
       restarts: z.number().int().nonnegative(),
       since: z.string().optional(),

@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { watch } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,34 +20,10 @@ import { StatusEnv } from "./env.js";
 import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
 import { ALPHA_MORE, ALPHA_TOOLS, DELTA, writeModule } from "./test-support/modules.js";
 import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { statusUntil } from "./test-support/status-file.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 const WAIT = 20_000;
-
-/** Resolves with the status file's content once it matches; re-read on every change of its folder. */
-function statusUntil(file: string, match: (s: RuntimeStatus) => boolean): Promise<RuntimeStatus> {
-  return new Promise((resolve, reject) => {
-    const dir = join(file, "..");
-    let done = false;
-    const check = async (): Promise<void> => {
-      if (done) return;
-      let status: RuntimeStatus;
-      try {
-        status = JSON.parse(await readFile(file, "utf8")) as RuntimeStatus;
-      } catch {
-        return; // not written yet
-      }
-      if (!done && match(status)) {
-        done = true;
-        watcher.close();
-        resolve(status);
-      }
-    };
-    const watcher = watch(dir, () => void check());
-    watcher.on("error", reject);
-    void check();
-  });
-}
 
 describe("the runtime's process", () => {
   let bus: TestBus;

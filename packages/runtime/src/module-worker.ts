@@ -6,85 +6,21 @@
  * Everything a worker asks is answered as the module this supervisor was made for: the name is
  * bound here, from `MESH_TOOL_MODULES`, and nothing in a worker's messages can change it.
  */
-import { Worker, type ResourceLimits } from "node:worker_threads";
-import { z } from "zod";
-import { KvBucket, flush, serve, sayCondition, type MeshBus, type Served } from "@mesh/bus";
-import {
-  BoundKey,
-  CallHeader,
-  ConditionLevel,
-  ErrorCode,
-  MeshError,
-  ReplyCode,
-  isMeshError,
-  stateBucket,
-  toolSubject,
-  type ReplyCode as ReplyCodeType,
-} from "@mesh/protocol";
-import {
-  PROTOCOL_VERSION,
-  type AskOp,
-  type FromWorker,
-  type ProvisionItem,
-  type ToWorker,
-  type ToolInfo,
-  type WorkerStart,
-} from "@mesh/sdk";
+import { Worker } from "node:worker_threads";
+import { flush, type MeshBus, type Served } from "@mesh/bus";
+import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
+import { PROTOCOL_VERSION, type FromWorker, type ToolInfo, type WorkerStart } from "@mesh/sdk";
+import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
 import type { Provisioner } from "./provisioner.js";
+import {
+  ModuleState,
+  deadlineOf,
+  type ModuleStatus,
+  type WorkerTuning,
+} from "./worker-tuning.js";
 
-/** Where a module stands, as the host reads it from the status file. */
-export const ModuleState = {
-  /** The worker is importing the module's entries. */
-  starting: "starting",
-  /** Loaded; its tools are served. */
-  serving: "serving",
-  /** It failed to load, crashed or hung; `error` says how, and it is restarted after a backoff. */
-  failing: "failing",
-  /** The runtime stopped it. */
-  stopped: "stopped",
-} as const;
-export type ModuleState = (typeof ModuleState)[keyof typeof ModuleState];
-
-export interface ModuleStatus {
-  readonly module: string;
-  readonly state: ModuleState;
-  /** The tools it serves (while serving) or served last. */
-  readonly tools: readonly string[];
-  /** Why it is failing: the load error, the crash, or the missed heartbeat. */
-  readonly error?: string;
-  /** How many times its worker was started again after a failure. */
-  readonly restarts: number;
-  /** When it entered this state (ISO 8601). */
-  readonly since: string;
-}
-
-export interface WorkerTuning {
-  /** A call's deadline without a `Mesh-Timeout-Ms` header. */
-  readonly defaultTimeoutMs: number;
-  /** The longest deadline a caller may ask for; more is cut to this. */
-  readonly maxTimeoutMs: number;
-  /** How often the worker is pinged. */
-  readonly heartbeatMs: number;
-  /** A worker that has not answered a ping for this long is hung and is terminated. */
-  readonly hangMs: number;
-  /** The first restart's delay; it doubles with each failure in a row, up to `maxBackoffMs`. */
-  readonly initialBackoffMs: number;
-  readonly maxBackoffMs: number;
-  /** A worker that served this long before failing starts its backoff over. */
-  readonly healthyAfterMs: number;
-  readonly resourceLimits: ResourceLimits;
-}
-
-export const DEFAULT_TUNING: WorkerTuning = {
-  defaultTimeoutMs: 10_000,
-  maxTimeoutMs: 300_000,
-  heartbeatMs: 1_000,
-  hangMs: 5_000,
-  initialBackoffMs: 1_000,
-  maxBackoffMs: 60_000,
-  healthyAfterMs: 30_000,
-  resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
-};
+export { ModuleState, DEFAULT_TUNING } from "./worker-tuning.js";
+export type { ModuleStatus, WorkerTuning } from "./worker-tuning.js";
 
 export interface ModuleWorkerOptions {
   readonly module: string;
@@ -93,6 +29,8 @@ export interface ModuleWorkerOptions {
   readonly bus: MeshBus;
   readonly provisioner: Provisioner;
   readonly tuning: WorkerTuning;
+  /** This module's idle time, when it sets its own (its manifest's, or the node's). */
+  readonly idleMs?: number;
   /** The bootstrap file (the SDK's `@mesh/sdk/worker`). */
   readonly workerFile: URL;
   /** The environment module code sees: the runtime's, without its credential's path. */
@@ -110,30 +48,50 @@ interface PendingCall {
   timer: NodeJS.Timeout;
 }
 
-/** Any JSON value: what a module keeps in its states. */
-const Json = z.json();
+/** A worker the runtime ends on purpose, and whether a restart follows. */
+interface Ending {
+  readonly why: string;
+  /** Idle: no restart until the next call, and not a failure. */
+  readonly idle?: boolean;
+}
 
 export class ModuleWorker implements AsyncDisposable {
   readonly module: string;
   readonly #o: ModuleWorkerOptions;
+  readonly #asks: ModuleAsks;
   #worker: Worker | undefined;
   #served: Served | undefined;
+  /** The tools the service was registered with (kept while idle). */
+  #servedTools = "";
   #status: ModuleStatus;
   #stopping = false;
   #restartTimer: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
   #failuresInRow = 0;
   #servingSince = 0;
+  #lastCall = 0;
+  #lastPong = 0;
   #nextCall = 1;
   readonly #calls = new Map<number, PendingCall>();
-  /** This worker's watches, by the id its bootstrap gave them. */
-  readonly #watches = new Map<number, () => void>();
-  /** Why the current worker is being ended, when the runtime ends it (a hang, a failed load). */
-  #endedBecause: string | undefined;
+  /** Calls waiting for the module to come out of idle. */
+  readonly #loading = new Set<() => void>();
+  /** A drain waiting for the calls in flight to end. */
+  readonly #draining = new Set<() => void>();
+  /** Why the current worker is being ended, when the runtime ends it. */
+  #ending: Ending | undefined;
 
   constructor(options: ModuleWorkerOptions) {
     this.module = options.module;
     this.#o = options;
+    this.#asks = new ModuleAsks({
+      module: options.module,
+      node: options.node,
+      bus: options.bus,
+      provisioner: options.provisioner,
+      log: options.log,
+      current: (worker) => worker === this.#worker,
+    });
     this.#status = {
       module: options.module,
       state: ModuleState.starting,
@@ -152,6 +110,15 @@ export class ModuleWorker implements AsyncDisposable {
     return this.#worker?.threadId;
   }
 
+  /** How many calls are in the worker now. */
+  get inFlight(): number {
+    return this.#calls.size;
+  }
+
+  get #idleMs(): number {
+    return this.#o.idleMs ?? this.#o.tuning.idleMs;
+  }
+
   /** Ends the current worker as a crash would; it is restarted after its backoff. */
   async terminate(): Promise<void> {
     await this.#worker?.terminate();
@@ -159,13 +126,17 @@ export class ModuleWorker implements AsyncDisposable {
 
   start(): void {
     if (this.#stopping) return;
+    const { externalLimitMb, memoryProbeMs } = this.#o.tuning;
     const start: WorkerStart = {
       v: PROTOCOL_VERSION,
       module: this.module,
       node: this.#o.node,
       entries: this.#o.entries,
+      ...(externalLimitMb > 0
+        ? { external: { limitBytes: externalLimitMb * MIB, probeMs: memoryProbeMs } }
+        : {}),
     };
-    this.#endedBecause = undefined;
+    this.#ending = undefined;
     this.#setStatus({ state: ModuleState.starting, tools: this.#status.tools });
     const worker = new Worker(this.#o.workerFile, {
       workerData: start,
@@ -177,24 +148,37 @@ export class ModuleWorker implements AsyncDisposable {
     // Messages are read off this worker object: the module is the one it was started for.
     worker.on("message", (message: FromWorker) => this.#onMessage(worker, message));
     worker.on("error", (error) => {
-      this.#endedBecause ??= `its code threw and did not catch: ${error.stack ?? error.message}`;
+      this.#ending ??= { why: `its code threw and did not catch: ${error.stack ?? error.message}` };
     });
     worker.on("exit", (code) => this.#onExit(worker, code));
     this.#startHeartbeat(worker);
   }
 
-  /** Runs a call in the worker; throws a MeshError with a reply code. */
-  call(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
+  /**
+   * Runs a call in the worker; throws a MeshError with a reply code. An idle module is started
+   * first, and the call waits for it within its deadline.
+   */
+  async call(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
+    this.#lastCall = Date.now();
+    if (this.#status.state === ModuleState.idle) {
+      this.start();
+    }
+    if (this.#status.state === ModuleState.starting && this.#served !== undefined) {
+      // Still registered: the module is waking (or restarting after idle); wait for it.
+      await this.#waitLoaded(timeoutMs);
+    }
     const worker = this.#worker;
     if (worker === undefined || this.#status.state !== ModuleState.serving) {
-      return Promise.reject(
-        new MeshError(
-          ErrorCode.NOT_FOUND,
-          `${this.module} is not loaded on ${this.#o.node} now (${this.#status.state}${this.#status.error === undefined ? "" : `: ${firstLine(this.#status.error)}`}); retry once it serves again (\`mesh tools --module ${this.module}\`)`,
-          { module: this.module, node: this.#o.node },
-        ),
+      throw new MeshError(
+        ErrorCode.NOT_FOUND,
+        `${this.module} is not loaded on ${this.#o.node} now (${this.#status.state}${this.#status.error === undefined ? "" : `: ${firstLine(this.#status.error)}`}); retry once it serves again (\`mesh tools --module ${this.module}\`)`,
+        { module: this.module, node: this.#o.node },
       );
     }
+    return this.#run(worker, tool, input, timeoutMs);
+  }
+
+  #run(worker: Worker, tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
     const id = this.#nextCall++;
     return new Promise((resolve, reject) => {
       // The runtime keeps the deadline itself: a worker that blocks its event loop cannot.
@@ -209,10 +193,38 @@ export class ModuleWorker implements AsyncDisposable {
             { module: this.module, node: this.#o.node },
           ),
         );
+        this.#callEnded();
       }, timeoutMs);
       this.#calls.set(id, { resolve, reject, timer });
       post(worker, { v: 1, t: "call", id, tool, input, timeoutMs });
     });
+  }
+
+  /** Resolves once the module leaves `starting` (or the time is up). */
+  #waitLoaded(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#loading.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.#loading.add(done);
+    });
+  }
+
+  /**
+   * Stops taking calls (the service's subscriptions are drained: what the server already sent
+   * is still answered), lets the calls in flight finish within their deadlines, then stops.
+   */
+  async drain(): Promise<void> {
+    if (this.#stopping) return;
+    clearTimeout(this.#idleTimer);
+    await this.#stopServing();
+    while (this.#calls.size > 0 && !this.#stopping) {
+      await new Promise<void>((resolve) => this.#draining.add(resolve));
+    }
+    await this.stop();
   }
 
   /** Stops the worker and its service for good. Stopping twice is harmless. */
@@ -220,6 +232,7 @@ export class ModuleWorker implements AsyncDisposable {
     if (this.#stopping) return;
     this.#stopping = true;
     clearTimeout(this.#restartTimer);
+    clearTimeout(this.#idleTimer);
     clearInterval(this.#heartbeat);
     await this.#stopServing();
     const worker = this.#worker;
@@ -258,19 +271,10 @@ export class ModuleWorker implements AsyncDisposable {
         this.#settle(message.id, (call) => call.resolve(message.value));
         return;
       case "failed":
-        this.#settle(message.id, (call) => {
-          if (message.code === ReplyCode.INTERNAL) {
-            this.#o.log(
-              `[node-tools] ${this.module}: a call failed: ${message.detail ?? message.message}`,
-            );
-          }
-          call.reject(
-            new MeshError(toCode(message.code), message.message, { module: this.module }),
-          );
-        });
+        this.#settle(message.id, (call) => this.#failed(call, message));
         return;
       case "ask":
-        void this.#answer(worker, message.id, message.op, message.params);
+        void this.#asks.answer(worker, message.id, message.op, message.params);
         return;
       case "log":
         this.#o.log(`[${this.module}] ${message.level}: ${message.text}`);
@@ -278,12 +282,29 @@ export class ModuleWorker implements AsyncDisposable {
       case "pong":
         this.#lastPong = Date.now();
         return;
+      case "over-memory":
+        this.#fail(
+          worker,
+          `it held ${mib(message.memory.external)} MiB outside its heap (Buffers, ArrayBuffers), over its limit of ${this.#o.tuning.externalLimitMb} MiB; its worker was stopped`,
+        );
+        return;
+      case "self-signal":
+        // The bootstrap ends the worker right after saying so; this is why.
+        this.#ending = {
+          why: `its code sent ${message.signal} to pid ${message.pid} (the runtime's own process, its group or its host); only its worker was ended`,
+        };
+        return;
       default:
         return;
     }
   }
 
-  #lastPong = 0;
+  #failed(call: PendingCall, message: Extract<FromWorker, { t: "failed" }>): void {
+    if (message.code === ReplyCode.INTERNAL) {
+      this.#o.log(`[node-tools] ${this.module}: a call failed: ${message.detail ?? message.message}`);
+    }
+    call.reject(new MeshError(toCode(message.code), message.message, { module: this.module }));
+  }
 
   #startHeartbeat(worker: Worker): void {
     clearInterval(this.#heartbeat);
@@ -304,61 +325,55 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   async #loaded(worker: Worker, tools: readonly ToolInfo[]): Promise<void> {
-    const endpoints = tools.map((tool) => ({
-      name: tool.name,
-      subject: toolSubject(this.#o.node, this.module, tool.name),
-      metadata: {
-        description: tool.description,
-        input: JSON.stringify(tool.input),
-        ...(tool.output === undefined ? {} : { output: JSON.stringify(tool.output) }),
-      },
-      handler: async (request: { json(): unknown; headers: ReadonlyMap<string, string> }) =>
-        this.call(tool.name, request.json(), this.#deadlineOf(request.headers)),
-    }));
+    const toolsKey = JSON.stringify(tools);
     try {
-      await this.#stopServing();
-      if (endpoints.length > 0) {
-        this.#served = await serve(this.#o.bus, {
-          name: this.module,
-          version: this.#o.version,
-          description: `the tools of ${this.module} on ${this.#o.node}`,
-          metadata: { node: this.#o.node, module: this.module },
-          endpoints,
-          onRejected: this.#o.onRejected,
-          onInternalError: (error, subject) =>
-            this.#o.log(
-              `[node-tools] ${subject}: ${error instanceof Error ? error.message : String(error)}`,
-            ),
-        });
+      // Woken from idle with the same tools: the service registered all along stays.
+      if (this.#served === undefined || this.#servedTools !== toolsKey) {
+        await this.#stopServing();
+        if (tools.length > 0) {
+          this.#served = await serveModule(this.#o, tools, (tool, input, headers) =>
+            this.call(tool, input, deadlineOf(headers, this.#o.tuning)),
+          );
+        }
+        this.#servedTools = toolsKey;
+        // Serving means answering: the server has the endpoints' subscriptions before it is said.
+        await flush(this.#o.bus);
       }
-      // Serving means answering: the server has the endpoints' subscriptions before it is said.
-      await flush(this.#o.bus);
     } catch (error) {
       this.#fail(worker, `its tools could not be served on the bus: ${String(error)}`);
       return;
     }
     if (worker !== this.#worker) {
-      await this.#stopServing();
+      if (this.#worker === undefined) await this.#stopServing();
       return;
     }
     this.#servingSince = Date.now();
+    this.#lastCall = Math.max(this.#lastCall, Date.now());
     this.#setStatus({ state: ModuleState.serving, tools: tools.map((t) => t.name) });
+    this.#scheduleIdle();
   }
 
-  #deadlineOf(headers: ReadonlyMap<string, string>): number {
-    let text: string | undefined;
-    for (const [key, value] of headers) {
-      if (key.toLowerCase() === CallHeader.timeoutMs.toLowerCase()) text = value;
-    }
-    if (text === undefined) return this.#o.tuning.defaultTimeoutMs;
-    const ms = Number(text);
-    if (!Number.isSafeInteger(ms) || ms <= 0) {
-      throw new MeshError(
-        ErrorCode.INVALID_INPUT,
-        `the ${CallHeader.timeoutMs} header is ${JSON.stringify(text)}, not a whole number of milliseconds above 0; send e.g. 5000, or leave it out for ${this.#o.tuning.defaultTimeoutMs}`,
-      );
-    }
-    return Math.min(ms, this.#o.tuning.maxTimeoutMs);
+  /** Stops the worker once no call came for the idle time; its service stays registered. */
+  #scheduleIdle(): void {
+    clearTimeout(this.#idleTimer);
+    const idleMs = this.#idleMs;
+    if (idleMs <= 0 || this.#stopping) return;
+    const left = this.#lastCall + idleMs - Date.now();
+    this.#idleTimer = setTimeout(
+      () => {
+        const worker = this.#worker;
+        if (this.#status.state !== ModuleState.serving || worker === undefined) return;
+        if (this.#calls.size > 0 || Date.now() - this.#lastCall < idleMs) {
+          this.#scheduleIdle();
+          return;
+        }
+        this.#ending = { why: `not called for ${idleMs} ms`, idle: true };
+        post(worker, { v: 1, t: "stop" });
+        void worker.terminate();
+      },
+      Math.max(left, 10),
+    );
+    this.#idleTimer.unref();
   }
 
   #settle(id: number, how: (call: PendingCall) => void): void {
@@ -367,25 +382,42 @@ export class ModuleWorker implements AsyncDisposable {
     this.#calls.delete(id);
     clearTimeout(call.timer);
     how(call);
+    this.#callEnded();
   }
 
-  /** Ends a worker the runtime gave up on (a failed load, a hang); its exit restarts it. */
+  /** A call left the worker: a drain waiting for the last one hears it. */
+  #callEnded(): void {
+    this.#lastCall = Date.now();
+    if (this.#calls.size === 0) wakeAll(this.#draining);
+  }
+
+  /** Ends a worker the runtime gave up on (a failed load, a hang, memory); its exit restarts it. */
   #fail(worker: Worker, why: string): void {
     if (worker !== this.#worker) return;
-    this.#endedBecause = why;
+    this.#ending = { why };
     void worker.terminate();
   }
 
   #onExit(worker: Worker, code: number): void {
     if (worker !== this.#worker) return;
     clearInterval(this.#heartbeat);
-    const why =
-      this.#endedBecause ??
-      `its worker exited with code ${code} (process.exit in its code, or out of memory)`;
+    clearTimeout(this.#idleTimer);
+    const ending = this.#ending ?? {
+      why: `its worker exited with code ${code} (process.exit in its code, or out of memory)`,
+    };
     this.#worker = undefined;
-    this.#endWorker(why);
+    this.#endWorker(ending.why);
     if (this.#stopping) return;
+    if (ending.idle === true) {
+      this.#servingSince = 0;
+      this.#setStatus({ state: ModuleState.idle, tools: this.#status.tools });
+      return;
+    }
     void this.#stopServing();
+    this.#restartLater(ending.why);
+  }
+
+  #restartLater(why: string): void {
     if (
       this.#servingSince > 0 &&
       Date.now() - this.#servingSince >= this.#o.tuning.healthyAfterMs
@@ -416,14 +448,14 @@ export class ModuleWorker implements AsyncDisposable {
       this.#o.log(`[node-tools] ${this.module}: a call ended with its worker: ${firstLine(why)}`);
       call.reject(new MeshError(ErrorCode.INTERNAL, `the worker of ${this.module} ended: ${why}`));
     }
-    for (const stop of this.#watches.values()) stop();
-    this.#watches.clear();
-    this.#o.provisioner.stopModule(this.module);
+    this.#asks.stopWatches();
+    wakeAll(this.#draining);
   }
 
   async #stopServing(): Promise<void> {
     const served = this.#served;
     this.#served = undefined;
+    this.#servedTools = "";
     await served?.stop();
   }
 
@@ -436,144 +468,21 @@ export class ModuleWorker implements AsyncDisposable {
       restarts: this.#status.restarts,
       since: new Date().toISOString(),
     };
+    if (next.state !== ModuleState.starting) wakeAll(this.#loading);
     this.#o.onStatus(this.#status);
   }
-
-  // -------------------------------------------------------------------------------------------
-  // What module code asks
-
-  async #answer(worker: Worker, id: number, op: AskOp, params: unknown): Promise<void> {
-    try {
-      const value = await this.#do(worker, id, op, (params ?? {}) as Record<string, unknown>);
-      if (worker === this.#worker) post(worker, { v: 1, t: "answer", id, value: value ?? null });
-    } catch (error) {
-      if (worker !== this.#worker) return;
-      const code = isMeshError(error) ? toCode(error.code) : ReplyCode.INTERNAL;
-      if (code === ReplyCode.INTERNAL) {
-        this.#o.log(`[node-tools] ${this.module}: ${op} failed: ${String(error)}`);
-      }
-      post(worker, {
-        v: 1,
-        t: "refusal",
-        id,
-        code,
-        message: error instanceof Error ? error.message : String(error),
-      });
-    }
-  }
-
-  async #do(worker: Worker, id: number, op: AskOp, p: Record<string, unknown>): Promise<unknown> {
-    const module = this.module;
-    switch (op) {
-      case "provision.get":
-        return this.#o.provisioner.get(module, { kind: p["kind"], key: p["key"] });
-      case "provision.watch": {
-        const stop = await this.#o.provisioner.watch(
-          module,
-          { kind: p["kind"], key: p["key"] },
-          (item: ProvisionItem) => {
-            if (worker === this.#worker) post(worker, { v: 1, t: "watched", watch: id, item });
-          },
-        );
-        if (worker !== this.#worker) stop();
-        else this.#watches.set(id, stop);
-        return {};
-      }
-      case "provision.unwatch": {
-        const watch = Number(p["watch"]);
-        this.#watches.get(watch)?.();
-        this.#watches.delete(watch);
-        return {};
-      }
-      case "condition": {
-        const level = ConditionLevel.safeParse(p["level"]);
-        if (!level.success) {
-          throw new MeshError(
-            ErrorCode.INVALID_INPUT,
-            `a condition's level is ${JSON.stringify(p["level"])}; say info, warning or error`,
-          );
-        }
-        await sayCondition(this.#o.bus, {
-          module,
-          node: this.#o.node,
-          name: String(p["name"]),
-          level: level.data,
-          message: String(p["message"]),
-        });
-        return {};
-      }
-      case "state.get":
-      case "state.put":
-      case "state.delete":
-      case "state.keys": {
-        const { bucket, readOnly } = await this.#stateBucket(String(p["state"]));
-        const kv = await KvBucket.openWith(this.#o.bus, bucket, Json);
-        const key = String(p["key"]);
-        if (op === "state.get") return (await kv.get(key))?.value;
-        if (op === "state.keys") {
-          return kv.keys(typeof p["filter"] === "string" ? p["filter"] : ">");
-        }
-        if (readOnly) {
-          throw new MeshError(
-            ErrorCode.REFUSED,
-            `${module} reads the state ${JSON.stringify(p["state"])} and does not own it, so it may not write it; write only its own states`,
-            { module },
-          );
-        }
-        if (op === "state.put") await kv.put(key, Json.parse(p["value"] ?? null));
-        else await kv.delete(key);
-        return {};
-      }
-      default:
-        throw new MeshError(
-          ErrorCode.INVALID_INPUT,
-          `the runtime answers no ${JSON.stringify(op)}; the module's SDK is newer than the runtime`,
-        );
-    }
-  }
-
-  /**
-   * A state by the name module code gave: its own (`name`), or one it reads (`owner/name`). A
-   * read is resolved through the provisioner as this module, so only a declared read (the bound
-   * value `read.<owner>.<state>`) is opened: the runtime's credential holds every served module's
-   * reads, and the bus alone would not stop one module reading what another declared.
-   */
-  async #stateBucket(name: string): Promise<{ bucket: string; readOnly: boolean }> {
-    const slash = name.indexOf("/");
-    const owner = slash < 0 ? this.module : name.slice(0, slash);
-    const state = slash < 0 ? name : name.slice(slash + 1);
-    let bucket: string;
-    try {
-      bucket = stateBucket(owner, state);
-    } catch (error) {
-      throw new MeshError(
-        ErrorCode.INVALID_INPUT,
-        `${JSON.stringify(name)} names no state: give a state of ${this.module}'s own, or <module>/<state> for one it reads`,
-        { cause: error },
-      );
-    }
-    if (owner === this.module) return { bucket, readOnly: false };
-    const bound = await this.#o.provisioner.get(this.module, {
-      kind: "bound",
-      key: BoundKey.read(owner, state),
-    });
-    if (bound !== bucket) {
-      throw new MeshError(
-        ErrorCode.REFUSED,
-        `${this.module} may not read ${owner}/${state}: the provisioner answered ${JSON.stringify(bound)} for it, not the bucket ${bucket}; declare the read in ${this.module}'s manifest`,
-        { module: this.module },
-      );
-    }
-    return { bucket, readOnly: true };
-  }
 }
 
-function post(worker: Worker, message: ToWorker): void {
-  worker.postMessage(message);
+const MIB = 1024 * 1024;
+
+function wakeAll(waiters: Set<() => void>): void {
+  const all = [...waiters];
+  waiters.clear();
+  for (const waiter of all) waiter();
 }
 
-function toCode(code: string): ReplyCodeType {
-  return Object.hasOwn(ReplyCode, code) ? (code as ReplyCodeType) : ReplyCode.INTERNAL;
+function mib(bytes: number): string {
+  return (bytes / MIB).toFixed(1);
 }
 
 function firstLine(text: string): string {

@@ -8,9 +8,8 @@ import { MeshBus } from "@mesh/bus";
 import { Env, ErrorCode, MeshError } from "@mesh/protocol";
 import { Runtime } from "./runtime.js";
 import { parseToolModules } from "./tool-modules.js";
-import { StatusEnv, tuningFromEnv } from "./env.js";
-
-const GRACE_MS = 10_000;
+import { IdleEnv, StatusEnv, idleFromEnv, tuningFromEnv } from "./env.js";
+import { DEFAULT_TUNING } from "./worker-tuning.js";
 
 export interface RuntimeProcessOptions {
   /** The file module workers start from; see RuntimeOptions.workerFile. */
@@ -28,11 +27,14 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
   }
   const modules = parseToolModules(process.env[Env.toolModules] ?? "");
   const bus = await MeshBus.connectWithFile(credentialFile, { waitForBus: true });
-  const statusFile = process.env[StatusEnv];
+  // `{pid}` in the path is this process's: a runtime replacing another writes a file of its own.
+  const statusFile = process.env[StatusEnv]?.replaceAll("{pid}", String(process.pid));
+  const tuning = tuningFromEnv(process.env);
   const runtime = Runtime.create({
     bus,
     modules,
-    tuning: tuningFromEnv(process.env),
+    idle: idleFromEnv(process.env[IdleEnv]),
+    tuning,
     ...(statusFile === undefined || statusFile === "" ? {} : { statusFile }),
     ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
   });
@@ -45,13 +47,15 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
-  process.stderr.write(`[node-tools] ${signal}: stopping\n`);
+  process.stderr.write(`[node-tools] ${signal}: draining (calls in flight finish), then stopping\n`);
+  // The calls in flight have their deadlines; past the longest one, nothing is left to wait for.
+  const graceMs = (tuning.maxTimeoutMs ?? DEFAULT_TUNING.maxTimeoutMs) + 5_000;
   const grace = setTimeout(() => {
-    process.stderr.write(`[node-tools] did not stop within ${GRACE_MS} ms; exiting\n`);
+    process.stderr.write(`[node-tools] did not stop within ${graceMs} ms; exiting\n`);
     process.exit(1);
-  }, GRACE_MS);
+  }, graceMs);
   grace.unref();
-  await runtime.stop();
+  await runtime.drain();
   await bus.close();
   return 0;
 }

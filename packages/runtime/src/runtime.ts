@@ -47,6 +47,8 @@ export interface RuntimeOptions {
   readonly bus: MeshBus;
   /** Each module's entry files (absolute paths), as `parseToolModules` reads them. */
   readonly modules: ReadonlyMap<string, readonly string[]>;
+  /** A module's own idle time (ms; 0: never idle), where it differs from the tuning's. */
+  readonly idle?: ReadonlyMap<string, number>;
   /** The node; the credential's when omitted. */
   readonly node?: string;
   readonly tuning?: Partial<WorkerTuning>;
@@ -97,6 +99,7 @@ export class Runtime implements AsyncDisposable {
           bus: options.bus,
           provisioner: this.provisioner,
           tuning,
+          ...idleOf(options.idle, module),
           workerFile,
           env,
           version: RUNTIME_VERSION,
@@ -148,10 +151,23 @@ export class Runtime implements AsyncDisposable {
 
   /** Stops every worker, service and watch, and writes the last status. Stopping twice is harmless. */
   stop(): Promise<void> {
+    return this.#end((worker) => worker.stop());
+  }
+
+  /**
+   * Drains, then stops: every module stops taking calls (what the server already sent is still
+   * answered), the calls in flight finish within their deadlines, then everything stops. What a
+   * runtime being replaced does, so that a caller never sees the handover.
+   */
+  drain(): Promise<void> {
+    return this.#end((worker) => worker.drain());
+  }
+
+  #end(how: (worker: ModuleWorker) => Promise<void>): Promise<void> {
     this.#stopping ??= (async () => {
       this.#state = RuntimeState.stopping;
       this.#changed();
-      await Promise.all([...this.#workers.values()].map((worker) => worker.stop()));
+      await Promise.all([...this.#workers.values()].map(how));
       await this.provisioner.close();
       this.#state = RuntimeState.stopped;
       this.#changed();
@@ -196,4 +212,9 @@ function moduleEnv(env: NodeJS.ProcessEnv): Record<string, string> {
     if (value !== undefined && !HIDDEN_FROM_MODULES.includes(key)) out[key] = value;
   }
   return out;
+}
+
+function idleOf(idle: ReadonlyMap<string, number> | undefined, module: string): { idleMs?: number } {
+  const ms = idle?.get(module);
+  return ms === undefined ? {} : { idleMs: ms };
 }

@@ -7,6 +7,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { pathToFileURL } from "node:url";
 import { ToolError, isToolError } from "./tool-error.js";
+import { guardSignals, memoryProbe, watchMemory } from "./worker-guard.js";
 import {
   MODULE_BRAND,
   PROTOCOL_VERSION,
@@ -28,6 +29,19 @@ if (port === null) {
 }
 const start = workerData as WorkerStart;
 const post = (message: FromWorker): void => port.postMessage(message);
+
+// Before any module code loads: it may not signal the runtime's process, and what it holds
+// outside the heap is measured (README.md, "Containment").
+guardSignals((pid, signal) => {
+  post({ v: 1, t: "self-signal", pid, signal: String(signal) });
+  process.exit(1);
+});
+const measure =
+  start.external === undefined
+    ? memoryProbe()
+    : watchMemory(start.external.limitBytes, start.external.probeMs, (memory) =>
+        post({ v: 1, t: "over-memory", memory }),
+      );
 
 let nextAsk = 1;
 const asks = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
@@ -103,7 +117,7 @@ port.on("message", (message: ToWorker) => {
   if (message.v !== PROTOCOL_VERSION) return;
   switch (message.t) {
     case "ping":
-      post({ v: 1, t: "pong", seq: message.seq });
+      post({ v: 1, t: "pong", seq: message.seq, memory: measure() });
       return;
     case "answer":
       asks.get(message.id)?.resolve(message.value);

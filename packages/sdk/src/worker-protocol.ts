@@ -110,7 +110,9 @@ export type FromWorker =
   | { v: 1; t: "failed"; id: number; code: ToolErrorCode; message: string; detail?: string }
   | { v: 1; t: "ask"; id: number; op: AskOp; params: unknown }
   | { v: 1; t: "log"; level: LogLevel; text: string }
-  | { v: 1; t: "pong"; seq: number };
+  | { v: 1; t: "pong"; seq: number; memory?: { heap: number; external: number } }
+  | { v: 1; t: "over-memory"; memory: { heap: number; external: number } }
+  | { v: 1; t: "self-signal"; pid: number; signal: string };
 
 /** Runtime → worker.
  *
@@ -140,6 +142,12 @@ export interface WorkerStart {
   readonly node: string;
   /** Absolute paths of the module's entry files, in the order the runtime was given them. */
   readonly entries: readonly string[];
+  /**
+   * Memory outside the V8 heap (Buffers, ArrayBuffers) the module may hold, and how often the
+   * bootstrap measures it; over it, the bootstrap says `over-memory` and the runtime ends the
+   * worker. Absent: not measured.
+   */
+  readonly external?: { readonly limitBytes: number; readonly probeMs: number };
 }
 
 // ---------------------------------------------------------------------------------------------

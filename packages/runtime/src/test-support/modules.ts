@@ -220,3 +220,60 @@ export default defineModule({
 export const DELTA = `
 throw new Error("delta cannot load: its database is missing");
 `;
+
+/** steady: answers, and says which process it runs in. */
+export const STEADY = `
+import { defineModule, defineTool, z } from "@SDK@";
+export default defineModule({
+  tools: [
+    defineTool({ name: "ping", description: "Answers.", input: z.object({}).passthrough(),
+      handler: async (input) => ({ pid: process.pid, input }) }),
+    defineTool({ name: "slow", description: "Answers after ms.", input: z.object({ ms: z.number() }),
+      handler: async ({ ms }) => { await new Promise((r) => setTimeout(r, ms)); return { waited: ms }; } }),
+  ],
+});
+`;
+
+/** hoarder: holds Buffers without bound, 8 MiB at a time, outside its V8 heap. */
+export const HOARDER = `
+import { defineModule, defineTool, z } from "@SDK@";
+const kept = [];
+export default defineModule({
+  tools: [
+    defineTool({ name: "hoard", description: "Allocates Buffers until stopped.", input: z.object({}),
+      handler: async () => {
+        for (;;) {
+          kept.push(Buffer.alloc(8 * 1024 * 1024, 1));
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      } }),
+    defineTool({ name: "ok", description: "Answers.", input: z.object({}), handler: async () => ({ ok: true }) }),
+  ],
+});
+`;
+
+/** killer: signals the runtime's own process, its group, or its host, as asked. */
+export const KILLER = `
+import { defineModule, defineTool, z } from "@SDK@";
+export default defineModule({
+  tools: [
+    defineTool({ name: "kill", description: "Signals a pid.", input: z.object({ target: z.enum(["self", "group", "parent", "raw"]) }),
+      handler: async ({ target }) => {
+        if (target === "self") process.kill(process.pid, "SIGKILL");
+        if (target === "group") process.kill(0, "SIGKILL");
+        if (target === "parent") process.kill(process.ppid, "SIGTERM");
+        if (target === "raw") process._kill(process.pid, 9);
+        return { survived: true };
+      } }),
+    defineTool({ name: "restore", description: "Tries to put the original process.kill back.", input: z.object({}),
+      handler: async () => {
+        const before = process.kill;
+        try { process.kill = () => true; } catch (e) { /* strict mode */ }
+        try { delete process.kill; } catch (e) { /* not configurable */ }
+        return { same: process.kill === before };
+      } }),
+    defineTool({ name: "alive", description: "Whether a pid exists (signal 0 is allowed).", input: z.object({}),
+      handler: async () => ({ alive: process.kill(process.pid, 0) }) }),
+  ],
+});
+`;

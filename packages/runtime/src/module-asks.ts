@@ -1,0 +1,229 @@
+/**
+ * What module code asks the runtime over its worker's port (provision, conditions, states), and
+ * the answers (and the service a module's tools are served as), always as the module the worker was started for: the name is bound by the
+ * supervisor that owns the worker, and nothing in a message can change it.
+ */
+import type { Worker } from "node:worker_threads";
+import { z } from "zod";
+import { KvBucket, sayCondition, serve, type MeshBus, type Served } from "@mesh/bus";
+import {
+  BoundKey,
+  ConditionLevel,
+  ErrorCode,
+  MeshError,
+  ReplyCode,
+  isMeshError,
+  stateBucket,
+  toolSubject,
+  type ReplyCode as ReplyCodeType,
+} from "@mesh/protocol";
+import type { AskOp, ProvisionItem, ToWorker, ToolInfo } from "@mesh/sdk";
+import type { Provisioner } from "./provisioner.js";
+
+/** Any JSON value: what a module keeps in its states. */
+const Json = z.json();
+
+export interface AsksOptions {
+  readonly module: string;
+  readonly node: string;
+  readonly bus: MeshBus;
+  readonly provisioner: Provisioner;
+  readonly log: (text: string) => void;
+  /** Whether `worker` is still the module's current one (answers to an ended one are dropped). */
+  readonly current: (worker: Worker) => boolean;
+}
+
+/** Answers one module's asks, and keeps its current worker's watches. */
+export class ModuleAsks {
+  readonly #o: AsksOptions;
+  /** The current worker's watches, by the id its bootstrap gave them. */
+  readonly #watches = new Map<number, () => void>();
+
+  constructor(options: AsksOptions) {
+    this.#o = options;
+  }
+
+  /** Stops every watch (the worker ended). */
+  stopWatches(): void {
+    for (const stop of this.#watches.values()) stop();
+    this.#watches.clear();
+    this.#o.provisioner.stopModule(this.#o.module);
+  }
+
+  async answer(worker: Worker, id: number, op: AskOp, params: unknown): Promise<void> {
+    try {
+      const value = await this.#do(worker, id, op, (params ?? {}) as Record<string, unknown>);
+      if (this.#o.current(worker)) post(worker, { v: 1, t: "answer", id, value: value ?? null });
+    } catch (error) {
+      if (!this.#o.current(worker)) return;
+      const code = isMeshError(error) ? toCode(error.code) : ReplyCode.INTERNAL;
+      if (code === ReplyCode.INTERNAL) {
+        this.#o.log(`[node-tools] ${this.#o.module}: ${op} failed: ${String(error)}`);
+      }
+      post(worker, {
+        v: 1,
+        t: "refusal",
+        id,
+        code,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  async #do(worker: Worker, id: number, op: AskOp, p: Record<string, unknown>): Promise<unknown> {
+    const module = this.#o.module;
+    switch (op) {
+      case "provision.get":
+        return this.#o.provisioner.get(module, { kind: p["kind"], key: p["key"] });
+      case "provision.watch": {
+        const stop = await this.#o.provisioner.watch(
+          module,
+          { kind: p["kind"], key: p["key"] },
+          (item: ProvisionItem) => {
+            if (this.#o.current(worker)) post(worker, { v: 1, t: "watched", watch: id, item });
+          },
+        );
+        if (!this.#o.current(worker)) stop();
+        else this.#watches.set(id, stop);
+        return {};
+      }
+      case "provision.unwatch": {
+        const watch = Number(p["watch"]);
+        this.#watches.get(watch)?.();
+        this.#watches.delete(watch);
+        return {};
+      }
+      case "condition":
+        await this.#condition(p);
+        return {};
+      case "state.get":
+      case "state.put":
+      case "state.delete":
+      case "state.keys":
+        return this.#state(op, p);
+      default:
+        throw new MeshError(
+          ErrorCode.INVALID_INPUT,
+          `the runtime answers no ${JSON.stringify(op)}; the module's SDK is newer than the runtime`,
+        );
+    }
+  }
+
+  async #condition(p: Record<string, unknown>): Promise<void> {
+    const level = ConditionLevel.safeParse(p["level"]);
+    if (!level.success) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `a condition's level is ${JSON.stringify(p["level"])}; say info, warning or error`,
+      );
+    }
+    await sayCondition(this.#o.bus, {
+      module: this.#o.module,
+      node: this.#o.node,
+      name: String(p["name"]),
+      level: level.data,
+      message: String(p["message"]),
+    });
+  }
+
+  async #state(op: AskOp, p: Record<string, unknown>): Promise<unknown> {
+    const module = this.#o.module;
+    const { bucket, readOnly } = await this.#stateBucket(String(p["state"]));
+    const kv = await KvBucket.openWith(this.#o.bus, bucket, Json);
+    const key = String(p["key"]);
+    if (op === "state.get") return (await kv.get(key))?.value;
+    if (op === "state.keys") {
+      return kv.keys(typeof p["filter"] === "string" ? p["filter"] : ">");
+    }
+    if (readOnly) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${module} reads the state ${JSON.stringify(p["state"])} and does not own it, so it may not write it; write only its own states`,
+        { module },
+      );
+    }
+    if (op === "state.put") await kv.put(key, Json.parse(p["value"] ?? null));
+    else await kv.delete(key);
+    return {};
+  }
+
+  /**
+   * A state by the name module code gave: its own (`name`), or one it reads (`owner/name`). A
+   * read is resolved through the provisioner as this module, so only a declared read (the bound
+   * value `read.<owner>.<state>`) is opened: the runtime's credential holds every served module's
+   * reads, and the bus alone would not stop one module reading what another declared.
+   */
+  async #stateBucket(name: string): Promise<{ bucket: string; readOnly: boolean }> {
+    const module = this.#o.module;
+    const slash = name.indexOf("/");
+    const owner = slash < 0 ? module : name.slice(0, slash);
+    const state = slash < 0 ? name : name.slice(slash + 1);
+    let bucket: string;
+    try {
+      bucket = stateBucket(owner, state);
+    } catch (error) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `${JSON.stringify(name)} names no state: give a state of ${module}'s own, or <module>/<state> for one it reads`,
+        { cause: error },
+      );
+    }
+    if (owner === module) return { bucket, readOnly: false };
+    const bound = await this.#o.provisioner.get(module, {
+      kind: "bound",
+      key: BoundKey.read(owner, state),
+    });
+    if (bound !== bucket) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${module} may not read ${owner}/${state}: the provisioner answered ${JSON.stringify(bound)} for it, not the bucket ${bucket}; declare the read in ${module}'s manifest`,
+        { module },
+      );
+    }
+    return { bucket, readOnly: true };
+  }
+}
+
+export function post(worker: Worker, message: ToWorker): void {
+  worker.postMessage(message);
+}
+
+export function toCode(code: string): ReplyCodeType {
+  return Object.hasOwn(ReplyCode, code) ? (code as ReplyCodeType) : ReplyCode.INTERNAL;
+}
+
+/** Registers a module's tools as one NATS service; each endpoint runs `call`. */
+export function serveModule(
+  o: {
+    readonly module: string;
+    readonly node: string;
+    readonly bus: MeshBus;
+    readonly version: string;
+    readonly onRejected: (why: string, subject: string) => void;
+    readonly log: (text: string) => void;
+  },
+  tools: readonly ToolInfo[],
+  call: (tool: string, input: unknown, headers: ReadonlyMap<string, string>) => Promise<unknown>,
+): Promise<Served> {
+  const endpoints = tools.map((tool) => ({
+    name: tool.name,
+    subject: toolSubject(o.node, o.module, tool.name),
+    metadata: {
+      description: tool.description,
+      input: JSON.stringify(tool.input),
+      ...(tool.output === undefined ? {} : { output: JSON.stringify(tool.output) }),
+    },
+    handler: async (request: { json(): unknown; headers: ReadonlyMap<string, string> }) =>
+      call(tool.name, request.json(), request.headers),
+  }));
+  return serve(o.bus, {
+    name: o.module,
+    version: o.version,
+    description: `the tools of ${o.module} on ${o.node}`,
+    metadata: { node: o.node, module: o.module },
+    endpoints,
+    onRejected: o.onRejected,
+    onInternalError: (error, subject) =>
+      o.log(`[node-tools] ${subject}: ${error instanceof Error ? error.message : String(error)}`),
+  });
+}
