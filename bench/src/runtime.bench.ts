@@ -1,8 +1,9 @@
 /**
  * The tool runtime: calls through it against a bare NATS request-reply to a trivial responder
  * (same server, same client helpers, same run); a config change reaching a watching module's
- * code against the same bare round trip; the memory of a runtime process serving 1, 10 and 50
- * modules against a bare Node process.
+ * code against the same bare round trip; a cold call (to an idle module, whose worker the call
+ * starts); the memory of a runtime process serving 1, 10 and 50 modules, and of 50 modules
+ * loaded then idle, against a bare Node process.
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -26,6 +27,7 @@ const SEQUENTIAL = 2_000;
 const CONCURRENT_TOTAL = 10_000;
 const IN_FLIGHT = 64;
 const CHANGES = 300;
+const COLD = 40;
 const SDK = import.meta.resolve("@mesh/sdk");
 const RUNTIME_MAIN = fileURLToPath(
   import.meta.resolve("@mesh/runtime").replace(/index\.js$/, "main.js"),
@@ -147,6 +149,12 @@ async function main(): Promise<void> {
     console.log(line("  change p99", quantile(changeTimes, 0.99), "ms", base(0.99)));
 
     await runtime.stop();
+
+    // A cold call: the module idle (its worker stopped, its service registered), then called.
+    const coldTimes = await coldCalls(runtimeBus, caller, entry);
+    console.log(`cold call: a call to an idle module, its worker started for it (${COLD} calls)`);
+    console.log(line("  cold call p50", quantile(coldTimes, 0.5), "ms", base(0.5)));
+    console.log(line("  cold call p99", quantile(coldTimes, 0.99), "ms", base(0.99)));
     stopBare.abort();
 
     // Memory: the runtime as a process, serving n modules (each its own worker).
@@ -164,20 +172,23 @@ async function main(): Promise<void> {
         entries.push(`${module}=${file}`);
       }
       const statusFile = join(dir, `status-${count}.json`);
-      const rss = await rssOf(
+      const env = {
+        [Env.toolModules]: entries.sort().join(","),
+        [Env.brokerFile]: credential,
+        [StatusEnv]: statusFile,
+      };
+      const baseline = { what: "bare node process", value: bareRss / 1024 / 1024 };
+      const rss = await rssOf([RUNTIME_MAIN], env, statusFile, ModuleState.serving);
+      console.log(line(`  runtime serving ${count} module(s)`, rss / 1024 / 1024, "MiB", baseline));
+      if (count !== 50) continue;
+      const idle = await rssOf(
         [RUNTIME_MAIN],
-        {
-          [Env.toolModules]: entries.sort().join(","),
-          [Env.brokerFile]: credential,
-          [StatusEnv]: statusFile,
-        },
+        { ...env, MESH_RUNTIME_IDLE_MS: "2000" },
         statusFile,
+        ModuleState.idle,
       );
       console.log(
-        line(`  runtime serving ${count} module(s)`, rss / 1024 / 1024, "MiB", {
-          what: "bare node process",
-          value: bareRss / 1024 / 1024,
-        }),
+        line(`  runtime, ${count} modules loaded then idle`, idle / 1024 / 1024, "MiB", baseline),
       );
     }
 
@@ -192,13 +203,14 @@ async function main(): Promise<void> {
 }
 
 /**
- * Starts `node args`, waits until its status file says every module serves (or, without one,
- * a moment to settle), reads its RSS from /proc, and stops it.
+ * Starts `node args`, waits until its status file says every module is in `state` (or, without
+ * one, a moment to settle), reads its RSS from /proc, and stops it.
  */
 async function rssOf(
   args: readonly string[],
   env: Record<string, string>,
   statusFile: string | undefined,
+  state: ModuleState = ModuleState.serving,
 ): Promise<number> {
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
@@ -216,7 +228,7 @@ async function rssOf(
       try {
         const status = JSON.parse(await readFile(statusFile, "utf8")) as RuntimeStatus;
         const modules = Object.values(status.modules);
-        if (modules.length > 0 && modules.every((m) => m.state === ModuleState.serving)) break;
+        if (modules.length > 0 && modules.every((m) => m.state === state)) break;
       } catch {
         // not written yet
       }
@@ -229,6 +241,38 @@ async function rssOf(
   } finally {
     child.kill("SIGTERM");
     await exited;
+  }
+}
+
+/** Times calls to a module that is idle each time: its worker is started by the call. */
+async function coldCalls(runtimeBus: MeshBus, caller: MeshBus, entry: string): Promise<number[]> {
+  let waiting: { state: ModuleState; resolve: () => void } | undefined;
+  const runtime = Runtime.create({
+    bus: runtimeBus,
+    modules: new Map([["echo", [entry]]]),
+    tuning: { idleMs: 100 },
+    onStatus: (s) => {
+      if (waiting !== undefined && s.modules["echo"]?.state === waiting.state) waiting.resolve();
+    },
+    log: () => undefined,
+  });
+  const until = (state: ModuleState): Promise<void> =>
+    runtime.module("echo")?.status.state === state
+      ? Promise.resolve()
+      : new Promise((resolve) => (waiting = { state, resolve }));
+  try {
+    await until(ModuleState.serving);
+    const tool = toolSubject(NODE, "echo", "echo");
+    const times: number[] = [];
+    for (let i = 0; i < COLD; i++) {
+      await until(ModuleState.idle);
+      const start = process.hrtime.bigint();
+      await request(caller, tool, { n: i });
+      times.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    return times;
+  } finally {
+    await runtime.stop();
   }
 }
 

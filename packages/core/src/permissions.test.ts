@@ -333,9 +333,14 @@ describe("runtimeGrant", () => {
   test("with nothing to serve, still a list on each side", () => {
     const out = runtimeGrant({ node: "n1", modules: [], owners: {} });
     assert.deepEqual(out.permissions, {
-      publish: { allow: ["mesh.conditions.node-tools.*", "mesh.provision.n1"] },
+      publish: { allow: ["_INBOX.>", "mesh.conditions.node-tools.*", "mesh.provision.n1"] },
       subscribe: { allow: ["_INBOX.n1.node-tools.>", "mesh.provision.n1.changed"] },
     });
+  });
+
+  test("it answers any caller's inbox by its own right: a users reload forgets response rights", () => {
+    const out = runtimeGrant({ node: "n1", modules: [], owners: {} });
+    assert.ok(can(out.permissions, "_INBOX.n2.operator.abc.1"));
   });
 
   test("the runtime's own manifest is granted as its own module", () => {

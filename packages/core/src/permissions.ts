@@ -21,6 +21,7 @@ import {
   Stream,
   StreamSpec,
   Subject,
+  conditionSubject,
   keepsSubject,
   moduleConditionsWildcard,
   nodeKey,
@@ -169,6 +170,10 @@ export function runtimeGrant(input: {
   const { node, modules, owners } = input;
   const parts: Rights[] = [
     publishTo(provisionSubject(node), moduleConditionsWildcard(RUNTIME_MODULE)),
+    // Replies to every caller's inbox, and not only by the server's response permissions:
+    // nats-server 2.9 forgets those on every reload of its users (any composition change in the
+    // fleet), and a call in flight then could not be answered (docs/security.md).
+    publishTo(`${Subject.inboxRoot}.>`),
     subscribeTo(provisionChangedSubject(node)),
     inbox(node, RUNTIME_MODULE),
   ];
@@ -352,6 +357,8 @@ export function hostGrant(input: { readonly node: string }): Permissions {
       serviceDiscovery(PROVISION_SERVICE),
       answerRequests,
       publishTo(provisionChangedSubject(node), `${Subject.logsPrefix}.${ownKey}.*`),
+      // Says when a runtime it replaced left a module that the new one did not bring up.
+      publishTo(conditionSubject(RUNTIME_MODULE, "handover")),
       inbox(node, Principal.host),
     ),
   );

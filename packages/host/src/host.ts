@@ -11,7 +11,7 @@
  * software.
  */
 import { createHash } from "node:crypto";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
   ArtifactStore,
@@ -31,7 +31,6 @@ import {
   MeshError,
   PROVISION_SERVICE,
   RUNTIME_PROCESS_ID,
-  RuntimeStatusFile,
   ProvisionAsk,
   isMeshError,
   logsSubject,
@@ -57,6 +56,17 @@ import {
   type ArchiveLimits,
 } from "./archives.js";
 import { DEFAULT_HEALTH_RULES, moduleHealth, type HealthRules, type ToolsFacts } from "./health.js";
+import {
+  DEFAULT_DRAIN_MS,
+  DEFAULT_HANDOVER_MS,
+  RUNTIME_STATUS_NAME,
+  mergedToolsFacts,
+  pruneRuntimeStatus,
+  readRuntimeStatus,
+  replaceRuntime,
+  runtimeStatusPath,
+  toolModulesOf,
+} from "./runtime-handover.js";
 import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-tail.js";
 import { checkNeedPath, refuseForeignFile, removeNeed, writeNeed } from "./needs.js";
 import { desiredOf, planOf, type Desired } from "./plan.js";
@@ -67,13 +77,6 @@ import { Provisioner } from "./provisioner.js";
 type Json = ProvisionAnswer["value"];
 import { DEFAULT_BACKOFF, Supervisor, type Backoff, type ProcessSpec } from "./supervisor.js";
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 import { fingerprintOf } from "@mesh/core";
 
 export const HostState = {
@@ -103,6 +106,12 @@ export interface HostOptions {
   readonly backoff?: Backoff;
   /** Between TERM and KILL when a process is stopped. */
   readonly graceMs?: number;
+  /**
+   * A runtime being replaced: how long the new one has to load what the old one served before
+   * the old one is stopped anyway, and how long the old one may drain (finish the calls it has)
+   * between TERM and KILL. Defaults: 30 s, and the longest call deadline (300 s) and 10 s.
+   */
+  readonly runtimeHandover?: { readonly readyMs?: number; readonly drainMs?: number };
   /** Between presence heartbeats. */
   readonly heartbeatMs?: number;
   /** How often health, adopted processes and output files are looked at. */
@@ -265,6 +274,8 @@ export class Host implements AsyncDisposable {
       tail: this.#options.tail ?? DEFAULT_TAIL_LIMITS,
       pollMs,
       onSpawned: (id, identity) => {
+        // What a crashed runtime wrote says nothing now.
+        if (id === RUNTIME_PROCESS_ID) void pruneRuntimeStatus(this.root, this.#supervisor);
         const record = this.#applied?.processes[id];
         if (this.#applied !== undefined && record !== undefined) {
           this.#applied.processes[id] = {
@@ -595,9 +606,18 @@ export class Host implements AsyncDisposable {
           ),
         );
     }
+    // The runtime is replaced without a gap: started anew beside the old one, below.
+    const replaced = new Set(
+      plan.stop.filter(
+        (id) =>
+          id === RUNTIME_PROCESS_ID &&
+          plan.start.includes(id) &&
+          supervisor.status(id)?.running === true,
+      ),
+    );
     for (const id of plan.stop) {
       const record = applied.processes[id];
-      if (record === undefined) continue;
+      if (record === undefined || replaced.has(id)) continue;
       if (failed.has(record.module) && desired.processes.has(id)) continue; // keeps what runs
       await supervisor.stop(id);
       delete applied.processes[id];
@@ -656,6 +676,10 @@ export class Host implements AsyncDisposable {
     for (const id of plan.start) {
       const want = desired.processes.get(id);
       if (want === undefined || failed.has(want.resource.module)) continue;
+      if (replaced.has(id)) {
+        await this.#replaceRuntime(want);
+        continue;
+      }
       if (supervisor.status(id) !== undefined) continue; // kept running above
       // Recorded before the spawn: a crash between the two leaves a marked process the next
       // host ends, never one it does not know of.
@@ -676,9 +700,38 @@ export class Host implements AsyncDisposable {
       await pruneCache(this.root, new Set([...desired.deliveries.values()].map((d) => d.digest)));
   }
 
-  /** Where the runtime writes each module's load result (its status file). */
-  get runtimeStatusFile(): string {
-    return join(this.root, "run", "node-tools.status.json");
+  /**
+   * Starts the new runtime beside the old one, waits until it serves what the old one loaded, and
+   * leaves the old one to drain (runtime-handover.ts).
+   */
+  async #replaceRuntime(want: { resource: ProcessResource; effective: string }): Promise<void> {
+    const applied = this.#applied as AppliedState;
+    await replaceRuntime({
+      root: this.root,
+      node: this.node,
+      supervisor: this.#supervisor as Supervisor,
+      spec: this.#spec(want.resource),
+      modules: toolModulesOf(want.resource),
+      record: async () => {
+        applied.processes[want.resource.id] = {
+          module: want.resource.module,
+          name: want.resource.name,
+          effective: want.effective,
+        };
+        this.#save();
+        await this.#saving;
+      },
+      readyMs: this.#options.runtimeHandover?.readyMs ?? DEFAULT_HANDOVER_MS,
+      drainMs: this.#options.runtimeHandover?.drainMs ?? DEFAULT_DRAIN_MS,
+      signal: this.#stop.signal,
+      bus: () => this.#bus,
+      log: this.#log,
+    });
+  }
+
+  /** Where the runtime with `pid` writes each module's load result (its status file). */
+  runtimeStatusFile(pid: number): string {
+    return runtimeStatusPath(this.root, pid);
   }
 
   #spec(resource: ProcessResource): ProcessSpec {
@@ -688,10 +741,12 @@ export class Host implements AsyncDisposable {
       name: resource.name,
       argv: resource.run,
       // The runtime says which modules' tools loaded in a file the host reads for their health.
+      // (one file per runtime process, `{pid}` being its own: two overlap when one replaces another).
       env:
         resource.id === RUNTIME_PROCESS_ID
-          ? { ...resource.env, [Env.runtimeStatus]: this.runtimeStatusFile }
+          ? { ...resource.env, [Env.runtimeStatus]: join(this.root, "run", RUNTIME_STATUS_NAME) }
           : resource.env,
+      ...(resource.id === RUNTIME_PROCESS_ID ? { restartAtOnce: true } : {}),
       cwd: resource.path,
       user: resource.user,
       marker: { name: HOST_PROCESS_MARKER, value: `${this.#marker}:${resource.id}` },
@@ -774,23 +829,16 @@ export class Host implements AsyncDisposable {
     const out = new Map<string, ToolsFacts | undefined>();
     const runtime = desired.processes.get(RUNTIME_PROCESS_ID)?.resource;
     if (runtime === undefined) return out;
-    for (const entry of (runtime.env[Env.toolModules] ?? "").split(",")) {
-      const module = entry.slice(0, entry.indexOf("="));
-      if (module !== "") out.set(module, undefined);
-    }
-    const pid = supervisor.identity(RUNTIME_PROCESS_ID)?.pid;
-    const text = await readFile(this.runtimeStatusFile, "utf8").catch(() => undefined);
-    const parsed = text === undefined ? undefined : RuntimeStatusFile.safeParse(safeJson(text));
-    if (pid === undefined || parsed?.success !== true || parsed.data.pid !== pid) return out;
-    for (const module of out.keys()) {
-      const status = parsed.data.modules[module];
-      if (status !== undefined) {
-        out.set(module, {
-          state: status.state,
-          ...(status.error === undefined ? {} : { error: status.error }),
-        });
-      }
-    }
+    for (const module of toolModulesOf(runtime)) out.set(module, undefined);
+    const current = await readRuntimeStatus(
+      this.root,
+      supervisor.identity(RUNTIME_PROCESS_ID)?.pid,
+    );
+    const retiring = await readRuntimeStatus(
+      this.root,
+      supervisor.retiring(RUNTIME_PROCESS_ID)?.pid,
+    );
+    for (const module of out.keys()) out.set(module, mergedToolsFacts(current, retiring, module));
     return out;
   }
 

@@ -90,3 +90,57 @@ test("a stop sends TERM to the group, and KILL after the grace to what ignores i
     await supervisor.stopAll();
   }
 });
+
+test("a replacement starts beside the old process, which gets TERM only once the new one is ready", async () => {
+  const script = [
+    `console.log("up " + process.pid);`,
+    `process.on("SIGTERM", () => { console.log("draining " + process.pid); setTimeout(() => process.exit(0), 300); });`,
+    `setInterval(() => {}, 1 << 30);`,
+  ].join("\n");
+  const { root, supervisor, spec, exits } = await setUp(script, { healthyMs: 200, graceMs: 5_000 });
+  const log = logFiles(root, spec).stdout;
+  try {
+    await supervisor.start(spec);
+    const old = supervisor.identity(spec.id);
+    assert.ok(old !== undefined);
+    let oldAliveWhileWaiting = false;
+    const { retired } = await supervisor.replace(
+      spec,
+      async (fresh) => {
+        await waitFor("the new one up", async () =>
+          (await readFile(log, "utf8")).includes(`up ${fresh.pid}`),
+        );
+        oldAliveWhileWaiting = await isAlive(old);
+        assert.equal(supervisor.retiring(spec.id)?.pid, old.pid);
+      },
+      5_000,
+    );
+    assert.ok(oldAliveWhileWaiting, "both ran at once");
+    await retired;
+    assert.equal(await isAlive(old), false);
+    assert.match(await readFile(log, "utf8"), new RegExp(`draining ${old.pid}`));
+    const fresh = supervisor.identity(spec.id);
+    assert.ok(fresh !== undefined && fresh.pid !== old.pid && (await isAlive(fresh)));
+    assert.equal(supervisor.retiring(spec.id), undefined);
+    assert.deepEqual(exits, [], "the old one's exit is not a crash to restart");
+  } finally {
+    await supervisor.stopAll();
+  }
+});
+
+test("a process that asks to restart at once does so after a healthy run", async () => {
+  const { supervisor, spec, exits } = await setUp("setTimeout(() => process.exit(1), 400);", {
+    healthyMs: 200,
+    graceMs: 1_000,
+  });
+  try {
+    await supervisor.start({ ...spec, restartAtOnce: true });
+    await waitFor("two exits", () => exits.length >= 2);
+    assert.deepEqual(
+      exits.slice(0, 2).map((e) => e.delayMs),
+      [0, 0],
+    );
+  } finally {
+    await supervisor.stopAll();
+  }
+});

@@ -2,7 +2,9 @@
  * Runs and watches processes: each in its own process group (so a stop reaches everything it
  * started), as its user, with its environment and working folder, its output in files the host
  * tails; restarted on exit after a delay that doubles from 1 s to 5 min and starts again at 1 s
- * once it ran healthy; stopped with TERM to the group, a grace period, then KILL.
+ * once it ran healthy (at 0 for a process that asks to be restarted at once); stopped with TERM
+ * to the group, a grace period, then KILL; replaced without a gap (the new one started and ready
+ * before the old one is stopped) when the caller asks.
  *
  * A process the host started before it restarted is adopted: watched by polling /proc, since
  * only its parent could wait for it.
@@ -25,6 +27,11 @@ export interface ProcessSpec {
   readonly user?: string | undefined;
   /** The environment variable (name=value) by which a restarted host recognises it. */
   readonly marker: { readonly name: string; readonly value: string };
+  /**
+   * Restarted at once (no delay) the first time it exits after a healthy run: a process others
+   * depend on every moment (the runtime) has nothing to wait for after one crash.
+   */
+  readonly restartAtOnce?: boolean;
 }
 
 export interface Backoff {
@@ -90,6 +97,8 @@ interface Unit {
 export class Supervisor implements AsyncDisposable {
   readonly #options: SupervisorOptions;
   readonly #units = new Map<string, Unit>();
+  /** Processes being replaced: still running (draining) beside their successor, by id. */
+  readonly #retiring = new Map<string, { unit: Unit; done: Promise<void> }>();
   #poller: NodeJS.Timeout | undefined;
 
   constructor(options: SupervisorOptions) {
@@ -118,6 +127,53 @@ export class Supervisor implements AsyncDisposable {
     return this.#units.get(id)?.identity;
   }
 
+  /** The process being replaced under `id` while it drains beside its successor. */
+  retiring(id: string): ProcessIdentity | undefined {
+    return this.#retiring.get(id)?.unit.identity;
+  }
+
+  /**
+   * Replaces a running process without a gap: starts the new one beside it, waits for `ready`
+   * (which the caller bounds with its own deadline), then stops the old one with `drainMs` between
+   * TERM and KILL. Resolves once the new one is ready, with the old one's end still to come in
+   * `retired`. With nothing running under the id, it is a plain start.
+   */
+  async replace(
+    spec: ProcessSpec,
+    ready: (identity: ProcessIdentity) => Promise<void>,
+    drainMs: number,
+  ): Promise<{ retired: Promise<void> }> {
+    const old = this.#units.get(spec.id);
+    if (old?.identity === undefined) {
+      if (old !== undefined) await this.stop(spec.id);
+      await this.start(spec);
+      return { retired: Promise.resolve() };
+    }
+    // The old one leaves the table: its exit from here on is not a crash to restart.
+    old.stopping = true;
+    if (old.timer !== undefined) clearTimeout(old.timer);
+    this.#units.delete(spec.id);
+    const unit = this.#newUnit(spec);
+    unit.restarts = old.restarts;
+    unit.tails = old.tails; // one reader of the output files both processes write
+    old.tails = [];
+    this.#units.set(spec.id, unit);
+    let endOld = (): void => undefined;
+    const stopOld = new Promise<void>((resolve) => (endOld = resolve));
+    const done = stopOld.then(() => this.#end(old, drainMs));
+    this.#retiring.set(spec.id, { unit: old, done });
+    void done.finally(() => {
+      if (this.#retiring.get(spec.id)?.unit === old) this.#retiring.delete(spec.id);
+    });
+    try {
+      await this.#spawn(unit);
+      if (unit.identity !== undefined) await ready(unit.identity);
+    } finally {
+      endOld();
+    }
+    return { retired: done };
+  }
+
   /** Starts the process now. */
   async start(spec: ProcessSpec, carried?: { restarts: number }): Promise<void> {
     const unit = this.#newUnit(spec);
@@ -141,22 +197,27 @@ export class Supervisor implements AsyncDisposable {
   }
 
   /** Stops the process and forgets it: TERM to its group, the grace period, then KILL. */
-  async stop(id: string): Promise<void> {
+  async stop(id: string, graceMs = this.#options.graceMs): Promise<void> {
     const unit = this.#units.get(id);
+    await this.#retiring.get(id)?.done;
     if (unit === undefined) return;
+    await this.#end(unit, graceMs);
+    this.#units.delete(id);
+  }
+
+  async #end(unit: Unit, graceMs: number): Promise<void> {
     unit.stopping = true;
     if (unit.timer !== undefined) clearTimeout(unit.timer);
     const identity = unit.identity;
     if (identity !== undefined) {
       await signalGroup(identity, "SIGTERM");
-      const gone = await this.#waitGone(unit, identity, this.#options.graceMs);
+      const gone = await this.#waitGone(unit, identity, graceMs);
       if (!gone) {
         await signalGroup(identity, "SIGKILL");
         await this.#waitGone(unit, identity, 10_000);
       }
     }
     await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
-    this.#units.delete(id);
   }
 
   /** Stops watching (processes keep running, to be adopted by the next host). */
@@ -172,9 +233,10 @@ export class Supervisor implements AsyncDisposable {
     this.#units.clear();
   }
 
-  /** Stops every process, then stops watching. */
+  /** Stops every process (waiting for those being replaced to drain), then stops watching. */
   async stopAll(): Promise<void> {
     await Promise.all(this.ids().map((id) => this.stop(id)));
+    await Promise.all([...this.#retiring.values()].map((r) => r.done));
     await this[Symbol.asyncDispose]();
   }
 
@@ -273,7 +335,10 @@ export class Supervisor implements AsyncDisposable {
     unit.exits = [...unit.exits.slice(-19), now];
     unit.lastError = `${unit.spec.id} ${reason}`;
     const { initialMs, maxMs } = this.#options.backoff;
-    const delayMs = Math.min(maxMs, initialMs * 2 ** unit.attempt);
+    const delayMs =
+      unit.attempt === 0 && unit.spec.restartAtOnce === true
+        ? 0
+        : Math.min(maxMs, initialMs * 2 ** unit.attempt);
     unit.attempt += 1;
     unit.timer = setTimeout(() => {
       unit.restarts += 1;

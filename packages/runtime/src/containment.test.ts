@@ -74,7 +74,9 @@ describe("containment: a module cannot take the runtime down with it", () => {
         try {
           await call("steady", "ping", { n: steady.calls });
         } catch (error) {
-          steady.failed.push(isMeshError(error) ? `${error.code}: ${error.message}` : String(error));
+          steady.failed.push(
+            isMeshError(error) ? `${error.code}: ${error.message}` : String(error),
+          );
         }
         steady.calls += 1;
       }

@@ -25,7 +25,8 @@ export function tuningFromEnv(env: NodeJS.ProcessEnv): Partial<WorkerTuning> {
   for (const [field, variable] of Object.entries(names)) {
     const value = Number(env[variable]);
     // 0 is a value for the idle time and the memory limit (never idle, not measured).
-    if (env[variable] !== undefined && Number.isSafeInteger(value) && value >= 0) out[field] = value;
+    if (env[variable] !== undefined && Number.isSafeInteger(value) && value >= 0)
+      out[field] = value;
   }
   return out;
 }

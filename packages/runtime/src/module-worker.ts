@@ -12,12 +12,7 @@ import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
 import { PROTOCOL_VERSION, type FromWorker, type ToolInfo, type WorkerStart } from "@mesh/sdk";
 import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
 import type { Provisioner } from "./provisioner.js";
-import {
-  ModuleState,
-  deadlineOf,
-  type ModuleStatus,
-  type WorkerTuning,
-} from "./worker-tuning.js";
+import { ModuleState, deadlineOf, type ModuleStatus, type WorkerTuning } from "./worker-tuning.js";
 
 export { ModuleState, DEFAULT_TUNING } from "./worker-tuning.js";
 export type { ModuleStatus, WorkerTuning } from "./worker-tuning.js";
@@ -72,6 +67,8 @@ export class ModuleWorker implements AsyncDisposable {
   #servingSince = 0;
   #lastCall = 0;
   #lastPong = 0;
+  #startedAt = 0;
+  #last: { loadMs: number; serveMs: number } | undefined;
   #nextCall = 1;
   readonly #calls = new Map<number, PendingCall>();
   /** Calls waiting for the module to come out of idle. */
@@ -137,6 +134,7 @@ export class ModuleWorker implements AsyncDisposable {
         : {}),
     };
     this.#ending = undefined;
+    this.#startedAt = performance.now();
     this.#setStatus({ state: ModuleState.starting, tools: this.#status.tools });
     const worker = new Worker(this.#o.workerFile, {
       workerData: start,
@@ -301,7 +299,9 @@ export class ModuleWorker implements AsyncDisposable {
 
   #failed(call: PendingCall, message: Extract<FromWorker, { t: "failed" }>): void {
     if (message.code === ReplyCode.INTERNAL) {
-      this.#o.log(`[node-tools] ${this.module}: a call failed: ${message.detail ?? message.message}`);
+      this.#o.log(
+        `[node-tools] ${this.module}: a call failed: ${message.detail ?? message.message}`,
+      );
     }
     call.reject(new MeshError(toCode(message.code), message.message, { module: this.module }));
   }
@@ -325,6 +325,7 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   async #loaded(worker: Worker, tools: readonly ToolInfo[]): Promise<void> {
+    const loadedAt = performance.now();
     const toolsKey = JSON.stringify(tools);
     try {
       // Woken from idle with the same tools: the service registered all along stays.
@@ -348,6 +349,10 @@ export class ModuleWorker implements AsyncDisposable {
       return;
     }
     this.#servingSince = Date.now();
+    this.#last = {
+      loadMs: round(loadedAt - this.#startedAt),
+      serveMs: round(performance.now() - loadedAt),
+    };
     this.#lastCall = Math.max(this.#lastCall, Date.now());
     this.#setStatus({ state: ModuleState.serving, tools: tools.map((t) => t.name) });
     this.#scheduleIdle();
@@ -467,6 +472,7 @@ export class ModuleWorker implements AsyncDisposable {
       ...(next.error === undefined ? {} : { error: next.error }),
       restarts: this.#status.restarts,
       since: new Date().toISOString(),
+      ...(this.#last === undefined ? {} : { last: this.#last }),
     };
     if (next.state !== ModuleState.starting) wakeAll(this.#loading);
     this.#o.onStatus(this.#status);
@@ -474,6 +480,8 @@ export class ModuleWorker implements AsyncDisposable {
 }
 
 const MIB = 1024 * 1024;
+
+const round = (ms: number): number => Math.round(ms * 10) / 10;
 
 function wakeAll(waiters: Set<() => void>): void {
   const all = [...waiters];

@@ -47,7 +47,9 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
-  process.stderr.write(`[node-tools] ${signal}: draining (calls in flight finish), then stopping\n`);
+  process.stderr.write(
+    `[node-tools] ${signal}: draining (calls in flight finish), then stopping\n`,
+  );
   // The calls in flight have their deadlines; past the longest one, nothing is left to wait for.
   const graceMs = (tuning.maxTimeoutMs ?? DEFAULT_TUNING.maxTimeoutMs) + 5_000;
   const grace = setTimeout(() => {

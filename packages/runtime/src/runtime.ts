@@ -39,6 +39,8 @@ export interface RuntimeStatus {
   readonly state: RuntimeState;
   /** When this was written (ISO 8601). */
   readonly at: string;
+  /** When the process started, and when its runtime was created (connected to the bus). */
+  readonly started: { readonly process: string; readonly runtime: string };
   readonly modules: Readonly<Record<string, ModuleStatus>>;
 }
 
@@ -78,6 +80,10 @@ export class Runtime implements AsyncDisposable {
   readonly #workers = new Map<string, ModuleWorker>();
   readonly #options: RuntimeOptions;
   #state: RuntimeState = RuntimeState.starting;
+  readonly #started = {
+    process: new Date(performance.timeOrigin).toISOString(),
+    runtime: new Date().toISOString(),
+  };
   #writing: Promise<void> = Promise.resolve();
   #stopping: Promise<void> | undefined;
 
@@ -140,6 +146,7 @@ export class Runtime implements AsyncDisposable {
       pid: process.pid,
       state: this.#state,
       at: new Date().toISOString(),
+      started: this.#started,
       modules,
     };
   }
@@ -214,7 +221,10 @@ function moduleEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-function idleOf(idle: ReadonlyMap<string, number> | undefined, module: string): { idleMs?: number } {
+function idleOf(
+  idle: ReadonlyMap<string, number> | undefined,
+  module: string,
+): { idleMs?: number } {
   const ms = idle?.get(module);
   return ms === undefined ? {} : { idleMs: ms };
 }

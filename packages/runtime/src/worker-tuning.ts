@@ -34,6 +34,11 @@ export interface ModuleStatus {
   readonly restarts: number;
   /** When it entered this state (ISO 8601). */
   readonly since: string;
+  /**
+   * How its last start went, in ms: the worker's start to its tools loaded (`load`), then to its
+   * service's subscriptions on the server (`serve`; 0 when the service stayed registered).
+   */
+  readonly last?: { readonly loadMs: number; readonly serveMs: number };
 }
 
 export interface WorkerTuning {
