@@ -10,3 +10,4 @@ export {
   PAGE_SOURCES,
   FLEET_SOURCES,
 } from "./browser/wire.js";
+export { gridPage, gridQuery, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
