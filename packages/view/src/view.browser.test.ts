@@ -258,7 +258,10 @@ async function openBuildLog(t: Steps): Promise<void> {
   assert.match(await log.innerText(), /Could not resolve/);
 }
 
-/** 60 more nodes: the grid shows 50 at a time, the server hands it one page, the pager the next. */
+/**
+ * 60 more nodes: the grid shows 50 at a time, the server hands it one page, the pager the next;
+ * when they go, the grid is back on its one page.
+ */
 async function pageThroughNodes(t: Steps): Promise<void> {
   const presence = await KvBucket.open(t.mesh.admin, Bucket.presence);
   const at = new Date().toISOString();
@@ -280,4 +283,10 @@ async function pageThroughNodes(t: Steps): Promise<void> {
   assert.match(await pager.innerText(), /nodes 51–62 of 62/);
   assert.equal(await t.page.locator('td.cell[data-module="hello"]').count(), 12);
   assert.match(await t.page.locator("#nodes h2").innerText(), /62/);
+  // The fleet shrinks under the second page: the grid goes back to the page there is.
+  for (let i = 0; i < 60; i += 1)
+    await presence.delete(nodeKey(`edge-${String(i).padStart(2, "0")}`));
+  await t.page.locator('td.cell[data-node="laptop"][data-module="hello"]').waitFor();
+  await pager.waitFor({ state: "detached" });
+  assert.equal(await t.page.locator('td.cell[data-module="hello"]').count(), 2);
 }

@@ -72,6 +72,12 @@ export async function loadGrid(): Promise<void> {
       const response = await fetch(`/api/grid?${query.toString()}`);
       if (response.ok) model.grid = (await response.json()) as GridPage;
       invalidate("grid", "nodes", "detail");
+      // The fleet shrank under the page being shown: go to the last page there is.
+      const matched = model.grid?.matched.nodes ?? 0;
+      if (model.gridFrom > 0 && model.gridFrom >= matched) {
+        model.gridFrom = Math.max(0, Math.floor((matched - 1) / GRID_PAGE_NODES) * GRID_PAGE_NODES);
+        gridAgain = true;
+      }
     } while (gridAgain);
   } catch {
     // The event stream's reconnect brings a new state, and with it a new page.
