@@ -179,6 +179,12 @@ describe("assign: the rules, each in its place", () => {
     assert.match(w?.reason ?? "", /failing/);
     assert.match(w?.reason ?? "", /mesh retry hello --node n1/);
     assert.match(r.differences.get("n1.hello")?.reasons.join(" ") ?? "", /failing/);
+    assert.deepEqual(
+      r.conditions.map((c) => [c.name, c.level]),
+      [["failing-n1-hello", "warning"]],
+      "said as a condition when the want first says it",
+    );
+    assert.deepEqual(assign(s).conditions, [], "said once");
   });
 
   it("set-back: a retry lifts the mark, so the newest is wanted again; a new failure marks it again", () => {

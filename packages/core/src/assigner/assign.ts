@@ -227,9 +227,11 @@ function writeCell(pass: Pass, cell: Cell): void {
   const want = pass.wants.get(key);
   if (!sameValue(cell.previous, want)) {
     pass.writes.push({ bucket: Bucket.wants, key, value: want });
-    if (want?.rule === "set-back") {
+    // A set-back, or a failing build kept because nothing else ran healthy: said once, as written.
+    const kept = want?.rule === "newest" && cell.marks.has(want.build);
+    if (want !== undefined && (want.rule === "set-back" || kept)) {
       pass.conditions.push({
-        name: conditionName("set-back", `${node}-${cell.module}`),
+        name: conditionName(kept ? "failing" : "set-back", `${node}-${cell.module}`),
         level: "warning",
         message: want.reason,
         node,
