@@ -1,0 +1,172 @@
+/**
+ * Issue 14, cases 3 and 4, on a real mesh from `mesh up --demo`: a first build that crashes stays
+ * wanted, failing, and `mesh status` says why and what fixes it, and a fixed build runs by itself;
+ * a put holds while the assigner is killed with kill -9 and started again by `mesh up`, with
+ * 3,000 puts standing — the put's want is never rewritten.
+ */
+import assert from "node:assert/strict";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { KvBucket } from "@mesh/bus";
+import { deadline, freePort } from "@mesh/bus/testing";
+import { Bucket, nodeModuleKey, type Want } from "@mesh/protocol";
+import { DemoMesh, until } from "../testing/demo-mesh.js";
+import { runMesh } from "../testing/run-mesh.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
+const NODE = "marks-1";
+
+let mesh: DemoMesh | undefined;
+let root = "";
+let sources = "";
+
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "mesh-marks-"));
+  sources = await mkdtemp(join(tmpdir(), "mesh-marks-src-"));
+  mesh = new DemoMesh({ root, port: await freePort(), node: NODE });
+  await mesh.up();
+});
+
+after(async () => {
+  await mesh?.stop();
+  await rm(root, { recursive: true, force: true });
+  await rm(sources, { recursive: true, force: true });
+});
+
+async function mesh$(args: readonly string[]): Promise<Record<string, unknown>> {
+  const run = await runMesh([...args, "--root", root, "--json"]);
+  assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+const bucket = <B extends Bucket>(b: B) => KvBucket.open((mesh as DemoMesh).bus, b);
+
+async function wantOf(module: string): Promise<Want | undefined> {
+  return (await (await bucket(Bucket.wants)).get(nodeModuleKey(NODE, module)))?.value;
+}
+
+describe("failed marks and puts on a real mesh (issue 14)", () => {
+  test("a first build that crashes stays wanted and failing, status says why and the fix, and a fixed build runs by itself", async () => {
+    // broken's source as a module of its own (the demo runs broken itself, healthy), whose first
+    // build crashes: there is no healthy build to go back to.
+    const folder = join(sources, "fragile");
+    await cp(join(EXAMPLES, "broken"), folder, { recursive: true });
+    const yaml = join(folder, "mesh.yaml");
+    await writeFile(
+      yaml,
+      (await readFile(yaml, "utf8")).replace("module: broken", "module: fragile"),
+    );
+    await writeFile(join(folder, "src", "mode.json"), '{ "mode": "crash" }\n');
+    await mesh$(["module", "add", folder]);
+    await mesh$(["assign", "fragile", "--all"]);
+    const have = await bucket(Bucket.have);
+    const failing = await until(
+      async () => {
+        const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
+        return h?.health === "failing" ? h : undefined;
+      },
+      300_000,
+      "fragile's first build to be reported failing",
+    );
+    // The assigner takes the report in: the want stays, now saying what fixes it.
+    const kept = await until(
+      async () => {
+        const w = await wantOf("fragile");
+        return w !== undefined && /mesh retry fragile/.test(w.reason) ? w : undefined;
+      },
+      60_000,
+      "the want to stay, saying the fix",
+    );
+    assert.equal(kept.build, failing.build, "the failing first build stays wanted");
+    const status = (await mesh$(["status"])) as {
+      attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
+    };
+    const cell = status.attention.find((c) => c.module === "fragile" && c.node === NODE);
+    assert.ok(cell !== undefined, "status lists fragile as needing attention");
+    assert.match(cell.reason, /fails on/);
+    assert.match(cell.fix ?? "", /mesh retry fragile --node/);
+    // The fix: a steady build, wanted and running without anything else done.
+    await writeFile(join(folder, "src", "mode.json"), '{ "mode": "steady" }\n');
+    await until(
+      async () => {
+        const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
+        return h?.health === "healthy" && h.build !== failing.build ? true : undefined;
+      },
+      300_000,
+      "the fixed build to run healthy",
+    );
+  });
+
+  test("a put holds through kill -9 of the assigner with 3,000 puts standing: its want is never rewritten", async () => {
+    const demo = mesh as DemoMesh;
+    const hello = await until(() => wantOf("hello"), 120_000, "hello wanted");
+    await mesh$(["put", "hello", hello.build, "--node", NODE]);
+    const wants = await bucket(Bucket.wants);
+    await until(
+      async () => ((await wantOf("hello"))?.rule === "put" ? true : undefined),
+      120_000,
+      "the put taken",
+    );
+    const puts = await bucket(Bucket.puts);
+    const other = {
+      build: hello.build,
+      by: "test",
+      why: "many puts",
+      at: new Date().toISOString(),
+    };
+    for (let i = 0; i < 3000; i += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => puts.put(`x${i + j}.elsewhere`, other)),
+      );
+    }
+    // Every write to the put's want from here on.
+    const ac = new AbortController();
+    const rewrites: string[] = [];
+    let listening!: () => void;
+    const heard = new Promise<void>((r) => (listening = r));
+    const watching = (async () => {
+      for await (const e of wants.watch({
+        key: nodeModuleKey(NODE, "hello"),
+        include: "updates",
+        signal: ac.signal,
+      })) {
+        if (e.type === "current") listening();
+        else rewrites.push(e.type === "put" ? `${e.value.rule} ${e.value.build}` : e.type);
+      }
+    })().catch(() => undefined);
+    try {
+      await deadline(heard, 60_000, "the watch of hello's want");
+      for (let round = 1; round <= 2; round++) {
+        const [before] = await demo.pidsOf("assigner");
+        assert.ok(before !== undefined, "an assigner runs");
+        process.kill(before, "SIGKILL");
+        await until(
+          async () => {
+            const now = await demo.pidsOf("assigner");
+            return now.length === 1 && now[0] !== before ? true : undefined;
+          },
+          120_000,
+          `mesh up to start the assigner again (round ${round})`,
+        );
+        // A change only a running assigner answers: unassigning board deletes its want.
+        await mesh$(["unassign", "board", "--all"]);
+        await until(
+          async () => ((await wantOf("board")) === undefined ? true : undefined),
+          120_000,
+          `the restarted assigner's passes (round ${round})`,
+        );
+        await mesh$(["assign", "board", "--all"]);
+        await until(() => wantOf("board"), 120_000, `board wanted again (round ${round})`);
+      }
+      assert.deepEqual(rewrites, [], "the put's want was never rewritten");
+      assert.equal((await wantOf("hello"))?.rule, "put");
+    } finally {
+      ac.abort();
+      await watching;
+      await mesh$(["unput", "hello", "--node", NODE]);
+    }
+  });
+});
