@@ -43,6 +43,8 @@ export interface ToolsFacts {
 
 export function moduleHealth(input: {
   readonly applyError: string | undefined;
+  /** What the module waits for before it can start (a secret not set yet): starting, not failing. */
+  readonly waitingFor?: { readonly what: string } | undefined;
   readonly processes: readonly ProcessFacts[];
   readonly now: number;
   readonly rules: HealthRules;
@@ -51,6 +53,7 @@ export function moduleHealth(input: {
 }): { health: Health; lastError: string | undefined } {
   const { applyError, processes, now, rules } = input;
   if (applyError !== undefined) return { health: "failing", lastError: applyError };
+  if (input.waitingFor !== undefined) return { health: "starting", lastError: undefined };
   // A tools module is healthy once its tools load, failing when the runtime says they do not.
   if ("tools" in input) {
     const tools = input.tools;

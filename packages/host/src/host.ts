@@ -41,6 +41,7 @@ import {
   type Composed,
   type Credential,
   type Have,
+  type NeedResource,
   type ProcessResource,
   type ProvisionAnswer,
 } from "@mesh/protocol";
@@ -148,6 +149,8 @@ export class Host implements AsyncDisposable {
   #composed: Composed | undefined;
   #desired: Desired | undefined;
   #applyErrors = new Map<string, string>();
+  /** Modules that wait for a need the controller cannot seal yet, with what they wait for. */
+  #waiting = new Map<string, Waiting>();
   /** What was last written to mesh-have, by module. */
   readonly #reported = new Map<string, Have>();
   /**
@@ -595,16 +598,15 @@ export class Host implements AsyncDisposable {
         fail(d.module, error);
       }
     }
+    // A need the controller has nothing to seal for yet (a secret not set, a credential not yet
+    // issued) is waited for, not failed: the module starts by itself once it arrives.
+    const waiting = new Map<string, Waiting>();
     for (const need of plan.writeNeeds) {
       // Checked before anything of the module stops; written after the stops.
-      if (need.sealed === undefined)
-        fail(
-          need.module,
-          new MeshError(
-            ErrorCode.NOT_FOUND,
-            `${need.id} has no sealed content yet; the module starts when the controller seals it`,
-          ),
-        );
+      if (need.sealed !== undefined || waiting.has(need.module)) continue;
+      const wait = waitingFor(need);
+      waiting.set(need.module, wait);
+      fail(need.module, new MeshError(ErrorCode.NOT_FOUND, `${wait.what}: ${wait.fix}`));
     }
     // The runtime is replaced without a gap: started anew beside the old one, below.
     const replaced = new Set(
@@ -692,7 +694,8 @@ export class Host implements AsyncDisposable {
       await this.#saving;
       await supervisor.start(this.#spec(want.resource), { restarts: 0 });
     }
-    this.#applyErrors = failed;
+    this.#waiting = waiting;
+    this.#applyErrors = new Map([...failed].filter(([module]) => !waiting.has(module)));
     await this.#saving;
     // Archives nothing uses any more leave the cache once everything applied; while something
     // fails, the cache is left alone (what ran before may be needed again).
@@ -794,6 +797,7 @@ export class Host implements AsyncDisposable {
       }));
       const { health, lastError } = moduleHealth({
         applyError: this.#applyErrors.get(module),
+        waitingFor: this.#waiting.get(module),
         processes: facts,
         now,
         rules: this.#rules,
@@ -802,7 +806,8 @@ export class Host implements AsyncDisposable {
       const restarts =
         (this.#restartBase.get(module) ?? 0) + statuses.reduce((n, s) => n + (s?.restarts ?? 0), 0);
       const build = this.#composed?.modules?.[module]?.build;
-      await this.#write(module, { build, fingerprint, health, restarts, lastError });
+      const waitingFor = this.#waiting.get(module);
+      await this.#write(module, { build, fingerprint, health, restarts, lastError, waitingFor });
     }
     for (const module of [...this.#reported.keys()]) {
       if (modules.has(module)) continue;
@@ -844,9 +849,10 @@ export class Host implements AsyncDisposable {
 
   async #write(
     module: string,
-    now: Omit<Have, "since" | "build" | "lastError"> & {
+    now: Omit<Have, "since" | "build" | "lastError" | "waitingFor"> & {
       build: string | undefined;
       lastError: string | undefined;
+      waitingFor?: Waiting | undefined;
     },
   ): Promise<void> {
     const have = this.#have;
@@ -859,7 +865,8 @@ export class Host implements AsyncDisposable {
       last.build === now.build &&
       last.fingerprint === now.fingerprint &&
       last.restarts === now.restarts &&
-      last.lastError === now.lastError;
+      last.lastError === now.lastError &&
+      last.waitingFor?.what === now.waitingFor?.what;
     if (same) return;
     const value: Have = {
       ...(now.build === undefined ? {} : { build: now.build }),
@@ -869,6 +876,7 @@ export class Host implements AsyncDisposable {
         last !== undefined && last.health === now.health ? last.since : new Date().toISOString(),
       restarts: now.restarts,
       ...(now.lastError === undefined ? {} : { lastError: now.lastError.slice(0, 2000) }),
+      ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
     };
     try {
       await have.put(nodeModuleKey(this.node, module), value, { signal: this.#stop.signal });
@@ -899,4 +907,20 @@ export class Host implements AsyncDisposable {
     await this.#served?.stop().catch(() => undefined);
     await this.#bus?.close();
   }
+}
+
+/** What a module waits for before it can start, and what ends the wait. */
+type Waiting = NonNullable<Have["waitingFor"]>;
+
+/** What a module waits for when its need has no sealed content yet, and what ends the wait. */
+function waitingFor(need: NeedResource): Waiting {
+  return need.kind === "secret"
+    ? {
+        what: `waiting for secret \`${need.name}\` of ${need.module}`,
+        fix: `set it with \`mesh secret set ${need.module} ${need.name}\` (the value on stdin); the module starts by itself once it is set`,
+      }
+    : {
+        what: `waiting for ${need.module}'s bus credential (${need.id}) from the controller`,
+        fix: "nothing to do: the controller issues it on its next pass and the module starts by itself; if it stays, read the controller's log",
+      };
 }

@@ -159,6 +159,11 @@ export const Have = z
     since: Instant,
     restarts: z.number().int().nonnegative(),
     lastError: z.string().optional(),
+    /**
+     * What the module waits for before it can start (a secret not set yet) and the command that
+     * ends the wait; its health is `starting` meanwhile, never `failing`.
+     */
+    waitingFor: z.object({ what: z.string(), fix: z.string() }).strict().optional(),
   })
   .strict();
 export type Have = z.infer<typeof Have>;

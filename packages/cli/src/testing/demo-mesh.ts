@@ -1,5 +1,5 @@
 /**
- * A demo mesh from `mesh up --demo` in a process group of its own, for the fault suite and the
+ * A mesh from `mesh up --demo` (or without the examples) in a process group of its own, for the fault suite and the
  * tests that kill parts of a real mesh: start it, find its processes by what they are, call its
  * tools, take a snapshot of what it holds, and stop it leaving nothing behind.
  */
@@ -46,19 +46,23 @@ export class DemoMesh {
   #bus: MeshBus | undefined;
   #report: UpReport | undefined;
 
-  constructor(options: { root: string; port: number; node: string }) {
+  readonly #demo: boolean;
+
+  /** `demo: false` runs the mesh with only `node-tools`, as `mesh up` without `--demo` does. */
+  constructor(options: { root: string; port: number; node: string; demo?: boolean }) {
     this.root = options.root;
     this.port = options.port;
     this.node = options.node;
+    this.#demo = options.demo ?? true;
   }
 
-  /** Starts `mesh up --demo` and resolves once it says the demo is up. */
+  /** Starts `mesh up [--demo]` and resolves once it says the mesh (and the demo) is up. */
   async up(timeoutMs = 300_000): Promise<UpReport> {
     const child = spawn(
       process.execPath,
       [
         MESH_MAIN,
-        ...["up", "--demo", "--json", "--root", this.root],
+        ...["up", ...(this.#demo ? ["--demo"] : []), "--json", "--root", this.root],
         ...["--port", String(this.port), "--node", this.node],
       ],
       {

@@ -67,6 +67,10 @@ function runningWanted(
     case "healthy":
       return { state: "healthy", reason: `runs build ${want.build} healthy (${want.rule})` };
     case "starting":
+      // Waiting on the operator (a secret not set) is not starting: it will not start alone.
+      if (have.waitingFor !== undefined) {
+        return notRunning(`build ${want.build} is ${have.waitingFor.what}`, have.waitingFor.fix);
+      }
       return {
         state: "starting",
         reason: `build ${want.build} is starting`,

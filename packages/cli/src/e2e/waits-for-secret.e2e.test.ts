@@ -1,0 +1,105 @@
+/**
+ * A module assigned before its secret is set (issue 14.2), on a real mesh from `mesh up`: it is
+ * not dropped but waits, says what it waits for and the command that ends the wait (in `have`
+ * and in `mesh status`), and starts by itself once the secret is set — no put, no re-assign.
+ */
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { KvBucket } from "@mesh/bus";
+import { freePort } from "@mesh/bus/testing";
+import { Bucket, nodeModuleKey, type Have } from "@mesh/protocol";
+import { DemoMesh, until } from "../testing/demo-mesh.js";
+import { runMesh } from "../testing/run-mesh.js";
+
+const NODE = "secret-1";
+let mesh: DemoMesh | undefined;
+let root = "";
+let sources = "";
+
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "mesh-secret-wait-"));
+  sources = await mkdtemp(join(tmpdir(), "mesh-secret-wait-src-"));
+  mesh = new DemoMesh({ root, port: await freePort(), node: NODE, demo: false });
+  await mesh.up();
+});
+
+after(async () => {
+  await mesh?.stop();
+  await rm(root, { recursive: true, force: true });
+  await rm(sources, { recursive: true, force: true });
+});
+
+/** A module with a daemon and an own secret `token`. */
+async function notesModule(): Promise<string> {
+  const dir = join(sources, "notes");
+  await mkdir(join(dir, "src"), { recursive: true });
+  await writeFile(
+    join(dir, "mesh.yaml"),
+    [
+      "module: notes",
+      "description: Keeps notes; needs its token.",
+      "bundles:",
+      "  - name: daemon",
+      "    language: typescript",
+      "    entrypoints: [src/daemon.ts]",
+      "processes:",
+      "  - name: notes",
+      "    bundle: daemon",
+      "own-secrets:",
+      "  token:",
+      "    path: token.txt",
+      "",
+    ].join("\n"),
+  );
+  await writeFile(join(dir, "src/daemon.ts"), "setInterval(() => undefined, 60_000);\n");
+  return dir;
+}
+
+async function mesh_(args: readonly string[], input?: string) {
+  const run = await runMesh([...args, "--root", root], input === undefined ? {} : { input });
+  assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
+  return run.stdout;
+}
+
+describe("a module assigned before its secret is set", () => {
+  test("waits and says why, then starts by itself once the secret is set", async () => {
+    assert.ok(mesh !== undefined);
+    const bus = mesh.bus;
+    await mesh_(["module", "add", await notesModule()]);
+    await mesh_(["assign", "notes", "--all"]);
+    const have = await KvBucket.open(bus, Bucket.have);
+    const waiting = await until(
+      async () => {
+        const entry = (await have.get(nodeModuleKey(NODE, "notes")))?.value;
+        return entry?.waitingFor?.what.includes("waiting for secret `token` of notes") === true
+          ? entry
+          : undefined;
+      },
+      120_000,
+      "notes to say it waits for its secret",
+    );
+    assert.equal(waiting.health, "starting", "waiting for a secret is not failing");
+    assert.match(waiting.waitingFor?.fix ?? "", /mesh secret set notes token/);
+    const status = await mesh_(["status"]);
+    assert.match(status, /mesh secret set notes token/, status);
+    // Still wanted: nothing set it back or dropped it while it waited.
+    const wants = await KvBucket.open(bus, Bucket.wants);
+    assert.ok((await wants.get(nodeModuleKey(NODE, "notes")))?.value !== undefined);
+
+    const setAt = Date.now();
+    await mesh_(["secret", "set", "notes", "token"], "s3cret\n");
+    const healthy = await until(
+      async () => {
+        const entry: Have | undefined = (await have.get(nodeModuleKey(NODE, "notes")))?.value;
+        return entry?.health === "healthy" ? entry : undefined;
+      },
+      120_000,
+      "notes to start by itself once its secret is set",
+    );
+    assert.equal(healthy.waitingFor, undefined);
+    process.stdout.write(`# notes healthy ${Date.now() - setAt} ms after its secret was set\n`);
+  });
+});
