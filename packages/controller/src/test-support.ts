@@ -59,7 +59,7 @@ export const counter = manifest({
     { name: "counts", readable: true },
     { name: "private", readable: false },
   ],
-  "own-secrets": { broker: { path: "/etc/mesh/counter/broker.json" } },
+  "own-secrets": { broker: { path: "broker.json" } },
 });
 
 export const viewerInput: ManifestInput = {
@@ -69,7 +69,7 @@ export const viewerInput: ManifestInput = {
   ],
   processes: [{ name: "main", bundle: "daemon" }],
   reads: ["counter/counts"],
-  "own-secrets": { broker: { path: "/etc/mesh/viewer/broker.json" } },
+  "own-secrets": { broker: { path: "broker.json" } },
 };
 export const viewer = manifest(viewerInput);
 
@@ -85,7 +85,7 @@ export const hello = manifest({
     },
   ],
   config: { greeting: { default: "Hello" } },
-  "own-secrets": { "api-token": { path: "/etc/mesh/hello/api-token" } },
+  "own-secrets": { "api-token": { path: "api-token" } },
 });
 
 export const nodeTools = manifest({
@@ -93,7 +93,7 @@ export const nodeTools = manifest({
   bundles: [
     { name: "runtime", language: "typescript", entrypoints: ["src/main.ts"], digest: d("6f") },
   ],
-  "own-secrets": { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } },
+  "own-secrets": { broker: { path: "broker.json" } },
 });
 
 export const wantOf = (m: Manifest, build = "1-test"): Want => ({

@@ -66,9 +66,7 @@ const module = (moduleName: string): fc.Arbitrary<Manifest> =>
           reads: [],
           calls: [],
           config: {},
-          "own-secrets": Object.fromEntries(
-            shape.secrets.map((s) => [s, { path: `/etc/${moduleName}/${s}` }]),
-          ),
+          "own-secrets": Object.fromEntries(shape.secrets.map((s) => [s, { path: s }])),
           ...(shape.filter ? { filter: { description: "changes the machine" } } : {}),
         };
       }),
@@ -82,7 +80,7 @@ const runtime = digest.map((d): Manifest => ({
   reads: [],
   calls: [],
   config: {},
-  "own-secrets": { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } },
+  "own-secrets": { broker: { path: "broker.json" } },
 }));
 
 const resolution: fc.Arbitrary<NodeResolution> = fc

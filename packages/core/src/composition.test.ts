@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import {
   ErrorCode,
   Resource,
+  isMeshError,
   type Manifest,
   type ManifestInput,
   type ProcessResource,
@@ -25,7 +26,7 @@ const runtime = (over: Partial<ManifestInput> = {}): Manifest =>
         digest: digest("e"),
       },
     ],
-    "own-secrets": { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } },
+    "own-secrets": { broker: { path: "broker.json" } },
     ...over,
   });
 
@@ -40,7 +41,7 @@ const hello = manifest({
       digest: digest("a"),
     },
   ],
-  "own-secrets": { token: { path: "/etc/hello/token" } },
+  "own-secrets": { token: { path: "token" } },
 });
 
 const counter = manifest({
@@ -65,7 +66,7 @@ const counter = manifest({
     { name: "once", bundle: "daemon", run: ["node", "src/main.js", "--once"] },
   ],
   config: { step: { default: 1 } },
-  "own-secrets": { broker: { path: "/etc/counter/broker.json" } },
+  "own-secrets": { broker: { path: "broker.json" } },
 });
 
 const firewall = manifest({
@@ -74,7 +75,7 @@ const firewall = manifest({
     {
       name: "tools",
       language: "prebuilt",
-      source: "https://example.org/fw.tgz",
+      source: "dist/fw.tgz",
       digest: digest("d"),
       loads: ["fw.js"],
     },
@@ -184,10 +185,14 @@ describe("compose: declared files", () => {
     assert.equal(daemon.env["MESH_BROKER_FILE"], "/srv/mesh/secrets/counter/broker.json");
   });
 
-  it("keeps an absolute secret path as written", () => {
-    const resources = ok(node([counter], { root: "/srv/mesh" }));
-    const need = resources.find((r) => r.id === "counter.need-broker");
-    assert.equal(need?.type === "need" ? need.path : undefined, "/etc/counter/broker.json");
+  it("never composes a secret path outside the module's secrets folder, whatever the value says", () => {
+    // The manifest check refuses such a path; a manifest value that skipped it still cannot
+    // make the node write elsewhere.
+    const forged = { ...counter, "own-secrets": { broker: { path: "/etc/passwd" } } };
+    assert.throws(
+      () => compose(node([forged], { root: "/srv/mesh" })),
+      (e: unknown) => isMeshError(e, ErrorCode.INVALID_VALUE),
+    );
   });
 });
 
@@ -197,7 +202,7 @@ describe("compose: the runtime's process", () => {
     assert.deepEqual(process, {
       digest: digest("e"),
       env: {
-        MESH_BROKER_FILE: "/var/lib/mesh/credentials/node-tools.json",
+        MESH_BROKER_FILE: "/var/lib/mesh/secrets/node-tools/broker.json",
         MESH_TOOL_MODULES: [
           "counter=/var/lib/mesh/bundles/counter/tools/src/tools.js",
           "hello=/var/lib/mesh/bundles/hello/tools/src/a.js",
@@ -293,7 +298,7 @@ describe("compose: needs and declared processes", () => {
         kind: "credential",
         module: "counter",
         name: "broker",
-        path: "/etc/counter/broker.json",
+        path: "/var/lib/mesh/secrets/counter/broker.json",
         type: "need",
       },
     );
@@ -331,7 +336,7 @@ describe("compose: needs and declared processes", () => {
     const daemon = ok(node([counter])).find((r) => r.id === "counter.process-daemon");
     assert.ok(daemon?.type === "process");
     assert.deepEqual(Object.keys(daemon.env), ["A", "B", "MESH_BROKER_FILE"]);
-    assert.equal(daemon.env.MESH_BROKER_FILE, "/etc/counter/broker.json");
+    assert.equal(daemon.env.MESH_BROKER_FILE, "/var/lib/mesh/secrets/counter/broker.json");
     assert.deepEqual(daemon["restart-on"], [
       "config",
       "counter.bundle-tools",
@@ -396,7 +401,7 @@ describe("compose: refusals", () => {
     const secretsOnly = manifest({
       module: "keys",
       bundles: [],
-      "own-secrets": { k: { path: "/etc/k" } },
+      "own-secrets": { k: { path: "k" } },
     });
     assert.deepEqual(ids(ok(node([secretsOnly], { artifacts: undefined }))), ["keys.need-k"]);
   });

@@ -7,3 +7,4 @@ export * from "./fingerprint.js";
 export * from "./permissions.js";
 export * from "./assigner/index.js";
 export * from "./fleet/index.js";
+export * from "./archive-entry.js";

@@ -19,7 +19,7 @@ const runtimeBundle = {
   language: "typescript" as const,
   entrypoints: ["src/main.ts"],
 };
-const broker = { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } };
+const broker = { broker: { path: "broker.json" } };
 
 /** Each row breaks one rule; `want` is every problem the manifest must get, as code@path. */
 const table: { name: string; input: unknown; want: string[] }[] = [
@@ -88,7 +88,37 @@ const table: { name: string; input: unknown; want: string[] }[] = [
   {
     name: "a secret path that climbs out of the secrets folder",
     input: { module: "hello", bundles: [tools], "own-secrets": { token: { path: "../token" } } },
-    want: ["secret-path-absolute@own-secrets.token.path"],
+    want: ["secret-path-inside@own-secrets.token.path"],
+  },
+  {
+    name: "an absolute secret path (the node would write it anywhere)",
+    input: {
+      module: "hello",
+      bundles: [tools],
+      "own-secrets": { token: { path: "/etc/cron.d/x" } },
+    },
+    want: ["secret-path-inside@own-secrets.token.path"],
+  },
+  {
+    name: "a prebuilt source outside the module's source (absolute, climbing, or a URL)",
+    input: {
+      module: "pre",
+      bundles: [
+        { name: "a", language: "prebuilt", source: "/etc/passwd", digest: "a".repeat(64) },
+        { name: "b", language: "prebuilt", source: "../other/b.tgz", digest: "b".repeat(64) },
+        { name: "c", language: "prebuilt", source: "file:///x.tgz", digest: "c".repeat(64) },
+      ],
+      processes: [
+        { name: "a", bundle: "a", run: ["a"] },
+        { name: "b", bundle: "b", run: ["b"] },
+        { name: "c", bundle: "c", run: ["c"] },
+      ],
+    },
+    want: [
+      "prebuilt-source-inside@bundles[0].source",
+      "prebuilt-source-inside@bundles[1].source",
+      "prebuilt-source-inside@bundles[2].source",
+    ],
   },
   {
     name: "a config key with a space",
@@ -97,7 +127,7 @@ const table: { name: string; input: unknown; want: string[] }[] = [
   },
   {
     name: "a secret name with capitals",
-    input: { module: "hello", bundles: [tools], "own-secrets": { Token: { path: "/etc/t" } } },
+    input: { module: "hello", bundles: [tools], "own-secrets": { Token: { path: "t" } } },
     want: ["secret-name-valid@own-secrets.Token"],
   },
   {
@@ -303,7 +333,7 @@ const table: { name: string; input: unknown; want: string[] }[] = [
     input: {
       module: "c",
       bundles: [tools],
-      "own-secrets": { a: { path: "/etc/x" }, b: { path: "/etc/x" } },
+      "own-secrets": { a: { path: "x" }, b: { path: "x" } },
     },
     want: ["secret-path-unique@own-secrets.b.path"],
   },
@@ -401,7 +431,7 @@ const good: { name: string; input: ManifestInput }[] = [
         {
           name: "tools",
           language: "prebuilt",
-          source: "https://example.org/t.tgz",
+          source: "dist/t.tgz",
           digest: digest("c"),
           loads: ["index.js"],
         },
@@ -421,7 +451,7 @@ const good: { name: string; input: ManifestInput }[] = [
         step: { description: "how much", default: 1 },
         labels: { default: { a: [1, null] } },
       },
-      "own-secrets": { broker: { path: "/etc/counter/broker.json" } },
+      "own-secrets": { broker: { path: "broker.json" } },
     },
   },
   {

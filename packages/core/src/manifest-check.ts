@@ -150,7 +150,9 @@ function crossFieldProblems(input: unknown): ManifestProblem[] {
         "module-name-reserved",
         ["module"],
         { value: module },
-        `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`,
+        module === "all"
+          ? `${quote(module)} means every node in assignments and puts, so it cannot name a module`
+          : `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`,
         `pick another name, e.g. ${quote(`${module}-module`)}; the reserved names are ${oneOf([...RESERVED_MODULE_NAMES].sort())}`,
       ),
     );
@@ -346,7 +348,7 @@ function bundleProblems(b: Bundle, about: { isRuntime: boolean; run: boolean }):
           [...at, "source"],
           { missing: true },
           `${label} is prebuilt and says nowhere where its archive comes from`,
-          'add "source" with where the archive is fetched from (a URL or a path)',
+          'add "source" with the archive\'s path inside the module\'s folder, e.g. "dist/app.tar.gz"',
         ),
       );
     }

@@ -25,8 +25,10 @@ export const ManifestRule = {
   "language-known": 'a bundle\'s language is "typescript" or "prebuilt"',
   "digest-valid": "a digest is the lowercase hex SHA-256 of the archive: 64 characters of 0-9a-f",
   "bundle-path-relative": 'a path inside a bundle is relative, with no empty, "." or ".." part',
-  "secret-path-absolute":
-    'a secret\'s path is absolute, or relative to the node\'s secrets folder, with no empty, "." or ".." part',
+  "secret-path-inside":
+    'a secret\'s path is relative to the node\'s secrets folder for the module, with no empty, "." or ".." part',
+  "prebuilt-source-inside":
+    'a prebuilt bundle\'s source is a path inside the module\'s source, relative, with no empty, "." or ".." part',
   "config-key-valid": "a config key is a lowercase letter, then lowercase letters, digits, _ or -",
   "secret-name-valid":
     "a secret name is a lowercase letter, then lowercase letters, digits, _ or -",

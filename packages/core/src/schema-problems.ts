@@ -205,11 +205,20 @@ function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
   }
   if (top === "own-secrets" && last === "path") {
     return problem(
-      "secret-path-absolute",
+      "secret-path-inside",
       at,
       found,
-      `the secret's path ${quote(value)} is neither an absolute nor a plain relative path`,
-      `write an absolute path such as ${quote(`/etc/${String(at[1])}`)}, or a relative one such as ${quote(String(at[1]))} (under the node's secrets folder), with no "." or ".." part`,
+      `the secret's path ${quote(value)} is not a plain path inside the module's secrets folder`,
+      `write a path relative to the node's secrets folder for the module, such as ${quote(String(at[1]))}, with no leading / and no "." or ".." part; the node writes it under <root>/secrets/<module>/`,
+    );
+  }
+  if (top === "bundles" && last === "source") {
+    return problem(
+      "prebuilt-source-inside",
+      at,
+      found,
+      `the prebuilt source ${quote(value)} is not a path inside the module's source`,
+      `put the archive in the module's folder and name it relative to the manifest, e.g. ${quote(`dist/${lastPart(value)}`)}`,
     );
   }
   if (field === "restart-on") {
@@ -433,6 +442,12 @@ function refLike(value: unknown, fallback: string): string {
   const [module, name] = value.split(/[/.:]/, 2);
   if (module === undefined || name === undefined) return fallback;
   return `${nameLike(module, fallback.split("/")[0] ?? "module")}/${nameLike(name, fallback.split("/")[1] ?? "name")}`;
+}
+
+function lastPart(value: unknown): string {
+  const parts =
+    typeof value === "string" ? value.split(/[\\/]/).filter((p) => p !== "" && p !== "..") : [];
+  return parts[parts.length - 1] ?? "app.tar.gz";
 }
 
 function relativeLike(value: unknown): string {

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { build as esbuild, type Message } from "esbuild";
 import {
   MANIFEST_FILE_NAMES,
+  MAX_MANIFEST_TEXT,
   builtEntrypoint,
   canonicalJson,
   formatProblem,
@@ -21,7 +22,7 @@ import {
 import { ErrorCode, MeshError, type Manifest, type ManifestBundle } from "@mesh/protocol";
 import { sha256 } from "@mesh/bus";
 import { packArchive, type ArchiveFile } from "./pack.js";
-import { copySource, fetchArchive, unpackArchive } from "./source.js";
+import { copySource, fetchArchive, readRegularFile, unpackArchive } from "./source.js";
 
 export interface BuiltArchive {
   readonly bundle: string;
@@ -58,7 +59,20 @@ export async function readManifest(
     };
   }
   const format = manifestFormatOf(file) ?? "yaml";
-  const checked = parseManifestText(await readFile(join(root, file), "utf8"), format);
+  let text: string;
+  try {
+    // Read as a regular file only (a FIFO named mesh.yaml must not hang the build), and bounded:
+    // four bytes a character covers any text the manifest's own limit lets through.
+    text = (
+      await readRegularFile(join(root, file), {
+        maxBytes: 4 * MAX_MANIFEST_TEXT,
+        what: "the manifest",
+      })
+    ).toString("utf8");
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+  }
+  const checked = parseManifestText(text, format);
   if (!checked.ok) {
     return {
       ok: false,
@@ -237,21 +251,30 @@ async function prebuiltFiles(
   if (bundle.source === undefined || bundle.digest === undefined) {
     return `the prebuilt bundle ${bundle.name} needs a source and a digest`;
   }
-  const url =
-    bundle.source.startsWith("file://") || bundle.source.startsWith("/")
-      ? bundle.source
-      : join(root, bundle.source);
+  // The archive is a file of the module's own source, nowhere else on the builder's machine: a
+  // path outside would let a manifest read (or learn the digest of) any file the builder can.
+  const path = resolve(root, bundle.source);
+  if (!path.startsWith(`${resolve(root)}${sep}`) || bundle.source.includes("\\")) {
+    return `the prebuilt bundle ${bundle.name}'s source ${JSON.stringify(bundle.source)} is not a path inside the module's source; put the archive in the module's folder and name it relative to the manifest, e.g. "dist/${bundle.name}.tar.gz"`;
+  }
   let bytes: Uint8Array;
   try {
-    bytes = await fetchArchive(url, bundle.digest, signal === undefined ? {} : { signal });
+    bytes = await fetchArchive(path, bundle.digest, signal === undefined ? {} : { signal });
   } catch (error) {
-    return error instanceof MeshError ? error.message : String(error);
+    const message = error instanceof MeshError ? error.message : String(error);
+    return message.split(path).join(bundle.source);
   }
   say(`bundle ${bundle.name}: prebuilt ${bundle.source}, digest checked`);
   // Repacked reproducibly, so every archive the mesh stores is of one kind and unpacks the same way.
   const dir = await mkdtemp(join(tmpdir(), "mesh-prebuilt-"));
   try {
-    await unpackArchive(bytes, join(dir, "x"));
+    try {
+      await unpackArchive(bytes, join(dir, "x"), {
+        what: `the prebuilt bundle ${bundle.name}'s archive ${JSON.stringify(bundle.source)}`,
+      });
+    } catch (error) {
+      return error instanceof MeshError ? error.message : String(error);
+    }
     const files = await listFiles(join(dir, "x"));
     return Promise.all(
       files.map(async (path) => ({ path, bytes: await readFile(join(dir, "x", path)) })),

@@ -93,7 +93,7 @@ export async function registerModule(
   if (RESERVED_MODULE_NAMES.has(manifest.module)) {
     throw new MeshError(
       ErrorCode.MANIFEST_INVALID,
-      `the module name ${JSON.stringify(manifest.module)} is one of the mesh's own principals; rename the module in its manifest`,
+      `the module name ${JSON.stringify(manifest.module)} is reserved (a principal of the mesh's own, or "all"); rename the module in its manifest`,
       { module: manifest.module },
     );
   }

@@ -5,7 +5,18 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdir, readFile, readdir, stat, writeFile, lstat } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import {
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  readdir,
+  rm,
+  stat,
+  writeFile,
+  type FileHandle,
+} from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -15,6 +26,7 @@ import ignoreModule, { type Ignore } from "ignore";
 const ignore = ignoreModule as unknown as () => Ignore;
 import { x as untar } from "tar";
 import { ErrorCode, MeshError, type ModuleSource } from "@mesh/protocol";
+import { checkArchiveBytes, type ArchiveLimits } from "./archive-check.js";
 
 const run = promisify(execFile);
 
@@ -62,7 +74,7 @@ export async function directoryDigest(
   const hash = createHash("sha256");
   for (const path of await listSourceFiles(root, options)) {
     const full = join(root, path);
-    const [bytes, info] = await Promise.all([readFile(full), stat(full)]);
+    const [bytes, info] = await Promise.all([readSourceFile(full, options), stat(full)]);
     const fileHash = createHash("sha256").update(bytes).digest("hex");
     hash.update(`${path}\u0000${(info.mode & 0o111) !== 0 ? "x" : "-"}\u0000${fileHash}\n`);
   }
@@ -78,8 +90,17 @@ export async function copySource(
   for (const path of await listSourceFiles(from, options)) {
     const target = join(to, path);
     await mkdir(join(target, ".."), { recursive: true });
-    await writeFile(target, await readFile(join(from, path)));
+    await writeFile(target, await readSourceFile(join(from, path), options));
   }
+}
+
+/** One file of a directory source: listed as a regular file, and read only if it still is one. */
+function readSourceFile(path: string, options: { signal?: AbortSignal }): Promise<Buffer> {
+  return readRegularFile(path, {
+    maxBytes: MAX_ARCHIVE_FILE_BYTES,
+    what: "the source file",
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
 }
 
 /** A local path for a `file://` URL or a plain path; undefined for other URLs. */
@@ -147,6 +168,67 @@ export async function gitCheckout(
   await git(["checkout", "--quiet", "FETCH_HEAD"], { ...options, cwd: to });
 }
 
+/** The most bytes a compressed archive may have (it is held in memory while it is checked). */
+export const MAX_ARCHIVE_FILE_BYTES = 512 * 1024 * 1024;
+
+/**
+ * The bytes of a regular file, read without ever blocking on what is not one: the file is opened
+ * non-blocking and looked at before it is read, so a FIFO, a device or a socket (which would
+ * hang a plain read until someone writes to it) is refused at once, as is a file over `maxBytes`.
+ */
+export async function readRegularFile(
+  path: string,
+  options: { maxBytes: number; what: string; signal?: AbortSignal },
+): Promise<Buffer> {
+  const unavailable = (why: string, cause?: unknown): MeshError =>
+    new MeshError(
+      ErrorCode.SOURCE_UNAVAILABLE,
+      `cannot read ${options.what} ${JSON.stringify(path)}: ${why}`,
+      {
+        path,
+        ...(cause === undefined ? {} : { cause }),
+      },
+    );
+  let handle: FileHandle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw unavailable(
+      `${(error as NodeJS.ErrnoException).code ?? String(error)}; check the path`,
+      error,
+    );
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${options.what} ${JSON.stringify(path)} is not a regular file (it is a ${kindOf(info)}); only a plain file is read, so a pipe or a device can never hold up a build — give a file`,
+        { path },
+      );
+    }
+    if (info.size > options.maxBytes) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${options.what} ${JSON.stringify(path)} has ${info.size} bytes, more than the ${options.maxBytes} allowed; make it smaller`,
+        { path },
+      );
+    }
+    return await handle.readFile(options.signal === undefined ? {} : { signal: options.signal });
+  } finally {
+    await handle.close();
+  }
+}
+
+function kindOf(info: Stats): string {
+  if (info.isDirectory()) return "folder";
+  if (info.isFIFO()) return "FIFO";
+  if (info.isSocket()) return "socket";
+  if (info.isCharacterDevice()) return "character device";
+  if (info.isBlockDevice()) return "block device";
+  return "special file";
+}
+
 /** The bytes of an archive at a local path or file:// URL, checked against `digest` when given. */
 export async function fetchArchive(
   url: string,
@@ -160,16 +242,11 @@ export async function fetchArchive(
       `the archive ${JSON.stringify(url)} is not a local path or file:// URL; this builder fetches only those — copy it to the builder's machine and register that path`,
     );
   }
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(path, options.signal === undefined ? {} : { signal: options.signal });
-  } catch (error) {
-    throw new MeshError(
-      ErrorCode.SOURCE_UNAVAILABLE,
-      `cannot read the archive ${JSON.stringify(path)} (${(error as NodeJS.ErrnoException).code ?? String(error)}); check the path`,
-      { path, cause: error },
-    );
-  }
+  const bytes = await readRegularFile(path, {
+    maxBytes: MAX_ARCHIVE_FILE_BYTES,
+    what: "the archive",
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
   const actual = createHash("sha256").update(bytes).digest("hex");
   if (digest !== undefined && actual !== digest) {
     throw new MeshError(
@@ -181,8 +258,21 @@ export async function fetchArchive(
   return bytes;
 }
 
-/** Unpacks a tar.gz into `to`; entries that would leave the folder, links and devices are refused by tar's strict mode. */
-export async function unpackArchive(bytes: Uint8Array, to: string): Promise<void> {
+/**
+ * Unpacks a tar.gz into `to`, after reading all of it: an archive with an entry a node would
+ * refuse (climbing or absolute paths, links out, hard links, devices, FIFOs, set-id bits) or past
+ * the limits is refused whole, naming each bad entry (ARCHIVE_REFUSED), and nothing is written.
+ * Symbolic links inside are allowed and left out: a source is its plain files.
+ */
+export async function unpackArchive(
+  bytes: Uint8Array,
+  to: string,
+  options: { what?: string; limits?: ArchiveLimits } = {},
+): Promise<void> {
+  await checkArchiveBytes(bytes, {
+    what: options.what ?? "the archive",
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+  });
   await mkdir(to, { recursive: true });
   const file = join(
     to,
@@ -190,15 +280,26 @@ export async function unpackArchive(bytes: Uint8Array, to: string): Promise<void
     `.archive-${createHash("sha256").update(bytes).digest("hex").slice(0, 12)}.tgz`,
   );
   await writeFile(file, bytes);
-  await untar({
-    file,
-    cwd: to,
-    strict: true,
-    filter: (_path, entry) => {
-      const type = (entry as { type?: string }).type;
-      return type === "File" || type === "Directory";
-    },
-  });
+  try {
+    await untar({
+      file,
+      cwd: to,
+      strict: true,
+      preserveOwner: false,
+      filter: (_path, entry) => {
+        const type = (entry as { type?: string }).type;
+        return type === "File" || type === "OldFile" || type === "Directory";
+      },
+    });
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${options.what ?? "the archive"} could not be unpacked (${(error as Error).message}); repack it as a plain .tar.gz`,
+      { cause: error },
+    );
+  } finally {
+    await rm(file, { force: true });
+  }
 }
 
 /** Materialises a registered source into `to`, returning the revision it is at. */

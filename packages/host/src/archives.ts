@@ -21,22 +21,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, mkdir, readFile, readdir, rename, rm, symlink } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, posix } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { Parser, extract, type ReadEntry } from "tar";
+import { ArchiveEntryCheck, type ArchiveLimits } from "@mesh/core";
 import { ErrorCode, MeshError, ObjectStore, isName, parseArtifactSource } from "@mesh/protocol";
 import { syncFolder, writeFileAtomic } from "@mesh/bus";
 
-export interface ArchiveLimits {
-  /** Most bytes the unpacked files may hold together. */
-  readonly maxBytes: number;
-  /** Most entries (files, folders, links). */
-  readonly maxEntries: number;
-}
-
-export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
-  maxBytes: 1024 * 1024 * 1024,
-  maxEntries: 100_000,
-};
+export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from "@mesh/core";
 
 /** Where the host gets an archive's bytes: the artifact store, in the daemon. */
 export type FetchArtifact = (
@@ -117,9 +108,7 @@ export async function checkArchive(
   limits: ArchiveLimits,
   context: { readonly module: string; readonly digest: string },
 ): Promise<{ entries: number; bytes: number }> {
-  let entries = 0;
-  let bytes = 0;
-  const links = new Set<string>();
+  const rules = new ArchiveEntryCheck(limits);
   let refusal: MeshError | undefined;
   const refuse = (why: string): MeshError =>
     new MeshError(
@@ -133,11 +122,9 @@ export async function checkArchive(
       strict: true,
       onReadEntry: (entry: ReadEntry) => {
         if (refusal === undefined) {
-          const why = entryProblem(entry, links, limits, entries, bytes);
-          entries += 1;
-          bytes += entry.type === "File" || entry.type === "OldFile" ? entry.size : 0;
+          const why = rules.check(entry);
           if (why !== undefined) {
-            refusal = refuse(why);
+            refusal = refuse(why.reason);
             input.destroy();
             parser.abort(refusal);
           }
@@ -155,60 +142,8 @@ export async function checkArchive(
     input.on("data", (chunk) => parser.write(chunk as Buffer));
     input.on("end", () => parser.end());
   });
-  if (entries === 0) throw refuse("it holds no entries");
-  return { entries, bytes };
-}
-
-/** Why an entry is refused, or undefined. */
-function entryProblem(
-  entry: ReadEntry,
-  links: Set<string>,
-  limits: ArchiveLimits,
-  entriesBefore: number,
-  bytesBefore: number,
-): string | undefined {
-  const path = entry.path;
-  const shown = JSON.stringify(path);
-  if (entriesBefore + 1 > limits.maxEntries)
-    return `it holds more than ${limits.maxEntries} entries (the host's limit)`;
-  if (path === "" || isAbsolute(path) || /^[a-zA-Z]:/.test(path) || path.startsWith("\\"))
-    return `the entry ${shown} is an absolute path`;
-  const normal = posix.normalize(path.replace(/\/+$/, ""));
-  if (normal.split("/").includes("..") || path.split(/[\\/]/).includes(".."))
-    return `the entry ${shown} climbs out of the bundle's folder (..)`;
-  for (const link of links) {
-    if (normal === link || normal.startsWith(`${link}/`))
-      return `the entry ${shown} would be written through the symbolic link ${JSON.stringify(link)}`;
-  }
-  if ((entry.mode ?? 0) & 0o6000) return `the entry ${shown} has a set-user-id or set-group-id bit`;
-  switch (entry.type) {
-    case "File":
-    case "OldFile":
-      if (bytesBefore + entry.size > limits.maxBytes)
-        return `it unpacks to more than ${limits.maxBytes} bytes (the host's limit)`;
-      return undefined;
-    case "Directory":
-      return undefined;
-    case "SymbolicLink": {
-      const target = entry.linkpath ?? "";
-      if (target === "" || isAbsolute(target))
-        return `the symbolic link ${shown} points to the absolute path ${JSON.stringify(target)}`;
-      const resolved = posix.normalize(posix.join(posix.dirname(normal), target));
-      if (resolved === ".." || resolved.startsWith("../"))
-        return `the symbolic link ${shown} points outside the bundle (${JSON.stringify(target)})`;
-      links.add(normal);
-      return undefined;
-    }
-    case "Link":
-      return `the entry ${shown} is a hard link`;
-    case "CharacterDevice":
-    case "BlockDevice":
-      return `the entry ${shown} is a device node`;
-    case "FIFO":
-      return `the entry ${shown} is a FIFO`;
-    default:
-      return `the entry ${shown} is of type ${entry.type}, which a bundle may not hold`;
-  }
+  if (rules.entries === 0) throw refuse("it holds no entries");
+  return { entries: rules.entries, bytes: rules.bytes };
 }
 
 /** `<root>/bundles/<module>/<bundle>`, checked: the host writes bundles nowhere else. */

@@ -4,8 +4,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, readdir, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile, readdir, rm, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
 import { Bucket, LogLine, logsSubject, type Have, type NeedResource } from "@mesh/protocol";
 import { flush } from "@mesh/bus";
@@ -105,7 +105,7 @@ describe("the host", () => {
         kind: "secret",
         module: "app",
         name: "token",
-        path: join(root, "secrets", "app-token"),
+        path: join(root, "secrets", "app", "token"),
         sealed: seal(publicKey, "s3cret", "app.need-token"),
       };
       const watcher = processResource({
@@ -197,8 +197,20 @@ describe("the host", () => {
       ).digest;
       const missing = sha256(Buffer.from("never stored"));
       // A file the host did not write stands where a need is to go: it is left as it is.
-      const theirs = join(root, "theirs.conf");
+      const theirs = join(root, "secrets", "clash", "theirs.conf");
+      await mkdir(join(root, "secrets", "clash"), { recursive: true });
       await writeFile(theirs, "the machine's own");
+      // A need outside its module's secrets folder (a forged composition): never created there.
+      const elsewhere = join(root, "..", `${basename(root)}-outside.conf`);
+      const outside: NeedResource = {
+        id: "outside.need-conf",
+        type: "need",
+        kind: "secret",
+        module: "outside",
+        name: "conf",
+        path: elsewhere,
+        sealed: "v1.a.b.c.d",
+      };
       const clash: NeedResource = {
         id: "clash.need-conf",
         type: "need",
@@ -210,6 +222,7 @@ describe("the host", () => {
       };
       await putComposed([
         clash,
+        outside,
         processResource({ root, module: "fine", name: "p", digest: good }),
         archiveResource({ root, module: "evil", bundle: "b", digest: hostile }),
         processResource({ root, module: "lost", name: "p", digest: missing }),
@@ -231,6 +244,12 @@ describe("the host", () => {
       });
       assert.match(clashed.lastError ?? "", /a file the host did not write/);
       assert.equal(await readFile(theirs, "utf8"), "the machine's own");
+      const refusedOutside = await waitFor("outside failing", async () => {
+        const h = await haveOf("outside");
+        return h?.health === "failing" ? h : undefined;
+      });
+      assert.match(refusedOutside.lastError ?? "", /not inside outside's secrets folder/);
+      await assert.rejects(stat(elsewhere));
       assert.deepEqual((await readdir(join(root, "bundles"))).sort(), ["fine"]);
       await assert.rejects(stat(join(root, "escaped")));
       assert.equal(host.processes().size, 1);
@@ -349,7 +368,7 @@ describe("the host", () => {
         "presence",
         async () => (await presence.get(NODE))?.value.publicKey,
       );
-      const path = join(root, "run", "as-nobody", "token");
+      const path = join(root, "secrets", "lowly", "token");
       const need: NeedResource = {
         id: "lowly.need-token",
         type: "need",

@@ -628,7 +628,7 @@ export class Host implements AsyncDisposable {
     for (const id of plan.removeNeeds) {
       const record = applied.needs[id];
       if (record === undefined) continue;
-      await removeNeed(record.path);
+      await removeNeed(this.root, record);
       delete applied.needs[id];
       this.#save();
     }

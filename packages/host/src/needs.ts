@@ -11,21 +11,27 @@ import { unseal, writeFileAtomic } from "@mesh/bus";
 import { ErrorCode, MeshError, type NeedResource } from "@mesh/protocol";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
 
-/** Refuses a path the host must not write: relative, climbing, or inside the host's own root. */
-export function checkNeedPath(root: string, need: NeedResource): void {
+/**
+ * Refuses a path the host must not write: anything but a normal path inside the module's own
+ * secrets folder, `<root>/secrets/<module>/`. The composition puts every declared file there; a
+ * path elsewhere (a forged or stale composition) is never created, overwritten or removed.
+ */
+export function checkNeedPath(
+  root: string,
+  need: Pick<NeedResource, "id" | "module" | "path">,
+): void {
   const path = need.path;
-  const inRoot = (sub: string): boolean =>
-    path === `${root}/${sub}` || path.startsWith(`${root}/${sub}/`);
+  const folder = `${root.replace(/\/+$/, "")}/secrets/${need.module}/`;
   if (
     !isAbsolute(path) ||
     normalize(path) !== path ||
     path.split("/").includes("..") ||
-    ["state", "cache", "bundles", "logs"].some(inRoot) ||
-    path === `${root}/node.key`
+    !path.startsWith(folder) ||
+    path.length === folder.length
   ) {
     throw new MeshError(
       ErrorCode.REFUSED,
-      `${need.id} is to be written at ${JSON.stringify(path)}, which is not an absolute, normal path outside the host's own folders; correct the path in ${need.module}'s manifest (own-secrets)`,
+      `${need.id} is to be written at ${JSON.stringify(path)}, which is not inside ${need.module}'s secrets folder ${JSON.stringify(folder)}; the host writes declared files only there — correct the path in ${need.module}'s manifest (own-secrets, relative to that folder) and register it again`,
       { module: need.module, path },
     );
   }
@@ -78,6 +84,19 @@ export async function refuseForeignFile(need: NeedResource): Promise<void> {
   }
 }
 
-export async function removeNeed(path: string): Promise<void> {
-  await rm(path, { force: true });
+/**
+ * Removes a need's file, only inside the module's secrets folder: a path recorded by an older
+ * host outside it (when manifests could name any path) is left where it is.
+ */
+export async function removeNeed(
+  root: string,
+  record: { readonly module: string; readonly path: string },
+): Promise<boolean> {
+  try {
+    checkNeedPath(root, { id: record.module, ...record });
+  } catch {
+    return false;
+  }
+  await rm(record.path, { force: true });
+  return true;
 }

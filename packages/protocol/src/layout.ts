@@ -366,14 +366,22 @@ export const bundlePath = (root: string, module: string, bundle: string): string
   `${root.replace(/\/+$/, "")}/bundles/${checkName("module", module)}/${checkName("bundle", bundle)}`;
 
 /**
- * Where a module's declared file lands: an absolute path as written, a relative one under
- * `<root>/secrets/<module>/`, so a node that is not run as root (a developer's `mesh up`) can
- * write it too.
+ * Where a module's declared file lands: always under `<root>/secrets/<module>/`. A manifest never
+ * names a file elsewhere on the node (the host, often root, would create or delete it there).
  */
-export const secretFilePath = (root: string, module: string, path: string): string =>
-  path.startsWith("/")
-    ? path
-    : `${root.replace(/\/+$/, "")}/secrets/${checkName("module", module)}/${path}`;
+export function secretFilePath(root: string, module: string, path: string): string {
+  // Only a relative path with no "." or ".." part (the manifest's rule): whatever a manifest
+  // says, the file lands inside the module's secrets folder.
+  const parts = path.split("/");
+  if (path.includes("\u0000") || parts.some((p) => p === "" || p === "." || p === "..")) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `the secret path ${JSON.stringify(path)} of ${module} is not relative to its secrets folder (no leading /, no "." or ".." part); correct own-secrets in ${module}'s manifest`,
+      { module, path },
+    );
+  }
+  return `${root.replace(/\/+$/, "")}/secrets/${checkName("module", module)}/${path}`;
+}
 
 /** Where the resource id's module part ends. */
 export function resourceModule(id: string): string {
@@ -415,7 +423,11 @@ export const Principal = {
 } as const;
 export type Principal = (typeof Principal)[keyof typeof Principal];
 
-export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set(Object.values(Principal));
+/** Names no module may take: the mesh's own principals, and `all` (every node, in a target). */
+export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set([
+  ...Object.values(Principal),
+  ALL_NODES,
+]);
 
 // ---------------------------------------------------------------------------------------------
 

@@ -42,10 +42,12 @@ export const BundleRelativePath = z.string().regex(BUNDLE_PATH_PATTERN, {
 // eslint-disable-next-line no-control-regex -- as above
 export const ABSOLUTE_PATH_PATTERN = /^(?:\/(?!\.\.?(?:\/|$))[^/\u0000]+)+$/;
 
-/** A declared file's path: absolute, or relative to the node's secrets folder for the module. */
-export const SECRET_PATH_PATTERN = new RegExp(
-  `^(?:${ABSOLUTE_PATH_PATTERN.source.slice(1, -1)}|${BUNDLE_PATH_PATTERN.source.slice(1, -1)})$`,
-);
+/**
+ * A declared file's path: relative to the node's secrets folder for the module
+ * (`<root>/secrets/<module>/`), with no empty, `.` or `..` part, so a manifest can never name a
+ * file elsewhere on the node.
+ */
+export const SECRET_PATH_PATTERN = BUNDLE_PATH_PATTERN;
 
 /** An environment variable's name; `MESH_` names are the mesh's own and set by it. */
 export const ENV_NAME_PATTERN = /^(?!MESH_)[A-Za-z_][A-Za-z0-9_]*$/;
@@ -77,9 +79,14 @@ export const ManifestBundle = z
       ),
     source: z
       .string()
-      .min(1)
+      .regex(BUNDLE_PATH_PATTERN, {
+        error:
+          'a prebuilt bundle\'s source is a path inside the module\'s source, relative to the manifest, with no empty, "." or ".." part (e.g. "dist/app.tar.gz")',
+      })
       .optional()
-      .describe("Where the archive comes from (prebuilt; filled in by the builder otherwise)"),
+      .describe(
+        "The archive's path inside the module's source, relative to the manifest (prebuilt only)",
+      ),
     digest: Digest.optional().describe(
       "The archive's SHA-256 (prebuilt; filled in by the builder otherwise)",
     ),
@@ -172,10 +179,10 @@ export const OwnSecret = z
       .string()
       .regex(SECRET_PATH_PATTERN, {
         error:
-          'a secret\'s path is absolute, or relative to the node\'s secrets folder for the module, with no empty, "." or ".." part (e.g. "/etc/hello/token" or "token")',
+          'a secret\'s path is relative to the node\'s secrets folder for the module, with no empty, "." or ".." part (e.g. "token" or "api/token")',
       })
       .describe(
-        "Where the node writes the file (mode 0600): an absolute path, or one relative to <root>/secrets/<module>/",
+        "Where the node writes the file (mode 0600), relative to <root>/secrets/<module>/; never outside it",
       ),
   })
   .strict();

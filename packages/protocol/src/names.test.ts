@@ -147,13 +147,15 @@ describe("names: table", () => {
     }
   });
 
-  test("`all` is refused as a node name, and only as a node name", () => {
+  test("`all` is refused as a node or module name, and only as those", () => {
     const error = refusal(() => checkNodeName(ALL_NODES), ErrorCode.INVALID_NAME);
     assert.equal(error.node, ALL_NODES);
     assert.ok(error.message.includes(JSON.stringify(ALL_NODES)));
     const suggested = suggestion(error);
     assert.ok(suggested !== undefined && isName("node", suggested));
-    for (const kind of KINDS.filter((k) => k !== "node")) {
+    const asModule = refusal(() => checkModuleName(ALL_NODES), ErrorCode.INVALID_NAME);
+    assert.equal(asModule.module, ALL_NODES);
+    for (const kind of KINDS.filter((k) => k !== "node" && k !== "module")) {
       assert.equal(isName(kind, ALL_NODES), true, `"all" is a good ${kind} name`);
     }
   });

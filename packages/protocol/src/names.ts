@@ -71,8 +71,8 @@ export function nameProblem(kind: NameKind, value: unknown): string | undefined 
       `write e.g. "${suggest(value, example)}"`
     );
   }
-  if (kind === "node" && value === ALL_NODES) {
-    return `"all" is not a node name: it means every node in assignments and puts; pick another name, e.g. "${example}"`;
+  if ((kind === "node" || kind === "module") && value === ALL_NODES) {
+    return `"all" is not a ${kind} name: it means every node in assignments and puts; pick another name, e.g. "${example}"`;
   }
   return undefined;
 }

@@ -71,7 +71,7 @@ const SAMPLE = {
     reads: ["counter/counts"],
     calls: ["hello/greet"],
     config: { greeting: { description: "how to greet", default: "Hello" } },
-    "own-secrets": { broker: { path: "/etc/hello/broker.json" } },
+    "own-secrets": { broker: { path: "broker.json" } },
   },
   [Bucket.assignments]: { by: "ada", at },
   [Bucket.presence]: {

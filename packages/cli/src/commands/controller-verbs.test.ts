@@ -119,7 +119,7 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
           digest: "1a".repeat(32),
         },
       ],
-      "own-secrets": { "api-token": { path: "/etc/mesh/hello/api-token" } },
+      "own-secrets": { "api-token": { path: "api-token" } },
     });
     assert.ok(hello.ok);
     const put = async (bucket: string, key: string, value: unknown) =>

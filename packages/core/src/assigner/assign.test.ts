@@ -250,7 +250,7 @@ describe("assign: the rules, each in its place", () => {
             digest: "a".repeat(64),
           },
         ],
-        "own-secrets": { broker: { path: "/var/lib/mesh/broker.json" } },
+        "own-secrets": { broker: { path: "broker.json" } },
       }),
     });
     const h1 = build(s, "hello", 1);
@@ -262,7 +262,7 @@ describe("assign: the rules, each in its place", () => {
           { name: "a", language: "typescript", entrypoints: ["a.ts"], digest: "b".repeat(64) },
           { name: "b", language: "typescript", entrypoints: ["b.ts"], digest: "c".repeat(64) },
         ],
-        "own-secrets": { broker: { path: "/var/lib/mesh/broker.json" } },
+        "own-secrets": { broker: { path: "broker.json" } },
       }),
     });
     const h2 = build(s, "hello", 2);
