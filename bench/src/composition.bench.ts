@@ -39,7 +39,7 @@ function modules(build = 0): Manifest[] {
           digest: digest(99),
         },
       ],
-      "own-secrets": { broker: { path: "/var/lib/mesh/credentials/node-tools.json" } },
+      "own-secrets": { broker: { path: "broker.json" } },
     }),
   ];
   for (let i = 1; i < MODULES; i++) {
@@ -69,8 +69,8 @@ function modules(build = 0): Manifest[] {
         calls: i > 1 ? [`m${i - 1}/get`] : [],
         config: { step: { default: i } },
         "own-secrets": {
-          broker: { path: `/etc/mesh/${name}/broker.json` },
-          token: { path: `/etc/mesh/${name}/token` },
+          broker: { path: "broker.json" },
+          token: { path: "token" },
         },
       }),
     );

@@ -62,8 +62,16 @@ export function reportError(error: unknown, json: boolean): ExitCode {
     process.stdout.write(`${JSON.stringify({ ok: false, error: mesh.toJSON() })}\n`);
   } else {
     process.stderr.write(`mesh: ${mesh.message} [${mesh.code}]\n`);
-    if (mesh.code === ErrorCode.INTERNAL && error instanceof Error && error.stack !== undefined) {
-      process.stderr.write(`${error.stack}\n`);
+    // A stack is for whoever debugs the mesh, not for the operator: only when asked for.
+    if (mesh.code === ErrorCode.INTERNAL) {
+      const stack = error instanceof Error ? error.stack : undefined;
+      if (process.env["MESH_DEBUG"] === "1" && stack !== undefined) {
+        process.stderr.write(`${stack}\n`);
+      } else {
+        process.stderr.write(
+          "mesh: this is a fault of the mesh, not of what you gave it; run again with MESH_DEBUG=1 for the detail and report it\n",
+        );
+      }
     }
   }
   return exitCodeOf(mesh);

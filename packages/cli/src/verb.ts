@@ -107,6 +107,9 @@ function numberOption(
 export const wholeNumber = (option: string, example = "100"): ((value: string) => number) =>
   numberOption(option, (n) => n >= 0, "a whole number", example);
 
+/** The most milliseconds a timer waits (Node's timers take 2^31 - 1; more fires at once). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** A parser for an option that takes a whole number above 0 (`max` bounds it, inclusive). */
 export const positiveNumber = (
   option: string,

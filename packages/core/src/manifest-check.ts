@@ -43,6 +43,12 @@ export type ManifestCheck =
 export const MAX_MANIFEST_DEPTH = 64;
 
 /**
+ * How many values (each mapping, list, text, number, …) a manifest may hold; more is refused
+ * before any rule looks at them, so 10,000 bundles cost a count, not 10,000 checks.
+ */
+export const MAX_MANIFEST_VALUES = 20_000;
+
+/**
  * Checks `input` (a manifest as parsed from YAML or JSON) against the schema and every rule across
  * fields. Never throws: whatever the input, the answer is the manifest or its problems, sorted by
  * where they are.
@@ -94,7 +100,18 @@ function shapeProblem(
   input: unknown,
   at: ManifestPath = [],
   ancestors = new Set<object>(),
+  count = { values: 0 },
 ): ManifestProblem | undefined {
+  count.values += 1;
+  if (count.values > MAX_MANIFEST_VALUES) {
+    return problem(
+      "too-large",
+      [],
+      { missing: true },
+      `the manifest holds more than ${MAX_MANIFEST_VALUES} values`,
+      "keep data out of the manifest: ship it in a bundle, or as config defaults the module reads",
+    );
+  }
   if (typeof input !== "object" || input === null) return undefined;
   if (ancestors.has(input)) {
     return problem(
@@ -119,7 +136,7 @@ function shapeProblem(
     ? input.map((v: unknown, i): [number, unknown] => [i, v])
     : Object.entries(input);
   for (const [key, child] of entries) {
-    const found = shapeProblem(child, [...at, key], ancestors);
+    const found = shapeProblem(child, [...at, key], ancestors, count);
     if (found !== undefined) return found;
   }
   ancestors.delete(input);
@@ -590,7 +607,7 @@ function runtimeProblems(
         ["own-secrets", BROKER_SECRET],
         { missing: true },
         `${RUNTIME_MODULE} declares no own-secret named ${quote(BROKER_SECRET)}, where the node's runtime credential is delivered`,
-        `add: own-secrets: {${BROKER_SECRET}: {path: /var/lib/mesh/credentials/${RUNTIME_MODULE}.json}}`,
+        `add: own-secrets: {${BROKER_SECRET}: {path: broker.json}}`,
       ),
     );
   }

@@ -11,7 +11,7 @@ export const ManifestRule = {
   syntax: "the text is well-formed YAML or JSON",
   "duplicate-key": "a key appears once in its mapping",
   "key-not-text": "every key is plain text",
-  "too-large": "a manifest is at most 1 MiB",
+  "too-large": "a manifest is at most 128 KiB and 5,000 lines, and holds at most 20,000 values",
   "too-deep": "a manifest nests at most 64 levels and holds no cycles",
   // Field by field (the schema).
   required: "a required field is present",

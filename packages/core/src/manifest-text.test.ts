@@ -105,7 +105,7 @@ describe("parseManifestText", () => {
     );
   });
 
-  it("refuses a text over 1 MiB without reading it", () => {
+  it("refuses a text over 128 KiB without reading it", () => {
     const checked = parseManifestText(
       `module: a\ndescription: "${"x".repeat(MAX_MANIFEST_TEXT)}"\n`,
       "yaml",
@@ -114,6 +114,70 @@ describe("parseManifestText", () => {
     assert.deepEqual(
       checked.problems.map((p) => p.code),
       ["too-large"],
+    );
+  });
+
+  it("refuses large inputs by a limit before they are walked: 100k lines, 10k bundles, deep nesting, a huge flow mapping", () => {
+    const lines = (n: number, line: (i: number) => string): string =>
+      ["module: big", ...Array.from({ length: n }, (_, i) => line(i))].join("\n");
+    const cases: Array<[string, string, "yaml" | "json", string]> = [
+      ["100k lines", lines(100_000, (i) => `k${i}: 1`), "yaml", "too-large"],
+      ["100k comment lines", lines(100_000, () => "#"), "yaml", "too-large"],
+      [
+        "10k bundles",
+        `module: big\nbundles:\n${Array.from({ length: 10_000 }, (_, i) => `  - {name: b${i}, language: typescript}`).join("\n")}`,
+        "yaml",
+        "too-large",
+      ],
+      [
+        "10k bundles in JSON on one line",
+        JSON.stringify({
+          module: "big",
+          bundles: Array.from({ length: 10_000 }, (_, i) => ({ name: `b${i}` })),
+        }),
+        "json",
+        "too-large",
+      ],
+      [
+        "25k values in JSON within the size limit",
+        JSON.stringify({ module: "big", x: Array.from({ length: 25_000 }, () => 1) }),
+        "json",
+        "too-large",
+      ],
+      [
+        "JSON nested 10,000 deep",
+        `{"module":"x","x":${"[".repeat(10_000)}${"]".repeat(10_000)}}`,
+        "json",
+        "too-deep",
+      ],
+      [
+        "YAML nested 500 deep",
+        `module: x\nx: ${"{a: ".repeat(500)}1${"}".repeat(500)}`,
+        "yaml",
+        "too-deep",
+      ],
+    ];
+    for (const [what, text, format, code] of cases) {
+      const started = performance.now();
+      const checked = parseManifestText(text, format);
+      const ms = performance.now() - started;
+      assert.ok(!checked.ok, what);
+      assert.ok(
+        checked.problems.some((p) => p.code === code),
+        `${what}: ${checked.problems[0]?.code}`,
+      );
+      console.log(`${what}: ${text.length} characters, refused ${code} in ${ms.toFixed(0)} ms`);
+    }
+  });
+
+  it("a duplicate key is found in one pass (a mapping of thousands of keys, one repeated)", () => {
+    const keys = Array.from({ length: 4000 }, (_, i) => `  k${i}: {}`);
+    keys.push("  k7: {}");
+    const checked = parseManifestText(`module: a\nconfig:\n${keys.join("\n")}\n`, "yaml");
+    assert.ok(!checked.ok);
+    assert.deepEqual(
+      checked.problems.map((p) => [p.code, p.line]),
+      [["duplicate-key", 4003]],
     );
   });
 

@@ -11,6 +11,8 @@ import {
   parseDocument,
   visit,
   type Node as YamlNode,
+  type Pair,
+  type YAMLMap,
 } from "yaml";
 import {
   MAX_MANIFEST_DEPTH,
@@ -26,8 +28,14 @@ export type ManifestFormat = "yaml" | "json";
 /** The file names a module's source root may hold its manifest in, in the order they are looked for. */
 export const MANIFEST_FILE_NAMES: readonly string[] = ["mesh.yaml", "mesh.yml", "mesh.json"];
 
-/** The largest manifest text read: 1 MiB, far beyond any real one, and a bound on the work. */
-export const MAX_MANIFEST_TEXT = 1024 * 1024;
+/**
+ * The largest manifest text read: 128 KiB, far beyond any real one (a few KiB), and a bound on
+ * the work: a text this size is read and checked in well under a second.
+ */
+export const MAX_MANIFEST_TEXT = 128 * 1024;
+
+/** The most lines a manifest may have: real ones have tens to hundreds. */
+export const MAX_MANIFEST_LINES = 5_000;
 
 /** The format a file name says, or undefined when it says none. */
 export function manifestFormatOf(fileName: string): ManifestFormat | undefined {
@@ -53,8 +61,26 @@ export function parseManifestText(text: string, format: ManifestFormat): Manifes
       ),
     ]);
   }
+  const lines = countLines(text);
+  if (lines > MAX_MANIFEST_LINES) {
+    return refused([
+      problem(
+        "too-large",
+        [],
+        { missing: true },
+        `the manifest has ${lines} lines, more than the ${MAX_MANIFEST_LINES} a manifest may have`,
+        "keep data out of the manifest: ship it in a bundle, or as config defaults the module reads",
+      ),
+    ]);
+  }
   const body = text.startsWith("\uFEFF") ? text.slice(1) : text;
   return format === "json" ? fromJson(body) : fromYaml(body);
+}
+
+function countLines(text: string): number {
+  let lines = 1;
+  for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) lines += 1;
+  return lines;
 }
 
 function fromJson(text: string): ManifestCheck {
@@ -105,7 +131,9 @@ function fromYaml(text: string): ManifestCheck {
   const doc = parseDocument(text, {
     lineCounter,
     prettyErrors: false,
-    uniqueKeys: true,
+    // The reader's own duplicate check compares each key with every other (quadratic: 100,000
+    // keys took minutes); keys are checked below with a set per mapping instead.
+    uniqueKeys: false,
     logLevel: "error",
   });
   const where = (offset: number): { line: number; column: number } => {
@@ -146,6 +174,27 @@ function fromYaml(text: string): ManifestCheck {
   // A key that is a list or a mapping has no plain-object form; say so rather than letting it be
   // turned into text behind the author's back.
   visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const key = String(pair.key.value);
+        if (!seen.has(key)) {
+          seen.add(key);
+          continue;
+        }
+        syntax.push({
+          ...problem(
+            "duplicate-key",
+            [],
+            { missing: true },
+            `the key ${JSON.stringify(key)} appears twice in one mapping`,
+            "keep one of the two",
+          ),
+          ...where(pair.key.range?.[0] ?? 0),
+        });
+      }
+    },
     Pair(_, pair) {
       if (pair.key !== null && !isScalar(pair.key)) {
         const offset = (pair.key as YamlNode).range?.[0] ?? 0;
@@ -213,9 +262,7 @@ function yamlOffset(root: unknown, at: ManifestPath, wantKey: boolean): number |
     let next: unknown;
     let keyNode: unknown;
     if (isMap(here)) {
-      const pair = here.items.find(
-        (item) => isScalar(item.key) && String(item.key.value) === String(part),
-      );
+      const pair = pairsOf(here).get(String(part));
       next = pair?.value;
       keyNode = pair?.key;
     } else if (isSeq(here) && typeof part === "number") {
@@ -231,6 +278,21 @@ function yamlOffset(root: unknown, at: ManifestPath, wantKey: boolean): number |
     here = next;
   }
   return offset;
+}
+
+/** A mapping's pairs by key, made once per mapping: locating n problems stays linear. */
+const pairIndex = new WeakMap<YAMLMap, Map<string, Pair>>();
+function pairsOf(map: YAMLMap): Map<string, Pair> {
+  let index = pairIndex.get(map);
+  if (index === undefined) {
+    index = new Map();
+    for (const item of map.items) {
+      const key = isScalar(item.key) ? String(item.key.value) : undefined;
+      if (key !== undefined && !index.has(key)) index.set(key, item);
+    }
+    pairIndex.set(map, index);
+  }
+  return index;
 }
 
 function startOf(node: unknown): number | undefined {

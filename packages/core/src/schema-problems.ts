@@ -382,7 +382,7 @@ function typeFix(expected: string, value: unknown, at: ManifestPath): string {
         : `write a list, e.g. ${listExample(last)}`;
     case "object":
     case "record":
-      return `write a mapping (key: value) here${last === "own-secrets" ? ', e.g. {"broker": {"path": "/etc/hello/broker.json"}}' : ""}`;
+      return `write a mapping (key: value) here${last === "own-secrets" ? ', e.g. {"broker": {"path": "broker.json"}}' : ""}`;
     case "string":
       return typeof value === "number" || typeof value === "boolean"
         ? `quote it: ${JSON.stringify(String(value))}`

@@ -19,6 +19,12 @@ export interface CallOptions extends FindMeshOptions {
 
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 
+/**
+ * The longest deadline a call may ask for: an hour (the runtime grants at most its own maximum
+ * anyway). Without a bound, 1e12 overflowed the timer and failed at once with a TIMEOUT.
+ */
+export const MAX_CALL_TIMEOUT_MS = 3_600_000;
+
 export async function call(
   target: string,
   input: string | undefined,
@@ -100,7 +106,7 @@ export function registerCallVerb(program: Command): void {
           new Option(
             "--timeout <ms>",
             `the call's deadline in milliseconds (default ${DEFAULT_CALL_TIMEOUT_MS})`,
-          ).argParser(positiveNumber("--timeout", "5000")),
+          ).argParser(positiveNumber("--timeout", "5000", MAX_CALL_TIMEOUT_MS)),
         ),
       "print the result as JSON with ok, node, module and tool",
     ),

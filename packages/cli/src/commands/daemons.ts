@@ -6,7 +6,7 @@ import { Option, type Command } from "commander";
 import { runControllerDaemon, stopOnSignals } from "@mesh/controller";
 import { DELIVERY_DAEMONS, runDeliveryDaemon } from "@mesh/delivery";
 import { ExitCode } from "../output.js";
-import { act, positiveNumber } from "../verb.js";
+import { MAX_TIMER_MS, act, positiveNumber } from "../verb.js";
 
 export function registerDaemonVerbs(program: Command): void {
   act(
@@ -46,7 +46,7 @@ export function registerDaemonVerbs(program: Command): void {
             "--puts-reopen-ms <ms>",
             "how often, at most, the assigner retries the puts bucket",
           )
-            .argParser(positiveNumber("--puts-reopen-ms", "1000"))
+            .argParser(positiveNumber("--puts-reopen-ms", "1000", MAX_TIMER_MS))
             .hideHelp(),
         ),
       (options: { credential: string; putsReopenMs?: number }) =>

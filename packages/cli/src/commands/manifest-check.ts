@@ -3,10 +3,11 @@
  * `mesh.json`) or the folder holding one, and prints every problem with where it is, the rule it
  * breaks and what to write instead. Exit code 3 when there is a problem.
  */
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Command } from "commander";
-import { ErrorCode, MeshError } from "@mesh/protocol";
+import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
+import { readRegularFile } from "@mesh/delivery";
 import {
   MANIFEST_FILE_NAMES,
   MAX_MANIFEST_TEXT,
@@ -55,15 +56,16 @@ export async function manifestCheckVerb(
       { path: file },
     );
   }
-  const info = await stat(file);
-  if (info.size > MAX_MANIFEST_TEXT * 4) {
-    throw new MeshError(
-      ErrorCode.USAGE,
-      `${JSON.stringify(file)} is ${info.size} bytes; a manifest is at most ${MAX_MANIFEST_TEXT} — is this the right file?`,
-      { path: file },
-    );
-  }
-  const check = parseManifestText(await readFile(file, "utf8"), format);
+  // Only a regular file is read (a FIFO would wait forever for a writer), and only so much of it.
+  const text = await readRegularFile(file, {
+    maxBytes: MAX_MANIFEST_TEXT * 4,
+    what: "the manifest",
+  }).catch((error: unknown) => {
+    if (isMeshError(error, ErrorCode.SOURCE_UNAVAILABLE))
+      throw new MeshError(ErrorCode.USAGE, error.message, { path: file, cause: error });
+    throw error;
+  });
+  const check = parseManifestText(text.toString("utf8"), format);
   if (check.ok) {
     if (options.json === true) printJson({ ok: true, file, module: check.manifest.module });
     else process.stdout.write(`${file}: ${check.manifest.module}'s manifest is good\n`);

@@ -24,6 +24,7 @@ import {
   connect,
   meshVerb,
   out,
+  MAX_TIMER_MS,
   positiveNumber,
   printJson,
   type MeshOptions,
@@ -42,7 +43,7 @@ export function registerModuleVerbs(program: Command): void {
       .option("--wait", "follow the build of this revision until it is built or failed")
       .addOption(
         new Option("--timeout <ms>", "how long --wait waits (default 600000)").argParser(
-          positiveNumber("--timeout", "600000"),
+          positiveNumber("--timeout", "600000", MAX_TIMER_MS),
         ),
       ),
     moduleAdd,

@@ -27,7 +27,7 @@ function runtime(seq: number, twice = false): Manifest {
   });
   return manifestOf("node-tools", seq, {
     bundles: twice ? [bundle("a", "b"), bundle("b", "c")] : [bundle("runtime", "a")],
-    "own-secrets": { broker: { path: "/var/lib/mesh/broker.json" } },
+    "own-secrets": { broker: { path: "broker.json" } },
   });
 }
 
