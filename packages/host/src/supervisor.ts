@@ -218,6 +218,7 @@ export class Supervisor implements AsyncDisposable {
       }
     }
     await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
+    for (const tail of unit.tails) tail.close();
   }
 
   /** Stops watching (processes keep running, to be adopted by the next host). */
@@ -229,6 +230,7 @@ export class Supervisor implements AsyncDisposable {
       unit.child?.removeAllListeners("exit");
       unit.child?.unref();
       await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
+      for (const tail of unit.tails) tail.close();
     }
     this.#units.clear();
   }
@@ -280,6 +282,8 @@ export class Supervisor implements AsyncDisposable {
       if (unit.tails.length === 0) unit.tails = await this.#tails(spec, "end");
       out = await open(files.stdout, "a", 0o640);
       err = await open(files.stderr, "a", 0o640);
+      // Watched before the process can write a byte: rotation keeps up from its first write.
+      for (const tail of unit.tails) tail.watch();
       const env: Record<string, string> = {
         PATH: process.env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
         HOME: account?.home ?? process.env["HOME"] ?? "/",

@@ -15,6 +15,7 @@ import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
+import { rawTar } from "@mesh/delivery";
 import { runMesh } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -147,6 +148,24 @@ describe("delivery verbs", () => {
     assert.equal(out.error.code, "MANIFEST_INVALID");
     assert.match(out.error.message, /module/);
     assert.match(out.error.message, /bundles/);
+  });
+
+  test("a hostile archive is refused with exit 3 and ARCHIVE_REFUSED naming each bad entry, never INTERNAL", async () => {
+    const file = join(dir, "hostile.tar.gz");
+    await writeFile(
+      file,
+      rawTar([
+        { name: "mesh.yaml", type: "0", data: "module: evil\n" },
+        { name: "/tmp/mesh-cli-absolute.txt", type: "0", data: "x" },
+        { name: "dev/null", type: "3" },
+      ]),
+    );
+    const run = await runMesh(["module", "add", file, "--credential", cred("operator")]);
+    assert.equal(run.code, 3, run.stderr);
+    assert.match(run.stderr, /\[ARCHIVE_REFUSED\]/);
+    assert.match(run.stderr, /"\/tmp\/mesh-cli-absolute.txt" is an absolute path/);
+    assert.match(run.stderr, /"dev\/null" is a device node/);
+    assert.doesNotMatch(run.stderr, /INTERNAL|\n\s+at /);
   });
 
   test("a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {

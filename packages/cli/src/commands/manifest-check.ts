@@ -13,6 +13,8 @@ import {
   MAX_MANIFEST_TEXT,
   manifestFormatOf,
   parseManifestText,
+  problem,
+  refused,
   type ManifestProblem,
 } from "@mesh/core";
 import { ExitCode, printJson } from "../output.js";
@@ -56,16 +58,21 @@ export async function manifestCheckVerb(
       { path: file },
     );
   }
-  // Only a regular file is read (a FIFO would wait forever for a writer), and only so much of it.
-  const text = await readRegularFile(file, {
-    maxBytes: MAX_MANIFEST_TEXT * 4,
-    what: "the manifest",
-  }).catch((error: unknown) => {
-    if (isMeshError(error, ErrorCode.SOURCE_UNAVAILABLE))
-      throw new MeshError(ErrorCode.USAGE, error.message, { path: file, cause: error });
-    throw error;
-  });
-  const check = parseManifestText(text.toString("utf8"), format);
+  // Only a regular file is read (a FIFO would wait forever for a writer), and only so much of it:
+  // a longer one is refused as too large without being read.
+  const size = (await stat(file)).size;
+  const check =
+    size > MAX_MANIFEST_TEXT * 4
+      ? refused([
+          problem(
+            "too-large",
+            [],
+            { missing: true },
+            `the manifest is ${size} bytes long, more than a manifest may have (${MAX_MANIFEST_TEXT} characters)`,
+            "keep data out of the manifest: ship it in a bundle, or as config defaults the module reads",
+          ),
+        ])
+      : parseManifestText((await readManifestFile(file)).toString("utf8"), format);
   if (check.ok) {
     if (options.json === true) printJson({ ok: true, file, module: check.manifest.module });
     else process.stdout.write(`${file}: ${check.manifest.module}'s manifest is good\n`);
@@ -79,6 +86,16 @@ export async function manifestCheckVerb(
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return ExitCode.refused;
+}
+
+function readManifestFile(file: string): Promise<Buffer> {
+  return readRegularFile(file, { maxBytes: MAX_MANIFEST_TEXT * 4, what: "the manifest" }).catch(
+    (error: unknown) => {
+      if (isMeshError(error, ErrorCode.SOURCE_UNAVAILABLE))
+        throw new MeshError(ErrorCode.USAGE, error.message, { path: file, cause: error });
+      throw error;
+    },
+  );
 }
 
 function describeProblem(file: string, p: ManifestProblem): string {

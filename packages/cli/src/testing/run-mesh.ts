@@ -23,6 +23,8 @@ export interface RunMeshOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How long the command may take before the test fails (stretched by the harness's factor). */
   readonly deadlineMs?: number;
+  /** The folder it runs in (default: the test's). */
+  readonly cwd?: string;
 }
 
 export function runMesh(args: readonly string[], options: RunMeshOptions = {}): Promise<MeshRun> {
@@ -30,6 +32,7 @@ export function runMesh(args: readonly string[], options: RunMeshOptions = {}): 
     new Promise<MeshRun>((resolve, reject) => {
       const child = spawn(process.execPath, [MESH_MAIN, ...args], {
         env: { ...process.env, [Env.credential]: "", ...options.env },
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
       let stdout = "";
