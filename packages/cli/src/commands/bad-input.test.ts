@@ -25,7 +25,7 @@ describe("bad input to mesh", () => {
     for (const timeout of ["1e12", "3600001", "-5", "5s"]) {
       const run = await runMesh(["call", "hello/greet", "{}", "--timeout", timeout], { cwd: dir });
       assert.equal(run.code, 2, `${timeout}: ${run.stderr}`);
-      assert.match(run.stderr, /--timeout .* from 1 to 3600000 .*\[USAGE\]/);
+      assert.match(run.stderr, /--timeout .* from 1 to 3600000.*\[USAGE\]/);
       noTrace(run.stderr);
     }
   });
