@@ -4,7 +4,9 @@
  * writes it into docs/reliability.md between its markers; exits 1 when a fault left a duplicate
  * process, a changed record, a lost write, or failed calls where none may fail.
  *
- *   npm run chaos -- [--seed N] [--faults bus,group] [--no-write]
+ *   npm run chaos -- [--seed N] [--faults bus,group] [--rounds N] [--no-write]
+ *
+ * `--rounds N` runs the chosen faults N times (each round in its own seeded order).
  */
 import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -32,6 +34,7 @@ const { values } = parseArgs({
   options: {
     seed: { type: "string" },
     faults: { type: "string" },
+    rounds: { type: "string" },
     "no-write": { type: "boolean" },
   },
 });
@@ -48,11 +51,14 @@ const chosen = FAULTS.filter((f) => named === undefined || named.includes(f.name
 
 const root = await mkdtemp(join(tmpdir(), "mesh-chaos-"));
 const smallDisk = chosen.some((f) => f.name === "disk-full") && mountSmallDisk(root, 1024);
-const faults = shuffled(
-  chosen.filter((f) => f.name !== "disk-full" || smallDisk),
-  seed,
-);
-if (faults.length < chosen.length) {
+const rounds = Math.max(1, Math.min(100, Number(values.rounds ?? 1) || 1));
+const faults = Array.from({ length: rounds }, (_, round) =>
+  shuffled(
+    chosen.filter((f) => f.name !== "disk-full" || smallDisk),
+    seed + round,
+  ),
+).flat();
+if (faults.length < chosen.length * rounds) {
   process.stdout.write("chaos: disk-full needs root to mount a small tmpfs; left out\n");
 }
 process.stdout.write(

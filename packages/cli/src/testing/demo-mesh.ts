@@ -92,8 +92,9 @@ export class DemoMesh {
       );
     });
     this.#report = await deadline(report, timeoutMs, "mesh up --demo to be up");
-    await this.#bus?.close();
-    this.#bus = await MeshBus.connectWithFile(this.#report.credentials.operator, {
+    // After a group kill the operator's connection is still there, reconnecting to the new bus
+    // on the same port, as any caller's would.
+    this.#bus ??= await MeshBus.connectWithFile(this.#report.credentials.operator, {
       say: () => undefined,
     });
     return this.#report;
@@ -111,8 +112,6 @@ export class DemoMesh {
 
   /** kill -9 of `mesh up` and everything in its process group (module processes are not in it). */
   async killGroup(): Promise<void> {
-    await this.#bus?.close();
-    this.#bus = undefined;
     const pid = this.#child?.pid;
     if (pid !== undefined) signalGroup(pid, "SIGKILL");
     await this.#exit;
