@@ -141,6 +141,32 @@ describe("assign: properties", () => {
     );
   });
 
+  it("a standing put to a usable build is what its placed, present node wants, whatever the order", () => {
+    fc.assert(
+      fc.property(mesh, fc.boolean(), (d, reverse) => {
+        const s = materialise(d, reverse);
+        settle(s, d);
+        for (const node of d.present) {
+          for (const module of MODULES) {
+            const placed =
+              s.assignments.has(`${node}.${module}`) || s.assignments.has(`all.${module}`);
+            const put = s.puts.get(`${node}.${module}`) ?? s.puts.get(`all.${module}`);
+            const usable = [...s.builds.values()].some(
+              (b) => b.build === put?.build && b.module === module && b.status === "built",
+            );
+            if (!placed || put === undefined || !usable) continue;
+            const want = s.own.wants.get(`${node}.${module}`);
+            if (want === undefined) continue; // the composition check may refuse the set
+            if (want.rule === "checked") continue;
+            assert.equal(want.build, put.build, `${node}.${module}: ${want.rule} ${want.reason}`);
+            assert.equal(want.rule, "put");
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("a build marked failing on a node is wanted there only when put, or kept with a fix when nothing else ran healthy", () => {
     fc.assert(
       fc.property(mesh, (d) => {
