@@ -1,19 +1,21 @@
 /**
  * From `mesh assign` to the module's tool answering: a whole mesh (`mesh up` on a temporary
  * root), hello registered and built once, then repeated cycles of unassign (until the tool no
- * longer answers) and assign (timed until it answers again). Beside it, in the same run, the time
- * of a bare `node -e 0` process start: the floor any delivery that starts a process stands on.
+ * longer answers) and assign (timed until it answers again), each broken into its phases (the
+ * want's and the composition's server times, the unpacked bundle's time on disk, the new
+ * runtime's own account in its status file). Beside it, in the same run, the time of a bare
+ * `node -e 0` process start: the floor any delivery that starts a process stands on.
  *
  *   npm run build && npm run bench -- assign
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { freePort } from "@mesh/bus/testing";
-import { Bucket, targetModuleKey, toolSubject } from "@mesh/protocol";
+import { Bucket, nodeKey, nodeModuleKey, targetModuleKey, toolSubject } from "@mesh/protocol";
 import { line, quantile, timeEach } from "./measure.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
@@ -39,8 +41,84 @@ async function waitFor(test: () => Promise<boolean>, limitMs: number, what: stri
   const end = Date.now() + limitMs;
   while (!(await test())) {
     if (Date.now() > end) throw new Error(`${what} did not happen within ${limitMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/** When the assigner's want and the controller's composition for hello were written (server time). */
+interface Seen {
+  wants: number[];
+  composed: Array<{ at: number; digest: string | undefined }>;
+}
+
+async function watchTimes(bus: MeshBus): Promise<Seen> {
+  const seen: Seen = { wants: [], composed: [] };
+  const wants = await KvBucket.open(bus, Bucket.wants);
+  const composed = await KvBucket.open(bus, Bucket.composed);
+  void (async () => {
+    for await (const e of wants.watch({ key: nodeModuleKey(NODE, "hello") }))
+      if (e.type === "put") seen.wants.push(e.created.getTime());
+  })();
+  void (async () => {
+    for await (const e of composed.watch({ key: nodeKey(NODE) })) {
+      if (e.type !== "put") continue;
+      for (const r of e.value.resources) {
+        if (r.module === "hello" && r.type === "archive")
+          seen.composed.push({ at: e.created.getTime(), digest: r.digest });
+      }
+    }
+  })();
+  return seen;
+}
+
+const PHASE_NAMES = [
+  ["assigner", "assigner pass (assign → want written)"],
+  ["controller", "controller composition + users reload (→ composed)"],
+  ["archive", "host: archive fetch + verify + unpack (composed → unpacked)"],
+  ["apply", "host: rest of the apply (unpacked → runtime spawned)"],
+  ["runtime", "runtime start (spawned → connected, created)"],
+  ["worker", "worker start (hello's worker → its tools loaded)"],
+  ["register", "service registration (loaded → subscribed, flushed)"],
+  ["rest", "the rest (worker queued, status, the caller's poll)"],
+  ["total", "assign → tool answers"],
+] as const;
+type Phases = Record<(typeof PHASE_NAMES)[number][0], number>;
+
+/** Reads where each step of one cycle's time went, from the bus, the host's files and the runtime's status. */
+async function phasesOf(dir: string, start: number, answered: number, seen: Seen): Promise<Phases> {
+  const want = seen.wants.find((t) => t >= start - 5) ?? Number.NaN;
+  const composed = seen.composed.find((c) => c.at >= want) ?? { at: Number.NaN, digest: "" };
+  const unpacked = (
+    await stat(join(dir, "bundles", "hello", `.tools@${composed.digest ?? ""}`)).catch(
+      () => undefined,
+    )
+  )?.mtimeMs;
+  let status: RuntimeSeen | undefined;
+  for (const name of await readdir(join(dir, "run"))) {
+    if (!/^node-tools\.\d+\.status\.json$/.test(name)) continue;
+    const s = JSON.parse(await readFile(join(dir, "run", name), "utf8")) as RuntimeSeen;
+    if (s.modules["hello"]?.state === "serving") status = s;
+  }
+  const spawned = Date.parse(status?.started.process ?? "");
+  const created = Date.parse(status?.started.runtime ?? "");
+  const last = status?.modules["hello"]?.last;
+  const archive = (unpacked ?? Number.NaN) - composed.at;
+  const phases = {
+    assigner: want - start,
+    controller: composed.at - want,
+    archive,
+    apply: spawned - composed.at - archive,
+    runtime: created - spawned,
+    worker: last?.loadMs ?? Number.NaN,
+    register: last?.serveMs ?? Number.NaN,
+    total: answered - start,
+  };
+  return { ...phases, rest: answered - created - phases.worker - phases.register };
+}
+
+interface RuntimeSeen {
+  readonly started: { readonly process: string; readonly runtime: string };
+  readonly modules: Record<string, { state: string; last?: { loadMs: number; serveMs: number } }>;
 }
 
 const root = await mkdtemp(join(tmpdir(), "mesh-bench-assign-"));
@@ -76,18 +154,22 @@ try {
   await assign();
   await waitFor(() => answers(bus), 300_000, "hello's first answer");
 
-  // One cycle: unassign, wait until the tool is gone, then assign and time until it answers.
-  const cycle = async (): Promise<number> => {
+  const seen = await watchTimes(bus);
+  // One cycle: unassign, wait until the tool is gone, then assign and time until it answers,
+  // with when each step of the way happened.
+  const cycle = async (): Promise<Phases> => {
     await assignments.delete(key);
     await waitFor(async () => !(await answers(bus)), 120_000, "hello to stop answering");
-    const start = process.hrtime.bigint();
+    const start = Date.now();
     await assign();
     await waitFor(() => answers(bus), 120_000, "hello to answer again");
-    return Number(process.hrtime.bigint() - start) / 1e6;
+    const answered = Date.now();
+    return phasesOf(root, start, answered, seen);
   };
   await cycle(); // warm-up
-  const toAnswer: number[] = [];
-  for (let i = 0; i < CYCLES; i++) toAnswer.push(await cycle());
+  const phases: Phases[] = [];
+  for (let i = 0; i < CYCLES; i++) phases.push(await cycle());
+  const toAnswer = phases.map((p) => p.total);
   const bare = await timeEach(CYCLES, () => {
     spawnSync(process.execPath, ["-e", "0"]);
   });
@@ -100,6 +182,15 @@ try {
       value: quantile(bare, 0.99),
     }),
   );
+  console.log("phases, p50 of each (ms):");
+  for (const [name, what] of PHASE_NAMES) {
+    console.log(
+      `  ${what.padEnd(58)} ${quantile(
+        phases.map((p) => p[name]),
+        0.5,
+      ).toFixed(1)}`,
+    );
+  }
   await bus.close();
 } finally {
   up.kill("SIGINT");

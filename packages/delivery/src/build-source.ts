@@ -22,6 +22,7 @@ import {
 import { ErrorCode, MeshError, type Manifest, type ManifestBundle } from "@mesh/protocol";
 import { sha256 } from "@mesh/bus";
 import { packArchive, type ArchiveFile } from "./pack.js";
+import { providedByRuntime } from "./provided.js";
 import { copySource, fetchArchive, readRegularFile, unpackArchive } from "./source.js";
 
 export interface BuiltArchive {
@@ -220,6 +221,8 @@ async function bundleTypescript(
         logLevel: "silent",
         write: true,
         metafile: false,
+        // A tools bundle imports the SDK and zod the runtime provides (provided.ts).
+        plugins: (bundle.loads?.length ?? 0) > 0 ? [providedByRuntime(meshNodePaths())] : [],
       });
       messages = result.warnings;
     } catch (error) {

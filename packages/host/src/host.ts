@@ -749,7 +749,10 @@ export class Host implements AsyncDisposable {
         resource.id === RUNTIME_PROCESS_ID
           ? { ...resource.env, [Env.runtimeStatus]: join(this.root, "run", RUNTIME_STATUS_NAME) }
           : resource.env,
-      ...(resource.id === RUNTIME_PROCESS_ID ? { restartAtOnce: true } : {}),
+      // The runtime restarts at once after a healthy run, taken over by a standby booted ahead.
+      ...(resource.id === RUNTIME_PROCESS_ID
+        ? { restartAtOnce: true, standby: { [Env.runtimeStandby]: "1" } }
+        : {}),
       cwd: resource.path,
       user: resource.user,
       marker: { name: HOST_PROCESS_MARKER, value: `${this.#marker}:${resource.id}` },

@@ -16,7 +16,10 @@ after(async () => {
   for (const root of roots) await rm(root, { recursive: true, force: true });
 });
 
-async function setUp(script: string, options: { healthyMs: number; graceMs: number }) {
+async function setUp(
+  script: string,
+  options: { healthyMs: number; graceMs: number; standbyAfterMs?: number },
+) {
   const root = await tempRoot();
   roots.push(root);
   const cwd = join(root, "bundle");
@@ -30,6 +33,7 @@ async function setUp(script: string, options: { healthyMs: number; graceMs: numb
     graceMs: options.graceMs,
     tail: DEFAULT_TAIL_LIMITS,
     pollMs: 50,
+    ...(options.standbyAfterMs === undefined ? {} : { standbyAfterMs: options.standbyAfterMs }),
     onSpawned: () => undefined,
     onExit: (_id, exit) => exits.push(exit),
     onLine: () => undefined,
@@ -93,8 +97,8 @@ test("a stop sends TERM to the group, and KILL after the grace to what ignores i
 
 test("a replacement starts beside the old process, which gets TERM only once the new one is ready", async () => {
   const script = [
-    `console.log("up " + process.pid);`,
     `process.on("SIGTERM", () => { console.log("draining " + process.pid); setTimeout(() => process.exit(0), 300); });`,
+    `console.log("up " + process.pid);`,
     `setInterval(() => {}, 1 << 30);`,
   ].join("\n");
   const { root, supervisor, spec, exits } = await setUp(script, { healthyMs: 200, graceMs: 5_000 });
@@ -103,6 +107,9 @@ test("a replacement starts beside the old process, which gets TERM only once the
     await supervisor.start(spec);
     const old = supervisor.identity(spec.id);
     assert.ok(old !== undefined);
+    await waitFor("the old one up", async () =>
+      (await readFile(log, "utf8")).includes(`up ${old.pid}`),
+    );
     let oldAliveWhileWaiting = false;
     const { retired } = await supervisor.replace(
       spec,
@@ -219,5 +226,45 @@ test("the log limit holds under a writer as fast as it can write: .1 never over 
   } finally {
     clearInterval(sampler);
     await tailed.stopAll();
+  }
+});
+
+test("a standby booted ahead takes over at once when the process exits after a healthy run", async () => {
+  const script = [
+    `if (process.env.STANDBY === "1") {`,
+    `  process.once("SIGUSR2", () => console.log("took over " + process.pid));`,
+    `  console.log("standing by " + process.pid);`,
+    `} else process.once("SIGUSR1", () => process.exit(1));`,
+    `setInterval(() => {}, 1 << 30);`,
+  ].join("\n");
+  const { root, supervisor, spec, exits } = await setUp(script, {
+    healthyMs: 200,
+    graceMs: 1_000,
+    standbyAfterMs: 50,
+  });
+  const log = logFiles(root, spec).stdout;
+  try {
+    await supervisor.start({ ...spec, restartAtOnce: true, standby: { STANDBY: "1" } });
+    const first = supervisor.identity(spec.id);
+    const standbyPid = await waitFor("the standby", async () => {
+      const m = /standing by (\d+)/.exec(await readFile(log, "utf8"));
+      return m === null ? undefined : Number(m[1]);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past healthyMs
+    assert.ok(first !== undefined);
+    process.kill(first.pid, "SIGUSR1");
+    await waitFor("the first exit", () => exits.length >= 1);
+    const taken = await waitFor("the standby taking over", () => {
+      const now = supervisor.identity(spec.id);
+      return now !== undefined && now.pid !== first.pid ? now : undefined;
+    });
+    assert.notEqual(taken.pid, first?.pid);
+    assert.equal(taken.pid, standbyPid, "the standby is the process now");
+    await waitFor("its word", async () =>
+      (await readFile(log, "utf8")).includes(`took over ${standbyPid}`),
+    );
+    assert.equal(exits[0]?.delayMs, 0);
+  } finally {
+    await supervisor.stopAll();
   }
 });

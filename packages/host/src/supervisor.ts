@@ -9,13 +9,12 @@
  * A process the host started before it restarted is adopted: watched by polling /proc, since
  * only its parent could wait for it.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdir, open, stat } from "node:fs/promises";
-import { userInfo } from "node:os";
 import { join } from "node:path";
-import { lookupAccount, runningAsRoot } from "./accounts.js";
 import { FileTail, type TailLimits } from "./log-tail.js";
-import { isAlive, signalGroup, startTimeOf, type ProcessIdentity } from "./proc.js";
+import { isAlive, signalGroup, type ProcessIdentity } from "./proc.js";
+import { DEFAULT_STANDBY_AFTER_MS, Standby, launch } from "./standby.js";
 
 export interface ProcessSpec {
   readonly id: string;
@@ -32,6 +31,11 @@ export interface ProcessSpec {
    * depend on every moment (the runtime) has nothing to wait for after one crash.
    */
   readonly restartAtOnce?: boolean;
+  /**
+   * Keep one more process of it booted ahead, started with these variables added and told to
+   * take over with SIGUSR2 when the running one exits (standby.ts).
+   */
+  readonly standby?: Readonly<Record<string, string>>;
 }
 
 export interface Backoff {
@@ -50,6 +54,8 @@ export interface SupervisorOptions {
   readonly tail: TailLimits;
   /** How often adopted processes and output files are looked at. */
   readonly pollMs: number;
+  /** How long after a process starts its standby is booted (default 5 s). */
+  readonly standbyAfterMs?: number;
   /** A process was spawned (also on each restart); the host records its identity. */
   readonly onSpawned: (id: string, identity: ProcessIdentity) => void;
   /** A process exited (or could not be started); it is restarted after `delayMs`. */
@@ -92,6 +98,8 @@ interface Unit {
   tails: FileTail[];
   exited: Promise<void>;
   markExited: () => void;
+  /** For a process that keeps one booted ahead (the runtime): it. */
+  standby?: Standby;
 }
 
 export class Supervisor implements AsyncDisposable {
@@ -208,6 +216,7 @@ export class Supervisor implements AsyncDisposable {
   async #end(unit: Unit, graceMs: number): Promise<void> {
     unit.stopping = true;
     if (unit.timer !== undefined) clearTimeout(unit.timer);
+    await unit.standby?.stop();
     const identity = unit.identity;
     if (identity !== undefined) {
       await signalGroup(identity, "SIGTERM");
@@ -227,6 +236,7 @@ export class Supervisor implements AsyncDisposable {
     this.#poller = undefined;
     for (const unit of this.#units.values()) {
       if (unit.timer !== undefined) clearTimeout(unit.timer);
+      await unit.standby?.stop();
       unit.child?.removeAllListeners("exit");
       unit.child?.unref();
       await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
@@ -266,63 +276,37 @@ export class Supervisor implements AsyncDisposable {
     const { spec } = unit;
     unit.timer = undefined;
     if (unit.stopping) return;
-    let out: Awaited<ReturnType<typeof open>> | undefined;
-    let err: Awaited<ReturnType<typeof open>> | undefined;
     try {
-      const account =
-        spec.user !== undefined && runningAsRoot() ? await lookupAccount(spec.user) : undefined;
-      if (spec.user !== undefined && account === undefined && userInfo().username !== spec.user) {
-        // Never run a process as someone other than it asked for: it may rely on that account.
-        throw new Error(
-          `it runs as ${JSON.stringify(spec.user)}, but the host is not root (it runs as ${JSON.stringify(userInfo().username)}); run the host as root`,
-        );
-      }
-      const files = logFiles(this.#options.root, spec);
-      await mkdir(files.folder, { recursive: true, mode: 0o750 });
       if (unit.tails.length === 0) unit.tails = await this.#tails(spec, "end");
-      out = await open(files.stdout, "a", 0o640);
-      err = await open(files.stderr, "a", 0o640);
       // Watched before the process can write a byte: rotation keeps up from its first write.
+      await touchLogFiles(this.#options.root, spec);
       for (const tail of unit.tails) tail.watch();
-      const env: Record<string, string> = {
-        PATH: process.env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
-        HOME: account?.home ?? process.env["HOME"] ?? "/",
-        ...(account === undefined ? {} : { USER: account.name, LOGNAME: account.name }),
-        ...spec.env,
-        [spec.marker.name]: spec.marker.value,
-      };
-      const [command, ...args] = spec.argv;
-      const child = spawn(command ?? "", args, {
-        cwd: spec.cwd,
-        env,
-        detached: true,
-        stdio: ["ignore", out.fd, err.fd],
-        ...(account === undefined ? {} : { uid: account.uid, gid: account.gid }),
-      });
-      const spawned = await new Promise<number>((resolve, reject) => {
-        child.once("spawn", () => resolve(child.pid ?? -1));
-        child.once("error", reject);
-      });
-      const startTime = await startTimeOf(spawned);
-      unit.child = child;
-      unit.identity = { pid: spawned, startTime: startTime ?? "?" };
-      unit.since = Date.now();
-      let markExited = (): void => undefined;
-      unit.exited = new Promise<void>((resolve) => (markExited = resolve));
-      unit.markExited = markExited;
-      child.once("exit", (code, signal) => {
-        this.#exited(
-          unit,
-          child,
-          signal === null ? `exited with code ${String(code)}` : `was ended by ${signal}`,
-        );
-      });
-      this.#options.onSpawned(spec.id, unit.identity);
+      const { child, identity } = await launch(this.#options.root, spec);
+      this.#attach(unit, child, identity);
     } catch (error) {
       this.#exited(unit, undefined, `could not be started: ${(error as Error).message}`);
-    } finally {
-      await out?.close();
-      await err?.close();
+    }
+  }
+
+  /** Makes `child` the unit's process: watched, recorded, and (for a runtime) backed by a standby. */
+  #attach(unit: Unit, child: ChildProcess, identity: ProcessIdentity): void {
+    unit.child = child;
+    unit.identity = identity;
+    unit.since = Date.now();
+    let markExited = (): void => undefined;
+    unit.exited = new Promise<void>((resolve) => (markExited = resolve));
+    unit.markExited = markExited;
+    child.once("exit", (code, signal) => {
+      this.#exited(
+        unit,
+        child,
+        signal === null ? `exited with code ${String(code)}` : `was ended by ${signal}`,
+      );
+    });
+    this.#options.onSpawned(unit.spec.id, identity);
+    if (unit.spec.standby !== undefined) {
+      unit.standby ??= new Standby(this.#options.root, unit.spec);
+      unit.standby.prepareAfter(this.#options.standbyAfterMs ?? DEFAULT_STANDBY_AFTER_MS);
     }
   }
 
@@ -344,11 +328,24 @@ export class Supervisor implements AsyncDisposable {
         ? 0
         : Math.min(maxMs, initialMs * 2 ** unit.attempt);
     unit.attempt += 1;
+    this.#options.onExit(unit.spec.id, { reason: unit.lastError, delayMs });
+    void this.#restart(unit, delayMs);
+  }
+
+  /** Starts the unit again after `delayMs`; at once through its standby when one is ready. */
+  async #restart(unit: Unit, delayMs: number): Promise<void> {
+    // A standby booted ahead takes over: the restart costs a signal, not a start.
+    const standby = delayMs === 0 ? await unit.standby?.take() : undefined;
+    if (unit.stopping) return;
+    if (standby !== undefined) {
+      unit.restarts += 1;
+      this.#attach(unit, standby.child, standby.identity);
+      return;
+    }
     unit.timer = setTimeout(() => {
       unit.restarts += 1;
       void this.#spawn(unit);
     }, delayMs);
-    this.#options.onExit(unit.spec.id, { reason: unit.lastError, delayMs });
   }
 
   async #waitGone(unit: Unit, identity: ProcessIdentity, ms: number): Promise<boolean> {
@@ -390,6 +387,16 @@ export class Supervisor implements AsyncDisposable {
       }
     }
   }
+}
+
+/** Makes the process's output files (and their folder) if they are not there yet. */
+async function touchLogFiles(
+  root: string,
+  spec: Pick<ProcessSpec, "module" | "name">,
+): Promise<void> {
+  const files = logFiles(root, spec);
+  await mkdir(files.folder, { recursive: true, mode: 0o750 });
+  for (const path of [files.stdout, files.stderr]) await (await open(path, "a", 0o640)).close();
 }
 
 export function logFiles(

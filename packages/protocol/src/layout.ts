@@ -400,6 +400,10 @@ export const Env = {
   toolModules: "MESH_TOOL_MODULES",
   /** Where the runtime writes its status file (each module's load result); set by the host. */
   runtimeStatus: "MESH_RUNTIME_STATUS",
+  /** 1 on a runtime the host boots ahead: it waits for SIGUSR2 to serve; set by the host. */
+  runtimeStandby: "MESH_RUNTIME_STANDBY",
+  /** The node's idle time for its runtime's modules (ms); set by the host when it has one. */
+  runtimeIdleMs: "MESH_RUNTIME_IDLE_MS",
   /** The path of a process's credential file. */
   brokerFile: "MESH_BROKER_FILE",
   operatorAccount: "MESH_OPERATOR_ACCOUNT",

@@ -5,6 +5,12 @@ import type { WorkerTuning } from "./module-worker.js";
 export const StatusEnv = Env.runtimeStatus;
 
 /**
+ * Set (to 1) on a runtime the host boots ahead as a standby: it loads, connects and boots a spare
+ * worker, then waits for SIGUSR2 to serve (README.md, "Standby").
+ */
+export const StandbyEnv = Env.runtimeStandby;
+
+/**
  * Tuning read from the environment (`MESH_RUNTIME_<NAME>_MS`), for tests and unusual machines;
  * the host sets only the idle time, when its node has one of its own.
  */
@@ -18,7 +24,7 @@ export function tuningFromEnv(env: NodeJS.ProcessEnv): Partial<WorkerTuning> {
     initialBackoffMs: "MESH_RUNTIME_INITIAL_BACKOFF_MS",
     maxBackoffMs: "MESH_RUNTIME_MAX_BACKOFF_MS",
     healthyAfterMs: "MESH_RUNTIME_HEALTHY_AFTER_MS",
-    idleMs: "MESH_RUNTIME_IDLE_MS",
+    idleMs: Env.runtimeIdleMs,
     memoryProbeMs: "MESH_RUNTIME_MEMORY_PROBE_MS",
     externalLimitMb: "MESH_RUNTIME_EXTERNAL_LIMIT_MB",
   } as const;

@@ -12,6 +12,7 @@ import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
 import { PROTOCOL_VERSION, type FromWorker, type ToolInfo, type WorkerStart } from "@mesh/sdk";
 import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
 import type { Provisioner } from "./provisioner.js";
+import type { SpareWorker } from "./spare-worker.js";
 import { ModuleState, deadlineOf, type ModuleStatus, type WorkerTuning } from "./worker-tuning.js";
 
 export { ModuleState, DEFAULT_TUNING } from "./worker-tuning.js";
@@ -26,6 +27,8 @@ export interface ModuleWorkerOptions {
   readonly tuning: WorkerTuning;
   /** This module's idle time, when it sets its own (its manifest's, or the node's). */
   readonly idleMs?: number;
+  /** A worker booted ahead, taken when there is one (spare-worker.ts). */
+  readonly spare?: SpareWorker;
   /** The bootstrap file (the SDK's `@mesh/sdk/worker`). */
   readonly workerFile: URL;
   /** The environment module code sees: the runtime's, without its credential's path. */
@@ -136,12 +139,16 @@ export class ModuleWorker implements AsyncDisposable {
     this.#ending = undefined;
     this.#startedAt = performance.now();
     this.#setStatus({ state: ModuleState.starting, tools: this.#status.tools });
-    const worker = new Worker(this.#o.workerFile, {
-      workerData: start,
-      resourceLimits: this.#o.tuning.resourceLimits,
-      env: this.#o.env,
-      name: `mesh-module-${this.module}`,
-    });
+    const spare = this.#o.spare?.take();
+    const worker =
+      spare ??
+      new Worker(this.#o.workerFile, {
+        workerData: start,
+        resourceLimits: this.#o.tuning.resourceLimits,
+        env: this.#o.env,
+        name: `mesh-module-${this.module}`,
+      });
+    if (spare !== undefined) post(spare, { v: 1, t: "start", start });
     this.#worker = worker;
     // Messages are read off this worker object: the module is the one it was started for.
     worker.on("message", (message: FromWorker) => this.#onMessage(worker, message));
@@ -355,6 +362,7 @@ export class ModuleWorker implements AsyncDisposable {
     };
     this.#lastCall = Math.max(this.#lastCall, Date.now());
     this.#setStatus({ state: ModuleState.serving, tools: tools.map((t) => t.name) });
+    this.#o.spare?.prepare();
     this.#scheduleIdle();
   }
 

@@ -6,9 +6,10 @@
  */
 import { MeshBus } from "@mesh/bus";
 import { Env, ErrorCode, MeshError } from "@mesh/protocol";
-import { Runtime } from "./runtime.js";
+import { Runtime, spareFor } from "./runtime.js";
+import type { SpareWorker } from "./spare-worker.js";
 import { parseToolModules } from "./tool-modules.js";
-import { IdleEnv, StatusEnv, idleFromEnv, tuningFromEnv } from "./env.js";
+import { IdleEnv, StandbyEnv, StatusEnv, idleFromEnv, tuningFromEnv } from "./env.js";
 import { DEFAULT_TUNING } from "./worker-tuning.js";
 
 export interface RuntimeProcessOptions {
@@ -30,13 +31,21 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
   // `{pid}` in the path is this process's: a runtime replacing another writes a file of its own.
   const statusFile = process.env[StatusEnv]?.replaceAll("{pid}", String(process.pid));
   const tuning = tuningFromEnv(process.env);
+  const workerFile = options.workerFile === undefined ? {} : { workerFile: options.workerFile };
+  const spare = spareFor({ tuning, ...workerFile });
+  if (process.env[StandbyEnv] === "1" && !(await standBy(spare))) {
+    await spare.close();
+    await bus.close();
+    return 0;
+  }
   const runtime = Runtime.create({
     bus,
     modules,
     idle: idleFromEnv(process.env[IdleEnv]),
     tuning,
+    spare,
     ...(statusFile === undefined || statusFile === "" ? {} : { statusFile }),
-    ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
+    ...workerFile,
   });
   process.stderr.write(
     modules.size === 0
@@ -60,4 +69,21 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
   await runtime.drain();
   await bus.close();
   return 0;
+}
+
+/**
+ * A standby: loaded, connected, a spare worker booted; waits for SIGUSR2 (serve: true) or
+ * SIGTERM/SIGINT (leave: false). The SIGUSR2 handler is set only now, so the host, which reads
+ * whether it is set, never signals a standby that would not survive it.
+ */
+async function standBy(spare: SpareWorker): Promise<boolean> {
+  spare.prepare();
+  process.stderr.write(`[node-tools] standing by (pid ${process.pid})\n`);
+  const go = await new Promise<boolean>((resolve) => {
+    process.once("SIGUSR2", () => resolve(true));
+    process.once("SIGTERM", () => resolve(false));
+    process.once("SIGINT", () => resolve(false));
+  });
+  if (go) process.stderr.write(`[node-tools] taking over (pid ${process.pid})\n`);
+  return go;
 }

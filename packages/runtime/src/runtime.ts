@@ -14,7 +14,8 @@ import {
   type WorkerTuning,
 } from "./module-worker.js";
 import { Provisioner } from "./provisioner.js";
-import { StatusEnv } from "./env.js";
+import { SpareWorker } from "./spare-worker.js";
+import { StandbyEnv, StatusEnv } from "./env.js";
 
 /** The runtime's version, as its services report it. */
 export const RUNTIME_VERSION = "0.1.0";
@@ -69,15 +70,24 @@ export interface RuntimeOptions {
    * (it checks `isMainThread`), so it names itself here.
    */
   readonly workerFile?: URL;
+  /** A spare worker booted ahead (`spareFor`); one is made when omitted. */
+  readonly spare?: SpareWorker;
 }
 
 /** Variables module code must not see: the runtime's credential and its wiring. */
-const HIDDEN_FROM_MODULES: readonly string[] = [Env.brokerFile, Env.toolModules, StatusEnv];
+const HIDDEN_FROM_MODULES: readonly string[] = [
+  Env.brokerFile,
+  Env.toolModules,
+  StatusEnv,
+  StandbyEnv,
+];
 
 export class Runtime implements AsyncDisposable {
   readonly node: string;
   readonly provisioner: Provisioner;
   readonly #workers = new Map<string, ModuleWorker>();
+  /** One worker booted ahead, for the next module that needs one. */
+  readonly #spare: SpareWorker;
   readonly #options: RuntimeOptions;
   #state: RuntimeState = RuntimeState.starting;
   readonly #started = {
@@ -95,6 +105,7 @@ export class Runtime implements AsyncDisposable {
     const tuning: WorkerTuning = { ...DEFAULT_TUNING, ...options.tuning };
     const workerFile = options.workerFile ?? new URL(import.meta.resolve("@mesh/sdk/worker"));
     const env = options.env ?? moduleEnv(process.env);
+    this.#spare = options.spare ?? spareFor(options);
     for (const [module, entries] of [...options.modules].sort(([a], [b]) => a.localeCompare(b))) {
       this.#workers.set(
         module,
@@ -105,6 +116,7 @@ export class Runtime implements AsyncDisposable {
           bus: options.bus,
           provisioner: this.provisioner,
           tuning,
+          spare: this.#spare,
           ...idleOf(options.idle, module),
           workerFile,
           env,
@@ -174,6 +186,7 @@ export class Runtime implements AsyncDisposable {
     this.#stopping ??= (async () => {
       this.#state = RuntimeState.stopping;
       this.#changed();
+      await this.#spare.close();
       await Promise.all([...this.#workers.values()].map(how));
       await this.provisioner.close();
       this.#state = RuntimeState.stopped;
@@ -227,4 +240,24 @@ function idleOf(
 ): { idleMs?: number } {
   const ms = idle?.get(module);
   return ms === undefined ? {} : { idleMs: ms };
+}
+
+/** The spare worker a runtime with these options keeps (prepared by the caller, or by the runtime). */
+export function spareFor(
+  options: Pick<RuntimeOptions, "workerFile" | "env" | "tuning">,
+): SpareWorker {
+  const tuning: WorkerTuning = { ...DEFAULT_TUNING, ...options.tuning };
+  return new SpareWorker({
+    workerFile: options.workerFile ?? new URL(import.meta.resolve("@mesh/sdk/worker")),
+    env: options.env ?? moduleEnv(process.env),
+    resourceLimits: tuning.resourceLimits,
+    ...(tuning.externalLimitMb > 0
+      ? {
+          external: {
+            limitBytes: tuning.externalLimitMb * 1024 * 1024,
+            probeMs: tuning.memoryProbeMs,
+          },
+        }
+      : {}),
+  });
 }

@@ -31,6 +31,8 @@ export { ToolError, isToolError } from "./tool-error.js";
 export {
   MODULE_BRAND,
   PROTOCOL_VERSION,
+  PROVIDED_MODULES,
+  PROVIDED_SPECIFIERS,
   ToolErrorCode,
   type AskOp,
   type AskParams,
@@ -43,6 +45,7 @@ export {
   type ToWorker,
   type ToolInfo,
   type WorkerHost,
+  type WorkerSpare,
   type WorkerStart,
 } from "./worker-protocol.js";
 /**

@@ -11,6 +11,7 @@ import { guardSignals, memoryProbe, watchMemory } from "./worker-guard.js";
 import {
   MODULE_BRAND,
   PROTOCOL_VERSION,
+  PROVIDED_MODULES,
   ToolErrorCode,
   type AskOp,
   type AskParams,
@@ -20,6 +21,7 @@ import {
   type ProvisionItem,
   type ToWorker,
   type WorkerHost,
+  type WorkerSpare,
   type WorkerStart,
 } from "./worker-protocol.js";
 
@@ -27,7 +29,7 @@ const port = parentPort;
 if (port === null) {
   throw new Error("@mesh/sdk/worker runs only as a worker the mesh runtime starts");
 }
-const start = workerData as WorkerStart;
+const data = workerData as WorkerStart | WorkerSpare;
 const post = (message: FromWorker): void => port.postMessage(message);
 
 // Before any module code loads: it may not signal the runtime's process, and what it holds
@@ -37,11 +39,30 @@ guardSignals((pid, signal) => {
   process.exit(1);
 });
 const measure =
-  start.external === undefined
+  data.external === undefined
     ? memoryProbe()
-    : watchMemory(start.external.limitBytes, start.external.probeMs, (memory) =>
+    : watchMemory(data.external.limitBytes, data.external.probeMs, (memory) =>
         post({ v: 1, t: "over-memory", memory }),
       );
+// What the runtime provides to module code, loaded once per worker before any of it.
+Object.defineProperty(globalThis, PROVIDED_MODULES, {
+  value: Object.freeze({ "@mesh/sdk": await import("./index.js"), zod: await import("zod") }),
+  writable: false,
+  configurable: false,
+  enumerable: false,
+});
+// A spare waits here, booted, until the runtime hands it its module.
+const start: WorkerStart =
+  "spare" in data
+    ? await new Promise<WorkerStart>((resolve) => {
+        const onStart = (message: ToWorker): void => {
+          if (message.v !== PROTOCOL_VERSION || message.t !== "start") return;
+          port.off("message", onStart);
+          resolve(message.start);
+        };
+        port.on("message", onStart);
+      })
+    : data;
 
 let nextAsk = 1;
 const asks = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
@@ -140,6 +161,8 @@ port.on("message", (message: ToWorker) => {
       unload.abort(new Error("the module is being unloaded"));
       for (const controller of calls.values()) controller.abort(unload.signal.reason);
       return;
+    case "start":
+      return; // read above, once, by a spare waiting for its module
   }
 });
 

@@ -127,7 +127,8 @@ export type ToWorker =
   | { v: 1; t: "refusal"; id: number; code: ToolErrorCode; message: string }
   | { v: 1; t: "watched"; watch: number; item: ProvisionItem }
   | { v: 1; t: "ping"; seq: number }
-  | { v: 1; t: "stop" };
+  | { v: 1; t: "stop" }
+  | { v: 1; t: "start"; start: WorkerStart };
 
 /** What the runtime hands a worker at start (`workerData`).
  *
@@ -149,6 +150,41 @@ export interface WorkerStart {
    */
   readonly external?: { readonly limitBytes: number; readonly probeMs: number };
 }
+
+/**
+ * What a **spare** worker is started with: the runtime keeps one booted ahead (its bootstrap and
+ * the provided modules loaded, no module code), and hands it a module with a `start` message when
+ * one is needed (an idle module called, a module restarted), so that start costs only the
+ * module's own code.
+ *
+ * ```ts
+ * const spare: WorkerSpare = { v: 1, spare: true };
+ * ```
+ */
+export interface WorkerSpare {
+  readonly v: 1;
+  readonly spare: true;
+  readonly external?: WorkerStart["external"];
+}
+
+/**
+ * Where the bootstrap puts the modules the runtime provides to module code (`@mesh/sdk`, `zod`),
+ * before any module code loads: a tools bundle built by the mesh's builder imports them from here
+ * instead of carrying its own copies.
+ *
+ * ```ts
+ * const { z } = (globalThis as Record<symbol, Record<string, any>>)[PROVIDED_MODULES]["zod"];
+ * ```
+ */
+export const PROVIDED_MODULES: unique symbol = Symbol.for("mesh.runtime.provided") as never;
+
+/** The modules the runtime provides, by import specifier.
+ *
+ * ```ts
+ * const provided = PROVIDED_SPECIFIERS.includes("zod"); // true
+ * ```
+ */
+export const PROVIDED_SPECIFIERS = ["@mesh/sdk", "zod"] as const;
 
 // ---------------------------------------------------------------------------------------------
 // In the worker: the bootstrap and a module's definition

@@ -1,0 +1,72 @@
+/**
+ * One worker kept booted ahead: its bootstrap and the modules the runtime provides (`@mesh/sdk`,
+ * `zod`) loaded, no module code. When a module needs a worker (an idle module called, a module
+ * restarted), it takes this one and hands it its module with a `start` message, so the start
+ * costs only the module's own code. Another spare is booted once that module has loaded (not
+ * beside it, where it would only slow the start it is meant to speed up).
+ *
+ * Every module's worker is started with the same environment and resource limits, so a spare
+ * fits any of them; it has run no module code when it is handed over, and from then on belongs
+ * to that module alone.
+ */
+import { Worker, type ResourceLimits } from "node:worker_threads";
+import type { WorkerSpare } from "@mesh/sdk";
+
+export interface SpareOptions {
+  readonly workerFile: URL;
+  readonly env: Record<string, string>;
+  readonly resourceLimits: ResourceLimits;
+  readonly external?: WorkerSpare["external"];
+}
+
+export class SpareWorker {
+  readonly #o: SpareOptions;
+  #spare: Worker | undefined;
+  #closed = false;
+
+  constructor(options: SpareOptions) {
+    this.#o = options;
+  }
+
+  /** Boots a spare if there is none. */
+  prepare(): void {
+    if (this.#closed || this.#spare !== undefined) return;
+    const data: WorkerSpare = {
+      v: 1,
+      spare: true,
+      ...(this.#o.external === undefined ? {} : { external: this.#o.external }),
+    };
+    const worker = new Worker(this.#o.workerFile, {
+      workerData: data,
+      resourceLimits: this.#o.resourceLimits,
+      env: this.#o.env,
+      name: "mesh-module-spare",
+    });
+    // A spare that ends before it is taken (it should not) is simply not there any more.
+    worker.once("exit", () => {
+      if (this.#spare === worker) this.#spare = undefined;
+    });
+    worker.on("error", () => undefined);
+    worker.unref();
+    this.#spare = worker;
+  }
+
+  /** The spare, taken, or undefined when there is none. */
+  take(): Worker | undefined {
+    const worker = this.#spare;
+    this.#spare = undefined;
+    if (worker === undefined) return undefined;
+    worker.removeAllListeners("exit");
+    worker.removeAllListeners("error");
+    worker.ref();
+    return worker;
+  }
+
+  /** Ends the spare; none is prepared again. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const worker = this.#spare;
+    this.#spare = undefined;
+    await worker?.terminate();
+  }
+}
