@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     const digest = (await artifacts.put(await tarOf({ "main.js": LONG_RUNNING }))).digest;
 
     // --- composition to processes started -------------------------------------------------
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: credential(Principal.host),

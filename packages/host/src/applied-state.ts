@@ -97,3 +97,126 @@ export async function loadState(root: string): Promise<AppliedState> {
 export async function saveState(root: string, state: AppliedState): Promise<void> {
   await writeFileAtomic(statePath(root), `${JSON.stringify(state, null, 1)}\n`);
 }
+
+/**
+ * The applied state and its named mutations: each one saves itself (atomically, in order), so no
+ * caller can change the machine's record and forget to write it. `saved()` resolves once every
+ * mutation asked for so far is on disk.
+ */
+export class AppliedStore {
+  readonly #root: string;
+  readonly #state: AppliedState;
+  readonly #log: (line: string) => void;
+  #saving: Promise<void> = Promise.resolve();
+
+  private constructor(root: string, state: AppliedState, log: (line: string) => void) {
+    this.#root = root;
+    this.#state = state;
+    this.#log = log;
+  }
+
+  /** The store of the state under `root` (an empty one on first start). */
+  static async load(root: string, log: (line: string) => void): Promise<AppliedStore> {
+    return new AppliedStore(root, await loadState(root), log);
+  }
+
+  get composed(): Composed | undefined {
+    return this.#state.composed;
+  }
+  get config(): Readonly<Record<string, unknown>> {
+    return this.#state.config;
+  }
+  get deliveries(): Readonly<Record<string, AppliedDelivery>> {
+    return this.#state.deliveries;
+  }
+  get needs(): Readonly<Record<string, AppliedNeed>> {
+    return this.#state.needs;
+  }
+  get processes(): Readonly<Record<string, AppliedProcess>> {
+    return this.#state.processes;
+  }
+  /** What the planner compares against (read-only by convention). */
+  get state(): AppliedState {
+    return this.#state;
+  }
+
+  /** Resolves once everything asked for so far is written. */
+  async saved(): Promise<void> {
+    await this.#saving;
+  }
+
+  setComposed(composed: Composed): void {
+    this.#state.composed = composed;
+    this.#save();
+  }
+
+  /** One config key as mesh-config says it; undefined: deleted. */
+  setConfig(key: string, value: unknown): void {
+    if (value === undefined) delete this.#state.config[key];
+    else this.#state.config[key] = value;
+    this.#save();
+  }
+
+  /** Forgets the config keys not in `seen` (deleted while the host was away). */
+  retainConfig(seen: ReadonlySet<string>): void {
+    for (const key of Object.keys(this.#state.config))
+      if (!seen.has(key)) delete this.#state.config[key];
+    this.#save();
+  }
+
+  /** A process about to be started (recorded before the spawn). */
+  recordProcess(id: string, process: AppliedProcess): void {
+    this.#state.processes[id] = process;
+    this.#save();
+  }
+
+  /** The pid and start time of a recorded process that was spawned. */
+  spawned(id: string, identity: { pid: number; startTime: string }): void {
+    const record = this.#state.processes[id];
+    if (record === undefined) return;
+    this.#state.processes[id] = { ...record, pid: identity.pid, startTime: identity.startTime };
+    this.#save();
+  }
+
+  forgetProcess(id: string): void {
+    delete this.#state.processes[id];
+    this.#save();
+  }
+
+  forgetAllProcesses(): void {
+    this.#state.processes = {};
+    this.#save();
+  }
+
+  recordNeed(id: string, need: AppliedNeed): void {
+    this.#state.needs[id] = need;
+    this.#save();
+  }
+
+  forgetNeed(id: string): void {
+    delete this.#state.needs[id];
+    this.#save();
+  }
+
+  recordDelivery(path: string, delivery: AppliedDelivery): void {
+    this.#state.deliveries[path] = delivery;
+    this.#save();
+  }
+
+  forgetDelivery(path: string): void {
+    delete this.#state.deliveries[path];
+    this.#save();
+  }
+
+  /** Writes what stands now (also when nothing changed: the first save after a recovery). */
+  save(): void {
+    this.#save();
+  }
+
+  #save(): void {
+    const state = this.#state;
+    this.#saving = this.#saving
+      .then(() => saveState(this.#root, state))
+      .catch((error: unknown) => this.#log(`cannot write the applied state: ${String(error)}`));
+  }
+}

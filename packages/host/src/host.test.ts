@@ -68,7 +68,7 @@ describe("the host", () => {
   test("applies a composition from nothing, restarts exactly what a changed digest names, and removes everything when emptied", async () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n1");
     const root = await tempRoot();
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: bus.hostCredential(NODE),
@@ -182,7 +182,7 @@ describe("the host", () => {
   test("a wrong digest and a refused archive fail their module with the reason; other modules run on", async () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n2");
     const root = await tempRoot();
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: bus.hostCredential(NODE),
@@ -264,7 +264,7 @@ describe("the host", () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n3");
     const root = await tempRoot();
     const delays: number[] = [];
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: bus.hostCredential(NODE),
@@ -298,7 +298,7 @@ describe("the host", () => {
   test("output goes to the local file and to mesh.logs, lines cut and rate-bounded, the file rotated", async () => {
     const { NODE, putComposed } = nodeHelpers("n4");
     const root = await tempRoot();
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: bus.hostCredential(NODE),
@@ -354,7 +354,7 @@ describe("the host", () => {
     const { NODE, putComposed } = nodeHelpers("n5");
     const root = await tempRoot();
     await chmod(root, 0o755); // a temporary folder is 0700; a host's root is 0755
-    const host = Host.create({
+    const host = await Host.create({
       node: NODE,
       root,
       credential: bus.hostCredential(NODE),
@@ -403,7 +403,12 @@ describe("the host", () => {
     const { NODE } = nodeHelpers("n1");
     const root = await tempRoot();
     try {
-      const host = Host.create({ node: NODE, root, credential: bus.hostCredential(NODE), ...fast });
+      const host = await Host.create({
+        node: NODE,
+        root,
+        credential: bus.hostCredential(NODE),
+        ...fast,
+      });
       assert.equal(host.state, "stopped");
       const running = host.run();
       await waitFor("running", () => host.state === "running");
@@ -413,14 +418,15 @@ describe("the host", () => {
 
       // A root that cannot be made: a file stands where its folder would be.
       await writeFile(join(root, "taken"), "a file");
-      const broken = Host.create({
-        node: NODE,
-        root: join(root, "taken", "root"),
-        credential: bus.hostCredential(NODE),
-        ...fast,
-      });
-      await assert.rejects(broken.run());
-      assert.equal(broken.state, "failed");
+      // Host.create() does the set-up that can fail, so a host that cannot start is never made.
+      await assert.rejects(
+        Host.create({
+          node: NODE,
+          root: join(root, "taken", "root"),
+          credential: bus.hostCredential(NODE),
+          ...fast,
+        }),
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }

@@ -11,7 +11,7 @@ import { Host, type HostOptions } from "./host.js";
 
 /** Runs a host until SIGTERM/SIGINT; resolves when it has stopped. */
 export async function runHost(options: HostOptions): Promise<void> {
-  const host = Host.create(options);
+  const host = await Host.create(options);
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once("SIGTERM", onSignal);

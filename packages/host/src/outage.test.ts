@@ -41,7 +41,7 @@ after(async () => {
 
 test("processes keep running without the bus; when it returns the host reports and follows changes", async () => {
   const logged: string[] = [];
-  const host = Host.create({
+  const host = await Host.create({
     node: NODE,
     root,
     credential: bus.hostCredential(NODE),
@@ -131,7 +131,7 @@ test("a host that starts without the bus starts what it ran, from its own disk",
   };
   try {
     // Applied once with the bus (which the test above restarted: writes wait for it)...
-    const withBus = Host.create({ ...options, credential });
+    const withBus = await Host.create({ ...options, credential });
     const withBusRun = withBus.run();
     const digest = await waitFor(
       "the bundle stored",
@@ -146,7 +146,7 @@ test("a host that starts without the bus starts what it ran, from its own disk",
     await withBus.stop();
     await withBusRun;
     const nowhere = { ...credential, servers: [`nats://127.0.0.1:${await freePort()}`] };
-    const offline = Host.create({ ...options, credential: nowhere });
+    const offline = await Host.create({ ...options, credential: nowhere });
     const offlineRun = offline.run();
     try {
       const identity = await waitFor("the process without the bus", () =>

@@ -44,7 +44,7 @@ const app: ComposedModule = {
 before(async () => {
   bus = await startBus([NODE]);
   root = await tempRoot();
-  host = Host.create({
+  host = await Host.create({
     node: NODE,
     root,
     credential: bus.hostCredential(NODE),

@@ -63,7 +63,7 @@ export async function startHostClient(options: {
   };
   await compose(options.modules);
   const root = await mkdtemp(join(tmpdir(), "mesh-runtime-host-"));
-  const host = Host.create({
+  const host = await Host.create({
     node,
     root,
     credential: credentialFor(bus.server, HOST_USER, { node, module: Principal.host }),

@@ -1,0 +1,171 @@
+/**
+ * The host's bus side: connects (waiting for the bus as long as it takes), opens the artifact
+ * store and mesh-have, answers the runtime's provision asks, writes the presence heartbeat, and
+ * says when the bus goes and comes back. What runs keeps running without it.
+ */
+import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
+import {
+  Bucket,
+  ErrorCode,
+  MeshError,
+  PROVISION_SERVICE,
+  ProvisionAsk,
+  nodeKey,
+  provisionSubject,
+  type Credential,
+  type Have,
+} from "@mesh/protocol";
+import { presenceOf } from "./presence.js";
+import type { Provisioner } from "./provisioner.js";
+
+export const HOST_VERSION = "0.1.0";
+
+/** Between presence heartbeats, unless told otherwise; readers judge a node gone from it. */
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+export interface ConnectionOptions {
+  readonly node: string;
+  readonly root: string;
+  readonly keys: NodeKeys;
+  readonly provisioner: Provisioner;
+  readonly heartbeatMs: number;
+  readonly account?: { readonly name: string; readonly home?: string };
+  readonly adopted?: boolean;
+  /** Connected: the have is there to read back, the watches to start. */
+  readonly onConnected: (bus: MeshBus) => Promise<void>;
+  /** Back after a loss: say everything again, watch again. */
+  readonly onReconnected: (bus: MeshBus) => void;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+}
+
+export class Connection {
+  readonly #o: ConnectionOptions;
+  #bus: MeshBus | undefined;
+  #artifacts: ArtifactStore | undefined;
+  #have: KvBucket<Have> | undefined;
+  #served: Served | undefined;
+  #connected = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(options: ConnectionOptions) {
+    this.#o = options;
+  }
+
+  /** The bus once connected (the host runs without it). */
+  get bus(): MeshBus | undefined {
+    return this.#bus;
+  }
+  get artifacts(): ArtifactStore | undefined {
+    return this.#artifacts;
+  }
+  get have(): KvBucket<Have> | undefined {
+    return this.#have;
+  }
+  /** Whether the host reaches the bus now. */
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** Connects and follows the connection until the stop signal; resolves once set up. */
+  async connect(credential: Credential): Promise<void> {
+    let bus: MeshBus;
+    try {
+      // The bus's own retry loop ends on the stop signal, and closes what connects after it.
+      bus = await MeshBus.connect(credential, {
+        waitForBus: true,
+        name: `${this.#o.node}.host`,
+        signal: this.#o.signal,
+      });
+    } catch (error) {
+      if (!this.#o.signal.aborted) this.#o.log(`cannot reach the bus: ${(error as Error).message}`);
+      return;
+    }
+    if (this.#o.signal.aborted) {
+      await bus.close();
+      return;
+    }
+    this.#bus = bus;
+    this.#connected = true;
+    this.#o.log(`connected to the bus`);
+    await this.#open(bus);
+    const heartbeat = (): void => void this.#beat(bus);
+    heartbeat();
+    this.#heartbeat = setInterval(heartbeat, this.#o.heartbeatMs);
+    await this.#o.onConnected(bus);
+    void (async () => {
+      for await (const event of bus.events()) {
+        if (event.type === "reconnected") {
+          this.#connected = true;
+          this.#o.log("the bus is back");
+          heartbeat();
+          this.#o.onReconnected(bus);
+        } else if (event.type === "disconnected") {
+          this.#connected = false;
+          this.#o.log("lost the bus; what runs keeps running");
+        }
+      }
+    })();
+  }
+
+  /** Stops answering and closes the bus (after the watches ended). */
+  async close(): Promise<void> {
+    clearInterval(this.#heartbeat);
+    await this.#served?.stop().catch(() => undefined);
+    await this.#bus?.close();
+  }
+
+  async #open(bus: MeshBus): Promise<void> {
+    try {
+      this.#artifacts = await ArtifactStore.open(bus, { signal: this.#o.signal });
+      this.#have = await KvBucket.open(bus, Bucket.have);
+      this.#served = await serve(bus, {
+        name: PROVISION_SERVICE,
+        version: HOST_VERSION,
+        description: `answers ${this.#o.node}'s runtime's provision asks`,
+        endpoints: [
+          {
+            name: "provision",
+            subject: provisionSubject(this.#o.node),
+            // The answer is synchronous (a lookup in what the host holds); serve() wants a promise.
+            handler: (request) => {
+              const ask = ProvisionAsk.safeParse(request.json());
+              if (!ask.success) {
+                throw new MeshError(
+                  ErrorCode.INVALID_INPUT,
+                  `a provision ask is {module, kind, key} with kind config, bound or secret; got ${JSON.stringify(request.json())}`,
+                );
+              }
+              return Promise.resolve(this.#o.provisioner.answer(ask.data));
+            },
+          },
+        ],
+        onRejected: (why, subject) => this.#o.log(`rejected a provision ask on ${subject}: ${why}`),
+        onInternalError: (error) => this.#o.log(`provision ask failed: ${String(error)}`),
+      });
+    } catch (error) {
+      this.#o.log(`cannot use the bus: ${(error as Error).message}`);
+    }
+  }
+
+  async #beat(bus: MeshBus): Promise<void> {
+    try {
+      const presence = await KvBucket.open(bus, Bucket.presence);
+      await presence.put(
+        nodeKey(this.#o.node),
+        presenceOf({
+          node: this.#o.node,
+          publicKey: this.#o.keys.publicKey,
+          version: HOST_VERSION,
+          now: new Date(),
+          root: this.#o.root,
+          ...(this.#o.account === undefined ? {} : { account: this.#o.account }),
+          ...(this.#o.adopted === undefined ? {} : { adopted: this.#o.adopted }),
+        }),
+        { signal: this.#o.signal },
+      );
+    } catch (error) {
+      if (!this.#o.signal.aborted) this.#o.log(`presence not written: ${(error as Error).message}`);
+    }
+  }
+}

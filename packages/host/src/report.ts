@@ -1,0 +1,192 @@
+/**
+ * The host's have reporter: says in mesh-have, per module, how it runs here (health, restarts,
+ * the last error, what it waits for), writing only what changed, and `stopped` for a module no
+ * longer composed here.
+ */
+import type { KvBucket } from "@mesh/bus";
+import { RUNTIME_PROCESS_ID, nodeModuleKey, type Composed, type Have } from "@mesh/protocol";
+import type { Waiting } from "./apply.js";
+import { moduleHealth, type HealthRules, type ToolsFacts } from "./health.js";
+import type { Desired } from "./plan.js";
+import { mergedToolsFacts, readRuntimeStatus, toolModulesOf } from "./runtime-handover.js";
+import type { Supervisor } from "./supervisor.js";
+
+export interface ReporterOptions {
+  readonly node: string;
+  readonly root: string;
+  readonly rules: HealthRules;
+  readonly supervisor: Supervisor;
+  /** What is wanted and how the last apply went. */
+  readonly applied: () => {
+    readonly desired: Desired | undefined;
+    readonly composed: Composed | undefined;
+    readonly applyErrors: ReadonlyMap<string, string>;
+    readonly waiting: ReadonlyMap<string, Waiting>;
+  };
+  /** mesh-have once the bus is there. */
+  readonly have: () => KvBucket<Have> | undefined;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+}
+
+type Said = Omit<Have, "since" | "build" | "lastError" | "waitingFor"> & {
+  build: string | undefined;
+  lastError: string | undefined;
+  waitingFor?: Waiting | undefined;
+};
+
+export class Reporter {
+  readonly #o: ReporterOptions;
+  /** What was last written to mesh-have, by module. */
+  readonly #reported = new Map<string, Have>();
+  /**
+   * The modules this host run has itself reported. A report restored from the previous run is
+   * said again once, even unchanged (keeping its `since`): readers such as `mesh up` wait for a
+   * report of now, not of the run before a crash.
+   */
+  readonly #confirmed = new Set<string>();
+  readonly #restartBase = new Map<string, number>();
+  #reporting = false;
+
+  constructor(options: ReporterOptions) {
+    this.#o = options;
+  }
+
+  /** Says everything again on the next report (what was written while away may be lost). */
+  forget(): void {
+    this.#reported.clear();
+  }
+
+  /**
+   * What the previous host said of each module, so `restarts` counts on and `since` stays
+   * when the health did not change.
+   */
+  async restore(): Promise<void> {
+    const have = this.#o.have();
+    if (have === undefined) return;
+    for (const module of this.#o.applied().desired?.modules.keys() ?? []) {
+      try {
+        const last = await have.get(nodeModuleKey(this.#o.node, module), {
+          signal: this.#o.signal,
+        });
+        if (last === undefined) continue;
+        this.#restartBase.set(module, last.value.restarts);
+        if (!this.#reported.has(module)) this.#reported.set(module, last.value);
+      } catch (error) {
+        this.#o.log(`have of ${module} not read back: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  async report(): Promise<void> {
+    if (this.#reporting) return; // the tick and an apply may both ask; one at a time
+    this.#reporting = true;
+    try {
+      await this.#reportNow();
+    } finally {
+      this.#reporting = false;
+    }
+  }
+
+  async #reportNow(): Promise<void> {
+    const { desired, composed, applyErrors, waiting } = this.#o.applied();
+    const supervisor = this.#o.supervisor;
+    if (desired === undefined) return;
+    const now = Date.now();
+    const modules = new Set([...desired.modules.keys()]);
+    const tools = await this.#toolsStatus(desired);
+    for (const [module, fingerprint] of desired.modules) {
+      const ids = [...desired.processes.keys()].filter(
+        (id) => desired.processes.get(id)?.resource.module === module,
+      );
+      const statuses = ids.map((id) => supervisor.status(id));
+      const facts = statuses.map((s) => ({
+        running: s?.running ?? false,
+        since: s?.since,
+        exits: s?.exits ?? [],
+        lastError: s?.lastError,
+      }));
+      const { health, lastError } = moduleHealth({
+        applyError: applyErrors.get(module),
+        waitingFor: waiting.get(module),
+        processes: facts,
+        now,
+        rules: this.#o.rules,
+        ...(tools.has(module) ? { tools: tools.get(module) } : {}),
+      });
+      const restarts =
+        (this.#restartBase.get(module) ?? 0) + statuses.reduce((n, s) => n + (s?.restarts ?? 0), 0);
+      const build = composed?.modules?.[module]?.build;
+      const waitingFor = waiting.get(module);
+      await this.#write(module, { build, fingerprint, health, restarts, lastError, waitingFor });
+    }
+    for (const module of [...this.#reported.keys()]) {
+      if (modules.has(module)) continue;
+      const last = this.#reported.get(module) as Have;
+      if (last.health !== "stopped")
+        await this.#write(module, {
+          build: last.build,
+          fingerprint: last.fingerprint,
+          health: "stopped",
+          restarts: last.restarts,
+          lastError: undefined,
+        });
+    }
+  }
+
+  /**
+   * The load result of each module the runtime serves here, from its status file: undefined for a
+   * module it has not reported yet, or when the file is not from the runtime running now.
+   */
+  async #toolsStatus(desired: Desired): Promise<Map<string, ToolsFacts | undefined>> {
+    const supervisor = this.#o.supervisor;
+    const out = new Map<string, ToolsFacts | undefined>();
+    const runtime = desired.processes.get(RUNTIME_PROCESS_ID)?.resource;
+    if (runtime === undefined) return out;
+    for (const module of toolModulesOf(runtime)) out.set(module, undefined);
+    const current = await readRuntimeStatus(
+      this.#o.root,
+      supervisor.identity(RUNTIME_PROCESS_ID)?.pid,
+    );
+    const retiring = await readRuntimeStatus(
+      this.#o.root,
+      supervisor.retiring(RUNTIME_PROCESS_ID)?.pid,
+    );
+    for (const module of out.keys()) out.set(module, mergedToolsFacts(current, retiring, module));
+    return out;
+  }
+
+  async #write(module: string, now: Said): Promise<void> {
+    const have = this.#o.have();
+    if (have === undefined) return;
+    const last = this.#reported.get(module);
+    const same =
+      last !== undefined &&
+      this.#confirmed.has(module) &&
+      last.health === now.health &&
+      last.build === now.build &&
+      last.fingerprint === now.fingerprint &&
+      last.restarts === now.restarts &&
+      last.lastError === now.lastError &&
+      last.waitingFor?.what === now.waitingFor?.what;
+    if (same) return;
+    const value: Have = {
+      ...(now.build === undefined ? {} : { build: now.build }),
+      fingerprint: now.fingerprint,
+      health: now.health,
+      since:
+        last !== undefined && last.health === now.health ? last.since : new Date().toISOString(),
+      restarts: now.restarts,
+      ...(now.lastError === undefined ? {} : { lastError: now.lastError.slice(0, 2000) }),
+      ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
+    };
+    try {
+      await have.put(nodeModuleKey(this.#o.node, module), value, { signal: this.#o.signal });
+      this.#reported.set(module, value);
+      this.#confirmed.add(module);
+    } catch (error) {
+      if (!this.#o.signal.aborted)
+        this.#o.log(`have of ${module} not written: ${(error as Error).message}`);
+    }
+  }
+}
