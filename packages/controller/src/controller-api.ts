@@ -1,8 +1,8 @@
 /**
  * The controller's request endpoints for the operator, and the calls the CLI makes to them. Only
- * the controller holds the vault's key and the broker, so making a join token and setting a
- * secret go through it; the operator's credential may ask these two subjects and nothing else of
- * the controller's.
+ * the controller holds the vault's key and the broker, so making a join token and setting,
+ * listing (names and when, never values) and unsetting secrets go through it; the operator's
+ * credential may ask these subjects and nothing else of the controller's.
  */
 import { z } from "zod";
 import { KEY_NAME_PATTERN, NAME_PATTERN, Subject } from "@mesh/protocol";
@@ -42,6 +42,27 @@ export const SecretSetAnswer = z
   .strict();
 export type SecretSetAnswer = z.infer<typeof SecretSetAnswer>;
 
+/** `mesh.controller.secret-list`: a module's secret names and when each was set. */
+export const SecretListAsk = z.object({ module: z.string().regex(NAME_PATTERN) }).strict();
+export type SecretListAsk = z.infer<typeof SecretListAsk>;
+export const SecretListAnswer = z
+  .object({
+    module: z.string(),
+    secrets: z.array(z.object({ name: z.string(), by: z.string(), at: z.string() }).strict()),
+  })
+  .strict();
+export type SecretListAnswer = z.infer<typeof SecretListAnswer>;
+
+/** `mesh.controller.secret-unset`: removes a module's secret; `removed` says whether it was set. */
+export const SecretUnsetAsk = z
+  .object({ module: z.string().regex(NAME_PATTERN), name: z.string().regex(KEY_NAME_PATTERN) })
+  .strict();
+export type SecretUnsetAsk = z.infer<typeof SecretUnsetAsk>;
+export const SecretUnsetAnswer = z
+  .object({ module: z.string(), name: z.string(), removed: z.boolean() })
+  .strict();
+export type SecretUnsetAnswer = z.infer<typeof SecretUnsetAnswer>;
+
 export async function askJoinToken(
   bus: MeshBus,
   ask: JoinTokenAsk,
@@ -56,4 +77,20 @@ export async function askSecretSet(
   options: { readonly signal?: AbortSignal } = {},
 ): Promise<SecretSetAnswer> {
   return SecretSetAnswer.parse(await request(bus, Subject.secretSet, ask, options));
+}
+
+export async function askSecretList(
+  bus: MeshBus,
+  ask: SecretListAsk,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<SecretListAnswer> {
+  return SecretListAnswer.parse(await request(bus, Subject.secretList, ask, options));
+}
+
+export async function askSecretUnset(
+  bus: MeshBus,
+  ask: SecretUnsetAsk,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<SecretUnsetAnswer> {
+  return SecretUnsetAnswer.parse(await request(bus, Subject.secretUnset, ask, options));
 }

@@ -53,12 +53,8 @@ import {
   type WatchEvent,
 } from "@mesh/bus";
 import { Broker, PrincipalKind, principalUser } from "./broker.js";
-import {
-  JoinTokenAsk,
-  SecretSetAsk,
-  type JoinTokenAnswer,
-  type SecretSetAnswer,
-} from "./controller-api.js";
+import { JoinTokenAsk, type JoinTokenAnswer } from "./controller-api.js";
+import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
 import { DEFAULT_JOIN_TOKEN_TTL_MS, JoinTokens } from "./join-tokens.js";
 import { intakeManifest } from "./manifest-intake.js";
@@ -267,7 +263,11 @@ export class Controller implements AsyncDisposable {
         endpoints: [
           { name: "join", subject: Subject.join, handler: (r) => this.#join(r) },
           { name: "join-token", subject: Subject.joinToken, handler: (r) => this.#joinToken(r) },
-          { name: "secret-set", subject: Subject.secretSet, handler: (r) => this.#secretSet(r) },
+          ...secretEndpoints({
+            bucket: this.#secretsBucket,
+            vault: this.#vault,
+            now: () => this.#now(),
+          }),
         ],
         onRejected: (why, subject) => log(`controller: rejected a message on ${subject}: ${why}`),
         onInternalError: (error, subject) =>
@@ -701,21 +701,5 @@ export class Controller implements AsyncDisposable {
       setTimeout(() => this.#poke(), ttlMs + 1_000).unref();
       return { token: made.token, id: made.id, expiresAt: made.expiresAt };
     });
-  }
-
-  async #secretSet(request: Request): Promise<SecretSetAnswer> {
-    const parsed = SecretSetAsk.safeParse(request.json());
-    if (!parsed.success) {
-      throw new MeshError(
-        ErrorCode.INVALID_INPUT,
-        `a secret-set ask is {module, name, value} (a module name, a secret name, at most 64 KiB): ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-      );
-    }
-    const { module, name, value } = parsed.data;
-    const key = secretKey(module, name);
-    const at = this.#now().toISOString();
-    const sealed = { ...this.#vault.seal(value, key), by: Principal.operator, at };
-    await this.#secretsBucket.put(key, sealed);
-    return { module, name, at };
   }
 }

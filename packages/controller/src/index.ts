@@ -9,3 +9,4 @@ export * from "./seal-cache.js";
 export * from "./vault.js";
 export * from "./compose-preview.js";
 export * from "./daemon.js";
+export * from "./secret-endpoints.js";

@@ -8,3 +8,4 @@ export * from "./permissions.js";
 export * from "./assigner/index.js";
 export * from "./fleet/index.js";
 export * from "./archive-entry.js";
+export { closest, oneOf } from "./suggest.js";

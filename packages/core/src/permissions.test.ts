@@ -491,6 +491,9 @@ describe("operatorGrant", () => {
   test("asks the controller for join tokens and secrets, and cannot present a join itself", () => {
     assert.ok(can(p, "mesh.controller.join-token"));
     assert.ok(can(p, "mesh.controller.secret-set"));
+    assert.ok(can(p, "mesh.controller.secret-list"));
+    assert.ok(can(p, "mesh.controller.secret-unset"));
+    assert.equal(can(p, "mesh.controller.secret-get"), false, "no subject hands a value back");
     assert.equal(can(p, "mesh.join"), false);
     assert.equal(hears(p, "mesh.controller.join-token"), false);
   });

@@ -391,8 +391,9 @@ export function operatorGrant(input: { readonly node: string }): Permissions {
       streamRead(Stream.conditions, streamFilter(Stream.conditions)),
       streamRead(Stream.logs, streamFilter(Stream.logs)),
       callAnyTool(),
-      // Join tokens and secrets go through the controller, which alone holds the broker and vault.
-      publishTo(Subject.joinToken, Subject.secretSet),
+      // Join tokens and secrets (set, list names, unset) go through the controller, which alone
+      // holds the broker and vault.
+      publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
       inbox(input.node, Principal.operator),
     ),
   );

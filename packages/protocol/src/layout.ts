@@ -104,6 +104,8 @@ export const Subject = {
   /** The controller's request endpoints for the operator (only the controller writes secrets). */
   joinToken: "mesh.controller.join-token",
   secretSet: "mesh.controller.secret-set",
+  secretList: "mesh.controller.secret-list",
+  secretUnset: "mesh.controller.secret-unset",
 } as const;
 
 /**

@@ -5,34 +5,53 @@
 import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import {
+  ALL_NODES,
   Bucket,
   ErrorCode,
   MeshError,
   buildKey,
   checkName,
+  parseTargetModuleKey,
   targetModuleKey,
   type Target,
 } from "@mesh/protocol";
+import { requireModule } from "../known.js";
+import { readAll } from "../read-bucket.js";
+import { table } from "./status.js";
 import { unputMessage } from "./retry.js";
-import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
+import {
+  ExitCode,
+  act,
+  answer,
+  connect,
+  meshVerb,
+  out,
+  printJson,
+  type MeshOptions,
+} from "../verb.js";
 
 export function registerAssignVerbs(program: Command): void {
-  for (const [verb, remove] of [
-    ["assign", false],
-    ["unassign", true],
-  ] as const) {
-    act(
-      meshVerb(
-        program,
-        verb,
-        remove ? "Take a module's assignment away." : "Say where a module should run.",
-      )
-        .argument("<module>")
-        .option("--node <name>", "one node")
-        .option("--all", "every node"),
-      (name: string, options: TargetOptions) => assignVerb(name, options, remove),
-    );
-  }
+  act(
+    meshVerb(program, "assign", "Say where a module should run.")
+      .argument("<module>", "a registered module")
+      .option("--node <name>", "one node")
+      .option("--all", "every node")
+      .option("--force", "assign a module that is not registered yet"),
+    (name: string, options: TargetOptions) => assignVerb(name, options, false),
+  );
+  act(
+    meshVerb(program, "unassign", "Take a module's assignment away.")
+      .argument("<module>")
+      .option("--node <name>", "one node")
+      .option("--all", "every node"),
+    (name: string, options: TargetOptions) => assignVerb(name, options, true),
+  );
+  act(
+    meshVerb(program, "assignments", "Where each module is assigned: every node, or named nodes.")
+      .option("--module <name>", "only this module")
+      .option("--node <name>", "only assignments that reach this node"),
+    assignmentsVerb,
+  );
   act(
     meshVerb(
       program,
@@ -77,6 +96,7 @@ export const by = (bus: MeshBus): string => bus.credential.user;
 export interface TargetOptions extends MeshOptions {
   readonly node?: string;
   readonly all?: boolean;
+  readonly force?: boolean;
 }
 
 export async function assignVerb(
@@ -86,6 +106,7 @@ export async function assignVerb(
 ): Promise<ExitCode> {
   const key = targetModuleKey(target(options, remove ? "unassign" : "assign"), module);
   await using bus = await connect(options);
+  if (!remove) await requireModule(bus, module, { force: options.force, forWhat: "assign it" });
   const bucket = await KvBucket.open(bus, Bucket.assignments);
   if (remove) await bucket.delete(key);
   else await bucket.put(key, { by: by(bus), at: new Date().toISOString() });
@@ -93,6 +114,47 @@ export async function assignVerb(
   else out(remove ? `unassigned ${key}` : `assigned ${key}; the assigner writes the wants`);
   return ExitCode.ok;
 }
+
+export interface AssignmentsOptions extends MeshOptions {
+  readonly module?: string;
+  readonly node?: string;
+}
+
+/** One assignment as `mesh assignments` shows it. */
+export interface AssignmentRow {
+  readonly module: string;
+  /** `all` for every node, else the node's name. */
+  readonly node: string;
+  readonly by: string;
+  readonly at: string;
+}
+
+export async function assignmentsVerb(options: AssignmentsOptions): Promise<ExitCode> {
+  if (options.module !== undefined) checkName("module", options.module);
+  if (options.node !== undefined) checkName("node", options.node);
+  await using bus = await connect(options);
+  const rows = [...(await readAll(await KvBucket.open(bus, Bucket.assignments))).entries()]
+    .flatMap(([key, a]): AssignmentRow[] => {
+      const { target, module } = parseTargetModuleKey(key);
+      return [{ module, node: "all" in target ? ALL_NODES : target.node, by: a.by, at: a.at }];
+    })
+    .filter(
+      (r) =>
+        (options.module === undefined || r.module === options.module) &&
+        (options.node === undefined || r.node === ALL_NODES || r.node === options.node),
+    )
+    .sort((a, b) => (a.module === b.module ? cmp(a.node, b.node) : cmp(a.module, b.module)));
+  return answer(options, { assignments: rows }, () =>
+    rows.length === 0
+      ? ["nothing is assigned; `mesh assign <module> --all` places a module on every node"]
+      : table(
+          ["module", "where", "by", "at"],
+          rows.map((r) => [r.module, r.node === ALL_NODES ? "every node" : r.node, r.by, r.at]),
+        ),
+  );
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 export interface PutOptions extends MeshOptions {
   readonly node?: string;

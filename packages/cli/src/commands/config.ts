@@ -8,18 +8,15 @@ import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
-  ErrorCode,
-  MeshError,
   checkName,
   configKey,
   parseConfigKey,
   type ConfigDeclaration,
   type ConfigValue,
 } from "@mesh/protocol";
-import { connectToMesh } from "../find-mesh.js";
-import { ExitCode, printJson } from "../output.js";
+import { knownManifests, requireModule, unknownName } from "../known.js";
 import { readAll } from "../read-bucket.js";
-import { act, meshVerb, out, type MeshOptions } from "../verb.js";
+import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
 
 export interface ConfigOptions extends MeshOptions {
   readonly node?: string;
@@ -80,35 +77,18 @@ export function parseConfigArgument(text: string): { value: unknown; asString: b
 }
 
 /**
- * The module's declared config keys, from the manifests of the builds wanted for it (any node)
- * and of its newest built build (a key it adds may be set before the build is wanted anywhere).
- * Undefined when no manifest is known (not registered, or not built yet): then keys cannot be
- * checked.
+ * The module's declared config keys, from {@link knownManifests}. Undefined when no manifest is
+ * known (not registered, or not built yet): then keys cannot be checked.
  */
 export async function declaredConfig(
   bus: MeshBus,
   module: string,
 ): Promise<Record<string, ConfigDeclaration> | undefined> {
-  const digests = new Set<string>();
-  for (const w of (await readAll(await KvBucket.open(bus, Bucket.wants), `*.${module}`)).values())
-    digests.add(w.manifestDigest);
-  const builds = [
-    ...(await readAll(await KvBucket.open(bus, Bucket.builds), `${module}.*`)).values(),
-  ].filter((b) => b.status === "built" && b.manifestDigest !== undefined);
-  const newest = builds.sort((a, b) => b.candidate - a.candidate)[0];
-  if (newest?.manifestDigest !== undefined) digests.add(newest.manifestDigest);
-  if (digests.size === 0) return undefined;
-  const manifests = await KvBucket.open(bus, Bucket.manifests);
+  const manifests = await knownManifests(bus, module);
+  if (manifests.length === 0) return undefined;
   const declared: Record<string, ConfigDeclaration> = {};
-  let found = false;
-  // Sorted, so that where two wanted builds declare a key differently the answer is stable.
-  for (const digest of [...digests].sort()) {
-    const m = await manifests.get(digest);
-    if (m === undefined) continue;
-    found = true;
-    for (const [key, d] of Object.entries(m.value.config)) declared[key] ??= d;
-  }
-  return found ? declared : undefined;
+  for (const m of manifests) for (const [key, d] of Object.entries(m.config)) declared[key] ??= d;
+  return declared;
 }
 
 export async function configSet(
@@ -119,17 +99,19 @@ export async function configSet(
 ): Promise<ExitCode> {
   const k = configKey(module, key, nodeOf(options));
   const { value, asString } = parseConfigArgument(text);
-  await using bus = await connectToMesh(options);
+  await using bus = await connect(options);
+  await requireModule(bus, module, { force: options.force, forWhat: "set the value" });
   const declared = await declaredConfig(bus, module);
   if (declared !== undefined && !Object.hasOwn(declared, key) && options.force !== true) {
-    const names = Object.keys(declared).sort();
-    throw new MeshError(
-      ErrorCode.REFUSED,
-      `${module} declares no config key ${JSON.stringify(key)} (${
-        names.length === 0 ? "it declares none" : `it declares ${names.join(", ")}`
-      }); set a declared key, declare ${key} in ${module}'s manifest, or pass --force`,
-      { module, key: k },
-    );
+    throw unknownName({
+      what: `config key of ${module}`,
+      name: key,
+      known: Object.keys(declared).sort(),
+      knownAs: `declared by ${module}'s manifest`,
+      fix: `set a declared key, declare ${key} in ${module}'s manifest, or pass --force`,
+      module,
+      key: k,
+    });
   }
   const record: ConfigValue = {
     value: value as ConfigValue["value"],
@@ -155,7 +137,7 @@ export async function configUnset(
   options: ConfigOptions,
 ): Promise<ExitCode> {
   const k = configKey(module, key, nodeOf(options));
-  await using bus = await connectToMesh(options);
+  await using bus = await connect(options);
   const bucket = await KvBucket.open(bus, Bucket.config);
   const had = (await bucket.get(k)) !== undefined;
   if (had) await bucket.delete(k);
@@ -188,7 +170,7 @@ export async function configGet(
   checkName("module", module);
   if (key !== undefined) checkName("config key", key);
   const node = nodeOf(options);
-  await using bus = await connectToMesh(options);
+  await using bus = await connect(options);
   const values = await readAll(await KvBucket.open(bus, Bucket.config), `${module}.>`);
   const declared = await declaredConfig(bus, module);
   const rows = new Map<string, ConfigRow>();

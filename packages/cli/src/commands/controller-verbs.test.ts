@@ -125,6 +125,13 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
     const put = async (bucket: string, key: string, value: unknown) =>
       (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
     await put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
+    // Registered, as `mesh secret set` refuses a module the mesh does not know (issue 14.8).
+    await put(Bucket.modules, "hello", {
+      module: "hello",
+      source: { kind: "directory", path: "/src/hello" },
+      by: "operator",
+      at: new Date().toISOString(),
+    });
     for (const node of ["n1", "n2"]) {
       await put(Bucket.wants, nodeModuleKey(node, "hello"), {
         build: "1-a",

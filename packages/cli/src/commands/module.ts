@@ -1,5 +1,5 @@
 /**
- * Registering modules and following their builds: `mesh module add|list|show` and `mesh builds`.
+ * Registering modules and following their builds: `mesh module add|list|show|remove` and `mesh builds`.
  */
 import { Option, type Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
@@ -21,6 +21,7 @@ import { readAll } from "../read-bucket.js";
 import {
   ExitCode,
   act,
+  answer,
   connect,
   meshVerb,
   out,
@@ -29,6 +30,7 @@ import {
   printJson,
   type MeshOptions,
 } from "../verb.js";
+import { requireModule } from "../known.js";
 import { by } from "./assign.js";
 
 export function registerModuleVerbs(program: Command): void {
@@ -54,6 +56,16 @@ export function registerModuleVerbs(program: Command): void {
       "<module>",
     ),
     moduleShow,
+  );
+  act(
+    meshVerb(
+      module,
+      "remove",
+      "Unregister a module: its folder or ref is no longer followed. Refused while it is assigned, unless --unassign.",
+    )
+      .argument("<module>")
+      .option("--unassign", "take its assignments away first (it then stops everywhere)"),
+    moduleRemove,
   );
   act(
     meshVerb(program, "builds", "Builds, with the log of each failed one.").argument(
@@ -237,6 +249,34 @@ export async function moduleShow(module: string, options: MeshOptions): Promise<
   for (const [k, w] of wants)
     out(`  wanted on ${k.split(".")[0] ?? ""}: ${w.build} (${w.rule}: ${w.reason})`);
   return ExitCode.ok;
+}
+
+export interface ModuleRemoveOptions extends MeshOptions {
+  readonly unassign?: boolean;
+}
+
+export async function moduleRemove(
+  module: string,
+  options: ModuleRemoveOptions,
+): Promise<ExitCode> {
+  checkName("module", module);
+  await using bus = await connect(options);
+  await requireModule(bus, module);
+  const assignments = await KvBucket.open(bus, Bucket.assignments);
+  const assigned = (await assignments.keys(`*.${module}`)).sort();
+  if (assigned.length > 0 && options.unassign !== true) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${module} is still assigned (${assigned.join(", ")}), so removing it would leave it wanted while the mesh no longer follows its source; \`mesh unassign ${module} --all\` (or --node N) first, or pass --unassign`,
+      { module },
+    );
+  }
+  for (const key of assigned) await assignments.delete(key);
+  await (await KvBucket.open(bus, Bucket.modules)).delete(module);
+  return answer(options, { module, removed: true, unassigned: assigned }, () => [
+    ...(assigned.length === 0 ? [] : [`unassigned ${assigned.join(", ")}`]),
+    `removed ${module}; its builds are kept (\`mesh builds ${module}\`), and \`mesh module add\` registers it again`,
+  ]);
 }
 
 export async function buildsVerb(

@@ -90,6 +90,9 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
 
     const digest = fingerprintOf(hello.manifest);
     await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello.manifest);
+    const source = { kind: "directory", path: "/src/hello" } as const;
+    const registration = { module: "hello", source, by: "ada", at: iso(0) };
+    await (await KvBucket.open(admin, Bucket.modules)).put("hello", registration);
     const presence = await KvBucket.open(admin, Bucket.presence);
     const facts = { os: "linux", arch: "x64", version: "0.1.0" };
     // n1 beat a moment ago; n2 last beat ten minutes ago, far beyond three heartbeats.

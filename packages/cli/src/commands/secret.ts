@@ -1,11 +1,30 @@
 /**
- * `mesh secret set <module> <name>`: a module's secret, read from stdin and handed to the
- * controller, which keeps it sealed in its vault (mesh-secrets); nodes get it sealed to them.
+ * `mesh secret set|list|unset`: a module's secrets. The controller alone keeps them, sealed with
+ * its vault's key in mesh-secrets, so each verb asks it (`mesh.controller.secret-*`); a value is
+ * read from stdin and never printed back: `list` shows names, who set each and when. A module or
+ * secret name the mesh does not know is refused with the known ones, unless `--force`.
  */
 import type { Command } from "commander";
-import { askSecretSet } from "@mesh/controller";
-import { ErrorCode, MeshError } from "@mesh/protocol";
-import { act, connect, meshVerb, out, printJson, ExitCode, type MeshOptions } from "../verb.js";
+import type { MeshBus } from "@mesh/bus";
+import { askSecretList, askSecretSet, askSecretUnset } from "@mesh/controller";
+import { ErrorCode, MeshError, checkName } from "@mesh/protocol";
+import { knownManifests, requireModule, unknownName } from "../known.js";
+import {
+  ExitCode,
+  act,
+  answer,
+  connect,
+  meshVerb,
+  note,
+  out,
+  printJson,
+  type MeshOptions,
+} from "../verb.js";
+import { table } from "./status.js";
+
+export interface SecretOptions extends MeshOptions {
+  readonly force?: boolean;
+}
 
 export function registerSecretVerbs(program: Command): void {
   const secret = program
@@ -18,22 +37,113 @@ export function registerSecretVerbs(program: Command): void {
       "Set a module's secret; the value is read from stdin, never from the command line.",
     )
       .argument("<module>", "the module that declares the secret")
-      .argument("<name>", "the secret's name, as in its own-secrets"),
+      .argument("<name>", "the secret's name, as in its own-secrets")
+      .option(
+        "--force",
+        "set it although the module is not registered or its manifest does not declare the name",
+      ),
     secretSet,
   );
+  act(
+    meshVerb(
+      secret,
+      "list",
+      "A module's secrets: names, who set each and when; never values.",
+    ).argument("<module>"),
+    secretList,
+  );
+  act(
+    meshVerb(
+      secret,
+      "unset",
+      "Remove a module's secret from the vault; the controller sends it to no node again.",
+    )
+      .argument("<module>")
+      .argument("<name>"),
+    secretUnset,
+  );
+}
+
+/**
+ * The secret names `module`'s known manifests declare, or undefined when no manifest is known
+ * yet (registered, not built): then a name cannot be checked.
+ */
+async function declaredSecrets(bus: MeshBus, module: string): Promise<string[] | undefined> {
+  const manifests = await knownManifests(bus, module);
+  if (manifests.length === 0) return undefined;
+  return [...new Set(manifests.flatMap((m) => Object.keys(m["own-secrets"])))].sort();
 }
 
 export async function secretSet(
   module: string,
   name: string,
-  options: MeshOptions,
+  options: SecretOptions,
 ): Promise<ExitCode> {
+  checkName("module", module);
   const value = await readSecretFromStdin(process.stdin);
   await using bus = await connect(options);
+  const registered = await requireModule(bus, module, {
+    force: options.force,
+    forWhat: "keep the secret",
+  });
+  const declared = registered ? await declaredSecrets(bus, module) : undefined;
+  if (declared !== undefined && !declared.includes(name) && options.force !== true) {
+    throw unknownName({
+      what: `secret of ${module}`,
+      name,
+      known: declared,
+      knownAs: `declared in own-secrets of ${module}'s manifest`,
+      fix: `set a declared secret, declare ${name} under own-secrets in ${module}'s manifest, or pass --force`,
+      module,
+    });
+  }
   const set = await askSecretSet(bus, { module, name, value });
+  if (declared === undefined)
+    note(
+      options,
+      registered
+        ? `${module}'s manifest is not known yet (not built); the name ${name} is unchecked`
+        : `${module} is not registered; the secret waits for it`,
+    );
   if (options.json === true) printJson({ ok: true, ...set });
   else out(`${module}'s secret ${name} is set (${set.at}); nodes get it sealed`);
   return ExitCode.ok;
+}
+
+export async function secretList(module: string, options: MeshOptions): Promise<ExitCode> {
+  checkName("module", module);
+  await using bus = await connect(options);
+  const listed = await askSecretList(bus, { module });
+  const declared = await declaredSecrets(bus, module);
+  const rows = listed.secrets.map((s) => ({
+    ...s,
+    declared: declared === undefined ? null : declared.includes(s.name),
+  }));
+  const missing = (declared ?? []).filter((d) => !rows.some((r) => r.name === d));
+  return answer(options, { module, secrets: rows, notSet: missing }, () => [
+    ...(rows.length === 0
+      ? [`${module} has no secrets set`]
+      : table(
+          ["name", "set by", "at", ""],
+          rows.map((r) => [r.name, r.by, r.at, r.declared === false ? "not declared" : ""]),
+        )),
+    ...missing.map((m) => `  ${m}: declared, not set — \`mesh secret set ${module} ${m} < file\``),
+  ]);
+}
+
+export async function secretUnset(
+  module: string,
+  name: string,
+  options: MeshOptions,
+): Promise<ExitCode> {
+  checkName("module", module);
+  await using bus = await connect(options);
+  const done = await askSecretUnset(bus, { module, name });
+  return answer(options, { ...done }, () => [
+    done.removed
+      ? `${module}'s secret ${name} is unset; the controller sends it to no node again`
+      : `${module} has no secret ${name}; nothing to unset (see \`mesh secret list ${module}\`)`,
+  ]);
 }
 
 /**

@@ -1,0 +1,97 @@
+/**
+ * A real bus with its layout and a running controller, and an operator credential with exactly
+ * the operator's grant, for tests of verbs that ask the controller (`mesh secret …`). The admin
+ * connection seeds buckets the way the mesh's own processes would.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import {
+  FULL_PERMISSIONS,
+  KvBucket,
+  MeshBus,
+  ensureLayout,
+  hashPassword,
+  writeCredential,
+} from "@mesh/bus";
+import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { operatorGrant } from "@mesh/core";
+import { Controller } from "@mesh/controller";
+import { Bucket, Principal } from "@mesh/protocol";
+
+export interface ControllerMesh extends AsyncDisposable {
+  readonly server: TestServer;
+  readonly admin: MeshBus;
+  readonly controller: Controller;
+  /** The operator's credential file. */
+  readonly credential: string;
+  /** Writes a value into a bucket as the mesh's own processes would. */
+  put(bucket: string, key: string, value: unknown): Promise<void>;
+  /** Registers a module (mesh-modules), as `mesh module add` does. */
+  register(module: string): Promise<void>;
+}
+
+const HUB = "hub";
+
+export async function startControllerMesh(): Promise<ControllerMesh> {
+  const server = await startTestServer();
+  const dir = await mkdtemp(join(tmpdir(), "mesh-cli-controller-mesh-"));
+  const admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: HUB, module: Principal.controller }),
+  );
+  await ensureLayout(admin);
+  const password = "operator-password";
+  const statics = [
+    {
+      user: server.admin.user,
+      passwordHash: await hashPassword(server.admin.password),
+      permissions: FULL_PERMISSIONS,
+    },
+    {
+      user: `${HUB}.${Principal.operator}`,
+      passwordHash: await hashPassword(password),
+      permissions: operatorGrant({ node: HUB }),
+    },
+  ];
+  const credential = join(dir, "operator.json");
+  await writeCredential(
+    credential,
+    credentialFor(
+      server,
+      { user: `${HUB}.${Principal.operator}`, password },
+      { node: HUB, module: Principal.operator },
+    ),
+  );
+  const controller = await Controller.create({
+    bus: admin,
+    dir: join(dir, "controller"),
+    sink: server.server,
+    staticUsers: () => Promise.resolve(statics),
+  });
+  void controller.run();
+  await deadline(controller.ready, 20_000, "the controller's first pass");
+  const put = async (bucket: string, key: string, value: unknown): Promise<void> => {
+    await (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
+  };
+  return {
+    server,
+    admin,
+    controller,
+    credential,
+    put,
+    register: (module) =>
+      put(Bucket.modules, module, {
+        module,
+        source: { kind: "directory", path: `/src/${module}` },
+        by: Principal.operator,
+        at: new Date().toISOString(),
+      }),
+    async [Symbol.asyncDispose]() {
+      await controller.stop();
+      await admin.close();
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
