@@ -5,7 +5,7 @@
  * asked. A watch hands the current value, then each change, then a refusal when the value stops
  * being answered; one subscription to the client's change notices serves every watch.
  */
-import { flush, request, type MeshBus } from "@mesh/bus";
+import { flush, isTransient, request, type MeshBus } from "@mesh/bus";
 import {
   ErrorCode,
   MeshError,
@@ -125,12 +125,25 @@ export class Provisioner implements AsyncDisposable {
         { module, key },
       );
     }
-    const answer = await request(
-      this.#bus,
-      provisionSubject(this.#node),
-      { module, kind, key },
-      { timeoutMs: this.#askTimeoutMs, ...(signal === undefined ? {} : { signal }) },
-    );
+    const subject = provisionSubject(this.#node);
+    let answer: unknown;
+    try {
+      answer = await request(
+        this.#bus,
+        subject,
+        { module, kind, key },
+        { timeoutMs: this.#askTimeoutMs, ...(signal === undefined ? {} : { signal }) },
+      );
+    } catch (error) {
+      // No responders is the client not being there (its host restarting), not an answer: it
+      // is no NOT_FOUND of the value, so it is never handed to module code as a refusal.
+      if (!isTransient(error)) throw error;
+      throw new MeshError(
+        ErrorCode.TIMEOUT,
+        `the provisioner client of ${this.#node} is not reachable (nothing answers ${subject}: its host is restarting or not running); ask for ${module}'s ${kind} ${JSON.stringify(key)} again shortly`,
+        { module, key, subject, cause: error },
+      );
+    }
     const parsed = ProvisionAnswer.safeParse(answer);
     if (!parsed.success) {
       throw new MeshError(
@@ -201,9 +214,10 @@ export class Provisioner implements AsyncDisposable {
       if (isMeshError(error, ReplyCode.REFUSED) || isMeshError(error, ReplyCode.NOT_FOUND)) {
         next = { refused: error.message };
       } else {
-        // The client not reached: asked again on its next notice, which it says when it is back.
+        // The client not reached (a timeout, no responders): nothing is handed; asked again on
+        // its next notice, which it says when it is back.
         this.#log(
-          `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} could not ask again: ${String(error)}`,
+          `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} could not ask again (asked again on the next change notice): ${String(error)}`,
         );
         return;
       }
