@@ -314,6 +314,9 @@ describe("runtimeGrant", () => {
     assert.ok(can(p, "mesh.conditions.board.x"));
     assert.ok(can(p, "mesh.keeps.n1.counter"));
     assert.ok(can(p, "mesh.conditions.node-tools.load-failed"));
+    assert.ok(can(p, "mesh.logs.n1.counter"), "its tools' ctx.log lines, filed under counter");
+    assert.equal(can(p, "mesh.logs.n1.daemon"), false, "not a served module's lines");
+    assert.equal(can(p, "mesh.logs.n2.counter"), false);
     assert.equal(can(p, kv.get("daemon_log", "x")), false);
     assert.equal(can(p, "mesh.conditions.daemon.x"), false);
     assert.ok(hears(p, "_INBOX.n1.node-tools.abc"));

@@ -23,6 +23,7 @@ import {
   Subject,
   conditionSubject,
   keepsSubject,
+  logsSubject,
   moduleConditionsWildcard,
   nodeKey,
   provisionChangedSubject,
@@ -185,6 +186,8 @@ export function runtimeGrant(input: {
     refuseReserved(manifest.module, { runtime: "allowed" });
     if (tools) {
       parts.push(serveTools(node, manifest.module));
+      // What its tools' code logs (ctx.log) is filed under the module, as its tools' lines.
+      parts.push(publishTo(logsSubject(node, manifest.module)));
       services.add(manifest.module);
     }
     const declared = moduleRights(node, manifest, owners);

@@ -5,7 +5,7 @@
  */
 import type { Worker } from "node:worker_threads";
 import { z } from "zod";
-import { KvBucket, sayCondition, serve, type MeshBus, type Served } from "@mesh/bus";
+import { KvBucket, publish, sayCondition, serve, type MeshBus, type Served } from "@mesh/bus";
 import {
   BoundKey,
   ConditionLevel,
@@ -13,12 +13,19 @@ import {
   MeshError,
   ReplyCode,
   isMeshError,
+  logsSubject,
   stateBucket,
   toolSubject,
+  type LogLine,
   type ReplyCode as ReplyCodeType,
 } from "@mesh/protocol";
 import type { AskOp, ProvisionItem, ToWorker, ToolInfo } from "@mesh/sdk";
 import type { Provisioner } from "./provisioner.js";
+
+/** The process name a module's tools' `ctx.log` lines carry in `mesh logs <module>`. */
+export const TOOLS_LOG_PROCESS = "tools";
+/** The longest logged line filed on the bus; a longer one is cut (the runtime's log keeps it). */
+const MAX_LOG_LINE = 16 * 1024;
 
 /** Any JSON value: what a module keeps in its states. */
 const Json = z.json();
@@ -41,6 +48,26 @@ export class ModuleAsks {
 
   constructor(options: AsksOptions) {
     this.#o = options;
+  }
+
+  /**
+   * A line the module's tools logged (`ctx.log`): in the runtime's own log, and filed under the
+   * module itself (`mesh logs <module>`), marked as its tools' (process `tools`); warn and error
+   * go as stderr.
+   */
+  log(level: string, text: string): void {
+    this.#o.log(`[${this.#o.module}] ${level}: ${text}`);
+    const line = level === "info" ? text : `${level}: ${text}`;
+    try {
+      publish(this.#o.bus, logsSubject(this.#o.node, this.#o.module), {
+        process: TOOLS_LOG_PROCESS,
+        stream: level === "info" ? "stdout" : "stderr",
+        line: line.length > MAX_LOG_LINE ? `${line.slice(0, MAX_LOG_LINE)}…` : line,
+        at: new Date().toISOString(),
+      } satisfies LogLine);
+    } catch {
+      // The connection is closed (the runtime is stopping); the runtime's own log has the line.
+    }
   }
 
   /** Stops every watch (the worker ended). */

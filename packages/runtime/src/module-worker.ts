@@ -282,7 +282,7 @@ export class ModuleWorker implements AsyncDisposable {
         void this.#asks.answer(worker, message.id, message.op, message.params);
         return;
       case "log":
-        this.#o.log(`[${this.module}] ${message.level}: ${message.text}`);
+        this.#asks.log(message.level, message.text);
         return;
       case "pong":
         this.#lastPong = Date.now();

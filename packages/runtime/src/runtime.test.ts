@@ -8,11 +8,18 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { KvBucket, MeshBus, discoverTools, request } from "@mesh/bus";
+import { KvBucket, MeshBus, discoverTools, flush, request } from "@mesh/bus";
 import { credentialFor, deadline } from "@mesh/bus/testing";
 import { hostGrant, moduleGrant } from "@mesh/core";
 import type { ComposedModule, MeshError } from "@mesh/protocol";
-import { CallHeader, ErrorCode, isMeshError, toolSubject } from "@mesh/protocol";
+import {
+  CallHeader,
+  ErrorCode,
+  LogLine,
+  isMeshError,
+  logsSubject,
+  toolSubject,
+} from "@mesh/protocol";
 import { z } from "zod";
 import { Runtime, type RuntimeStatus } from "./runtime.js";
 import { ModuleState } from "./module-worker.js";
@@ -135,6 +142,7 @@ describe("the runtime", () => {
       "explode",
       "first",
       "greet",
+      "log",
       "missing",
       "note",
       "overrun",
@@ -294,6 +302,35 @@ describe("the runtime", () => {
       keys: ["forged", "k"],
     });
     assert.deepEqual(await call("alpha", "warn", { message: "disk almost full" }), {});
+  });
+
+  test("a tool's ctx.log lines are filed under its module, marked as its tools' (issue 14.10)", async () => {
+    // Heard as the operator reads them: the stream's subject of the module itself.
+    const lines: LogLine[] = [];
+    let heard: (() => void) | undefined;
+    const stop = new AbortController();
+    const messages = bus.admin.subscribe(logsSubject(NODE, "alpha"), { signal: stop.signal });
+    void (async () => {
+      for await (const m of messages) {
+        lines.push(LogLine.parse(m.json()));
+        if (lines.length >= 2) heard?.();
+      }
+    })();
+    try {
+      await flush(bus.admin);
+      const both = new Promise<void>((resolve) => (heard = resolve));
+      assert.deepEqual(await call("alpha", "log", { text: "filed under alpha" }), {});
+      await deadline(both, WAIT, "alpha's two log lines on mesh.logs.<node>.alpha");
+      assert.deepEqual(
+        lines.map((l) => [l.process, l.stream, l.line]),
+        [
+          ["tools", "stdout", "filed under alpha"],
+          ["tools", "stderr", "warn: careful: filed under alpha"],
+        ],
+      );
+    } finally {
+      stop.abort();
+    }
   });
 
   test("a module reads another's state only as it declares, and may not write it", async () => {

@@ -138,6 +138,12 @@ export default defineModule({
       input: z.object({ message: z.string() }),
       handler: async ({ message }, ctx) => { await ctx.condition("disk", "warning", message); return {}; },
     }),
+    defineTool({
+      name: "log",
+      description: "Logs a line at info and one at warn.",
+      input: z.object({ text: z.string() }),
+      handler: async ({ text }, ctx) => { ctx.log.info(text); ctx.log.warn(\`careful: \${text}\`); return {}; },
+    }),
   ],
 });
 `;
