@@ -4,11 +4,56 @@
  * that is restarted or upgraded adopts them instead of restarting them. The credential is the
  * host's own (the principal `host` on its node), never the operator's.
  */
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
+import { ErrorCode, MeshError } from "@mesh/protocol";
 import { runHost } from "@mesh/host";
 import { ExitCode } from "../output.js";
 
-export interface HostCliOptions {
+/** How the machine is set up, as `mesh host`, `mesh join` and `mesh up` take it (`--account`, `--adopted`). */
+export interface MachineOptions {
+  /** The machine's operator account: the runtime runs as it (and under its home). */
+  readonly account?: string;
+  /** The machine is adopted: its own setup stays its administration's (filtered modules are left out). */
+  readonly adopted?: boolean;
+}
+
+/** A user name as useradd takes it (and a trailing $ for machine accounts), as core checks it. */
+const ACCOUNT_PATTERN = /^[a-z_][a-z0-9_-]{0,31}\$?$/i;
+
+function parseAccount(value: string): string {
+  if (!ACCOUNT_PATTERN.test(value)) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--account ${JSON.stringify(value)} is not a user name; give the machine's operator account as useradd takes it, e.g. --account ada`,
+    );
+  }
+  return value;
+}
+
+/** Adds `--account NAME` and `--adopted` to a verb that runs (or starts) a host. */
+export function machineOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option(
+        "--account <name>",
+        "the machine's operator account: the tool runtime runs as it (said in the node's presence)",
+      ).argParser(parseAccount),
+    )
+    .option(
+      "--adopted",
+      "the machine is adopted: its own setup stays its administration's, so modules with a filter are left out here",
+    );
+}
+
+/** The same options as arguments of `mesh host` (for `mesh up`, which starts the host). */
+export function machineArgs(options: MachineOptions): string[] {
+  return [
+    ...(options.account === undefined ? [] : ["--account", options.account]),
+    ...(options.adopted === true ? ["--adopted"] : []),
+  ];
+}
+
+export interface HostCliOptions extends MachineOptions {
   readonly node: string;
   readonly root: string;
   readonly credential: string;
@@ -22,6 +67,8 @@ export async function host(options: HostCliOptions): Promise<ExitCode> {
     root: options.root,
     credential: options.credential,
     ...(options.stopProcessesOnExit === true ? { stopProcessesOnStop: true } : {}),
+    ...(options.account === undefined ? {} : { account: { name: options.account } }),
+    ...(options.adopted === true ? { adopted: true } : {}),
   });
   return ExitCode.ok;
 }
@@ -37,8 +84,7 @@ export function leaveWhenDone(code: number, graceMs = 2_000): void {
 }
 
 export function registerHostVerb(program: Command): void {
-  program
-    .command("host")
+  machineOptions(program.command("host"))
     .description("Run this machine's host: make it match its node's composition, until Ctrl-C.")
     .requiredOption("--node <name>", "this machine's node name")
     .requiredOption("--root <dir>", "where the host keeps bundles, state, logs and the node key")

@@ -13,9 +13,9 @@ import { loadOrCreateNodeKeys, readCredential, requestJoin, writeCredential } fr
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
 import { ExitCode, printJson } from "../output.js";
 import { act, connect, meshVerb, out, positiveNumber, type MeshOptions } from "../verb.js";
-import { host, leaveWhenDone } from "./host.js";
+import { host, leaveWhenDone, machineOptions, type MachineOptions } from "./host.js";
 
-export interface JoinCliOptions {
+export interface JoinCliOptions extends MachineOptions {
   readonly token?: string;
   readonly node: string;
   readonly root: string;
@@ -106,14 +106,15 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
     root,
     credential: credentialFile,
     ...(stopAll ? { stopProcessesOnExit: true } : {}),
+    ...(options.account === undefined ? {} : { account: options.account }),
+    ...(options.adopted === true ? { adopted: true } : {}),
   });
   say(`the host of ${node} stopped`);
   return code;
 }
 
 export function registerJoinVerbs(program: Command): void {
-  program
-    .command("join")
+  machineOptions(program.command("join"))
     .description(
       "Make this machine (or another root on it) a node of a mesh, then run its host until Ctrl-C.",
     )

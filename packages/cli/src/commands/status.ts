@@ -248,11 +248,12 @@ function printStatus(report: StatusReport): void {
   else
     lines.push(
       ...table(
-        ["node", "state", "last heartbeat", "host"],
+        ["node", "state", "last heartbeat", "machine", "host"],
         report.nodes.map((n) => [
           n.node,
           n.heartbeat === null ? "never seen" : n.present ? "present" : "gone",
           n.since === null ? "-" : `${n.since} (${ago(now, n.since)})`,
+          machineOf(n.facts),
           n.facts === null ? "-" : `${n.facts.hostname} ${n.facts.os}/${n.facts.arch}`,
         ]),
       ),
@@ -316,6 +317,16 @@ function printStatus(report: StatusReport): void {
       ),
     );
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** How the machine is set up, as its presence says: adopted, and its operator account. */
+function machineOf(facts: StatusNode["facts"]): string {
+  if (facts === null) return "-";
+  const parts = [
+    ...(facts.adopted === true ? ["adopted"] : []),
+    ...(facts.account === undefined ? [] : [`account ${facts.account}`]),
+  ];
+  return parts.length === 0 ? "-" : parts.join(", ");
 }
 
 /** Rows as aligned columns under a header, indented by two; the last column is not padded. */

@@ -31,8 +31,9 @@ import { ensurePrincipals } from "../principals.js";
 import { lockRoot, readJson, rootPaths, writeJson, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, portNumber } from "../verb.js";
+import { machineArgs, machineOptions, type MachineOptions } from "./host.js";
 
-export interface UpOptions {
+export interface UpOptions extends MachineOptions {
   readonly root: string;
   readonly node?: string;
   readonly port?: number;
@@ -178,6 +179,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
           "--credential",
           hostCredential,
           "--stop-processes-on-exit",
+          ...machineArgs(options),
         ),
       });
       view = await startView({
@@ -338,8 +340,7 @@ export const DEFAULT_ROOT = "./.mesh";
 
 export function registerUpVerb(program: Command): void {
   act(
-    program
-      .command("up")
+    machineOptions(program.command("up"))
       .description("Start a whole mesh on this machine in a root folder; Ctrl-C stops it cleanly.")
       .option("--root <dir>", "where the mesh keeps its bus, data and credentials", DEFAULT_ROOT)
       .option("--node <name>", "this machine's node name (default: from the hostname)")

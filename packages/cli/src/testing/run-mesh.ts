@@ -56,6 +56,8 @@ export interface MeshProcess extends AsyncDisposable {
   readonly stderr: () => string;
   /** Resolves once `pattern` appears on stderr (within the deadline). */
   stderrShows(pattern: RegExp, deadlineMs?: number): Promise<void>;
+  /** Resolves with stdout once `done(stdout)` says it is whole (within the deadline). */
+  stdoutWhen(done: (stdout: string) => boolean, deadlineMs?: number): Promise<string>;
   /** Resolves with how it ended (within the deadline). */
   ended(deadlineMs?: number): Promise<MeshRun>;
 }
@@ -87,28 +89,32 @@ export function startMesh(args: readonly string[], options: RunMeshOptions = {})
     });
   });
   const what = `mesh ${args.join(" ")}`;
+  const until = (done: () => boolean, deadlineMs: number, doing: string): Promise<void> =>
+    deadline(
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (done()) {
+            watchers.delete(check);
+            resolve();
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            watchers.delete(check);
+            reject(new Error(`${what} ended before ${doing}: ${stdout}${stderr}`));
+          }
+        };
+        watchers.add(check);
+        check();
+      }),
+      deadlineMs,
+      `${what} ${doing}`,
+    );
   return {
     pid: child.pid ?? -1,
     stdout: () => stdout,
     stderr: () => stderr,
     stderrShows: (pattern, deadlineMs = 30_000) =>
-      deadline(
-        new Promise<void>((resolve, reject) => {
-          const check = () => {
-            if (pattern.test(stderr)) {
-              watchers.delete(check);
-              resolve();
-            } else if (child.exitCode !== null || child.signalCode !== null) {
-              watchers.delete(check);
-              reject(new Error(`${what} ended before printing ${String(pattern)}: ${stderr}`));
-            }
-          };
-          watchers.add(check);
-          check();
-        }),
-        deadlineMs,
-        `${what} printing ${String(pattern)}`,
-      ),
+      until(() => pattern.test(stderr), deadlineMs, `printing ${String(pattern)} on stderr`),
+    stdoutWhen: (done, deadlineMs = 30_000) =>
+      until(() => done(stdout), deadlineMs, "printing its answer on stdout").then(() => stdout),
     ended: (deadlineMs = 30_000) => deadline(closed, deadlineMs, `${what} to end`),
     async [Symbol.asyncDispose]() {
       if (child.exitCode === null && child.signalCode === null) {

@@ -316,6 +316,22 @@ describe("assign: the rules, each in its place", () => {
 });
 
 describe("assign: writes and differences", () => {
+  it("a module a filter leaves out on an adopted node stays wanted, says so, and is no difference", () => {
+    const s = snapshot();
+    present(s, "n1", { adopted: true });
+    present(s, "n2");
+    assignTo(s, "all", "fw");
+    build(s, "fw", 1, {
+      manifest: manifestOf("fw", 1, { filter: { description: "the firewall" } }),
+    });
+    const r = pass(s);
+    const filtered = wantOf(r, "n1", "fw");
+    assert.equal(filtered?.rule, "checked");
+    assert.match(filtered?.reason ?? "", /^filtered on n1, so not run there: n1 is adopted/);
+    assert.equal(r.differences.get("n1.fw"), undefined);
+    assert.equal(wantOf(r, "n2", "fw")?.rule, "newest", "not adopted: wanted as ever");
+  });
+
   it("a second pass over what the first wrote writes nothing", () => {
     const s = snapshot();
     present(s, "n1");

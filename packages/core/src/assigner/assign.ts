@@ -102,6 +102,8 @@ interface Pass {
   readonly writes: AssignerWrite[];
   readonly conditions: AssignerCondition[];
   readonly allKeys: Map<string, string>;
+  /** `<node>.<module>` wanted but left out by the composition (a filter on an adopted machine). */
+  readonly filtered: Set<string>;
 }
 
 export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}): AssignResult {
@@ -118,6 +120,7 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     writes: [],
     conditions: [],
     allKeys: new Map(),
+    filtered: new Set(),
   };
   const extra = full ? modulesByNode(snapshot) : new Map<string, Set<string>>();
   for (const node of nodes) decideNode(pass, node, modulesOf(snapshot, pass.index, node, extra));
@@ -148,15 +151,24 @@ function decideNode(pass: Pass, node: string, modules: readonly string[]): void 
   let set: NodeSet = { node, proposals, unwanted, composition: undefined, refused: [] };
   for (const rule of NODE_RULES) set = rule.decide({ node, cells }, set);
   for (const [key, u] of set.unwanted) pass.unwanted.set(key, u);
+  // A module the composition leaves out (a filter on an adopted machine) stays wanted, and its
+  // want says why it does not run there; it is no difference (issue 14.12).
+  const leftOut = new Map(
+    (set.composition?.ok === true ? set.composition.leftOut : []).map((l) => [l.module, l.reason]),
+  );
   for (const [module, p] of set.proposals) {
     const fingerprint =
       set.composition?.ok === true ? set.composition.moduleFingerprints[module] : "";
-    pass.wants.set(nodeModuleKey(node, module), {
+    const filtered = leftOut.get(module);
+    const key = nodeModuleKey(node, module);
+    if (filtered !== undefined) pass.filtered.add(key);
+    pass.wants.set(key, {
       build: p.usable.build.build,
       manifestDigest: p.usable.manifestDigest,
       fingerprint: fingerprint ?? "",
-      rule: p.rule,
-      reason: p.reason,
+      rule: filtered === undefined ? p.rule : "checked",
+      reason:
+        filtered === undefined ? p.reason : `filtered on ${node}, so not run there: ${filtered}`,
     });
   }
   writeVerdict(pass, node, set);
@@ -238,7 +250,10 @@ function writeCell(pass: Pass, cell: Cell): void {
       });
     }
   }
-  const difference = differenceOf(pass.snapshot, node, cell.module, want, pass.unwanted.get(key));
+  // A filtered want is not run: only something composed or running there is a difference.
+  const difference = pass.filtered.has(key)
+    ? differenceOf(pass.snapshot, node, cell.module, undefined, want)
+    : differenceOf(pass.snapshot, node, cell.module, want, pass.unwanted.get(key));
   if (difference !== undefined) pass.differences.set(key, difference);
   if (!sameValue(pass.snapshot.own.differences.get(key), difference)) {
     pass.writes.push({ bucket: Bucket.differences, key, value: difference });

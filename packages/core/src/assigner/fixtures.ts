@@ -27,7 +27,11 @@ export function snapshot(): MutableSnapshot {
   return s as unknown as MutableSnapshot;
 }
 
-export function present(s: MutableSnapshot, node: string, facts: { account?: string } = {}): void {
+export function present(
+  s: MutableSnapshot,
+  node: string,
+  facts: { account?: string; adopted?: boolean } = {},
+): void {
   s.presence.set(node, {
     node,
     facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0", ...facts },
