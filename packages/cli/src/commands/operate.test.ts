@@ -1,7 +1,8 @@
 /**
- * `mesh status`, `mesh config`, `mesh logs` and `mesh conditions` as an operator runs them: the
- * built CLI as a child process with the operator's grant (so every read these verbs make is one
- * the grant allows), against a real bus whose buckets and streams the admin filled.
+ * `mesh status`, `mesh retry`, `mesh logs` and `mesh conditions` as an operator runs them (`mesh
+ * config` is in config.test.ts): the built CLI as a child process with the operator's grant (so
+ * every read these verbs make is one the grant allows), against a real bus whose buckets and
+ * streams the admin filled.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -31,10 +32,7 @@ const json = <T>(run: MeshRun): T => {
   return JSON.parse(run.stdout) as T;
 };
 
-const errorCode = (run: MeshRun): string =>
-  (JSON.parse(run.stdout) as { error: { code: string } }).error.code;
-
-describe("the operator's verbs: status, config, logs, conditions", () => {
+describe("the operator's verbs: status, retry, logs, conditions", () => {
   let server: TestServer;
   let dir: string;
   let admin: MeshBus;
@@ -90,9 +88,6 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
 
     const digest = fingerprintOf(hello.manifest);
     await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello.manifest);
-    const source = { kind: "directory", path: "/src/hello" } as const;
-    const registration = { module: "hello", source, by: "ada", at: iso(0) };
-    await (await KvBucket.open(admin, Bucket.modules)).put("hello", registration);
     const presence = await KvBucket.open(admin, Bucket.presence);
     const facts = { os: "linux", arch: "x64", version: "0.1.0" };
     // n1 beat a moment ago; n2 last beat ten minutes ago, far beyond three heartbeats.
@@ -310,124 +305,6 @@ describe("the operator's verbs: status, config, logs, conditions", () => {
     assert.doesNotMatch(again.stdout, /except where/, "the retry lifted the mark");
     const nothing = await runMesh(["retry", "hello", "--node", "n1", "--credential", cred]);
     assert.match(nothing.stdout, /no build of it is marked failing there/);
-  });
-
-  test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
-    const bare = json<{ value: unknown; asString: boolean; key: string }>(
-      await runMesh([
-        "config",
-        "set",
-        "hello",
-        "greeting",
-        "Hi there",
-        "--json",
-        "--credential",
-        cred,
-      ]),
-    );
-    assert.deepEqual([bare.key, bare.value, bare.asString], ["hello.greeting", "Hi there", true]);
-    const typed = json<{ value: unknown; key: string }>(
-      await runMesh([
-        "config",
-        "set",
-        "hello",
-        "times",
-        "3",
-        "--node",
-        "n1",
-        "--json",
-        "--credential",
-        cred,
-      ]),
-    );
-    assert.deepEqual([typed.key, typed.value], ["hello.times.n1", 3]);
-    const stored = await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1");
-    assert.equal(stored?.value.value, 3);
-    assert.equal(stored?.value.by, "operator");
-
-    const got = json<{
-      manifestKnown: boolean;
-      keys: Array<{
-        key: string;
-        declared: boolean;
-        default?: unknown;
-        value?: { value: unknown };
-        nodes: Record<string, { value: unknown }>;
-      }>;
-    }>(await runMesh(["config", "get", "hello", "--json", "--credential", cred]));
-    assert.equal(got.manifestKnown, true);
-    assert.deepEqual(
-      got.keys.map((k) => [k.key, k.declared, k.default, k.value?.value, k.nodes["n1"]?.value]),
-      [
-        ["greeting", true, "Hello", "Hi there", undefined],
-        ["times", true, 1, undefined, 3],
-      ],
-    );
-    const plain = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
-    assert.match(plain.stdout, /default\s+1/);
-    assert.match(plain.stdout, /on n1\s+3/);
-
-    const unset = json<{ removed: boolean }>(
-      await runMesh([
-        "config",
-        "unset",
-        "hello",
-        "times",
-        "--node",
-        "n1",
-        "--json",
-        "--credential",
-        cred,
-      ]),
-    );
-    assert.equal(unset.removed, true);
-    assert.equal(
-      await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1"),
-      undefined,
-    );
-  });
-
-  test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {
-    const refused = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "colour",
-      "red",
-      "--json",
-      "--credential",
-      cred,
-    ]);
-    assert.equal(refused.code, 3);
-    assert.equal(errorCode(refused), "REFUSED");
-    const message = (JSON.parse(refused.stdout) as { error: { message: string } }).error.message;
-    assert.match(message, /greeting, times/);
-    const plain = await runMesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
-    assert.equal(plain.code, 3);
-    assert.match(plain.stderr, /REFUSED/);
-    const forced = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "colour",
-      "red",
-      "--force",
-      "--credential",
-      cred,
-    ]);
-    assert.equal(forced.code, 0, forced.stderr);
-    const badName = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "Bad.Key",
-      "1",
-      "--json",
-      "--credential",
-      cred,
-    ]);
-    assert.equal(badName.code, 2);
-    assert.equal(errorCode(badName), "INVALID_NAME");
   });
 
   test("logs: the last N lines of a module, one node or all; --follow prints new lines until SIGINT", async () => {

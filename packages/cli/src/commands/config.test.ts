@@ -1,0 +1,179 @@
+/**
+ * `mesh config set|get|unset` as an operator runs them: the built CLI with the operator's grant
+ * against a real bus where hello is registered and its manifest (two declared keys) is known.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { KvBucket } from "@mesh/bus";
+import { checkManifest, fingerprintOf } from "@mesh/core";
+import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { startControllerMesh, type ControllerMesh } from "../testing/controller-mesh.js";
+import { runMesh, type MeshRun } from "../testing/run-mesh.js";
+
+const json = <T>(run: MeshRun): T => {
+  assert.equal(run.code, 0, run.stderr + run.stdout);
+  return JSON.parse(run.stdout) as T;
+};
+
+const errorCode = (run: MeshRun): string =>
+  (JSON.parse(run.stdout) as { error: { code: string } }).error.code;
+
+describe("mesh config", () => {
+  let mesh: ControllerMesh;
+  let admin: ControllerMesh["admin"];
+  let cred: string;
+
+  before(async () => {
+    mesh = await startControllerMesh();
+    admin = mesh.admin;
+    cred = mesh.credential;
+    const hello = checkManifest({
+      module: "hello",
+      bundles: [
+        {
+          name: "tools",
+          language: "typescript",
+          entrypoints: ["src/greet.ts"],
+          loads: ["src/greet.ts"],
+          digest: "1a".repeat(32),
+        },
+      ],
+      config: {
+        greeting: { description: "how to greet", default: "Hello" },
+        times: { default: 1 },
+      },
+    });
+    assert.ok(hello.ok);
+    await mesh.register("hello");
+    await mesh.put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
+    await mesh.put(Bucket.wants, nodeModuleKey("n1", "hello"), {
+      build: "2-b",
+      manifestDigest: fingerprintOf(hello.manifest),
+      fingerprint: "f",
+      rule: "newest",
+      reason: "newest for the test",
+    });
+  });
+
+  after(async () => {
+    await mesh?.[Symbol.asyncDispose]();
+  });
+
+  test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
+    const bare = json<{ value: unknown; asString: boolean; key: string }>(
+      await runMesh([
+        "config",
+        "set",
+        "hello",
+        "greeting",
+        "Hi there",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.deepEqual([bare.key, bare.value, bare.asString], ["hello.greeting", "Hi there", true]);
+    const typed = json<{ value: unknown; key: string }>(
+      await runMesh([
+        "config",
+        "set",
+        "hello",
+        "times",
+        "3",
+        "--node",
+        "n1",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.deepEqual([typed.key, typed.value], ["hello.times.n1", 3]);
+    const stored = await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1");
+    assert.equal(stored?.value.value, 3);
+    assert.equal(stored?.value.by, "hub.operator");
+
+    const got = json<{
+      manifestKnown: boolean;
+      keys: Array<{
+        key: string;
+        declared: boolean;
+        default?: unknown;
+        value?: { value: unknown };
+        nodes: Record<string, { value: unknown }>;
+      }>;
+    }>(await runMesh(["config", "get", "hello", "--json", "--credential", cred]));
+    assert.equal(got.manifestKnown, true);
+    assert.deepEqual(
+      got.keys.map((k) => [k.key, k.declared, k.default, k.value?.value, k.nodes["n1"]?.value]),
+      [
+        ["greeting", true, "Hello", "Hi there", undefined],
+        ["times", true, 1, undefined, 3],
+      ],
+    );
+    const plain = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
+    assert.match(plain.stdout, /default\s+1/);
+    assert.match(plain.stdout, /on n1\s+3/);
+
+    const unset = json<{ removed: boolean }>(
+      await runMesh([
+        "config",
+        "unset",
+        "hello",
+        "times",
+        "--node",
+        "n1",
+        "--json",
+        "--credential",
+        cred,
+      ]),
+    );
+    assert.equal(unset.removed, true);
+    assert.equal(
+      await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1"),
+      undefined,
+    );
+  });
+
+  test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {
+    const refused = await runMesh([
+      "config",
+      "set",
+      "hello",
+      "colour",
+      "red",
+      "--json",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(refused.code, 3);
+    assert.equal(errorCode(refused), "REFUSED");
+    const message = (JSON.parse(refused.stdout) as { error: { message: string } }).error.message;
+    assert.match(message, /greeting, times/);
+    const plain = await runMesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
+    assert.equal(plain.code, 3);
+    assert.match(plain.stderr, /REFUSED/);
+    const forced = await runMesh([
+      "config",
+      "set",
+      "hello",
+      "colour",
+      "red",
+      "--force",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(forced.code, 0, forced.stderr);
+    const badName = await runMesh([
+      "config",
+      "set",
+      "hello",
+      "Bad.Key",
+      "1",
+      "--json",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(badName.code, 2);
+    assert.equal(errorCode(badName), "INVALID_NAME");
+  });
+});
