@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
+import { ArtifactStore, Backoff, KvBucket, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
   ErrorCode,
@@ -149,6 +149,9 @@ export class Builder implements Daemon {
       }
     };
 
+    // A build that the bus interrupted (it is left `building`) is tried again with backoff: a
+    // bus error is never a failed build, and nothing else would ever finish it.
+    const retries = new Map<string, Backoff>();
     const enqueue = (candidate: Candidate): void => {
       const key = `${candidate.module}.${candidate.seq}`;
       if (this.#queued.has(key)) return;
@@ -157,9 +160,17 @@ export class Builder implements Daemon {
       this.#queue = this.#queue.then(async () => {
         try {
           await buildOne(candidate);
+          retries.delete(key);
         } catch (error) {
-          if (!signal.aborted)
-            this.#log(`building ${key} failed unexpectedly: ${(error as Error).message}`);
+          if (signal.aborted) return;
+          const backoff = retries.get(key) ?? new Backoff({ initialMs: 1_000, maxMs: 60_000 });
+          retries.set(key, backoff);
+          const wait = backoff.next();
+          this.#log(
+            `building ${key} was interrupted (${(error as Error).message}); trying again in ${wait} ms`,
+          );
+          const timer = setTimeout(() => signal.aborted || enqueue(candidate), wait);
+          timer.unref();
         } finally {
           this.#queued.delete(key);
         }
