@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { moduleHealth, type ProcessFacts, type ToolsFacts } from "./health.js";
+import { moduleHealth, runtimeUnreachable, type ProcessFacts, type ToolsFacts } from "./health.js";
 
-const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000 };
+const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000, unreachableMs: 10_000 };
 const NOW = 1_000_000;
 const up = (ranMs: number): ProcessFacts => ({
   running: true,
@@ -68,3 +68,29 @@ test("a failed apply is failing whatever the runtime says of the tools", () => {
   assert.equal(result.health, "failing");
   assert.equal(result.lastError, "bad digest");
 });
+
+// The runtime's reach of the bus (issue 15: a process that cannot reach the bus is not healthy).
+const reachTable: Array<
+  [string, { connected: boolean; since: string } | undefined, boolean, boolean]
+> = [
+  ["a runtime before the field", undefined, true, false],
+  ["connected", { connected: true, since: new Date(NOW - 60_000).toISOString() }, true, false],
+  ["away 5 s", { connected: false, since: new Date(NOW - 5_000).toISOString() }, true, false],
+  ["away 11 s", { connected: false, since: new Date(NOW - 11_000).toISOString() }, true, true],
+  [
+    "away 11 s, the host away too",
+    { connected: false, since: new Date(NOW - 11_000).toISOString() },
+    false,
+    false,
+  ],
+];
+for (const [what, bus, hostConnected, failing] of reachTable) {
+  test(`runtime reach: ${what} → ${failing ? "failing" : "not failing"}`, () => {
+    const why = runtimeUnreachable({ bus, hostConnected, now: NOW, rules });
+    assert.equal(why !== undefined, failing);
+    if (why !== undefined && bus !== undefined) {
+      assert.match(why, /^node-tools cannot reach the bus since /);
+      assert.ok(why.includes(bus.since));
+    }
+  });
+}

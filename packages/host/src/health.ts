@@ -17,13 +17,35 @@ export interface HealthRules {
   readonly healthyMs: number;
   readonly failingExits: number;
   readonly windowMs: number;
+  /** How long the runtime may be away from the bus (the host reaching it) before its modules fail. */
+  readonly unreachableMs: number;
 }
 
 export const DEFAULT_HEALTH_RULES: HealthRules = {
   healthyMs: 10_000,
   failingExits: 3,
   windowMs: 5 * 60_000,
+  unreachableMs: 10_000,
 };
+
+/**
+ * Why the runtime's modules are failing because it cannot reach the bus, or undefined: its status
+ * says it has been disconnected for more than `unreachableMs` while the host itself reaches the
+ * bus (when neither does, the bus is down, which is not the runtime's fault; what runs keeps
+ * running).
+ */
+export function runtimeUnreachable(input: {
+  readonly bus: { readonly connected: boolean; readonly since: string } | undefined;
+  readonly hostConnected: boolean;
+  readonly now: number;
+  readonly rules: Pick<HealthRules, "unreachableMs">;
+}): string | undefined {
+  const { bus, hostConnected, now, rules } = input;
+  if (bus === undefined || bus.connected || !hostConnected) return undefined;
+  const since = Date.parse(bus.since);
+  if (!Number.isFinite(since) || now - since <= rules.unreachableMs) return undefined;
+  return `node-tools cannot reach the bus since ${bus.since} (the host can): it serves nothing; read its log (\`mesh logs node-tools\`), and restart it if it does not reconnect by itself`;
+}
 
 export interface ProcessFacts {
   readonly running: boolean;

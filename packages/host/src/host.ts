@@ -167,6 +167,7 @@ export class Host implements AsyncDisposable {
         waiting: this.#applier.waiting,
       }),
       have: () => this.#connection.have,
+      connected: () => this.#connection.connected,
       signal,
       log,
     });

@@ -6,7 +6,7 @@
 import type { KvBucket } from "@mesh/bus";
 import { RUNTIME_PROCESS_ID, nodeModuleKey, type Composed, type Have } from "@mesh/protocol";
 import type { Waiting } from "./apply.js";
-import { moduleHealth, type HealthRules, type ToolsFacts } from "./health.js";
+import { moduleHealth, runtimeUnreachable, type HealthRules, type ToolsFacts } from "./health.js";
 import type { Desired } from "./plan.js";
 import { mergedToolsFacts, readRuntimeStatus, toolModulesOf } from "./runtime-handover.js";
 import type { Supervisor } from "./supervisor.js";
@@ -25,6 +25,8 @@ export interface ReporterOptions {
   };
   /** mesh-have once the bus is there. */
   readonly have: () => KvBucket<Have> | undefined;
+  /** Whether the host reaches the bus now. */
+  readonly connected: () => boolean;
   readonly signal: AbortSignal;
   readonly log: (line: string) => void;
 }
@@ -152,7 +154,19 @@ export class Reporter {
       this.#o.root,
       supervisor.retiring(RUNTIME_PROCESS_ID)?.pid,
     );
-    for (const module of out.keys()) out.set(module, mergedToolsFacts(current, retiring, module));
+    const unreachable = runtimeUnreachable({
+      bus: current?.bus,
+      hostConnected: this.#o.connected(),
+      now: Date.now(),
+      rules: this.#o.rules,
+    });
+    for (const module of out.keys())
+      out.set(
+        module,
+        unreachable === undefined
+          ? mergedToolsFacts(current, retiring, module)
+          : { state: "failing", error: unreachable },
+      );
     return out;
   }
 

@@ -400,6 +400,8 @@ export const RuntimeStatusFile = z.object({
   pid: z.number().int(),
   state: z.enum(["starting", "running", "stopping", "stopped"]),
   at: Instant,
+  /** Whether the runtime reaches the bus, and since when (absent from runtimes before it). */
+  bus: z.object({ connected: z.boolean(), since: Instant }).optional(),
   modules: z.record(
     z.string(),
     z.object({

@@ -42,6 +42,8 @@ export interface RuntimeStatus {
   readonly at: string;
   /** When the process started, and when its runtime was created (connected to the bus). */
   readonly started: { readonly process: string; readonly runtime: string };
+  /** Whether the runtime reaches the bus now, and since when (ISO 8601). */
+  readonly bus: { readonly connected: boolean; readonly since: string };
   readonly modules: Readonly<Record<string, ModuleStatus>>;
 }
 
@@ -94,6 +96,11 @@ export class Runtime implements AsyncDisposable {
     process: new Date(performance.timeOrigin).toISOString(),
     runtime: new Date().toISOString(),
   };
+  /** Connected when created (the caller hands a connected bus); moves with its events. */
+  #bus: { connected: boolean; since: string } = {
+    connected: true,
+    since: new Date().toISOString(),
+  };
   #writing: Promise<void> = Promise.resolve();
   #stopping: Promise<void> | undefined;
 
@@ -142,7 +149,22 @@ export class Runtime implements AsyncDisposable {
     for (const worker of runtime.#workers.values()) worker.start();
     runtime.#state = RuntimeState.running;
     runtime.#changed();
+    void runtime.#followBus();
     return runtime;
+  }
+
+  /**
+   * Says in the status whether the bus is reached: a runtime that cannot reach it serves nothing,
+   * and the host reports its modules failing when that lasts.
+   */
+  async #followBus(): Promise<void> {
+    for await (const event of this.#options.bus.events()) {
+      if (event.type !== "disconnected" && event.type !== "reconnected") continue;
+      const connected = event.type === "reconnected";
+      if (connected === this.#bus.connected) continue;
+      this.#bus = { connected, since: new Date().toISOString() };
+      if (this.#state === RuntimeState.running) this.#changed();
+    }
   }
 
   get state(): RuntimeState {
@@ -159,6 +181,7 @@ export class Runtime implements AsyncDisposable {
       state: this.#state,
       at: new Date().toISOString(),
       started: this.#started,
+      bus: this.#bus,
       modules,
     };
   }

@@ -32,6 +32,8 @@ export interface TestBus {
   readonly admin: MeshBus;
   /** The runtime's credential (`node-tools` of NODE, with runtimeGrant). */
   readonly runtimeCredential: Credential;
+  /** The test users the bus was started with (the runtime's first), for `server.setUsers`. */
+  readonly users: readonly TestUser[];
   stop(): Promise<void>;
 }
 
@@ -47,12 +49,11 @@ export async function startTestBus(options: {
     modules: options.modules,
     owners: options.owners ?? {},
   });
-  const server = await startTestServer({
-    users: [
-      { user: "runtime", password: RUNTIME_PASSWORD, permissions: grant.permissions },
-      ...(options.users ?? []),
-    ],
-  });
+  const users: TestUser[] = [
+    { user: "runtime", password: RUNTIME_PASSWORD, permissions: grant.permissions },
+    ...(options.users ?? []),
+  ];
+  const server = await startTestServer({ users });
   const admin = await MeshBus.connect(
     credentialFor(server, server.admin, { node: NODE, module: "controller" }),
   );
@@ -60,6 +61,7 @@ export async function startTestBus(options: {
   return {
     server,
     admin,
+    users,
     runtimeCredential: credentialFor(
       server,
       { user: "runtime", password: RUNTIME_PASSWORD },
