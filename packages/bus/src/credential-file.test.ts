@@ -75,3 +75,7 @@ test("writing refuses a credential that is not well-formed", () =>
 test("the inbox prefix derives from node and module", () => {
   assert.equal(credentialInbox(sample), "_INBOX.n1.hello");
 });
+
+test("the operator speaks with NATS's default inbox, like the nats CLI", () => {
+  assert.equal(credentialInbox({ ...sample, module: "operator" }), undefined);
+});

@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
-import { Credential, ErrorCode, MeshError, inboxPrefix } from "@mesh/protocol";
+import { Credential, ErrorCode, MeshError, Principal, inboxPrefix } from "@mesh/protocol";
 
 /** Reads and checks a credential file. */
 export async function readCredential(path: string): Promise<Credential> {
@@ -89,7 +89,12 @@ export async function writeCredential(path: string, credential: Credential): Pro
   }
 }
 
-/** The inbox prefix a credential's connections use: `_INBOX.<node>.<module>`. */
-export function credentialInbox(credential: Credential): string {
+/**
+ * The inbox prefix a credential's connections use: `_INBOX.<node>.<module>`; undefined (NATS's
+ * default `_INBOX.<nuid>`) for the operator, who speaks like the `nats` CLI so that stock tools
+ * work with the operator's context (decision 0070).
+ */
+export function credentialInbox(credential: Credential): string | undefined {
+  if (credential.module === Principal.operator) return undefined;
   return inboxPrefix(credential.node, credential.module);
 }

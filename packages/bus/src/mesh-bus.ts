@@ -260,12 +260,13 @@ async function connectOnce(
             );
           },
         };
+  const inbox = credentialInbox(credential);
   const connecting = connect({
     servers: credential.servers,
     user: credential.user,
     pass: credential.password,
     name: options.name ?? `${credential.node}.${credential.module}`,
-    inboxPrefix: credentialInbox(credential),
+    ...(inbox === undefined ? {} : { inboxPrefix: inbox }),
     reconnect: true,
     maxReconnectAttempts: -1,
     // The client's default gives up for good after two refused logins in a row; a bus that was

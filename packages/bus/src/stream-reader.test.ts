@@ -5,7 +5,6 @@ import {
   Stream,
   Subject,
   conditionSubject,
-  inboxPrefix,
   type Credential,
   type Permissions,
 } from "@mesh/protocol";
@@ -29,7 +28,8 @@ const reader = {
         `$JS.FC.${Stream.conditions}.>`,
       ],
     },
-    subscribe: { allow: [`${inboxPrefix("n1", "operator")}.>`] },
+    // The operator speaks with the default inbox (decision 0070).
+    subscribe: { allow: ["_INBOX.*", "_INBOX.*.*"], deny: ["_INBOX.*.*.>"] },
   } satisfies Permissions,
 };
 

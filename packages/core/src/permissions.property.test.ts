@@ -15,9 +15,11 @@ import {
   deliveryGrant,
   hostGrant,
   isAllowed,
+  mcpGrant,
   moduleGrant,
   operatorGrant,
   runtimeGrant,
+  subjectMatches,
 } from "./permissions.js";
 
 // A small world, so that reads often hit declared states, unreadable ones and unknown modules.
@@ -138,6 +140,8 @@ function everyGrant(world: readonly Manifest[], node: string): [string, Permissi
     [RUNTIME_MODULE, runtimeGrant({ node, modules: world, owners }).permissions],
     ["host", hostGrant({ node })],
     ["operator", operatorGrant({ node })],
+    ["mcp", mcpGrant({ node })],
+    ["mcp-narrowed", mcpGrant({ node, modules: world.filter(isModule).map((m) => m.module) })],
     ["assigner", assignerGrant({ node })],
     ["delivery", deliveryGrant({ node })],
   ];
@@ -249,7 +253,7 @@ describe("permissions, for any set of manifests", () => {
     );
   });
 
-  test("no one but the controller creates, changes or deletes a stream, or asks for $JS.API.INFO", () => {
+  test("no one but the controller creates, changes or deletes a stream; only the operator asks for $JS.API.INFO", () => {
     fc.assert(
       fc.property(withNode(worldArb), ([world, node]) => {
         for (const [who, p] of everyGrant(world, node)) {
@@ -269,7 +273,8 @@ describe("permissions, for any set of manifests", () => {
               );
             }
           }
-          assert.equal(isAllowed(p, "publish", "$JS.API.INFO"), false, who);
+          // The operator lists streams like the nats CLI (decision 0070): read-only account info.
+          assert.equal(isAllowed(p, "publish", "$JS.API.INFO"), who === "operator", who);
         }
       }),
     );
@@ -295,6 +300,30 @@ describe("permissions, for any set of manifests", () => {
             assert.ok(
               allow.includes(`$JS.FC.${stream}.>`),
               `${who}: ${entry} without flow control`,
+            );
+          }
+        }
+      }),
+    );
+  });
+
+  test("no grant hears another credential's inbox, even through a widened subscription", () => {
+    fc.assert(
+      fc.property(withNode(worldArb), ([world, node]) => {
+        const grants = everyGrant(world, node);
+        for (const [who, p] of grants) {
+          for (const [other] of grants) {
+            const owner = other.startsWith("mcp") ? "mcp" : other;
+            const principal = who.startsWith("mcp") ? "mcp" : who;
+            if (owner === principal || owner === "operator") continue;
+            const theirs = `_INBOX.${node}.${owner}.nuid.1`;
+            // The server matches a subscription literally: `*` admits `>`, so ask both.
+            const widened = ["_INBOX.>", `_INBOX.${node}.>`, `_INBOX.*.>`, `_INBOX.*.*.>`];
+            const admitted = widened.filter((s) => isAllowed(p, "subscribe", s));
+            const denied = (p.subscribe.deny ?? []).some((d) => subjectMatches(d, theirs));
+            assert.ok(
+              !isAllowed(p, "subscribe", theirs) && (admitted.length === 0 || denied),
+              `${who} hears ${theirs} (admits ${admitted.join(", ")})`,
             );
           }
         }

@@ -488,7 +488,40 @@ describe("operatorGrant", () => {
       "the operator does not speak as a module",
     );
     assert.equal(hears(p, "mesh.tools.n1.hello.greet"), false);
-    assert.ok(hears(p, "_INBOX.laptop.operator.x"));
+  });
+
+  test("speaks with the default inbox, and never hears another credential's", () => {
+    // What the nats CLI and stock clients use: replies on _INBOX.<nuid>.<token>, deliveries on _INBOX.<nuid>.
+    assert.ok(hears(p, "_INBOX.Qx7abc"));
+    assert.ok(hears(p, "_INBOX.Qx7abc.12"));
+    // Every other credential's inbox is _INBOX.<node>.<module>.…, four tokens and more.
+    assert.equal(hears(p, "_INBOX.n1.hello.Qx7abc.12"), false);
+    assert.equal(hears(p, "_INBOX.laptop.mcp.Qx7abc"), false);
+    // A widened subscription is admitted by the literal match, but the deny filters its deliveries.
+    assert.deepEqual(p.subscribe.deny, ["_INBOX.*.*.>"]);
+  });
+
+  test("lists and describes streams and consumers, and reads no message through that", () => {
+    for (const subject of [
+      "$JS.API.INFO",
+      "$JS.API.STREAM.NAMES",
+      "$JS.API.STREAM.LIST",
+      "$JS.API.STREAM.INFO.KV_mesh-modules",
+      "$JS.API.CONSUMER.LIST.mesh-logs",
+      "$JS.API.CONSUMER.INFO.mesh-logs.c1",
+    ]) {
+      assert.ok(can(p, subject), subject);
+    }
+    for (const subject of [
+      "$JS.API.STREAM.MSG.GET.KV_mesh-secrets",
+      "$JS.API.DIRECT.GET.KV_mesh-secrets.$KV.mesh-secrets.hello.token",
+      "$JS.API.STREAM.PURGE.KV_mesh-modules",
+      "$JS.API.STREAM.CREATE.X",
+      "$JS.API.CONSUMER.DELETE.mesh-logs.c1",
+      "$JS.API.DIRECT.GET.KV_counter_counts.$KV.counter_counts.a",
+    ]) {
+      assert.equal(can(p, subject), false, subject);
+    }
   });
 
   test("asks the controller for join tokens and secrets, and cannot present a join itself", () => {

@@ -38,6 +38,8 @@ import {
   answerRequests,
   callAnyTool,
   callTool,
+  defaultInbox,
+  jetStreamReadOnly,
   inbox,
   kvGet,
   kvRead,
@@ -56,6 +58,7 @@ import {
 } from "./permissions/rights.js";
 
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
+export { mcpGrant } from "./permissions/mcp.js";
 
 /** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */
 export interface StateDeclaration {
@@ -375,9 +378,11 @@ export function hostGrant(input: { readonly node: string }): Permissions {
  * every tool and discovers every service; reads the conditions and logs streams; asks the
  * controller for join tokens and to set secrets. Creates and deletes no stream or bucket.
  *
- * `node` is the node part of the operator's credential (its inbox is `_INBOX.<node>.operator`).
+ * The operator's connections use NATS's default inbox, not `_INBOX.<node>.operator`, so stock
+ * tools (`nats kv ls`, `nats micro ls`, `nats req`) work with the operator's context as written
+ * by `mesh context`.
  */
-export function operatorGrant(input: { readonly node: string }): Permissions {
+export function operatorGrant(_input: { readonly node: string }): Permissions {
   const writes: readonly Bucket[] = [
     Bucket.assignments,
     Bucket.puts,
@@ -397,7 +402,10 @@ export function operatorGrant(input: { readonly node: string }): Permissions {
       // Join tokens and secrets (set, list names, unset) go through the controller, which alone
       // holds the broker and vault.
       publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
-      inbox(input.node, Principal.operator),
+      // The operator speaks like the `nats` CLI (decision 0070): the default inbox, and the
+      // read-only JetStream API that lists streams and buckets.
+      defaultInbox,
+      jetStreamReadOnly,
     ),
   );
 }

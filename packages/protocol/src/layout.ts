@@ -426,6 +426,8 @@ export const Principal = {
   assigner: "assigner",
   delivery: "delivery",
   operator: "operator",
+  /** `mesh mcp`: discovers and calls tools for an AI agent, and nothing else. */
+  mcp: "mcp",
 } as const;
 export type Principal = (typeof Principal)[keyof typeof Principal];
 
@@ -463,6 +465,8 @@ function invalidKey(key: string, shape: string): MeshError {
 export const BoundKey = {
   node: "node",
   servers: "servers",
+  /** The build of the module the node runs (its service reports it as its version). */
+  build: "build",
   /** The bucket of one of the module's own states. */
   state: (state: string): string => `state.${checkName("state", state)}`,
   /** The bucket of a state the module reads. */

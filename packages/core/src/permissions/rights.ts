@@ -25,15 +25,19 @@ export interface Rights {
   readonly subscribe: readonly string[];
   /** Whether it answers requests it receives (tools, the provisioner client). */
   readonly responses?: true;
+  /** Subscribe denies: the server also filters what a wildcard subscription is handed by them. */
+  readonly subscribeDeny?: readonly string[];
 }
 
 export const NO_RIGHTS: Rights = { publish: [], subscribe: [] };
 
 export function merge(...parts: readonly Rights[]): Rights {
+  const subscribeDeny = parts.flatMap((p) => p.subscribeDeny ?? []);
   return {
     publish: parts.flatMap((p) => p.publish),
     subscribe: parts.flatMap((p) => p.subscribe),
     ...(parts.some((p) => p.responses === true) ? { responses: true as const } : {}),
+    ...(subscribeDeny.length === 0 ? {} : { subscribeDeny }),
   };
 }
 
@@ -46,9 +50,11 @@ export const EVERYTHING = ">";
  * A side that allows nothing is `deny: [">"]`: an empty allow list would allow everything.
  */
 export function toPermissions(rights: Rights): Permissions {
+  const subscribe = side(rights.subscribe);
+  const deny = [...new Set(rights.subscribeDeny ?? [])].sort();
   return {
     publish: side(rights.publish),
-    subscribe: side(rights.subscribe),
+    subscribe: "allow" in subscribe && deny.length > 0 ? { ...subscribe, deny } : subscribe,
     ...(rights.responses === true ? { allowResponses: true } : {}),
   };
 }
@@ -257,6 +263,40 @@ export const inbox = (node: string, module: string): Rights => ({
   publish: [],
   subscribe: [`${inboxPrefix(node, module)}.>`],
 });
+
+/**
+ * NATS's default inbox, for a credential that speaks like the `nats` CLI and every stock client:
+ * request replies on `_INBOX.<nuid>.<token>`, consumer deliveries on `_INBOX.<nuid>`. Every mesh
+ * credential but the operator's has its own prefix, `_INBOX.<node>.<module>`, so its traffic is
+ * four tokens or more. The server matches a subscription's subject literally, so `_INBOX.*.*`
+ * would also admit a subscription to `_INBOX.*.>` (and `_INBOX.*` one to `_INBOX.>`) and with it
+ * every other credential's replies; the deny of four tokens and more is what the server then
+ * filters such a wildcard subscription's deliveries with (verified on 2.9.10, decision 0070).
+ */
+export const defaultInbox: Rights = {
+  publish: [],
+  subscribe: [`${Subject.inboxRoot}.*`, `${Subject.inboxRoot}.*.*`],
+  subscribeDeny: [`${Subject.inboxRoot}.*.*.>`],
+};
+
+/**
+ * The JetStream API's read-only requests the stock tools make to list and describe streams,
+ * consumers and the account (`nats stream ls`, `nats kv ls`, `jetstreamManager()`'s check): names,
+ * lists, infos. None reads a message or changes anything; the data stays behind the per-bucket
+ * grants.
+ */
+export const jetStreamReadOnly: Rights = {
+  publish: [
+    "$JS.API.INFO",
+    "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.LIST",
+    "$JS.API.STREAM.INFO.*",
+    "$JS.API.CONSUMER.NAMES.*",
+    "$JS.API.CONSUMER.LIST.*",
+    "$JS.API.CONSUMER.INFO.*.*",
+  ],
+  subscribe: [],
+};
 
 /** Reply to the requests it receives (the provisioner client's answers). */
 export const answerRequests: Rights = { publish: [], subscribe: [], responses: true };

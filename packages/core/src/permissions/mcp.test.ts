@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ErrorCode, isMeshError, type Permissions } from "@mesh/protocol";
+import { isAllowed } from "./match.js";
+import { mcpGrant } from "./mcp.js";
+
+const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
+const hears = (p: Permissions, subject: string): boolean => isAllowed(p, "subscribe", subject);
+
+/** Everything the mesh's buckets hold, as the client reads and writes them. */
+const READS_AND_WRITES = [
+  "$JS.API.DIRECT.GET.KV_mesh-config.$KV.mesh-config.hello.greeting",
+  "$JS.API.DIRECT.GET.KV_mesh-wants.$KV.mesh-wants.n1.hello",
+  "$JS.API.DIRECT.GET.KV_mesh-secrets.$KV.mesh-secrets.hello.token",
+  "$KV.mesh-assignments.all.hello",
+  "$KV.mesh-config.hello.greeting",
+  "$KV.mesh-modules.hello",
+  "$JS.API.STREAM.NAMES",
+  "$JS.API.INFO",
+  "mesh.controller.join-token",
+  "mesh.controller.secret-set",
+  "mesh.conditions.hello.x",
+];
+
+describe("mcpGrant", () => {
+  test("calls and discovers every tool, and does nothing else an operator does", () => {
+    const p = mcpGrant({ node: "laptop" });
+    assert.ok(can(p, "mesh.tools.n1.hello.greet"));
+    assert.ok(can(p, "$SRV.INFO"));
+    assert.ok(can(p, "$SRV.PING.hello"));
+    for (const subject of READS_AND_WRITES) assert.equal(can(p, subject), false, subject);
+  });
+
+  test("hears only its own inbox, and serves nothing", () => {
+    const p = mcpGrant({ node: "laptop" });
+    assert.ok(hears(p, "_INBOX.laptop.mcp.abc.1"));
+    assert.equal(hears(p, "_INBOX.laptop.operator.abc.1"), false);
+    assert.equal(hears(p, "_INBOX.abc.1"), false);
+    assert.equal(hears(p, "mesh.tools.laptop.hello.greet"), false);
+    assert.equal(p.allowResponses, undefined);
+  });
+
+  test("watches wants and what nodes run, to hear when tools move, without reading keys", () => {
+    const p = mcpGrant({ node: "laptop" });
+    assert.ok(can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-have.oc_X_1.$KV.mesh-have.>"));
+    assert.ok(can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-wants.oc_X_1.$KV.mesh-wants.>"));
+    assert.ok(can(p, "$JS.FC.KV_mesh-have.x"));
+    assert.equal(can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-config.oc_X_1.$KV.mesh-config.>"), false);
+  });
+
+  test("with modules, only those modules' tools and services", () => {
+    const p = mcpGrant({ node: "laptop", modules: ["hello", "notes"] });
+    assert.ok(can(p, "mesh.tools.n1.hello.greet"));
+    assert.ok(can(p, "mesh.tools.n2.notes.add"));
+    assert.ok(can(p, "$SRV.INFO.hello"));
+    assert.ok(can(p, "$SRV.PING.notes"));
+    assert.equal(can(p, "mesh.tools.n1.counter.add"), false);
+    assert.equal(can(p, "$SRV.INFO"), false, "mesh-wide discovery would list every module");
+    assert.equal(can(p, "$SRV.INFO.counter"), false);
+  });
+
+  test("a module that is not a name is refused", () => {
+    assert.throws(
+      () => mcpGrant({ node: "laptop", modules: ["hello.>"] }),
+      (error: unknown) => isMeshError(error, ErrorCode.INVALID_NAME),
+    );
+  });
+});
