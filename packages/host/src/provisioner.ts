@@ -136,6 +136,8 @@ export class Provisioner {
       [BoundKey.node]: this.#options.node,
       ...composed.bound,
       [BoundKey.servers]: [...this.#options.servers],
+      // The build the composition names: the runtime reports it as the module's service version.
+      ...(composed.build === undefined ? {} : { [BoundKey.build]: composed.build }),
     };
   }
 

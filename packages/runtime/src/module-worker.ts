@@ -12,6 +12,7 @@ import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
 import { PROTOCOL_VERSION, type FromWorker, type ToolInfo, type WorkerStart } from "@mesh/sdk";
 import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
 import type { Provisioner } from "./provisioner.js";
+import { serviceVersion } from "./service-version.js";
 import type { SpareWorker } from "./spare-worker.js";
 import { ModuleState, deadlineOf, type ModuleStatus, type WorkerTuning } from "./worker-tuning.js";
 
@@ -337,9 +338,11 @@ export class ModuleWorker implements AsyncDisposable {
     try {
       // Woken from idle with the same tools: the service registered all along stays.
       if (this.#served === undefined || this.#servedTools !== toolsKey) {
+        // The module's build, asked before the old service stops so it is not unserved meanwhile.
+        const version = await serviceVersion(this.#o.provisioner, this.module, this.#o.version);
         await this.#stopServing();
         if (tools.length > 0) {
-          this.#served = await serveModule(this.#o, tools, (tool, input, headers) =>
+          this.#served = await serveModule({ ...this.#o, version }, tools, (tool, input, headers) =>
             this.call(tool, input, deadlineOf(headers, this.#o.tuning)),
           );
         }

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, request } from "@mesh/bus";
+import { MeshBus, discoverTools, request } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { ErrorCode, isMeshError, toolSubject, type ComposedModule } from "@mesh/protocol";
@@ -87,6 +87,13 @@ describe("provision through the host's provisioner client", () => {
     await assert.rejects(call("value", { kind: "config", key: "undeclared" }), (error: unknown) =>
       isMeshError(error, ErrorCode.REFUSED),
     );
+  });
+
+  test("the module's service reports the module's build as its version", async () => {
+    const tools = await discoverTools(bus.admin);
+    const app = tools.filter((t) => t.module === "app");
+    assert.ok(app.length > 0, "app's tools are discovered");
+    for (const tool of app) assert.equal(tool.service.version, "0.0.0+b1");
   });
 
   test("a secret is refused by the runtime with the reason", async () => {
