@@ -39,6 +39,11 @@ export interface DiscoverOptions {
   /** How long to collect answers at most; discovery stops earlier once answers stop coming. */
   readonly maxWaitMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Ask only the services of this module (`$SRV.INFO.<module>`): what a credential granted some
+   * modules' tools may ask, where mesh-wide `$SRV.INFO` is refused.
+   */
+  readonly module?: string;
 }
 
 /**
@@ -57,7 +62,7 @@ export async function discoverTools(
       stall: 300,
       maxWait: options.maxWaitMs ?? 2_000,
     });
-    const replies = await abortable(client.info(), options.signal, doing);
+    const replies = await abortable(client.info(options.module), options.signal, doing);
     await abortable(
       (async () => {
         for await (const info of replies) infos.push(info);

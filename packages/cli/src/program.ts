@@ -23,6 +23,9 @@ import { registerStatusVerb } from "./commands/status.js";
 import { registerToolsVerb } from "./commands/tools.js";
 import { registerUpVerb } from "./commands/up.js";
 import { registerViewVerb } from "./commands/view.js";
+import { registerMcpVerb } from "./commands/mcp.js";
+import { registerContextVerb } from "./commands/context.js";
+import { registerCompletionVerb } from "./commands/completion.js";
 import { ExitCode, reportError } from "./output.js";
 
 /** Every verb group, in the order `mesh help` lists them. */
@@ -44,6 +47,9 @@ const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
   registerJoinVerbs,
   registerHostVerb,
   registerDaemonVerbs,
+  registerMcpVerb,
+  registerContextVerb,
+  registerCompletionVerb,
 ];
 
 export function buildProgram(): Command {

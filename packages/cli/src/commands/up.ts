@@ -14,7 +14,7 @@ import { Option, type Command } from "commander";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
 import { EmbeddedServer, FULL_PERMISSIONS, MeshBus, ensureLayout, findServer } from "@mesh/bus";
-import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import { assignerGrant, deliveryGrant, mcpGrant, operatorGrant } from "@mesh/core";
 import { serverUsersOnDisk } from "@mesh/controller";
 import { startView, type View } from "@mesh/view";
 import { BusKeeper } from "../up/bus-keeper.js";
@@ -97,6 +97,8 @@ export async function up(options: UpOptions): Promise<ExitCode> {
         { principal: Principal.operator, permissions: operatorGrant({ node }) },
         { principal: Principal.assigner, permissions: assignerGrant({ node }) },
         { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
+        // `mesh mcp`'s: discovers and calls tools, nothing else (docs/mcp.md).
+        { principal: Principal.mcp, permissions: mcpGrant({ node }) },
       ],
     });
     log(`starting nats-server ${binary.version} on ${url}`);

@@ -1,0 +1,112 @@
+/**
+ * `mesh up` as a child process for tests: started on a free port in its own root, its JSON report
+ * awaited, and stopped with Ctrl-C — then anything still running under the root (the host's
+ * processes, say) is killed by pid, also when the test failed half-way.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import { Env } from "@mesh/protocol";
+import { deadline, freePort } from "@mesh/bus/testing";
+import { MESH_MAIN } from "./run-mesh.js";
+
+export interface MeshUpReport {
+  readonly root: string;
+  readonly bus: { readonly url: string; readonly pid: number };
+  readonly credentials: { readonly operator: string };
+  readonly processes: Record<string, number>;
+  readonly view?: string;
+}
+
+export interface MeshUp {
+  readonly root: string;
+  readonly report: MeshUpReport;
+  readonly child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export interface StartMeshUpOptions {
+  readonly root: string;
+  readonly node: string;
+  /** The command that is `mesh`: the built CLI by default. */
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> {
+  const port = await freePort();
+  const [file, ...pre] = options.command ?? [process.execPath, MESH_MAIN];
+  const child = spawn(
+    file as string,
+    [
+      ...pre,
+      "up",
+      "--root",
+      options.root,
+      "--port",
+      String(port),
+      "--node",
+      options.node,
+      "--json",
+      ...(options.args ?? []),
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, [Env.credential]: "", ...options.env },
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    },
+  );
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null) child.kill("SIGINT");
+    await deadline(exited, 120_000, "mesh up to stop").catch(() => child.kill("SIGKILL"));
+    for (const pid of await processesUnder(options.root)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  let out = "";
+  let err = "";
+  child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  try {
+    const report = await deadline(
+      new Promise<MeshUpReport>((resolve, reject) => {
+        child.stdout?.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          try {
+            resolve(JSON.parse(out) as MeshUpReport);
+          } catch {
+            // not the whole document yet
+          }
+        });
+        void exited.then((code) =>
+          reject(new Error(`mesh up exited ${String(code)}: ${out}${err}`)),
+        );
+      }),
+      300_000,
+      "mesh up to be up",
+    );
+    return { root: options.root, report, child, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Every process whose command line or environment names `root`. */
+export async function processesUnder(root: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    const env = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
+    if (cmdline.includes(root) || env.includes(root)) found.push(Number(entry));
+  }
+  return found;
+}
