@@ -9,7 +9,7 @@ import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build as esbuild, type Message } from "esbuild";
+import type { Message } from "esbuild";
 import {
   MANIFEST_FILE_NAMES,
   MAX_MANIFEST_TEXT,
@@ -200,6 +200,8 @@ async function bundleTypescript(
   {
     let messages: Message[] = [];
     try {
+      // Loaded when a build runs: every other verb of the CLI starts without esbuild.
+      const { build: esbuild } = await import("esbuild");
       const result = await esbuild({
         absWorkingDir: root,
         entryPoints: entries,

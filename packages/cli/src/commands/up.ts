@@ -9,7 +9,6 @@
 import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Option, type Command } from "commander";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
@@ -19,6 +18,7 @@ import { serverUsersOnDisk } from "@mesh/controller";
 import { startView, type View } from "@mesh/view";
 import { BusKeeper } from "../up/bus-keeper.js";
 import { Children } from "../up/children.js";
+import { CLI_MAIN } from "../shipped.js";
 import { ensureHostCredential } from "../up/local-node.js";
 import {
   DEMO_MODULES,
@@ -50,9 +50,6 @@ export interface UpOptions extends MachineOptions {
   /** How long `--demo` waits for the examples, in ms. */
   readonly demoTimeoutMs?: number;
 }
-
-/** The CLI's entry file: every process `mesh up` starts is this CLI with another verb. */
-const CLI_MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 
 /** What a root remembers between runs, so a second `mesh up` comes back the same. */
 const RootState = z.object({ node: z.string(), port: z.number().int() }).strict();

@@ -4,21 +4,18 @@
  * `mesh module add` makes; it is skipped when the same source is already registered, so a second
  * `mesh up` changes nothing.
  */
-import { fileURLToPath } from "node:url";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { registerModule } from "@mesh/delivery";
 import { Bucket, targetModuleKey } from "@mesh/protocol";
+import { EXAMPLES_DIR } from "../shipped.js";
 
-/** Where the shipped runtime module's source is, in this checkout. */
-export const NODE_TOOLS_SOURCE = fileURLToPath(
-  new URL("../../../runtime/node-tools", import.meta.url),
-);
+/** Where the shipped runtime module's source is (in this checkout, or in the packed CLI). */
+export { NODE_TOOLS_SOURCE } from "../shipped.js";
 
 /** The examples `--demo` runs. */
 export const DEMO_MODULES = ["hello", "counter", "board", "broken"] as const;
-export const examplesSource = (module: string): string =>
-  fileURLToPath(new URL(`../../../../examples/modules/${module}`, import.meta.url));
+export const examplesSource = (module: string): string => join(EXAMPLES_DIR, module);
 
 /** Registers the folder as a module unless it already is, and assigns it to every node. */
 export async function registerAndAssignEverywhere(

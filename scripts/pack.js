@@ -1,0 +1,231 @@
+#!/usr/bin/env node
+// `npm run pack`: the installable mesh, as two npm tarballs in pack/ (run `npm run build` first).
+//
+// @mesh/cli: the `mesh` command as one esbuild bundle (dist/mesh.js and its lazily loaded chunks:
+// the mesh's own packages and their dependencies inside, only esbuild outside, since it is a
+// native binary), the view's page, the runtime module `node-tools` and the examples as folders,
+// and the packages the builder needs to build module code (@mesh/sdk and what it and node-tools
+// import) as bundled dependencies in node_modules/. Their npm dependencies are the package's.
+//
+// @mesh/sdk: what module authors install: its compiled entries and types, with @mesh/protocol
+// and @mesh/bus (which its types and `@mesh/sdk/process` use) bundled inside.
+//
+// Neither tarball holds a test. Usage: node scripts/pack.js [--out DIR]
+import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const outArg = process.argv.indexOf("--out");
+const out = outArg > 0 ? process.argv[outArg + 1] : join(root, "pack");
+const pkg = (name) => join(root, "packages", name);
+const readJson = async (path) => JSON.parse(await readFile(path, "utf8"));
+
+/** The packages module code's build needs beside the SDK (node-tools imports the runtime). */
+const BUNDLED_FOR_BUILDS = ["protocol", "bus", "sdk", "runtime"];
+
+for (const name of ["cli", "sdk", "runtime", "view"]) {
+  if (!existsSync(join(pkg(name), "dist"))) {
+    console.error(`packages/${name}/dist is missing: run \`npm run build\` first`);
+    process.exit(1);
+  }
+}
+
+/** Copies a workspace package's package.json and dist without tests, into `to`. */
+async function copyPackage(name, to, { dependencies } = {}) {
+  const manifest = await readJson(join(pkg(name), "package.json"));
+  await cp(join(pkg(name), "dist"), join(to, "dist"), {
+    recursive: true,
+    filter: (src) =>
+      !/\.test\.(js|d\.ts)(\.map)?$|\/(testing|test-support)(\/|$)|\.tsbuildinfo$/.test(src),
+  });
+  delete manifest.private;
+  delete manifest.devDependencies;
+  manifest.license = "Apache-2.0";
+  manifest.files = ["dist", "LICENSE"];
+  if (manifest.exports?.["./testing"] !== undefined) delete manifest.exports["./testing"];
+  if (dependencies !== undefined) manifest.dependencies = dependencies;
+  await writeFile(join(to, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  await cp(join(root, "LICENSE"), join(to, "LICENSE"));
+  return manifest;
+}
+
+/** Every npm dependency (not @mesh/*) of these packages, with the ranges they declare. */
+async function thirdParty(names) {
+  const out = {};
+  for (const name of names) {
+    const { dependencies = {} } = await readJson(join(pkg(name), "package.json"));
+    for (const [dep, range] of Object.entries(dependencies)) {
+      if (!dep.startsWith("@mesh/")) out[dep] = range;
+    }
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/**
+ * Copies npm packages and everything they depend on from the repository's node_modules into
+ * `nodeModules`, and returns their names: npm packs a bundled dependency with what is in its
+ * folder, so a bundled package's own dependencies must be there too (or they install empty).
+ */
+async function copyClosure(names, nodeModules, { skip = [] } = {}) {
+  const done = new Set();
+  const queue = [...names];
+  while (queue.length > 0) {
+    const name = queue.shift();
+    if (done.has(name) || skip.includes(name) || name.startsWith("@mesh/")) continue;
+    const from = join(root, "node_modules", name);
+    if (!existsSync(from)) throw new Error(`${name} is not installed in node_modules`);
+    done.add(name);
+    await cp(from, join(nodeModules, name), { recursive: true, dereference: true });
+    const { dependencies = {} } = await readJson(join(from, "package.json"));
+    queue.push(...Object.keys(dependencies));
+  }
+  return [...done].sort();
+}
+
+/** Each bundled package's exact version, as its dependency range. */
+async function versionsOf(nodeModules, names) {
+  const out = {};
+  for (const name of names)
+    out[name] = (await readJson(join(nodeModules, name, "package.json"))).version;
+  return out;
+}
+
+/** The host's entry runs itself when it is the main module: never inside the one-file CLI. */
+const noSelfRun = {
+  name: "no-self-run",
+  setup(b) {
+    b.onLoad({ filter: /packages\/host\/dist\/main\.js$/ }, async (args) => ({
+      contents: (await readFile(args.path, "utf8")).replace(
+        /\nif \(import\.meta\.url === `file:\/\/\$\{process\.argv\[1\] \?\? ""\}`\) \{[\s\S]*$/,
+        "\n",
+      ),
+      loader: "js",
+    }));
+  },
+};
+
+async function packCli(version) {
+  const stage = join(out, "stage-cli");
+  await rm(stage, { recursive: true, force: true });
+  // One CommonJS file (no top-level await, no import.meta), so the loader can compile it through
+  // V8's code cache; import.meta.url becomes the bundle's own file URL.
+  await build({
+    stdin: {
+      contents: 'export { runCli } from "./dist/program.js";',
+      resolveDir: pkg("cli"),
+      sourcefile: "mesh-entry.js",
+    },
+    outfile: join(stage, "dist", "mesh.cjs"),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    minify: true,
+    keepNames: true,
+    external: ["esbuild"],
+    // import() of what stays outside becomes require(): the loader's vm.Script has no ESM loader.
+    supported: { "dynamic-import": false },
+    define: {
+      "process.env.MESH_PACKED": '"1"',
+      "import.meta.url": "__meshFileUrl",
+      "import.meta.resolve": "__meshResolve",
+    },
+    banner: {
+      js: [
+        'var __meshFileUrl = require("node:url").pathToFileURL(__filename).href;',
+        'var __meshResolve = (s) => require("node:url").pathToFileURL(require.resolve(s)).href;',
+      ].join(" "),
+    },
+    plugins: [noSelfRun],
+    logLevel: "warning",
+  });
+  await cp(join(root, "scripts", "pack", "loader.js"), join(stage, "dist", "mesh.js"));
+  // What the bundle finds beside itself: the view's page, the runtime module and the examples.
+  await cp(join(pkg("view"), "static"), join(stage, "static"), { recursive: true });
+  await cp(join(pkg("view"), "dist", "browser"), join(stage, "dist", "browser"), {
+    recursive: true,
+    filter: (src) => !/\.test\.js$/.test(src),
+  });
+  await cp(join(pkg("runtime"), "node-tools"), join(stage, "node-tools"), {
+    recursive: true,
+    filter: (src) => !/node_modules|tsconfig\.json$/.test(src),
+  });
+  await cp(join(root, "examples", "modules"), join(stage, "examples", "modules"), {
+    recursive: true,
+    filter: (src) => !/node_modules|\.mesh$/.test(src),
+  });
+  for (const name of BUNDLED_FOR_BUILDS) {
+    await copyPackage(name, join(stage, "node_modules", "@mesh", name));
+  }
+  // Everything inside but esbuild, whose binary is the installing machine's own.
+  const thirdPartyNames = Object.keys(await thirdParty(BUNDLED_FOR_BUILDS));
+  const inside = await copyClosure(thirdPartyNames, join(stage, "node_modules"), {
+    skip: ["esbuild"],
+  });
+  const bundled = [...BUNDLED_FOR_BUILDS.map((n) => `@mesh/${n}`), ...inside];
+  const dependencies = await versionsOf(join(stage, "node_modules"), bundled);
+  dependencies.esbuild = (
+    await readJson(join(pkg("delivery"), "package.json"))
+  ).dependencies.esbuild;
+  const cliManifest = await readJson(join(pkg("cli"), "package.json"));
+  const manifest = {
+    name: "@mesh/cli",
+    version,
+    description: cliManifest.description,
+    license: "Apache-2.0",
+    type: "module",
+    engines: { node: ">=20.10" },
+    bin: { mesh: "dist/mesh.js" },
+    files: ["dist", "static", "node-tools", "examples", "LICENSE", "README.md"],
+    dependencies,
+    bundleDependencies: bundled,
+  };
+  await writeFile(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  await cp(join(root, "LICENSE"), join(stage, "LICENSE"));
+  await cp(join(root, "README.md"), join(stage, "README.md"));
+  return npmPack(stage);
+}
+
+async function packSdk() {
+  const stage = join(out, "stage-sdk");
+  await rm(stage, { recursive: true, force: true });
+  const manifest = await copyPackage("sdk", stage);
+  for (const name of ["protocol", "bus"]) {
+    await copyPackage(name, join(stage, "node_modules", "@mesh", name));
+  }
+  const inside = await copyClosure(
+    Object.keys(await thirdParty(["sdk", "protocol", "bus"])),
+    join(stage, "node_modules"),
+  );
+  const bundled = ["@mesh/protocol", "@mesh/bus", ...inside];
+  manifest.dependencies = await versionsOf(join(stage, "node_modules"), bundled);
+  manifest.bundleDependencies = bundled;
+  await writeFile(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  return npmPack(stage);
+}
+
+function npmPack(stage) {
+  const printed = execFileSync("npm", ["pack", "--json", "--pack-destination", out], {
+    cwd: stage,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [{ filename, size, entryCount }] = JSON.parse(printed);
+  return { file: join(out, filename), size, entries: entryCount };
+}
+
+await mkdir(out, { recursive: true });
+const { version } = await readJson(join(pkg("cli"), "package.json"));
+const cli = await packCli(version);
+const sdk = await packSdk();
+for (const made of [cli, sdk]) {
+  console.log(`${made.file} (${(made.size / 1024).toFixed(0)} KiB, ${made.entries} files)`);
+}
+await writeFile(
+  join(out, "tarballs.json"),
+  `${JSON.stringify({ cli: cli.file, sdk: sdk.file }, null, 2)}\n`,
+);

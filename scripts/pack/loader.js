@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// The packed `mesh` command. The CLI is one CommonJS bundle (mesh.cjs) compiled through V8's code
+// cache: the first run keeps the compiled code in $XDG_CACHE_HOME/mesh (or ~/.cache/mesh), and
+// every later run starts without parsing the bundle again — most of a verb's start-up cost. A
+// cache that cannot be read or written is no error: the CLI then compiles as usual.
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+
+const filename = fileURLToPath(new URL("./mesh.cjs", import.meta.url));
+const source = readFileSync(filename, "utf8");
+const key = createHash("sha256")
+  .update(`${process.version}\0${process.arch}\0${source}`)
+  .digest("hex")
+  .slice(0, 32);
+const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+const cacheFile = join(cacheHome, "mesh", `cli-${key}.v8`);
+let cachedData;
+try {
+  cachedData = readFileSync(cacheFile);
+} catch {
+  cachedData = undefined;
+}
+const wrapped = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+const script = new Script(wrapped, { filename, ...(cachedData ? { cachedData } : {}) });
+const module = { exports: {} };
+script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename));
+if (cachedData === undefined || script.cachedDataRejected) {
+  try {
+    mkdirSync(dirname(cacheFile), { recursive: true, mode: 0o700 });
+    const temporary = `${cacheFile}.${process.pid}.tmp`;
+    writeFileSync(temporary, script.createCachedData(), { mode: 0o600 });
+    renameSync(temporary, cacheFile);
+  } catch {
+    // No cache this time; the next run tries again.
+  }
+}
+process.exitCode = await module.exports.runCli(process.argv);
