@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -353,12 +354,14 @@ const SCENARIOS = [
   "dns-rebinding-protection",
   "server-sse-multiple-streams",
 ];
-const CONFORMANCE_BIN = fileURLToPath(
-  new URL(
-    "../../../../node_modules/@modelcontextprotocol/conformance/dist/index.js",
-    import.meta.url,
-  ),
-);
+/** The suite's command, from the nearest node_modules that has it (npm may not hoist it). */
+const CONFORMANCE_BIN = ((): string => {
+  const tail = join("node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
+  for (let dir = fileURLToPath(new URL(".", import.meta.url)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, tail))) return join(dir, tail);
+    if (dirname(dir) === dir) throw new Error("@modelcontextprotocol/conformance is not installed");
+  }
+})();
 /** Where the report is kept (beside the build, never in the source tree). */
 export const REPORT_FILE = fileURLToPath(new URL("../mcp-conformance.json", import.meta.url));
 
