@@ -43,6 +43,10 @@ export interface EntryRefusal {
 export class ArchiveEntryCheck {
   readonly #limits: ArchiveLimits;
   readonly #links = new Set<string>();
+  /** What each path is so far: a file or a folder. */
+  readonly #kinds = new Map<string, "file" | "folder">();
+  /** Where the links seen so far point. */
+  readonly #targets = new Set<string>();
   #entries = 0;
   #bytes = 0;
 
@@ -73,6 +77,27 @@ export class ArchiveEntryCheck {
     return reason === undefined ? undefined : { kind: "entry", reason };
   }
 
+  /** A file and a folder under one name, or an entry inside a file: tar fails half-way there. */
+  #clash(normal: string, type: string): string | undefined {
+    const parts = normal.split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const above = parts.slice(0, i).join("/");
+      if (this.#kinds.get(above) === "file") return `is inside ${JSON.stringify(above)}, a file`;
+    }
+    const kind = isFile(type) ? "file" : type === "Directory" ? "folder" : undefined;
+    if (kind === undefined) return undefined;
+    const before = this.#kinds.get(normal);
+    if (before !== undefined && before !== kind)
+      return `is a ${kind}, and an earlier entry of that name a ${before}`;
+    this.#kinds.set(normal, kind);
+    return undefined;
+  }
+
+  #isLinkOrUnder(path: string): boolean {
+    for (const link of this.#links) if (path === link || path.startsWith(`${link}/`)) return true;
+    return false;
+  }
+
   #entryProblem(entry: ArchiveEntryInfo): string | undefined {
     const path = entry.path;
     const shown = JSON.stringify(path);
@@ -88,6 +113,12 @@ export class ArchiveEntryCheck {
       if (normal === link || normal.startsWith(`${link}/`))
         return `the entry ${shown} would be written through the symbolic link ${JSON.stringify(link)}`;
     }
+    // A link or folder that claims a body is malformed, and tar's extraction waits for that body
+    // forever: refused before it gets there.
+    if (!isFile(entry.type) && entry.size > 0 && KNOWN_TYPES.has(entry.type))
+      return `the entry ${shown} is a ${entry.type} with a body of ${entry.size} bytes; only files carry bytes`;
+    const clash = this.#clash(normal, entry.type);
+    if (clash !== undefined) return `the entry ${shown} ${clash}`;
     if ((entry.mode ?? 0) & 0o6000)
       return `the entry ${shown} has a set-user-id or set-group-id bit`;
     switch (entry.type) {
@@ -102,7 +133,22 @@ export class ArchiveEntryCheck {
         const resolved = normalise(`${dirnameOf(normal)}/${target}`);
         if (resolved === ".." || resolved.startsWith("../"))
           return `the symbolic link ${shown} points outside the folder (${JSON.stringify(target)})`;
+        // A link into itself makes tar's extraction loop forever; a link to a link can close a
+        // cycle. Neither is needed by a bundle: a link points at a file or folder of its own.
+        // tar also reads the target as a path from the archive's top when it orders its writes:
+        // a target that is a folder the link is in deadlocks its extraction.
+        const raw = normalise(target);
+        if (
+          resolved.startsWith(`${normal}/`) ||
+          raw === normal ||
+          raw.startsWith(`${normal}/`) ||
+          normal.startsWith(`${raw}/`)
+        )
+          return `the symbolic link ${shown} points into itself or at a folder it is in (${JSON.stringify(target)})`;
+        if (this.#isLinkOrUnder(resolved) || this.#targets.has(normal))
+          return `the symbolic link ${shown} points at or is pointed at by another symbolic link (${JSON.stringify(target)})`;
         this.#links.add(normal);
+        this.#targets.add(resolved);
         return undefined;
       }
       case "Link":
@@ -119,6 +165,9 @@ export class ArchiveEntryCheck {
 }
 
 const limit = (reason: string): EntryRefusal => ({ kind: "limit", reason });
+
+/** The types that may be unpacked (the rest are refused by their type alone). */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(["Directory", "SymbolicLink"]);
 
 function isFile(type: string): boolean {
   return type === "File" || type === "OldFile";

@@ -136,6 +136,17 @@ describe("archives", () => {
       ],
     ],
     ["a hard link", [{ name: "h", type: "1", linkname: "/etc/passwd" }]],
+    // Found by the archive fuzz: each of these made tar's extraction wait forever.
+    ["a link to a folder it is in", [{ name: "d/a.js", type: "2", linkname: "d" }]],
+    ["a link into itself", [{ name: "d", type: "2", linkname: "d/a.js" }]],
+    ["a link with a body", [{ name: "l", type: "2", linkname: "a.js", data: "abcdef" }]],
+    [
+      "a link to a link",
+      [
+        { name: "a", type: "2", linkname: "b" },
+        { name: "b", type: "2", linkname: "a" },
+      ],
+    ],
     ["a character device", [{ name: "null", type: "3" }]],
     ["a block device", [{ name: "disk", type: "4" }]],
     ["a FIFO", [{ name: "pipe", type: "6" }]],

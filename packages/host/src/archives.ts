@@ -158,6 +158,20 @@ export function checkBundlePath(root: string, module: string, path: string): voi
   }
 }
 
+/** How long one bundle's extraction may take before it is given up. */
+const UNPACK_DEADLINE_MS = 10 * 60_000;
+
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the extraction did not finish within ${ms / 1000} s`)),
+      ms,
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 const versionName = (path: string, digest: string): string => `.${basename(path)}@${digest}`;
 
 /**
@@ -186,23 +200,30 @@ export async function unpackBeside(input: {
   const temporary = join(folder, `.${basename(path)}.unpack-${randomBytes(6).toString("hex")}`);
   await mkdir(temporary, { mode: 0o755 });
   try {
-    await extract({
-      file,
-      cwd: temporary,
-      strict: true,
-      // As root, tar would give files the archive's owners; bundles belong to the host.
-      preserveOwner: false,
-      // Checked above; checked again, so a difference between the two readings cannot slip by.
-      filter: (_path, entry) => {
-        const type = (entry as ReadEntry).type;
-        return (
-          type === "File" || type === "OldFile" || type === "Directory" || type === "SymbolicLink"
-        );
-      },
-    });
+    // A deadline, so an archive that stalls tar's extraction (none is known to pass the check)
+    // fails its module instead of holding up every later apply of the node.
+    await withDeadline(
+      extract({
+        file,
+        cwd: temporary,
+        strict: true,
+        // As root, tar would give files the archive's owners; bundles belong to the host.
+        preserveOwner: false,
+        // Checked above; checked again, so a difference between the two readings cannot slip by.
+        filter: (_path, entry) => {
+          const type = (entry as ReadEntry).type;
+          return (
+            type === "File" || type === "OldFile" || type === "Directory" || type === "SymbolicLink"
+          );
+        },
+      }),
+      UNPACK_DEADLINE_MS,
+    );
     await rename(temporary, version);
   } catch (error) {
-    await rm(temporary, { recursive: true, force: true });
+    // tar may still be writing when it reports its error: a removal that fails now leaves the
+    // folder to the next unpack of this bundle, which removes such leftovers first.
+    await rm(temporary, { recursive: true, force: true }).catch(() => undefined);
     throw new MeshError(
       ErrorCode.ARCHIVE_REFUSED,
       `${module}'s bundle ${digest.slice(0, 12)}… could not be unpacked (${(error as Error).message}); nothing was moved into place — rebuild the module`,
