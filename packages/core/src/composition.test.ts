@@ -220,6 +220,13 @@ describe("compose: the runtime's process", () => {
     });
   });
 
+  it("hands each module's own idle time (tools-idle, seconds) to the runtime in ms", () => {
+    const process = runtimeOf(ok(node([runtime(), { ...hello, "tools-idle": 60 }, counter])));
+    assert.equal(process.env.MESH_TOOL_IDLE, "hello=60000");
+    const without = runtimeOf(ok(node([runtime(), hello, counter])));
+    assert.equal(without.env.MESH_TOOL_IDLE, undefined, "no variable when no module says one");
+  });
+
   it("serves a prebuilt bundle's loads as written", () => {
     const process = runtimeOf(ok(node([runtime(), firewall])));
     assert.equal(

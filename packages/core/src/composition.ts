@@ -471,8 +471,12 @@ function runtimeProcess(
   // What it serves, from which files: every module composed here, each file of each tools bundle.
   // Sorted, so neither module order nor bundle order moves it.
   const served: string[] = [];
+  const idle: string[] = [];
   const restartOn: string[] = [needResourceId(RUNTIME_MODULE, BROKER_SECRET)];
   for (const m of modules) {
+    const idleAfter = m["tools-idle"];
+    if (idleAfter !== undefined && toolsBundles(m).length > 0)
+      idle.push(`${m.module}=${idleAfter * 1000}`);
     for (const b of toolsBundles(m)) {
       const folder = bundlePath(c.root, m.module, b.name);
       for (const load of b.loads ?? [])
@@ -483,6 +487,8 @@ function runtimeProcess(
   const env: Record<string, string> = {
     [Env.toolModules]: [...new Set(served)].sort().join(","),
     [Env.brokerFile]: secretFilePath(c.root, RUNTIME_MODULE, credential.path),
+    // A module's own idle time, where its manifest says one.
+    ...(idle.length === 0 ? {} : { [Env.toolIdle]: idle.sort().join(",") }),
   };
   if (c.account !== undefined && home !== undefined) {
     env[Env.operatorAccount] = c.account;

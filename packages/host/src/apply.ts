@@ -58,6 +58,8 @@ export interface ApplierOptions {
   readonly graceMs: number;
   readonly archiveLimits?: ArchiveLimits;
   readonly runtimeHandover?: { readonly readyMs?: number; readonly drainMs?: number };
+  /** The node's idle time for its runtime's modules (HostOptions.runtimeIdleMs). */
+  readonly runtimeIdleMs?: number;
   /** The artifact store once the bus is there. */
   readonly artifacts: () => ArtifactStore | undefined;
   readonly bus: () => MeshBus | undefined;
@@ -337,6 +339,9 @@ export class Applier {
           ? {
               ...resource.env,
               [Env.runtimeStatus]: join(this.#o.root, "run", RUNTIME_STATUS_NAME),
+              ...(this.#o.runtimeIdleMs === undefined
+                ? {}
+                : { [Env.runtimeIdleMs]: String(this.#o.runtimeIdleMs) }),
             }
           : resource.env,
       // The runtime restarts at once after a healthy run, taken over by a standby booted ahead.

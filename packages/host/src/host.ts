@@ -70,6 +70,12 @@ export interface HostOptions {
    * between TERM and KILL. Defaults: 30 s, and the longest call deadline (300 s) and 10 s.
    */
   readonly runtimeHandover?: { readonly readyMs?: number; readonly drainMs?: number };
+  /**
+   * This node's idle time for its runtime's modules (ms; 0: never idle): a module not called for
+   * this long has its worker stopped until its next call. The runtime's default (10 min) when
+   * omitted.
+   */
+  readonly runtimeIdleMs?: number;
   /** Between presence heartbeats. */
   readonly heartbeatMs?: number;
   /** How often health, adopted processes and output files are looked at. */
@@ -150,6 +156,7 @@ export class Host implements AsyncDisposable {
       ...(options.runtimeHandover === undefined
         ? {}
         : { runtimeHandover: options.runtimeHandover }),
+      ...(options.runtimeIdleMs === undefined ? {} : { runtimeIdleMs: options.runtimeIdleMs }),
       artifacts: () => this.#connection.artifacts,
       bus: () => this.#connection.bus,
       signal,

@@ -400,6 +400,8 @@ export function resourceModule(id: string): string {
 export const Env = {
   /** The runtime's modules: `<module>=<path>`, sorted, comma-separated. */
   toolModules: "MESH_TOOL_MODULES",
+  /** Each module's own idle time, where its manifest says one: `<module>=<ms>`, sorted. */
+  toolIdle: "MESH_TOOL_IDLE",
   /** Where the runtime writes its status file (each module's load result); set by the host. */
   runtimeStatus: "MESH_RUNTIME_STATUS",
   /** 1 on a runtime the host boots ahead: it waits for SIGUSR2 to serve; set by the host. */

@@ -224,6 +224,14 @@ export const Manifest = z
     filter: ManifestFilter.optional().describe(
       "Set when the module changes the machine's own setup; it is then left out on adopted machines",
     ),
+    "tools-idle": z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe(
+        "Seconds without a call after which the runtime stops this module's tools worker until the next call (0: never); the node's idle time (10 min) when omitted",
+      ),
   })
   .strict();
 /** A manifest as written (defaults not yet filled in). */

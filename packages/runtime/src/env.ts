@@ -38,7 +38,7 @@ export function tuningFromEnv(env: NodeJS.ProcessEnv): Partial<WorkerTuning> {
 }
 
 /** The variable naming each module's own idle time: `<module>=<ms>`, comma-separated. */
-export const IdleEnv = "MESH_TOOL_IDLE";
+export const IdleEnv = Env.toolIdle;
 
 /** Reads `MESH_TOOL_IDLE`; an entry that is not `<module>=<whole ms>` is ignored. */
 export function idleFromEnv(text: string | undefined): Map<string, number> {

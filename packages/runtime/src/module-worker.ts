@@ -164,8 +164,17 @@ export class ModuleWorker implements AsyncDisposable {
    * Runs a call in the worker; throws a MeshError with a reply code. An idle module is started
    * first, and the call waits for it within its deadline.
    */
-  async call(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
+  call(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
     this.#lastCall = Date.now();
+    const worker = this.#worker;
+    // The common case first, without an await in the way.
+    if (worker !== undefined && this.#status.state === ModuleState.serving) {
+      return this.#run(worker, tool, input, timeoutMs);
+    }
+    return this.#callWhenLoaded(tool, input, timeoutMs);
+  }
+
+  async #callWhenLoaded(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
     if (this.#status.state === ModuleState.idle) {
       this.start();
     }
@@ -404,7 +413,7 @@ export class ModuleWorker implements AsyncDisposable {
   /** A call left the worker: a drain waiting for the last one hears it. */
   #callEnded(): void {
     this.#lastCall = Date.now();
-    if (this.#calls.size === 0) wakeAll(this.#draining);
+    if (this.#calls.size === 0 && this.#draining.size > 0) wakeAll(this.#draining);
   }
 
   /** Ends a worker the runtime gave up on (a failed load, a hang, memory); its exit restarts it. */

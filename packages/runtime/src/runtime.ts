@@ -186,6 +186,11 @@ export class Runtime implements AsyncDisposable {
     };
   }
 
+  /** Whether a spare worker is booted and waiting for the next module that needs one. */
+  get spareReady(): boolean {
+    return this.#spare.ready;
+  }
+
   /** One module's supervisor, or undefined when the runtime does not serve it. */
   module(name: string): ModuleWorker | undefined {
     return this.#workers.get(name);

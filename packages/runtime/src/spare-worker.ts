@@ -10,7 +10,7 @@
  * to that module alone.
  */
 import { Worker, type ResourceLimits } from "node:worker_threads";
-import type { WorkerSpare } from "@mesh/sdk";
+import type { FromWorker, WorkerSpare } from "@mesh/sdk";
 
 export interface SpareOptions {
   readonly workerFile: URL;
@@ -22,6 +22,7 @@ export interface SpareOptions {
 export class SpareWorker {
   readonly #o: SpareOptions;
   #spare: Worker | undefined;
+  #ready = false;
   #closed = false;
 
   constructor(options: SpareOptions) {
@@ -47,8 +48,17 @@ export class SpareWorker {
       if (this.#spare === worker) this.#spare = undefined;
     });
     worker.on("error", () => undefined);
+    worker.on("message", (message: FromWorker) => {
+      if (message.t === "spare-ready" && this.#spare === worker) this.#ready = true;
+    });
     worker.unref();
     this.#spare = worker;
+    this.#ready = false;
+  }
+
+  /** Whether the spare has booted (what a bench waits for before it times a cold start). */
+  get ready(): boolean {
+    return this.#ready;
   }
 
   /** The spare, taken, or undefined when there is none. */
@@ -58,7 +68,9 @@ export class SpareWorker {
     if (worker === undefined) return undefined;
     worker.removeAllListeners("exit");
     worker.removeAllListeners("error");
+    worker.removeAllListeners("message");
     worker.ref();
+    this.#ready = false;
     return worker;
   }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { parseToolModules } from "./tool-modules.js";
+import { idleFromEnv, tuningFromEnv } from "./env.js";
 
 describe("parseToolModules", () => {
   test("groups entries by module in the order given, several per module", () => {
@@ -34,4 +35,24 @@ describe("parseToolModules", () => {
       );
     });
   }
+});
+
+describe("idleFromEnv and the idle tuning", () => {
+  test("reads each module's own idle time, 0 included, and ignores what is not <module>=<ms>", () => {
+    assert.deepEqual(
+      [...idleFromEnv("a=60000,b=0,c=x,=5,d").entries()],
+      [
+        ["a", 60_000],
+        ["b", 0],
+      ],
+    );
+    assert.deepEqual([...idleFromEnv(undefined).entries()], []);
+  });
+
+  test("the node's idle time and the memory limit take 0 (never, not measured)", () => {
+    assert.deepEqual(
+      tuningFromEnv({ MESH_RUNTIME_IDLE_MS: "0", MESH_RUNTIME_EXTERNAL_LIMIT_MB: "64" }),
+      { idleMs: 0, externalLimitMb: 64 },
+    );
+  });
 });

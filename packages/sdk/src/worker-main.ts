@@ -61,6 +61,7 @@ const start: WorkerStart =
           resolve(message.start);
         };
         port.on("message", onStart);
+        post({ v: 1, t: "spare-ready" });
       })
     : data;
 

@@ -112,7 +112,8 @@ export type FromWorker =
   | { v: 1; t: "log"; level: LogLevel; text: string }
   | { v: 1; t: "pong"; seq: number; memory?: { heap: number; external: number } }
   | { v: 1; t: "over-memory"; memory: { heap: number; external: number } }
-  | { v: 1; t: "self-signal"; pid: number; signal: string };
+  | { v: 1; t: "self-signal"; pid: number; signal: string }
+  | { v: 1; t: "spare-ready" };
 
 /** Runtime → worker.
  *
