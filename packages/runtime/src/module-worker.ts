@@ -178,8 +178,9 @@ export class ModuleWorker implements AsyncDisposable {
     if (this.#status.state === ModuleState.idle) {
       this.start();
     }
-    if (this.#status.state === ModuleState.starting && this.#served !== undefined) {
-      // Still registered: the module is waking (or restarting after idle); wait for it.
+    if (this.#status.state === ModuleState.starting) {
+      // Waking from idle (its service registered all along), or loaded with its service just
+      // registered and its status not yet said: the call waits for it.
       await this.#waitLoaded(timeoutMs);
     }
     const worker = this.#worker;
