@@ -241,7 +241,7 @@ export function serveModule(
       ...(tool.output === undefined ? {} : { output: JSON.stringify(tool.output) }),
     },
     handler: async (request: { json(): unknown; headers: ReadonlyMap<string, string> }) =>
-      call(tool.name, request.json(), request.headers),
+      call(tool.name, shallowEnough(request.json()), request.headers),
   }));
   return serve(o.bus, {
     name: o.module,
@@ -253,4 +253,28 @@ export function serveModule(
     onInternalError: (error, subject) =>
       o.log(`[node-tools] ${subject}: ${error instanceof Error ? error.message : String(error)}`),
   });
+}
+
+/** How deep a tool's input may nest: deeper input is refused before it reaches the worker. */
+export const MAX_INPUT_DEPTH = 100;
+
+/**
+ * The input, when it nests at most {@link MAX_INPUT_DEPTH} levels; INVALID_INPUT otherwise. Copying
+ * a 20,000-deep array to the worker overflowed the stack and answered INTERNAL; no schema needs it.
+ * Walked with a stack of its own, so the check itself cannot overflow.
+ */
+export function shallowEnough(input: unknown): unknown {
+  const pending: Array<{ value: unknown; depth: number }> = [{ value: input, depth: 0 }];
+  while (pending.length > 0) {
+    const { value, depth } = pending.pop() as { value: unknown; depth: number };
+    if (typeof value !== "object" || value === null) continue;
+    if (depth >= MAX_INPUT_DEPTH) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `the input nests deeper than ${MAX_INPUT_DEPTH} levels; send a flatter document`,
+      );
+    }
+    for (const child of Object.values(value)) pending.push({ value: child, depth: depth + 1 });
+  }
+  return input;
 }
