@@ -81,6 +81,22 @@ describe("sayCondition", () => {
     assert.equal(disk.module, "alpha");
   });
 
+  it("a resolved condition replaces the open one of the same module and name", async () => {
+    await sayCondition(bus, { name: "queue", level: "error", message: "the queue is stuck" });
+    const resolved = await sayCondition(bus, {
+      name: "queue",
+      level: "info",
+      message: "the queue moves again",
+      resolved: true,
+    });
+    assert.equal(await kept(Stream.conditions, conditionSubject("alpha", "queue")), 1);
+    const queue = Condition.parse(
+      await last(Stream.conditions, conditionSubject("alpha", "queue")),
+    );
+    assert.deepEqual(queue, resolved);
+    assert.equal(queue.resolved, true);
+  });
+
   it("is refused for another module with PERMISSION_DENIED, promptly, and nothing is kept", async () => {
     await assert.rejects(
       deadline(

@@ -78,6 +78,8 @@ export interface SayCondition {
   /** Whose condition it is; the credential's module when omitted. Only the controller and assigner speak for others. */
   readonly module?: string;
   readonly node?: string;
+  /** Its cause has ended: replaces the open condition of the same module and name. */
+  readonly resolved?: boolean;
 }
 
 /** Says a condition; the stream keeps the last one per module and name. */
@@ -93,6 +95,7 @@ export async function sayCondition(
     level: condition.level,
     message: condition.message,
     ...(condition.node === undefined ? {} : { node: condition.node }),
+    ...(condition.resolved === true ? { resolved: true } : {}),
     at: (options.now ?? (() => new Date()))().toISOString(),
   });
   if (!parsed.success) {

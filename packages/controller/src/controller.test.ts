@@ -215,6 +215,25 @@ describe("the controller with its broker, on a real bus", () => {
     const after = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
     assert.equal(after?.revision, before?.revision, "what n1 runs stays as it is");
     await (await KvBucket.open(mesh.admin, Bucket.wants)).delete("n1.ghost");
+    // Its cause gone, the controller resolves it: the same subject, so it replaces the refusal.
+    const resolving = new AbortController();
+    const resolved = (async () => {
+      for await (const e of readStream(mesh.admin, Stream.conditions, {
+        filter: "mesh.conditions.controller.n1",
+        schema: Condition,
+        deliver: "last-per-subject",
+        signal: resolving.signal,
+      })) {
+        if (e.type === "message" && e.value.resolved === true) return e.value;
+      }
+      throw new Error("the conditions ended");
+    })();
+    try {
+      const condition = await deadline(resolved, 30_000, "the refusal about n1 resolved");
+      assert.equal(condition.message, "n1 is composed");
+    } finally {
+      resolving.abort();
+    }
   });
 
   it("writes mesh-grants for each issued user, never a password", async () => {

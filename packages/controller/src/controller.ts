@@ -587,7 +587,11 @@ export class Controller implements AsyncDisposable {
   async #sayComposed(node: string, signal: AbortSignal): Promise<void> {
     if (!this.#refusedSaid.has(node)) return;
     this.#refusedSaid.delete(node);
-    await this.#say({ name: node, level: "info", message: `${node} is composed`, node }, signal);
+    // Resolves the refusal: same name, so it replaces it (status and the view no longer show it).
+    await this.#say(
+      { name: node, level: "info", message: `${node} is composed`, node, resolved: true },
+      signal,
+    );
   }
 
   #sayProblems(node: string, plan: Extract<NodePlan, { ok: true }>): void {
@@ -598,7 +602,13 @@ export class Controller implements AsyncDisposable {
   }
 
   async #say(
-    condition: { name: string; level: "info" | "error"; message: string; node: string },
+    condition: {
+      name: string;
+      level: "info" | "error";
+      message: string;
+      node: string;
+      resolved?: boolean;
+    },
     signal: AbortSignal,
   ): Promise<void> {
     try {

@@ -346,6 +346,11 @@ export const Condition = z
     message: z.string().min(1).max(4000),
     node: NodeName.optional(),
     at: Instant,
+    /**
+     * Its cause has ended (said by whoever said it, or an operator's `mesh conditions resolve`):
+     * same subject, so it replaces the open one in the stream's last per module and name.
+     */
+    resolved: z.boolean().optional(),
   })
   .strict();
 export type Condition = z.infer<typeof Condition>;

@@ -137,7 +137,8 @@ export async function readStatus(
         return parsed === undefined ? [] : [{ ...parsed, ...d }];
       }),
     asks: [...asks.values()].filter((a) => !answers.has(a.id)).sort((a, b) => cmp(a.at, b.at)),
-    conditions: conditions.slice(0, RECENT_CONDITIONS),
+    // A resolved condition's cause has ended: not news (`mesh conditions` still lists it).
+    conditions: conditions.filter((c) => c.resolved !== true).slice(0, RECENT_CONDITIONS),
     attention: [...fleet.attention.cells],
   };
 }
