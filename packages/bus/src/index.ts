@@ -16,3 +16,5 @@ export * from "./join-client.js";
 export * from "./stream-reader.js";
 export * from "./tool-discovery.js";
 export * from "./kit/index.js";
+export * from "./mirror/index.js";
+export { WATCH_STALL_MS } from "./kv-watch.js";

@@ -15,6 +15,7 @@ import {
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError, withContext } from "./bus-errors.js";
+import { openRawWatch, type RawWatch } from "./kv-watch.js";
 
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -208,90 +209,77 @@ export class KvBucket<T> {
     if (isAborted(signal)) return;
     const doing = `watching ${this.name}${options.key === undefined ? "" : ` key ${options.key}`}`;
     const include = options.include ?? "last";
-    const start = () =>
-      this.#kv.watch({
-        ...(options.key === undefined ? {} : { key: options.key }),
-        ...(include === "history" ? { include: "history" as never } : {}),
-        ...(include === "updates" ? { include: "updates" as never } : {}),
-      });
-    let starting: ReturnType<typeof start> | undefined;
-    let iter: Awaited<ReturnType<typeof start>>;
+    let starting: Promise<RawWatch> | undefined;
+    let watch: RawWatch;
     try {
-      // Each attempt (a retry follows a transient failure) starts the watch afresh.
-      iter = await withContext({ doing }, () => {
-        starting = start();
+      watch = await withContext({ doing }, () => {
+        starting = openRawWatch(this.#kv, options.key ?? ">", include);
         return abortable(starting, signal, doing);
       });
     } catch (error) {
       if (!isMeshError(error, ErrorCode.ABORTED)) throw error;
       // Aborted while the watch was starting: an abort ends a watch, it is no failure. The
       // client goes on starting it (one round trip); the iteration ends once that is done and
-      // the watcher stopped, so an ended watch holds nothing. (A connection closed under a
-      // starting watcher makes the client leak its heartbeat timer, which keeps the process.)
+      // the watcher stopped, so an ended watch holds nothing.
       (await starting?.catch(() => undefined))?.stop();
       return;
     }
     let stopped = false;
     const stop = () => {
       stopped = true;
-      iter.stop();
+      watch.stop();
     };
     signal?.addEventListener("abort", stop, { once: true });
     const unregister = this.#bus?.beforeClose(stop);
     // The signal may have fired between the start and now.
     if (isAborted(signal)) stop();
-    // The client ends its watcher quietly when the server drops the watcher's subscription (a
-    // reload that narrowed this credential's grant): the refusal is seen only on the
-    // connection's status, so it is listened for while the watch runs.
+    // The server drops the watcher's subscription when a reload narrowed this credential's
+    // grant: the refusal is seen only on the connection's status, so it is listened for.
     const statuses = this.#bus?.nc.status() as
       (AsyncIterable<Status> & { stop(): void }) | undefined;
     let refusal: PermissionViolationError | undefined;
-    let deliverPrefix: string | undefined;
     const listening = (async () => {
       for await (const status of statuses ?? []) {
         if (
           status.type === "error" &&
           status.error instanceof PermissionViolationError &&
-          deliverPrefix !== undefined &&
-          status.error.subject.startsWith(deliverPrefix)
+          status.error.subject.startsWith(watch.deliverPrefix)
         ) {
           refusal = status.error;
+          watch.stop();
         }
       }
     })();
     try {
-      const consumer = await watcherConsumer(iter, doing);
-      // An ordered consumer delivers to `<prefix>.<serial>`, the serial moving on each reset.
-      deliverPrefix = consumer.config.deliver_subject.replace(/[^.]*$/, "");
-      // The client counts the consumer's pending messages when it creates the watch and flags
-      // every entry after that count as an update; it offers no marker, and for an empty bucket
-      // nothing arrives at all. So the count is read from the consumer the client keeps.
-      let standing = include === "updates" ? 0 : consumer.num_pending;
+      // The consumer's pending count when it was made tells where the standing values end; for
+      // an empty bucket nothing arrives at all, so the marker comes at once.
+      let standing = watch.pending;
       if (standing === 0) yield { type: "current" };
-      for await (const entry of iter) {
+      for (let entry = await watch.next(); entry !== undefined; entry = await watch.next()) {
         yield this.#toEvent(entry, doing);
         if (standing > 0) {
           standing -= 1;
           if (standing === 0) yield { type: "current" };
         }
       }
-      // The client ended the watch: not an end the caller asked for, unless it closed the bus.
+      // The watch ended on its own: not an end the caller asked for, unless it closed the bus.
       if (!stopped && this.#bus?.isClosed !== true) {
-        // The refusal was queued on the status iterator before the watcher ended; a stopped
+        // A refusal is queued on the status iterator before the watcher ends; a stopped
         // iterator still hands what it holds, so the listener has seen it once it is done.
         statuses?.stop();
         await listening;
         if (refusal !== undefined) throw toMeshError(refusal, { doing });
         throw new MeshError(
-          ErrorCode.INTERNAL,
-          `${doing}: the NATS client ended the watch on its own; start the watch again`,
+          ErrorCode.WATCH_ENDED,
+          `${doing}: the watch ended (${watch.ended ?? "for no reason the client gave"}); watch again to catch up with what was missed`,
         );
       }
     } finally {
       signal?.removeEventListener("abort", stop);
       unregister?.();
-      iter.stop();
+      watch.stop();
       statuses?.stop();
+      await listening;
     }
   }
 
@@ -357,27 +345,4 @@ function summarise(error: z.ZodError): string {
     .slice(0, 5)
     .map((i) => `${i.path.join(".") || "(value)"}: ${i.message}`)
     .join("; ");
-}
-
-/** The watch's consumer as the client created it: what was pending then, where it delivers. */
-async function watcherConsumer(
-  iter: object,
-  doing: string,
-): Promise<{ num_pending: number; config: { deliver_subject: string } }> {
-  const consumer = (
-    iter as {
-      _data?: {
-        info?: (
-          cached: boolean,
-        ) => Promise<{ num_pending: number; config: { deliver_subject: string } }>;
-      };
-    }
-  )._data;
-  if (consumer?.info === undefined) {
-    throw new MeshError(
-      ErrorCode.INTERNAL,
-      `${doing}: the NATS client no longer exposes its watch consumer, so the end of the standing values cannot be told; pin @nats-io/kv to the version in package.json`,
-    );
-  }
-  return consumer.info(true);
 }

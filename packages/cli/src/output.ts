@@ -42,6 +42,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.SOURCE_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.BUILD_FAILED]: ExitCode.failed,
   [ErrorCode.BUCKET_UNAVAILABLE]: ExitCode.failed,
+  [ErrorCode.WATCH_ENDED]: ExitCode.failed,
   [ErrorCode.DIGEST_MISMATCH]: ExitCode.failed,
   [ErrorCode.ARCHIVE_REFUSED]: ExitCode.refused,
   [ErrorCode.INTERNAL]: ExitCode.failed,

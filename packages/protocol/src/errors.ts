@@ -63,6 +63,8 @@ export const ErrorCode = {
   BUILD_FAILED: "BUILD_FAILED",
   /** A bucket a process cannot work without cannot be opened with its credential's grant. */
   BUCKET_UNAVAILABLE: "BUCKET_UNAVAILABLE",
+  /** A long-lived watch ended without being asked: its bucket or consumer is gone, or the server went silent. */
+  WATCH_ENDED: "WATCH_ENDED",
   /** A command line was given a missing or malformed argument. */
   USAGE: "USAGE",
   /** Something the mesh did not expect; the detail is in the log. */

@@ -1,0 +1,175 @@
+/**
+ * The consumer under a bucket watch, opened as the KV client's own `watch()` opens it (an ordered
+ * push consumer with a 5 s idle heartbeat), but kept in hand so the watch can tell when it ended:
+ * the consumer deleted (its bucket deleted), the stream gone, or nothing — not even a heartbeat —
+ * for {@link WATCH_STALL_MS}. The client alone notices none of these within a minute: it resets
+ * after two missed heartbeats with a 30 s heartbeat from then on, and a bucket deleted and created
+ * again is resumed from the old sequence, so everything written to the new one is skipped.
+ *
+ * The KV client asks for a 5 s heartbeat (`_buildCC`), but its ordered push consumer overwrites
+ * it with 30 s (`getOrderedPushConsumer` in @nats-io/jetstream 3.4), so this file makes the
+ * consumer itself, with the 5 s heartbeat, and hands it to the client's own ordered-consumer
+ * class (not exported, so it is loaded from the package's files: pinned in package.json).
+ */
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { KV, KvWatchEntry } from "@nats-io/kv";
+import {
+  AckPolicy,
+  type ConsumerConfig,
+  type ConsumerNotification,
+  type JetStreamClient,
+  type JsMsg,
+  type PushConsumer,
+} from "@nats-io/jetstream";
+import { createInbox, nanos, nuid } from "@nats-io/nats-core";
+
+/** How often the server says an idle watch is alive. */
+const HEARTBEAT_MS = 5_000;
+/** Silence after which a watch counts as stalled: one and a half heartbeats. */
+export const WATCH_STALL_MS = 7_500;
+const CHECK_EVERY_MS = 250;
+
+/** What the KV client's bucket offers beside its `KV` interface (public in @nats-io/kv 3.x). */
+interface KvInternals {
+  readonly js: JetStreamClient;
+  readonly stream: string;
+  _buildCC(key: string, content: string, opts?: Partial<ConsumerConfig>): Partial<ConsumerConfig>;
+  jmToWatchEntry(jm: JsMsg, isUpdate: boolean): KvWatchEntry;
+}
+
+/** The client's push consumer class and the consumer API it takes. */
+interface ConsumerApi {
+  add(stream: string, config: Partial<ConsumerConfig>): Promise<{ config: ConsumerConfig }>;
+  getOptions(): { watcherPrefix?: string };
+}
+type PushConsumerClass = new (
+  api: ConsumerApi,
+  info: unknown,
+  opts: { name_prefix: string; deliver_prefix: string; ordered: true },
+) => PushConsumer;
+
+const require = createRequire(import.meta.url);
+const { PushConsumerImpl } = require(
+  join(dirname(require.resolve("@nats-io/jetstream")), "pushconsumer.js"),
+) as { PushConsumerImpl: PushConsumerClass };
+
+/** An ordered push consumer as the client makes one, but with the heartbeat the KV asked for. */
+async function orderedConsumer(
+  bucket: KvInternals,
+  config: Partial<ConsumerConfig>,
+): Promise<PushConsumer> {
+  const api = (bucket.js.consumers as unknown as { api: ConsumerApi }).api;
+  const namePrefix = `oc_${nuid.next()}`;
+  const deliverPrefix = createInbox(api.getOptions().watcherPrefix);
+  const info = await api.add(bucket.stream, {
+    ...config,
+    ack_policy: AckPolicy.None,
+    inactive_threshold: nanos(5 * 60 * 1000),
+    num_replicas: 1,
+    max_deliver: 1,
+    flow_control: true,
+    idle_heartbeat: nanos(HEARTBEAT_MS),
+    name: `${namePrefix}_1`,
+    deliver_subject: `${deliverPrefix}.1`,
+  });
+  return new PushConsumerImpl(api, info, {
+    name_prefix: namePrefix,
+    deliver_prefix: deliverPrefix,
+    ordered: true,
+  });
+}
+
+export interface RawWatch {
+  /** The entries, then `undefined` once the watch ended (for whatever reason). */
+  next(): Promise<KvWatchEntry | undefined>;
+  /** How many entries stood when the consumer was made (0 for `updates`). */
+  readonly pending: number;
+  /** Where the consumer delivers, without its serial. */
+  readonly deliverPrefix: string;
+  /** Why the watch ended on its own (undefined while it runs or when stopped by the caller). */
+  readonly ended: string | undefined;
+  stop(): void;
+}
+
+/** Opens the watch's consumer; `include` as the client's KvWatchInclude values. */
+export async function openRawWatch(
+  kv: KV,
+  key: string,
+  include: "last" | "history" | "updates",
+): Promise<RawWatch> {
+  const bucket = kv as unknown as KvInternals;
+  const content = include === "history" ? "history" : include === "updates" ? "updates" : "";
+  const consumer = await orderedConsumer(
+    bucket,
+    bucket._buildCC(key, content, { headers_only: false }),
+  );
+  const info = await consumer.info(true);
+  const queue: Array<KvWatchEntry | undefined> = [];
+  let wake: (() => void) | undefined;
+  let ended: string | undefined;
+  let done = false;
+  let last = Date.now();
+  const push = (item: KvWatchEntry | undefined): void => {
+    queue.push(item);
+    wake?.();
+  };
+  const messages = await consumer.consume({
+    callback: (m) => {
+      last = Date.now();
+      push(bucket.jmToWatchEntry(m, false));
+    },
+  });
+  const finish = (reason: string | undefined): void => {
+    if (done) return;
+    done = true;
+    ended ??= reason;
+    clearInterval(timer);
+    messages.stop();
+    push(undefined);
+  };
+  const timer = setInterval(() => {
+    const silent = Date.now() - last;
+    if (silent > WATCH_STALL_MS)
+      finish(`the server sent nothing, not even a heartbeat, for ${(silent / 1000).toFixed(1)} s`);
+  }, CHECK_EVERY_MS);
+  timer.unref();
+  void (async () => {
+    for await (const notice of messages.status()) {
+      last = Date.now();
+      const reason = endReason(notice);
+      if (reason !== undefined) finish(reason);
+    }
+  })().catch(() => undefined);
+  void messages.closed().then(
+    () => finish("the NATS client ended the watch on its own"),
+    (error: unknown) => finish(`the NATS client ended the watch (${String(error)})`),
+  );
+  return {
+    pending: include === "updates" ? 0 : info.num_pending,
+    deliverPrefix: (info.config.deliver_subject ?? "").replace(/[^.]*$/, ""),
+    get ended() {
+      return ended;
+    },
+    async next() {
+      while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+      return queue.shift();
+    },
+    stop: () => finish(undefined),
+  };
+}
+
+/** The notices that mean the watch hears nothing any more. */
+function endReason(notice: ConsumerNotification): string | undefined {
+  switch (notice.type) {
+    case "consumer_deleted":
+      return `the server deleted the watch's consumer (${notice.description}; the bucket was deleted?)`;
+    case "stream_not_found":
+      return "the bucket's stream is gone (the bucket was deleted)";
+    case "heartbeats_missed":
+      return `${notice.count} heartbeats were missed`;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * The bucket mirror ("informer"): keeps buckets in memory, says when every one of them has
+ * handed what stands, and gathers each burst of changes into the keys they dirty. A watch that
+ * ends (its bucket deleted and made again, its consumer gone, a server gone silent — the watch
+ * notices within 10 s) is watched again: what stands then is read afresh and compared with what
+ * the mirror holds, so every change missed meanwhile is applied and dirties its keys. A source
+ * that cannot be watched again for `giveUpMs` fails the mirror loudly.
+ *
+ * ```ts
+ * await using mirror = Mirror.start({
+ *   sources: { presence: { bucket: presence }, wants: { bucket: wants } },
+ *   touched: (c) => [c.key.split(".")[0]],   // a change dirties its node
+ *   log,
+ * });
+ * await mirror.ready;
+ * for (;;) { await mirror.changed(signal); decide(mirror.take()); }
+ * ```
+ */
+import { isDeepStrictEqual } from "node:util";
+import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
+import type { KvBucket } from "../kv-bucket.js";
+import { Backoff } from "../kit/backoff.js";
+import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
+
+export interface MirrorSource<T, M = T> {
+  readonly bucket: KvBucket<T>;
+  /** Only these keys (a key or a pattern with `*` / `>`); every key when omitted. */
+  readonly key?: string;
+  /** `history` hands every kept revision to `fold`; `last` (default) each key's latest. */
+  readonly include?: "last" | "history";
+  /** A bucket the mirror can do without: it is ready without it and keeps trying to open it. */
+  readonly optional?: boolean;
+  /** The map to keep the values in (the owner's own), a new one when omitted. */
+  readonly into?: Map<string, M>;
+  /** What is kept for a key from what was kept and a value handed (undefined: deleted). */
+  readonly fold?: (before: M | undefined, value: T | undefined, revision: number) => M | undefined;
+  /** How soon it is watched again after it ended or could not be opened; the mirror's by default. */
+  readonly retry?: { readonly initialMs: number; readonly maxMs: number };
+  /** Whether two kept values are the same (no change, nothing dirty); deep equality by default. */
+  readonly equal?: (a: M, b: M) => boolean;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnySource = MirrorSource<any, any>;
+export type Sources = Record<string, AnySource>;
+/** A source as the mirror handles it inside, whatever it keeps. */
+type Loose = MirrorSource<unknown, unknown>;
+
+/** What a source keeps for each key. */
+export type Kept<P> = P extends { fold: (...a: never[]) => infer M | undefined }
+  ? M
+  : P extends { into: Map<string, infer M> }
+    ? M
+    : P extends { bucket: KvBucket<infer T> }
+      ? T
+      : never;
+
+/** One change the mirror applied, as `touched` is handed it. */
+export interface MirrorChange<S extends Sources = Sources> {
+  readonly source: keyof S & string;
+  readonly key: string;
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+export interface MirrorOptions<S extends Sources> {
+  readonly sources: S;
+  /** The keys a change dirties, or ALL. Called for every change applied, also before `ready`. */
+  readonly touched: (change: MirrorChange<S>) => Touched;
+  /** How long a burst is gathered after its first change before `changed()` resolves; default 0. */
+  readonly coalesceMs?: number;
+  /** A required source that cannot be watched again for this long fails the mirror; default 60 s. */
+  readonly giveUpMs?: number;
+  /** The first and the longest wait before watching a source again; default 250 ms and 5 s. */
+  readonly retry?: { readonly initialMs: number; readonly maxMs: number };
+  readonly log?: (line: string) => void;
+}
+
+export { ALL, type Dirty, type Touched };
+
+export class Mirror<S extends Sources> implements AsyncDisposable {
+  readonly #o: MirrorOptions<S>;
+  readonly #maps = new Map<string, Map<string, unknown>>();
+  readonly #open = new Set<string>();
+  readonly #dirty: DirtyKeys;
+  readonly #stop = new AbortController();
+  readonly #loops: Promise<void>[] = [];
+  readonly #log: (line: string) => void;
+  #isReady = false;
+  #error: MeshError | undefined;
+  readonly #failed: { promise: Promise<never>; reject: (e: MeshError) => void };
+  readonly #ready: Promise<void>;
+
+  private constructor(options: MirrorOptions<S>) {
+    this.#o = options;
+    this.#log = options.log ?? (() => undefined);
+    this.#dirty = new DirtyKeys(options.coalesceMs ?? 0);
+    let reject!: (e: MeshError) => void;
+    const promise = new Promise<never>((_, r) => (reject = r));
+    promise.catch(() => undefined);
+    this.#failed = { promise, reject };
+    const handed = Object.entries(options.sources as Record<string, Loose>).map(
+      ([name, source]) => {
+        this.#maps.set(name, source.into ?? new Map<string, unknown>());
+        let handedNow!: () => void;
+        const handedOnce = new Promise<void>((r) => (handedNow = r));
+        this.#loops.push(this.#follow(name, source, handedNow));
+        return handedOnce;
+      },
+    );
+    this.#ready = Promise.race([Promise.all(handed), promise]).then(() => {
+      this.#isReady = true;
+      // What changed before every source stood is no news: the owner decides everything first.
+      this.#dirty.clear();
+    });
+    this.#ready.catch(() => undefined);
+  }
+
+  /** Starts watching every source at once. */
+  static start<S extends Sources>(options: MirrorOptions<S>): Mirror<S> {
+    return new Mirror(options);
+  }
+
+  /** Settles once every source handed what stands (an optional one: or failed to open); rejects when the mirror fails. */
+  get ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  get isReady(): boolean {
+    return this.#isReady;
+  }
+
+  /** Rejects (with BUCKET_UNAVAILABLE or WATCH_ENDED) once a required source is lost for good. */
+  get failed(): Promise<never> {
+    return this.#failed.promise;
+  }
+
+  /** What a source holds now. */
+  map<K extends keyof S & string>(source: K): ReadonlyMap<string, Kept<S[K]>> {
+    return this.#maps.get(source) as ReadonlyMap<string, Kept<S[K]>>;
+  }
+
+  /** Whether a source is being heard now (an optional one may not be). */
+  isOpen(source: keyof S & string): boolean {
+    return this.#open.has(source);
+  }
+
+  /** Marks keys dirty from outside (a write of the owner's that failed, say). */
+  touch(touched: Touched): void {
+    this.#dirty.add(touched);
+  }
+
+  /** Resolves once something is dirty (its burst gathered), the signal aborts or the mirror ends. */
+  changed(signal?: AbortSignal): Promise<void> {
+    if (this.#error !== undefined || this.#stop.signal.aborted) return Promise.resolve();
+    return this.#dirty.changed(signal);
+  }
+
+  /** The keys dirtied since the last take. */
+  take(): Dirty {
+    return this.#dirty.take();
+  }
+
+  /** Stops every watch and waits until each has stopped; disposing twice is harmless. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#stop.abort();
+    this.#dirty.wakeAll();
+    await Promise.allSettled(this.#loops);
+  }
+
+  async #follow(name: string, source: Loose, handed: () => void): Promise<void> {
+    const signal = this.#stop.signal;
+    const retry = source.retry ?? this.#o.retry ?? { initialMs: 250, maxMs: 5_000 };
+    const backoff = new Backoff({ ...retry, healthyMs: 10_000 });
+    let lostSince: number | undefined;
+    let heard = false;
+    while (!signal.aborted) {
+      try {
+        backoff.started();
+        await this.#watchOnce(name, source, signal, () => {
+          if (heard) this.#log(`the watch of ${name} is back: caught up with what it missed`);
+          else if (lostSince !== undefined) this.#log(`the bucket ${name} is open now`);
+          heard = true;
+          lostSince = undefined;
+          handed();
+        });
+        if (signal.aborted) return;
+        throw new MeshError(ErrorCode.WATCH_ENDED, `the watch of ${name} ended (the bus closed)`);
+      } catch (error) {
+        this.#open.delete(name);
+        if (signal.aborted) return;
+        const mesh = lost(name, error);
+        if (!heard && source.optional !== true) return this.#fail(mesh);
+        if (!heard) handed();
+        lostSince ??= Date.now();
+        if (source.optional !== true && Date.now() - lostSince > (this.#o.giveUpMs ?? 60_000)) {
+          return this.#fail(
+            new MeshError(
+              mesh.code,
+              `${mesh.message}; given up after ${this.#o.giveUpMs ?? 60_000} ms`,
+              {
+                cause: error,
+              },
+            ),
+          );
+        }
+        const wait = backoff.next();
+        this.#log(`${mesh.message}; watching ${name} again in ${wait} ms`);
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  /** One watch of a source, until it ends: what it hands before its marker is compared with what is kept. */
+  async #watchOnce(
+    name: string,
+    source: Loose,
+    signal: AbortSignal,
+    current: () => void,
+  ): Promise<void> {
+    const fold = source.fold ?? ((_: unknown, value: unknown) => value);
+    let staging: Map<string, unknown> | undefined = new Map();
+    for await (const event of source.bucket.watch({
+      signal,
+      ...(source.key === undefined ? {} : { key: source.key }),
+      include: source.include ?? "last",
+    })) {
+      if (event.type === "current") {
+        this.#settle(name, source, staging ?? new Map<string, unknown>());
+        staging = undefined;
+        this.#open.add(name);
+        current();
+        continue;
+      }
+      if (event.type === "invalid") {
+        this.#log(`${name} ${event.key}: ${event.problem.message}; taken as absent`);
+      }
+      const value = event.type === "put" ? event.value : undefined;
+      if (staging !== undefined) {
+        const next = fold(staging.get(event.key), value, event.revision);
+        if (next === undefined) staging.delete(event.key);
+        else staging.set(event.key, next);
+      } else {
+        const map = this.#maps.get(name) as Map<string, unknown>;
+        this.#set(name, source, event.key, fold(map.get(event.key), value, event.revision));
+      }
+    }
+  }
+
+  /** Makes the kept map what stands: every key that differs is set and dirtied. */
+  #settle(name: string, source: Loose, standing: Map<string, unknown>): void {
+    const map = this.#maps.get(name) as Map<string, unknown>;
+    for (const key of [...map.keys()])
+      if (!standing.has(key)) this.#set(name, source, key, undefined);
+    for (const [key, value] of standing) this.#set(name, source, key, value);
+  }
+
+  #set(name: string, source: Loose, key: string, after: unknown): void {
+    const map = this.#maps.get(name) as Map<string, unknown>;
+    const before = map.get(key);
+    const same =
+      before === undefined || after === undefined
+        ? before === after
+        : (source.equal ?? isDeepStrictEqual)(before, after);
+    if (after === undefined) map.delete(key);
+    else map.set(key, after);
+    if (same) return;
+    this.#dirty.add(this.#o.touched({ source: name, key, before, after }));
+  }
+
+  #fail(error: MeshError): void {
+    if (this.#error !== undefined) return;
+    this.#error = error;
+    this.#log(error.message);
+    this.#failed.reject(error);
+    this.#stop.abort();
+    this.#dirty.wakeAll();
+  }
+}
+
+/** Why a source is not heard, as a MeshError that names it. */
+function lost(name: string, error: unknown): MeshError {
+  if (isMeshError(error, ErrorCode.WATCH_ENDED))
+    return new MeshError(error.code, error.message, { key: name, cause: error });
+  const detail = error instanceof Error ? error.message : String(error);
+  return new MeshError(
+    ErrorCode.BUCKET_UNAVAILABLE,
+    `the bucket ${name} cannot be watched (${detail})`,
+    {
+      key: name,
+      cause: error,
+    },
+  );
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
