@@ -15,13 +15,10 @@ import {
   Principal,
   Stream,
   moduleConditionsWildcard,
-  type Manifest,
   type Want,
 } from "@mesh/protocol";
 import { Assigner, type PassReport } from "./assigner.js";
-
-const NODE = "n0";
-const T0 = "2026-01-01T00:00:00.000Z";
+import { NODE, T0, addHelloBuild, emptyLayout, presenceOf, seedFleet } from "./test-fleet.js";
 
 let server: TestServer;
 let admin: MeshBus;
@@ -46,72 +43,10 @@ after(async () => {
 const assignerCredential = () =>
   credentialFor(server, { user: "assigner", password }, { node: NODE, module: Principal.assigner });
 
-/** A fresh layout: every bucket emptied by destroying and creating it again. */
-async function freshLayout(): Promise<void> {
-  for (const bucket of Object.values(Bucket)) {
-    const kv = await admin.kvm.open(bucket);
-    await kv.destroy().catch(() => undefined);
-  }
-  await ensureLayout(admin);
-}
-
-async function seed(options: { nodes: number; builds?: number }): Promise<string[]> {
-  const presence = await KvBucket.open(admin, Bucket.presence);
-  const assignments = await KvBucket.open(admin, Bucket.assignments);
-  await assignments.put("all.hello", { by: "ada", at: T0 });
-  for (let i = 1; i <= options.nodes; i++) await presence.put(`n${i}`, presenceOf(`n${i}`));
-  const ids: string[] = [];
-  for (let seq = 1; seq <= (options.builds ?? 1); seq++) ids.push(await addBuild(seq));
-  return ids;
-}
-
-function presenceOf(node: string, heartbeat = T0) {
-  return {
-    node,
-    facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
-    publicKey: "k",
-    heartbeat,
-  };
-}
-
-async function addBuild(seq: number): Promise<string> {
-  const builds = await KvBucket.open(admin, Bucket.builds);
-  const manifests = await KvBucket.open(admin, Bucket.manifests);
-  const digest = String(seq).repeat(64).slice(0, 64);
-  const manifest: Manifest = {
-    module: "hello",
-    bundles: [
-      {
-        name: "tools",
-        language: "typescript",
-        entrypoints: ["src/tools.ts"],
-        loads: ["src/tools.ts"],
-        digest,
-        size: 1,
-      },
-    ],
-    processes: [],
-    states: [],
-    reads: [],
-    calls: [],
-    config: {},
-    "own-secrets": {},
-  };
-  const manifestDigest = (seq + 5).toString(16).repeat(64).slice(0, 64);
-  await manifests.put(manifestDigest, manifest);
-  const id = `${seq}-abcdef01`;
-  await builds.put(`hello.${id}`, {
-    module: "hello",
-    build: id,
-    status: "built",
-    candidate: seq,
-    manifestDigest,
-    bundles: [{ name: "tools", digest, size: 1 }],
-    log: "",
-    timings: { started: T0 },
-  });
-  return id;
-}
+const freshLayout = (): Promise<void> => emptyLayout(admin);
+const seed = (options: { nodes: number; builds?: number }): Promise<string[]> =>
+  seedFleet(admin, options);
+const addBuild = (seq: number): Promise<string> => addHelloBuild(admin, seq);
 
 /** Runs an assigner in this process until the returned stop is called. */
 async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {

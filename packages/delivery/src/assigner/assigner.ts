@@ -18,17 +18,18 @@ import {
   type AssignerWrite,
   type HaveRecord,
 } from "@mesh/core";
-import { KvBucket, keepSayingKeeps, sayCondition, type MeshBus, type WatchEvent } from "@mesh/bus";
 import {
-  ALL_NODES,
-  Bucket,
-  ErrorCode,
-  MeshError,
-  Principal,
-  type Ask,
-  type Have,
-} from "@mesh/protocol";
-import { allKey, mapOf, newMaps, ownMapOf, unavailable, type Maps } from "./maps.js";
+  ALL,
+  KvBucket,
+  Mirror,
+  keepSayingKeeps,
+  sayCondition,
+  type MeshBus,
+  type MirrorSource,
+  type Touched,
+} from "@mesh/bus";
+import { ALL_NODES, Bucket, Principal, type Ask, type Have } from "@mesh/protocol";
+import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
 import { DaemonState, aborted, type Daemon } from "../daemon.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
@@ -77,6 +78,8 @@ export interface PassReport {
   readonly ms: number;
 }
 
+type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
+
 export class Assigner implements Daemon, AsyncDisposable {
   #state: DaemonState = DaemonState.starting;
   #passes = 0;
@@ -85,18 +88,11 @@ export class Assigner implements Daemon, AsyncDisposable {
   readonly #log: (line: string) => void;
   readonly #maps: Maps;
   readonly #buckets = new Map<string, KvBucket<unknown>>();
-  /** Nodes the changes since the last pass touched; `all` when a change touches every node. */
-  #touched = new Set<string>();
-  #touchedAll = false;
-  #wake: (() => void) | undefined;
-  #dirty = false;
-  #putsOpen = false;
-  #putsTried = 0;
+  /** The buckets in memory; the nodes their changes touched are its dirty keys. */
+  #mirror: AssignerMirror | undefined;
   /** Nodes each module has keys for, so a module's change touches only those nodes. */
   readonly #moduleNodes = new Map<string, Set<string>>();
   #stop = new AbortController();
-  /** Every watch loop, so a stop waits for each watch to be stopped before the bus may close. */
-  readonly #loops: Promise<unknown>[] = [];
 
   private constructor(options: AssignerOptions) {
     this.#bus = options.bus;
@@ -125,25 +121,19 @@ export class Assigner implements Daemon, AsyncDisposable {
 
   async run(options: { signal: AbortSignal }): Promise<void> {
     const signal = AbortSignal.any([options.signal, this.#stop.signal]);
-    const watching = new AbortController();
-    // Fourteen watches and up to writeConcurrency writes listen on these at once, by design.
-    setMaxListeners(0, signal, watching.signal);
-    const stopWatching = (): void => watching.abort();
-    signal.addEventListener("abort", stopWatching, { once: true });
-    const failures: Promise<never>[] = [];
+    // Up to writeConcurrency writes listen on the signal at once, by design.
+    setMaxListeners(0, signal);
+    const mirror = this.#startMirror();
+    this.#mirror = mirror;
     try {
-      // Every watch at once; the first pass waits for each to hand what stands.
-      const ready = WATCHED.map((bucket) => {
-        const w = this.#watch(bucket, watching.signal);
-        failures.push(w.failed);
-        return w.ready;
-      });
-      // The puts are waited for too when their bucket opens, so no first pass (after a restart,
-      // say) writes a want a standing put contradicts; a puts bucket that cannot be opened
-      // holds nothing back.
-      ready.push(this.#openPuts(watching.signal, failures).catch(() => undefined));
+      // The first pass waits for every bucket to hand what stands, the puts too when their
+      // bucket opens: no first pass (after a restart, say) writes a want a standing put
+      // contradicts; a puts bucket that cannot be opened holds nothing back.
       const stopped = aborted(signal);
-      await Promise.race([Promise.all(ready), stopped]);
+      await Promise.race([
+        mirror.ready.catch((e: unknown) => Promise.reject(notHeard(e))),
+        stopped,
+      ]);
       if (signal.aborted) return;
       keepSayingKeeps(this.#bus, ASSIGNER_KEEPS, {
         signal,
@@ -154,18 +144,17 @@ export class Assigner implements Daemon, AsyncDisposable {
       });
       this.#state = DaemonState.running;
       this.#log("running: every watch handed what stands");
-      const failed = Promise.race(failures);
+      // A bucket lost for good (not watched again within a minute) stops the assigner rather
+      // than let it decide from what it no longer hears; its supervisor starts it again.
+      const failed = mirror.failed.catch((e: unknown) => Promise.reject(notHeard(e)));
       failed.catch(() => undefined);
       let full = true;
       for (;;) {
         if (signal.aborted) break;
-        if (!full && !this.#dirty) {
-          const woken = new Promise<void>((resolve) => (this.#wake = resolve));
-          await Promise.race([woken, stopped, failed]);
+        if (!full) {
+          await Promise.race([mirror.changed(signal), failed]);
           if (signal.aborted) break;
         }
-        this.#dirty = false;
-        if (!full) this.#maybeReopenPuts(watching.signal, failures);
         await this.#pass(full, signal);
         full = false;
       }
@@ -174,10 +163,8 @@ export class Assigner implements Daemon, AsyncDisposable {
       throw error;
     } finally {
       this.#state = this.#state === DaemonState.failed ? DaemonState.failed : DaemonState.stopping;
-      signal.removeEventListener("abort", stopWatching);
-      watching.abort();
-      // A watch still starting when the connection closes leaks the client's heartbeat timer.
-      await Promise.allSettled(this.#loops);
+      // Every watch is stopped before the connection may close under it.
+      await mirror[Symbol.asyncDispose]();
       if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
     }
   }
@@ -191,10 +178,10 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** One pass over the touched nodes (every node on the first), writing what changed. */
   async #pass(full: boolean, signal: AbortSignal): Promise<void> {
     const started = performance.now();
-    const touchedAll = full || this.#touchedAll;
-    const nodes = [...this.#touched];
-    this.#touched = new Set();
-    this.#touchedAll = false;
+    const mirror = this.#mirror as AssignerMirror;
+    const dirty = mirror.take();
+    const touchedAll = full || dirty.all;
+    const nodes = [...dirty.keys];
     const snapshot: AssignerSnapshot = { ...this.#maps, now: new Date().toISOString() };
     const result = assign(snapshot, touchedAll ? {} : { nodes });
     await this.#write(result.writes, signal);
@@ -211,7 +198,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       full: touchedAll,
       nodes: result.nodes.length,
       writes: result.writes.length,
-      puts: this.#putsOpen,
+      puts: mirror.isOpen(Bucket.puts),
       ms: performance.now() - started,
     };
     this.#log(
@@ -237,141 +224,49 @@ export class Assigner implements Daemon, AsyncDisposable {
         } catch (error) {
           // Not held: the next pass finds it still differs and writes it again.
           this.#log(`writing ${w.bucket} ${w.key} failed: ${(error as Error).message}`);
-          this.#touch(w.bucket, w.key);
+          this.#mirror?.touch(this.#touchedBy(w.bucket, w.key));
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, writes.length) }, worker));
   }
 
-  /** Starts a watch; `ready` settles at its `current` marker, `failed` rejects if it ends while running. */
-  #watch(
-    bucket: string,
-    signal: AbortSignal,
-    optional = false,
-  ): { ready: Promise<void>; failed: Promise<never> } {
-    let markReady!: () => void;
-    let markFailed!: (e: unknown) => void;
-    const ready = new Promise<void>((resolve, reject) => {
-      markReady = resolve;
-      markFailed = reject;
+  /** The mirror of every bucket a pass reads, kept in the assigner's own maps. */
+  #startMirror(): AssignerMirror {
+    const equal = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
+    const sources: Record<string, MirrorSource<unknown, unknown>> = {};
+    for (const bucket of [...WATCHED, Bucket.puts]) {
+      if (bucket === Bucket.have) continue;
+      sources[bucket] = {
+        bucket: this.#buckets.get(bucket) as KvBucket<unknown>,
+        into: mapOf(this.#maps, bucket),
+        equal,
+      };
+    }
+    sources[Bucket.have] = {
+      bucket: this.#buckets.get(Bucket.have) as KvBucket<unknown>,
+      into: this.#maps.have,
+      include: "history",
+      fold: (record, have, revision) =>
+        foldHave(record as HaveRecord | undefined, have as Have | undefined, revision),
+      // A node's report is news even when it repeats itself: its history grew.
+      equal: () => false,
+    };
+    const reopenMs = Math.max(50, this.#options.putsReopenIntervalMs ?? 60_000);
+    sources[Bucket.puts] = {
+      ...(sources[Bucket.puts] as MirrorSource<unknown, unknown>),
+      optional: true,
+      retry: { initialMs: Math.min(1_000, reopenMs), maxMs: reopenMs },
+    };
+    return Mirror.start({
+      sources,
+      touched: (change) => {
+        this.#index(change.source, change.key);
+        // Before the first pass nothing needs noting: it decides every node.
+        return this.#mirror?.isReady === true ? this.#touchedBy(change.source, change.key) : [];
+      },
+      log: this.#log,
     });
-    let isReady = false;
-    // An optional watch (the puts) may open while passes run: what it hands before its marker
-    // is held back and taken at once, so no pass sees half the puts.
-    const held: Array<Exclude<WatchEvent<unknown>, { type: "current" }>> = [];
-    const kv = this.#buckets.get(bucket) as KvBucket<unknown>;
-    // The loop always ends (with the error that stops the assigner, or none), so `run` can wait
-    // for every watch to be stopped before the connection closes under it.
-    const loop = (async (): Promise<MeshError | undefined> => {
-      try {
-        for await (const event of kv.watch({
-          signal,
-          include: bucket === Bucket.have ? "history" : "last",
-        })) {
-          if (event.type === "current") {
-            // A reopened watch hands what stands now: a put lifted while it was not heard goes.
-            if (optional) mapOf(this.#maps, bucket).clear();
-            for (const e of held.splice(0)) this.#apply(bucket, e, false);
-            isReady = true;
-            markReady();
-            continue;
-          }
-          if (optional && !isReady) held.push(event);
-          else this.#apply(bucket, event, isReady);
-        }
-        if (signal.aborted) return undefined;
-        throw new MeshError(
-          ErrorCode.BUCKET_UNAVAILABLE,
-          `the watch of ${bucket} ended; the assigner stops rather than decide from what it no longer hears — start it again`,
-        );
-      } catch (error) {
-        if (signal.aborted) return undefined;
-        const mesh = unavailable(bucket, error, optional);
-        if (!isReady) markFailed(mesh);
-        if (optional) {
-          this.#putsOpen = false;
-          this.#log(mesh.message);
-          return undefined;
-        }
-        return mesh;
-      }
-    })();
-    this.#loops.push(loop);
-    const failed = loop.then((error) =>
-      error === undefined ? new Promise<never>(() => undefined) : Promise.reject(error),
-    );
-    failed.catch(() => undefined);
-    ready.catch(() => undefined);
-    return { ready, failed };
-  }
-
-  /**
-   * Opens the puts; the returned promise settles once they handed what stands (rejects when the
-   * bucket cannot be opened). A watch of them that fails never stops the wants.
-   */
-  #openPuts(signal: AbortSignal, failures: Promise<never>[]): Promise<void> {
-    this.#putsTried = Date.now();
-    this.#putsOpen = true;
-    const w = this.#watch(Bucket.puts, signal, true);
-    failures.push(w.failed);
-    w.ready.then(
-      () => {
-        this.#log(`the bucket ${Bucket.puts} is open: puts are taken into account`);
-        // What it handed before its marker was not noted node by node: any node may have a put.
-        this.#touchedAll = true;
-        this.#markDirty();
-      },
-      () => {
-        this.#putsOpen = false;
-      },
-    );
-    return w.ready;
-  }
-
-  #maybeReopenPuts(signal: AbortSignal, failures: Promise<never>[]): void {
-    if (this.#putsOpen) return;
-    if (Date.now() - this.#putsTried < (this.#options.putsReopenIntervalMs ?? 60_000)) return;
-    void this.#openPuts(signal, failures).catch(() => undefined);
-  }
-
-  /** Takes one watched change into memory and notes the nodes it touches. */
-  #apply(
-    bucket: string,
-    event: Exclude<WatchEvent<unknown>, { type: "current" }>,
-    live: boolean,
-  ): void {
-    const key = event.key;
-    if (event.type === "invalid") {
-      this.#log(`${bucket} ${key}: ${event.problem.message}; taken as absent`);
-    }
-    const value = event.type === "put" ? event.value : undefined;
-    let changed: boolean;
-    if (bucket === Bucket.have) {
-      const record: HaveRecord = this.#maps.have.get(key) ?? { current: undefined, history: [] };
-      const have = value as Have | undefined;
-      const next: HaveRecord =
-        have === undefined
-          ? { current: undefined, history: record.history }
-          : {
-              current: have,
-              history: [...record.history, { ...have, revision: event.revision }].slice(-64),
-            };
-      this.#maps.have.set(key, next);
-      changed = true;
-    } else {
-      const map = mapOf(this.#maps, bucket);
-      const before = map.get(key);
-      changed =
-        before === undefined || value === undefined
-          ? before !== value
-          : canonicalJson(before) !== canonicalJson(value);
-      if (value === undefined) map.delete(key);
-      else map.set(key, value);
-    }
-    this.#index(bucket, key);
-    // Before the first pass nothing needs noting: it decides every node.
-    if (changed && live) this.#touch(bucket, key);
   }
 
   #index(bucket: string, key: string): void {
@@ -392,14 +287,20 @@ export class Assigner implements Daemon, AsyncDisposable {
   }
 
   /** The nodes one change touches: its own node, or every node a module's change reaches. */
-  #touch(bucket: string, key: string): void {
+  #touchedBy(bucket: string, key: string): Touched {
+    const nodes = new Set<string>();
+    let all = false;
     const touchModule = (module: string): void => {
-      const all = allKey(module);
-      if (all === undefined || this.#maps.assignments.has(all) || this.#maps.puts.has(all)) {
-        this.#touchedAll = true;
+      const allKeyOf = allKey(module);
+      if (
+        allKeyOf === undefined ||
+        this.#maps.assignments.has(allKeyOf) ||
+        this.#maps.puts.has(allKeyOf)
+      ) {
+        all = true;
         return;
       }
-      for (const n of this.#moduleNodes.get(module) ?? []) this.#touched.add(n);
+      for (const n of this.#moduleNodes.get(module) ?? []) nodes.add(n);
     };
     const first = key.split(".")[0] as string;
     switch (bucket) {
@@ -409,13 +310,13 @@ export class Assigner implements Daemon, AsyncDisposable {
       case Bucket.have:
       case Bucket.wants:
       case Bucket.differences:
-        this.#touched.add(first);
+        nodes.add(first);
         break;
       case Bucket.assignments:
       case Bucket.puts:
       case Bucket.retries:
-        if (first === ALL_NODES) this.#touchedAll = true;
-        else this.#touched.add(first);
+        if (first === ALL_NODES) all = true;
+        else nodes.add(first);
         break;
       case Bucket.modules:
       case Bucket.candidates:
@@ -429,20 +330,24 @@ export class Assigner implements Daemon, AsyncDisposable {
       case Bucket.answers:
       case Bucket.asks: {
         const ask: Ask | undefined = this.#maps.own.asks.get(key);
-        if (ask === undefined) this.#touchedAll = true;
+        if (ask === undefined) all = true;
         else touchModule(ask.module);
         break;
       }
       default:
-        this.#touchedAll = true;
+        all = true;
     }
-    this.#markDirty();
+    return all ? ALL : nodes;
   }
+}
 
-  #markDirty(): void {
-    this.#dirty = true;
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
+/** A node's have record after one more revision of its report (undefined: deleted). */
+function foldHave(
+  record: HaveRecord | undefined,
+  have: Have | undefined,
+  revision: number,
+): HaveRecord {
+  const before: HaveRecord = record ?? { current: undefined, history: [] };
+  if (have === undefined) return { current: undefined, history: before.history };
+  return { current: have, history: [...before.history, { ...have, revision }].slice(-64) };
 }

@@ -91,6 +91,23 @@ export function allKey(module: string): string | undefined {
   }
 }
 
+/** Why the assigner stops: a bucket it needs is not heard (the mirror names it in the error's key). */
+export function notHeard(error: unknown): MeshError {
+  const bucket = error instanceof MeshError && error.key !== undefined ? error.key : "(unknown)";
+  if (error instanceof MeshError && error.code === ErrorCode.WATCH_ENDED) {
+    return new MeshError(
+      ErrorCode.WATCH_ENDED,
+      `${error.message}; the assigner stops rather than decide from what it no longer hears — its supervisor starts it again`,
+      { key: bucket, cause: error },
+    );
+  }
+  return unavailable(
+    bucket,
+    error instanceof MeshError && error.cause !== undefined ? error.cause : error,
+    false,
+  );
+}
+
 /** Why a bucket could not be watched, naming the bucket and the grant that should allow it. */
 export function unavailable(bucket: string, error: unknown, optional: boolean): MeshError {
   const detail = error instanceof Error ? error.message : String(error);
