@@ -1,6 +1,6 @@
 /**
  * The consumer under a bucket watch, opened as the KV client's own `watch()` opens it (an ordered
- * push consumer with a 5 s idle heartbeat), but kept in hand so the watch can tell when it ended:
+ * push consumer with a 3 s idle heartbeat), but kept in hand so the watch can tell when it ended:
  * the consumer deleted (its bucket deleted), the stream gone, or nothing — not even a heartbeat —
  * for {@link WATCH_STALL_MS}. The client alone notices none of these within a minute: it resets
  * after two missed heartbeats with a 30 s heartbeat from then on, and a bucket deleted and created
@@ -8,7 +8,7 @@
  *
  * The KV client asks for a 5 s heartbeat (`_buildCC`), but its ordered push consumer overwrites
  * it with 30 s (`getOrderedPushConsumer` in @nats-io/jetstream 3.4), so this file makes the
- * consumer itself, with the 5 s heartbeat, and hands it to the client's own ordered-consumer
+ * consumer itself, with a 3 s heartbeat, and hands it to the client's own ordered-consumer
  * class (not exported, so it is loaded from the package's files: pinned in package.json).
  */
 import { createRequire } from "node:module";
@@ -25,9 +25,9 @@ import {
 import { createInbox, nanos, nuid } from "@nats-io/nats-core";
 
 /** How often the server says an idle watch is alive. */
-const HEARTBEAT_MS = 5_000;
-/** Silence after which a watch counts as stalled: one and a half heartbeats. */
-export const WATCH_STALL_MS = 7_500;
+const HEARTBEAT_MS = 3_000;
+/** Silence after which a watch counts as stalled: more than two heartbeats missed. */
+export const WATCH_STALL_MS = 8_000;
 const CHECK_EVERY_MS = 250;
 
 /** What the KV client's bucket offers beside its `KV` interface (public in @nats-io/kv 3.x). */
@@ -128,8 +128,15 @@ export async function openRawWatch(
     messages.stop();
     push(undefined);
   };
+  let tick = Date.now();
   const timer = setInterval(() => {
-    const silent = Date.now() - last;
+    const now = Date.now();
+    // A late tick means this process was stalled, not the server: timers run before the
+    // socket's data is read, so the socket gets a turn before silence is judged.
+    const late = now - tick > CHECK_EVERY_MS * 4;
+    tick = now;
+    if (late) return;
+    const silent = now - last;
     if (silent > WATCH_STALL_MS)
       finish(`the server sent nothing, not even a heartbeat, for ${(silent / 1000).toFixed(1)} s`);
   }, CHECK_EVERY_MS);

@@ -16,6 +16,7 @@
  * for (;;) { await mirror.changed(signal); decide(mirror.take()); }
  * ```
  */
+import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import type { KvBucket } from "../kv-bucket.js";
@@ -95,6 +96,8 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     this.#o = options;
     this.#log = options.log ?? (() => undefined);
     this.#dirty = new DirtyKeys(options.coalesceMs ?? 0);
+    // Each source's watch and wait listen on the one stop signal, by design.
+    setMaxListeners(0, this.#stop.signal);
     let reject!: (e: MeshError) => void;
     const promise = new Promise<never>((_, r) => (reject = r));
     promise.catch(() => undefined);
