@@ -175,7 +175,7 @@ function endReason(notice: ConsumerNotification): string | undefined {
     case "stream_not_found":
       return "the bucket's stream is gone (the bucket was deleted)";
     case "heartbeats_missed":
-      return `${notice.count} heartbeats were missed`;
+      return `the server sent nothing, not even a heartbeat, for ${notice.count} heartbeats of ${HEARTBEAT_MS / 1000} s`;
     default:
       return undefined;
   }
