@@ -29,7 +29,10 @@ const wrapped = `(function (exports, require, module, __filename, __dirname) {${
 const script = new Script(wrapped, { filename, ...(cachedData ? { cachedData } : {}) });
 const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename));
-if (cachedData === undefined || script.cachedDataRejected) {
+const needsCache = cachedData === undefined || script.cachedDataRejected;
+process.exitCode = await module.exports.runCli(process.argv);
+// Made after the verb ran, so the functions it compiled lazily are in the cache too.
+if (needsCache) {
   try {
     mkdirSync(dirname(cacheFile), { recursive: true, mode: 0o700 });
     const temporary = `${cacheFile}.${process.pid}.tmp`;
@@ -39,4 +42,4 @@ if (cachedData === undefined || script.cachedDataRejected) {
     // No cache this time; the next run tries again.
   }
 }
-process.exitCode = await module.exports.runCli(process.argv);
+
