@@ -127,8 +127,6 @@ async function packCli(version) {
     minify: true,
     keepNames: true,
     external: ["esbuild"],
-    // import() of what stays outside becomes require(): the loader's vm.Script has no ESM loader.
-    supported: { "dynamic-import": false },
     define: {
       "process.env.MESH_PACKED": '"1"',
       "import.meta.url": "__meshFileUrl",

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Script } from "node:vm";
+import { Script, constants } from "node:vm";
 
 const filename = fileURLToPath(new URL("./mesh.cjs", import.meta.url));
 const source = readFileSync(filename, "utf8");
@@ -26,7 +26,20 @@ try {
   cachedData = undefined;
 }
 const wrapped = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
-const script = new Script(wrapped, { filename, ...(cachedData ? { cachedData } : {}) });
+// import() inside the bundle (esbuild, a module's provided copy) goes to the main ES module loader.
+// Node 20 calls that option experimental and says so once; that one warning is not the user's.
+const emitWarning = process.emitWarning;
+process.emitWarning = (warning, ...rest) => {
+  const text = typeof warning === "string" ? warning : warning?.message;
+  if (typeof text === "string" && text.includes("USE_MAIN_CONTEXT_DEFAULT_LOADER")) return;
+  emitWarning.call(process, warning, ...rest);
+};
+const importModuleDynamically = constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+const script = new Script(wrapped, {
+  filename,
+  ...(cachedData ? { cachedData } : {}),
+  ...(importModuleDynamically ? { importModuleDynamically } : {}),
+});
 const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename));
 const needsCache = cachedData === undefined || script.cachedDataRejected;
