@@ -1,5 +1,6 @@
 export * from "./manifest-problem.js";
 export * from "./manifest-check.js";
+export * from "./config-schema.js";
 export * from "./manifest-text.js";
 export * from "./bundle-run.js";
 export * from "./composition.js";

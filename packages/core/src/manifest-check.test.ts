@@ -126,6 +126,20 @@ const table: { name: string; input: unknown; want: string[] }[] = [
     want: ['config-key-valid@config["a b"]'],
   },
   {
+    name: "a config default that breaks its own declared type",
+    input: {
+      module: "hello",
+      bundles: [tools],
+      config: { max: { type: "integer", maximum: 100, default: "lots" } },
+    },
+    want: ["config-default-matches@config.max.default"],
+  },
+  {
+    name: "a config key whose bounds cross",
+    input: { module: "hello", bundles: [tools], config: { max: { minimum: 10, maximum: 1 } } },
+    want: ["config-schema-valid@config.max.minimum"],
+  },
+  {
     name: "a secret name with capitals",
     input: { module: "hello", bundles: [tools], "own-secrets": { Token: { path: "t" } } },
     want: ["secret-name-valid@own-secrets.Token"],

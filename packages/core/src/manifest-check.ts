@@ -29,6 +29,7 @@ import {
 } from "./bundle-run.js";
 import { problem, quote, type ManifestPath, type ManifestProblem } from "./manifest-problem.js";
 import { schemaProblems } from "./schema-problems.js";
+import { configProblems } from "./config-schema.js";
 import { closest, oneOf } from "./suggest.js";
 
 export type ManifestCheck =
@@ -238,7 +239,7 @@ function crossFieldProblems(input: unknown): ManifestProblem[] {
     }
   });
 
-  out.push(...secretPathProblems(secrets));
+  out.push(...secretPathProblems(secrets), ...configProblems(m.config));
   if (isRuntime) out.push(...runtimeProblems(m, bundles, secrets));
   return out;
 }

@@ -61,6 +61,9 @@ export const ManifestRule = {
     "a restart-on entry of the module's own names a resource the manifest declares",
   "restart-on-config-declared": 'restart-on "config" is for a module that declares config keys',
   "secret-path-unique": "no two secrets are written to one path",
+  "config-schema-valid":
+    "a config key's rules can be met: its pattern is a regular expression, its lower bounds are not above its upper ones",
+  "config-default-matches": "a config key's default keeps the rules the key declares",
   "runtime-one-bundle": "the runtime module node-tools declares exactly one bundle",
   "runtime-one-entrypoint": "the runtime's bundle has exactly one entrypoint",
   "runtime-language":

@@ -155,10 +155,77 @@ export const ToolRef = z
     error: 'a call names a tool as "<module>/<tool>" (e.g. "hello/greet")',
   });
 
+/** The JSON types a config value may be declared as. */
+export const ConfigJsonType = z.enum([
+  "string",
+  "number",
+  "integer",
+  "boolean",
+  "array",
+  "object",
+  "null",
+]);
+export type ConfigJsonType = z.infer<typeof ConfigJsonType>;
+
+/**
+ * The part of JSON Schema a config key (and each item of an array value) may declare. A key that
+ * declares none of it takes any JSON value, as before.
+ */
+export interface ConfigValueSchema {
+  type?: ConfigJsonType | ConfigJsonType[] | undefined;
+  enum?: z.core.util.JSONType[] | undefined;
+  const?: z.core.util.JSONType | undefined;
+  minimum?: number | undefined;
+  maximum?: number | undefined;
+  exclusiveMinimum?: number | undefined;
+  exclusiveMaximum?: number | undefined;
+  multipleOf?: number | undefined;
+  minLength?: number | undefined;
+  maxLength?: number | undefined;
+  pattern?: string | undefined;
+  items?: ConfigValueSchema | undefined;
+  minItems?: number | undefined;
+  maxItems?: number | undefined;
+  uniqueItems?: boolean | undefined;
+}
+
+const count = z.number().int().nonnegative();
+const valueSchemaShape = {
+  type: z
+    .union([ConfigJsonType, z.array(ConfigJsonType).min(1)])
+    .optional()
+    .describe("The value's JSON type, or a list of types it may have"),
+  enum: z.array(z.json()).min(1).optional().describe("The only values allowed"),
+  const: z.json().optional().describe("The one value allowed"),
+  minimum: z.number().optional(),
+  maximum: z.number().optional(),
+  exclusiveMinimum: z.number().optional(),
+  exclusiveMaximum: z.number().optional(),
+  multipleOf: z.number().positive().optional(),
+  minLength: count.optional(),
+  maxLength: count.optional(),
+  pattern: z
+    .string()
+    .optional()
+    .describe("A regular expression (JavaScript syntax, unanchored) a string value matches"),
+  get items(): z.ZodOptional<z.ZodType<ConfigValueSchema>> {
+    return ConfigValueSchema.optional().describe("What each item of an array value is");
+  },
+  minItems: count.optional(),
+  maxItems: count.optional(),
+  uniqueItems: z.boolean().optional(),
+};
+
+export const ConfigValueSchema: z.ZodType<ConfigValueSchema> = z
+  .object(valueSchemaShape)
+  .strict()
+  .meta({ id: "ConfigValueSchema" });
+
 export const ConfigDeclaration = z
   .object({
     description: z.string().optional(),
     default: z.json().optional(),
+    ...valueSchemaShape,
   })
   .strict();
 export type ConfigDeclaration = z.infer<typeof ConfigDeclaration>;

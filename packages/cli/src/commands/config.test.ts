@@ -40,7 +40,7 @@ describe("mesh config", () => {
       ],
       config: {
         greeting: { description: "how to greet", default: "Hello" },
-        times: { default: 1 },
+        times: { type: "integer", minimum: 1, maximum: 10, default: 1 },
       },
     });
     assert.ok(hello.ok);
@@ -132,6 +132,43 @@ describe("mesh config", () => {
       await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1"),
       undefined,
     );
+  });
+
+  test("config set of a value that breaks the key's declared type is REFUSED naming the rule (exit 3), unless --force", async () => {
+    const notANumber = await runMesh([
+      "config",
+      "set",
+      "hello",
+      "times",
+      "lots",
+      "--json",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(notANumber.code, 3);
+    assert.equal(errorCode(notANumber), "REFUSED");
+    const message = (JSON.parse(notANumber.stdout) as { error: { message: string } }).error.message;
+    assert.match(message, /"lots" is a string, not an integer \(the rule type: "integer"\)/);
+    const tooMany = await runMesh(["config", "set", "hello", "times", "11", "--credential", cred]);
+    assert.equal(tooMany.code, 3);
+    assert.match(tooMany.stderr, /11 is more than 10 \(the rule maximum: 10\)/);
+    const config = await KvBucket.open(admin, Bucket.config);
+    assert.equal(await config.get("hello.times"), undefined, "a refused value is not written");
+    const shown = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
+    assert.match(shown.stdout, /rules\s+type: "integer", minimum: 1, maximum: 10/);
+    const forced = await runMesh([
+      "config",
+      "set",
+      "hello",
+      "times",
+      "11",
+      "--force",
+      "--credential",
+      cred,
+    ]);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.equal((await config.get("hello.times"))?.value.value, 11);
+    await config.delete("hello.times");
   });
 
   test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {

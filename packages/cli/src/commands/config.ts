@@ -14,6 +14,7 @@ import {
   type ConfigDeclaration,
   type ConfigValue,
 } from "@mesh/protocol";
+import { checkConfigValue, describeConfigViolations } from "@mesh/core";
 import { knownManifests, requireModule, unknownName } from "../known.js";
 import { readAll } from "../read-bucket.js";
 import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
@@ -37,7 +38,10 @@ export function registerConfigVerbs(program: Command): void {
       .argument("<key>", "a key the module's manifest declares")
       .argument("<value>", "JSON, or plain text taken as a string")
       .option("--node <name>", "for this node only (default: mesh-wide)")
-      .option("--force", "set a key the module's manifest does not declare"),
+      .option(
+        "--force",
+        "set a key the module's manifest does not declare, or a value that breaks its declared rules",
+      ),
     configSet,
   );
   act(
@@ -112,6 +116,17 @@ export async function configSet(
       module,
       key: k,
     });
+  }
+  const declaration = declared?.[key];
+  if (declaration !== undefined && options.force !== true) {
+    const violations = checkConfigValue(declaration, value);
+    if (violations.length > 0) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `${describeConfigViolations(module, key, violations)}${asString ? " (the value is not JSON, so it was read as a string)" : ""}`,
+        { module, key: k },
+      );
+    }
   }
   const record: ConfigValue = {
     value: value as ConfigValue["value"],
@@ -222,6 +237,8 @@ export async function configGet(
     out(
       `${r.key}${r.declared ? "" : " (not declared)"}${r.description === undefined ? "" : ` — ${r.description}`}`,
     );
+    const rules = rulesOf(declared?.[r.key]);
+    if (rules !== "") out(`    rules      ${rules}`);
     if ("default" in r) out(`    default    ${JSON.stringify(r.default)}`);
     if (r.value !== undefined)
       out(`    mesh-wide  ${JSON.stringify(r.value.value)}  (${r.value.by}, ${r.value.at})`);
@@ -230,6 +247,15 @@ export async function configGet(
     if (effective === "none" && Object.keys(r.nodes).length === 0) out("    no value");
   }
   return ExitCode.ok;
+}
+
+/** A declaration's rules as written (`type: "integer", maximum: 10`); empty when it has none. */
+function rulesOf(declaration: ConfigDeclaration | undefined): string {
+  if (declaration === undefined) return "";
+  return Object.entries(declaration)
+    .filter(([k]) => k !== "description" && k !== "default")
+    .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
+    .join(", ");
 }
 
 const nodeOf = (options: { node?: string }): string | undefined =>
