@@ -125,7 +125,8 @@ describe("mesh tools and mesh call", () => {
       credential,
     ]);
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /^calc\/add {2}on n1$/m);
+    assert.match(run.stdout, /^calc\/add\(a: number, b: number\) → \{ sum: number \} {2}on n1$/m);
+    assert.doesNotMatch(run.stdout, /"properties"/, "the schema itself only with --json");
     assert.match(run.stdout, /Adds two numbers\./);
     const none = await runMesh(["tools", "--module", "other", "--credential", credential]);
     assert.equal(none.code, 0);

@@ -1,12 +1,14 @@
 /**
  * `mesh tools [--node N] [--module M] [--json]`: every tool served in the mesh, found through
- * `$SRV` discovery, with its description and input schema.
+ * `$SRV` discovery: a readable signature per tool (name, arguments with their types, output) and
+ * its description; the JSON Schemas with `--json`.
  */
 import type { Command } from "commander";
 import { discoverTools, type DiscoveredTool } from "@mesh/bus";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, meshOptions } from "../verb.js";
+import { argumentNotes, toolSignature } from "./tool-signature.js";
 
 export interface ToolsOptions extends FindMeshOptions {
   readonly node?: string;
@@ -52,11 +54,18 @@ export async function tools(options: ToolsOptions): Promise<ExitCode> {
     );
     return ExitCode.ok;
   }
+  // One signature per tool, however many nodes serve it; the schemas themselves are in --json.
+  const byTool = new Map<string, { tool: DiscoveredTool; nodes: string[] }>();
   for (const t of found) {
-    process.stdout.write(`${t.module}/${t.tool}  on ${t.node}\n`);
+    const key = `${t.module}/${t.tool}\0${toolSignature(t)}\0${t.description}`;
+    const entry = byTool.get(key) ?? { tool: t, nodes: [] };
+    entry.nodes.push(t.node);
+    byTool.set(key, entry);
+  }
+  for (const { tool: t, nodes } of byTool.values()) {
+    process.stdout.write(`${toolSignature(t)}  on ${nodes.sort().join(", ")}\n`);
     if (t.description !== "") process.stdout.write(`  ${t.description}\n`);
-    process.stdout.write(`  input:  ${JSON.stringify(t.input ?? {})}\n`);
-    if (t.output !== undefined) process.stdout.write(`  output: ${JSON.stringify(t.output)}\n`);
+    for (const note of argumentNotes(t.input)) process.stdout.write(`    ${note}\n`);
     for (const problem of t.problems) process.stdout.write(`  problem: ${problem}\n`);
   }
   return ExitCode.ok;
@@ -67,7 +76,9 @@ export function registerToolsVerb(program: Command): void {
     meshOptions(
       program
         .command("tools")
-        .description("List every tool served in the mesh, with its input schema ($SRV discovery).")
+        .description(
+          "List every tool served in the mesh: a signature per tool (arguments with their types, output) and its description; the JSON Schemas with --json.",
+        )
         .option("--node <name>", "only the tools served on this node")
         .option("--module <name>", "only this module's tools"),
       "print the tools as JSON",
