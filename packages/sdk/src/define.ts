@@ -63,7 +63,37 @@ export interface StateHandle {
  * };
  * ```
  */
-export interface ToolContext {
+/** The config of a module that gave no schema: any declared key, of unknown type. */
+export type UntypedConfig = Record<string, unknown>;
+
+/** A module's config object schema, as `defineModule({ config })` and `defineTool({ config })` take it. */
+export type ConfigSchema = z.ZodObject;
+
+/** The config type a schema gives (`UntypedConfig` without one). */
+export type ConfigOf<S extends ConfigSchema | undefined> = S extends ConfigSchema
+  ? z.output<S>
+  : UntypedConfig;
+
+/** What a config watch hands: a value of the key's type, or why it is no longer answered. */
+export type ConfigItem<T> = { readonly value: T } | { readonly refused: string };
+
+/**
+ * The module's config, typed by the schema the module gave (`ctx.config.get("max")` is a number
+ * when the schema says `max: z.number()`); untyped, any declared key is `unknown`. Values come
+ * from the manifest's default, the mesh-wide value, or this node's value, whichever is most
+ * specific; a typed value that does not match the schema is refused with the reason.
+ *
+ * ```ts
+ * const max = await ctx.config.get("max");
+ * for await (const item of ctx.config.watch("max")) if ("value" in item) limit = item.value;
+ * ```
+ */
+export interface ConfigAccess<C> {
+  get<K extends keyof C & string>(key: K): Promise<C[K]>;
+  watch<K extends keyof C & string>(key: K): AsyncIterableIterator<ConfigItem<C[K]>>;
+}
+
+export interface ToolContext<C = UntypedConfig> {
   /** The module whose code this is; the runtime knows it from the worker, not from the code. */
   readonly module: string;
   readonly node: string;
@@ -80,6 +110,8 @@ export interface ToolContext {
      */
     watch(kind: ValueKind, key: string): AsyncIterableIterator<ProvisionItem>;
   };
+  /** The module's config, typed by its schema: `get(key)` and `watch(key)`. */
+  readonly config: ConfigAccess<C>;
   /** Says a condition an operator sees (`mesh conditions`); the last per name is kept. */
   condition(name: string, level: "info" | "warning" | "error", message: string): Promise<void>;
   /** One of the module's own states by name, or a state it reads by `owner/state`. */
@@ -98,15 +130,21 @@ export interface ToolContext {
  * export const ping = defineTool(spec);
  * ```
  */
-export interface ToolSpec<I extends z.ZodType, O extends z.ZodType | undefined> {
+export interface ToolSpec<
+  I extends z.ZodType,
+  O extends z.ZodType | undefined,
+  S extends ConfigSchema | undefined = undefined,
+> {
   /** `^[a-z][a-z0-9_-]{0,62}$`: the last token of `mesh.tools.<node>.<module>.<tool>`. */
   readonly name: string;
   readonly description: string;
   readonly input: I;
   readonly output?: O;
+  /** The module's config schema (the one given to defineModule), so `ctx.config` is typed. */
+  readonly config?: S;
   readonly handler: (
     input: z.output<I>,
-    ctx: ToolContext,
+    ctx: ToolContext<ConfigOf<S>>,
   ) => Promise<O extends z.ZodType ? z.input<O> : unknown>;
 }
 
@@ -141,9 +179,11 @@ const TOOL_NAME = /^[a-z][a-z0-9_-]{0,62}$/;
  * });
  * ```
  */
-export function defineTool<I extends z.ZodType, O extends z.ZodType | undefined = undefined>(
-  spec: ToolSpec<I, O>,
-): Tool {
+export function defineTool<
+  I extends z.ZodType,
+  O extends z.ZodType | undefined = undefined,
+  S extends ConfigSchema | undefined = undefined,
+>(spec: ToolSpec<I, O, S>): Tool {
   if (!TOOL_NAME.test(spec.name)) {
     throw new TypeError(
       `the tool name ${JSON.stringify(spec.name)} does not match ${TOOL_NAME.source}; use lowercase letters, digits, - and _, starting with a letter`,
@@ -173,7 +213,10 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType | undefined 
           `the input of ${host.module}/${spec.name} does not match its schema: ${describeIssues(input.error)}; \`mesh tools --module ${host.module}\` shows the schema`,
         );
       }
-      const result = await spec.handler(input.data, contextFor(host, signal));
+      const result = await spec.handler(
+        input.data,
+        contextFor<ConfigOf<S>>(host, signal, spec.config),
+      );
       if (spec.output === undefined) return result;
       const output = spec.output.safeParse(result);
       if (!output.success) {
@@ -194,14 +237,39 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType | undefined 
  * export default defineModule(spec);
  * ```
  */
-export interface ModuleSpec {
+export interface ModuleSpec<S extends ConfigSchema | undefined = undefined> {
   readonly tools: readonly Tool[];
+  /**
+   * The module's config as a zod object: its inferred type types `ctx.config`, and the builder
+   * checks that its keys and types agree with the manifest's `config`.
+   */
+  readonly config?: S;
   /**
    * Runs once after the module loads, with a context whose signal aborts when the module is
    * unloaded: the place for long-lived watches. A failure here fails the module's load.
    */
-  readonly start?: (ctx: ToolContext) => Promise<void>;
+  readonly start?: (ctx: ToolContext<ConfigOf<S>>) => Promise<void>;
 }
+
+/**
+ * What defineModule returns: the module, and (in types only) its config's type, which the
+ * builder compares with the manifest through {@link ModuleConfigOf}.
+ */
+export type TypedModule<C> = BrandedModule & { readonly __meshConfig?: C };
+
+/**
+ * The config type of a tools entry's default export (`typeof import("./tools.js")`), or
+ * `Fallback` when its module gave no config schema. The builder uses it; module code need not.
+ */
+export type ModuleConfigOf<Entry, Fallback> = Entry extends {
+  readonly default: { readonly __meshConfig?: infer C };
+}
+  ? unknown extends C
+    ? Fallback
+    : [NonNullable<C>] extends [never]
+      ? Fallback
+      : NonNullable<C>
+  : Fallback;
 
 /**
  * Defines a module: its entry file's default export.
@@ -212,7 +280,9 @@ export interface ModuleSpec {
  * export default defineModule({ tools: [greet] });
  * ```
  */
-export function defineModule(spec: ModuleSpec): BrandedModule {
+export function defineModule<S extends ConfigSchema | undefined = undefined>(
+  spec: ModuleSpec<S>,
+): TypedModule<S extends ConfigSchema ? z.output<S> : never> {
   const seen = new Set<string>();
   for (const tool of spec.tools) {
     if (seen.has(tool.name)) {
@@ -228,7 +298,9 @@ export function defineModule(spec: ModuleSpec): BrandedModule {
     tools: spec.tools,
     ...(start === undefined
       ? {}
-      : { start: ({ host, signal }) => start(contextFor(host, signal)) }),
+      : {
+          start: ({ host, signal }) => start(contextFor<ConfigOf<S>>(host, signal, spec.config)),
+        }),
   };
 }
 
@@ -242,7 +314,11 @@ function describeIssues(error: z.ZodError): string {
     .join("; ");
 }
 
-function contextFor(host: WorkerHost, signal: AbortSignal): ToolContext {
+function contextFor<C>(
+  host: WorkerHost,
+  signal: AbortSignal,
+  schema: ConfigSchema | undefined,
+): ToolContext<C> {
   const state = (name: string): StateHandle => ({
     get: (key) => host.ask("state.get", { state: name, key }, signal),
     put: async (key, value) => {
@@ -271,10 +347,54 @@ function contextFor(host: WorkerHost, signal: AbortSignal): ToolContext {
       get: (kind, key) => host.ask("provision.get", { kind, key }, signal),
       watch: (kind, key) => watchValues(host, kind, key, signal),
     },
+    config: typedConfig<C>(schema, {
+      get: (key) => host.ask("provision.get", { kind: "config", key }, signal),
+      watch: (key) => watchValues(host, "config", key, signal),
+    }),
     condition: async (name, level, message) => {
       await host.ask("condition", { name, level, message }, signal);
     },
     state,
+  };
+}
+
+/**
+ * The typed face of a module's config over an untyped source (the runtime's provision asks, or a
+ * process's own): each value is checked against its key's schema when there is one.
+ */
+export function typedConfig<C>(
+  schema: ConfigSchema | undefined,
+  source: {
+    get(key: string): Promise<unknown>;
+    watch(key: string): AsyncIterableIterator<ProvisionItem>;
+  },
+): ConfigAccess<C> {
+  const check = (key: string, value: unknown): unknown => {
+    const field = schema?.shape[key] as z.ZodType | undefined;
+    if (field === undefined) return value;
+    const parsed = field.safeParse(value);
+    if (parsed.success) return parsed.data;
+    throw new ToolError(
+      ToolErrorCode.REFUSED,
+      `the config value of ${JSON.stringify(key)} does not match the module's config schema: ${describeIssues(parsed.error)}; set one that does with \`mesh config set\``,
+    );
+  };
+  return {
+    get: async (key) => check(key, await source.get(key)) as never,
+    watch: (key) =>
+      (async function* () {
+        for await (const item of source.watch(key)) {
+          if (!("value" in item)) {
+            yield item;
+            continue;
+          }
+          try {
+            yield { value: check(key, item.value) } as never;
+          } catch (error) {
+            yield { refused: (error as Error).message };
+          }
+        }
+      })(),
   };
 }
 

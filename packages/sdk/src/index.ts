@@ -19,6 +19,13 @@
 export {
   defineModule,
   defineTool,
+  type ConfigAccess,
+  type ConfigItem,
+  type ConfigOf,
+  type ConfigSchema,
+  type ModuleConfigOf,
+  type TypedModule,
+  type UntypedConfig,
   type ModuleSpec,
   type StateHandle,
   type Tool,
