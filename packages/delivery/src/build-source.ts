@@ -1,6 +1,6 @@
 /**
- * One build of a module's source folder, on disk only: read and check the manifest, bundle each
- * typescript bundle's entrypoints with esbuild, take each prebuilt bundle from its source after
+ * One build of a module's source folder, on disk only: read and check the manifest, type-check
+ * the typescript bundles, bundle each typescript bundle's entrypoints with esbuild, take each prebuilt bundle from its source after
  * checking its digest, and pack every bundle as a reproducible archive. The builder daemon puts
  * what this returns on the bus.
  */
@@ -24,6 +24,7 @@ import { sha256 } from "@mesh/bus";
 import { packArchive, type ArchiveFile } from "./pack.js";
 import { providedByRuntime } from "./provided.js";
 import { copySource, fetchArchive, readRegularFile, unpackArchive } from "./source.js";
+import { typeCheck } from "./typecheck.js";
 
 export interface BuiltArchive {
   readonly bundle: string;
@@ -135,8 +136,7 @@ async function buildCopy(
   if (!read.ok) return fail(read.error);
   const manifest = read.manifest;
   say(`manifest ${read.file}: ${manifest.module}, ${manifest.bundles.length} bundle(s)`);
-  const archives: BuiltArchive[] = [];
-  const bundles: ManifestBundle[] = [];
+  const built: ArchiveFile[][] = [];
   for (const bundle of manifest.bundles) {
     signal?.throwIfAborted();
     let files: ArchiveFile[] | string;
@@ -146,6 +146,16 @@ async function buildCopy(
       files = await prebuiltFiles(root, bundle, say, signal);
     }
     if (typeof files === "string") return fail(files);
+    built.push(files);
+  }
+  // After esbuild, which says a syntax error first and in its own words; before anything is packed.
+  const checked = await checkTypes(root, manifest, nodePaths, say);
+  if (checked !== undefined) return fail(checked);
+  const archives: BuiltArchive[] = [];
+  const bundles: ManifestBundle[] = [];
+  for (const [index, bundle] of manifest.bundles.entries()) {
+    signal?.throwIfAborted();
+    const files = built[index] ?? [];
     const bytes = packArchive(files);
     const digest = sha256(bytes);
     say(
@@ -158,6 +168,30 @@ async function buildCopy(
   const manifestDigest = sha256(Buffer.from(canonicalJson(resolved), "utf8"));
   say(`resolved manifest ${manifestDigest}`);
   return { ok: true, manifest: resolved, manifestDigest, archives, log: tail(log) };
+}
+
+/**
+ * Type-checks the module's typescript bundles (the whole module at once: its tsconfig, or the
+ * strict default over every entrypoint); the first error, or undefined when they check.
+ */
+async function checkTypes(
+  root: string,
+  manifest: Manifest,
+  nodePaths: readonly string[],
+  say: (line: string) => void,
+): Promise<string | undefined> {
+  const typescript = manifest.bundles.filter((b) => b.language === "typescript");
+  if (typescript.length === 0) return undefined;
+  const entries = typescript.flatMap((b) => [...b.entrypoints, ...(b.loads ?? [])]);
+  const started = performance.now();
+  const result = await typeCheck({ root, entries, nodePaths, manifest });
+  const ms = Math.round(performance.now() - started);
+  if (result.ok) {
+    say(`type check (${result.config}): ${result.files} file(s), no errors, ${ms} ms`);
+    return undefined;
+  }
+  for (const line of result.messages) say(line);
+  return `the type check (${result.config}) found errors: ${result.messages[0] ?? "see the log"}${result.messages.length > 1 ? ` (and ${result.messages.length - 1} more in the log)` : ""}`;
 }
 
 /** Every node_modules folder from `dir` up, nearest first, as Node would look for a package. */
