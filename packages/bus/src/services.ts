@@ -24,7 +24,10 @@ export interface Request {
 
 export interface EndpointSpec {
   readonly name: string;
-  /** A concrete subject; wildcards are not served, so a request's subject is exactly this. */
+  /**
+   * A concrete subject, or one whose tokens may be `*` (one token each, never `>`): a request's
+   * subject must match it token for token; the handler reads the wildcard tokens from it.
+   */
   readonly subject: string;
   readonly metadata?: Record<string, string>;
   /** Returns the reply's JSON body; throws a MeshError whose code is in ReplyCode to refuse. */
@@ -63,7 +66,7 @@ export function notAGenuineRequest(
   msg: Pick<Msg, "subject" | "reply">,
   subject: string,
 ): string | undefined {
-  if (msg.subject !== subject) {
+  if (!subjectMatches(msg.subject, subject)) {
     return `it arrived on ${JSON.stringify(msg.subject)}, not the endpoint's own subject (a JetStream delivery or a forged subject)`;
   }
   if (msg.reply === undefined || msg.reply === "") return "it has no reply subject";
@@ -71,6 +74,17 @@ export function notAGenuineRequest(
     return `its reply subject ${JSON.stringify(msg.reply)} is not an inbox (a JetStream delivery acks to $JS.ACK)`;
   }
   return undefined;
+}
+
+/** Whether `subject` is `pattern`, with each `*` token of the pattern standing for one token. */
+function subjectMatches(subject: string, pattern: string): boolean {
+  if (!pattern.includes("*")) return subject === pattern;
+  const got = subject.split(".");
+  const want = pattern.split(".");
+  return (
+    got.length === want.length &&
+    want.every((token, i) => token === got[i] || (token === "*" && (got[i] ?? "") !== ""))
+  );
 }
 
 /** Serves endpoints as one NATS service. */

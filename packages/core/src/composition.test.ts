@@ -342,8 +342,18 @@ describe("compose: needs and declared processes", () => {
   it("keeps a process's env and restart-on, sorted, with its credential's path and need", () => {
     const daemon = ok(node([counter])).find((r) => r.id === "counter.process-daemon");
     assert.ok(daemon?.type === "process");
-    assert.deepEqual(Object.keys(daemon.env), ["A", "B", "MESH_BROKER_FILE"]);
+    assert.deepEqual(Object.keys(daemon.env), [
+      "A",
+      "B",
+      "MESH_BROKER_FILE",
+      "MESH_SECRETS_DIR",
+      "MESH_SECRET_FILES",
+    ]);
     assert.equal(daemon.env.MESH_BROKER_FILE, "/var/lib/mesh/secrets/counter/broker.json");
+    assert.equal(daemon.env.MESH_SECRETS_DIR, "/var/lib/mesh/secrets/counter");
+    assert.deepEqual(JSON.parse(daemon.env.MESH_SECRET_FILES ?? ""), {
+      broker: "/var/lib/mesh/secrets/counter/broker.json",
+    });
     assert.deepEqual(daemon["restart-on"], [
       "config",
       "counter.bundle-tools",
@@ -351,10 +361,13 @@ describe("compose: needs and declared processes", () => {
     ]);
   });
 
-  it("sets no credential for a module that declares none", () => {
+  it("sets no credential for a module that declares none, and names its (empty) secrets", () => {
     const process = ok(node([plain])).find((r) => r.type === "process");
     assert.ok(process?.type === "process");
-    assert.deepEqual(process.env, {});
+    assert.deepEqual(process.env, {
+      MESH_SECRETS_DIR: `/var/lib/mesh/secrets/${process.module}`,
+      MESH_SECRET_FILES: "{}",
+    });
     assert.deepEqual(process["restart-on"], []);
   });
 });

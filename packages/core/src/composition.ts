@@ -18,6 +18,7 @@
  * builder); what composition cannot do with them is refused with a reason and a fix, never thrown.
  */
 import { createHash } from "node:crypto";
+import { secretsEnv } from "./secrets-env.js";
 import {
   ABSOLUTE_PATH_PATTERN,
   BROKER_SECRET,
@@ -339,7 +340,7 @@ function processesOf(m: Manifest, c: Context): ProcessResource[] {
     if (run === undefined || source === undefined || bundle.digest === undefined) continue;
     // A module that declares its credential is told where it is, and restarted when it changes,
     // as the runtime is: a process holding an old password would lose the bus.
-    const env: Record<string, string> = { ...p.env };
+    const env: Record<string, string> = { ...p.env, ...secretsEnv(m, c.root) };
     const restartOn = new Set(p["restart-on"] ?? []);
     if (broker !== undefined) {
       env[Env.brokerFile] = secretFilePath(c.root, m.module, broker.path);

@@ -175,10 +175,11 @@ describe("moduleGrant", () => {
           "$SRV.PING.hello",
           "mesh.conditions.board.*",
           "mesh.keeps.n1.board",
+          "mesh.provision.n1.module.board",
           "mesh.tools.*.hello.greet",
         ],
       },
-      subscribe: { allow: ["_INBOX.n1.board.>"] },
+      subscribe: { allow: ["_INBOX.n1.board.>", "mesh.provision.n1.changed.board"] },
     });
   });
 
@@ -232,8 +233,10 @@ describe("moduleGrant", () => {
       owners: {},
     });
     assert.deepEqual(permissions, {
-      publish: { allow: ["mesh.conditions.bare.*", "mesh.keeps.n1.bare"] },
-      subscribe: { allow: ["_INBOX.n1.bare.>"] },
+      publish: {
+        allow: ["mesh.conditions.bare.*", "mesh.keeps.n1.bare", "mesh.provision.n1.module.bare"],
+      },
+      subscribe: { allow: ["_INBOX.n1.bare.>", "mesh.provision.n1.changed.bare"] },
     });
   });
 

@@ -27,6 +27,10 @@ import {
   moduleConditionsWildcard,
   nodeKey,
   provisionChangedSubject,
+  provisionModuleChangedSubject,
+  provisionModuleChangedWildcard,
+  provisionModuleSubject,
+  provisionModuleWildcard,
   provisionSubject,
   stateBucket,
   type Manifest,
@@ -127,7 +131,8 @@ export type RuntimeGrant = DerivedGrant;
 /**
  * The credential of a module's process on `node`: its own states read-write, the states it reads
  * read-only where their owner keeps them readable, requests to the tools it calls on any node,
- * its conditions, its keeps and its inbox. A read that cannot be granted is left out and
+ * its conditions, its keeps, asking its node's host for its own values (and hearing when they
+ * move), and its inbox. A read that cannot be granted is left out and
  * returned as a problem.
  *
  * `owners` holds the other modules' states (their manifests, or what they said they keep); the
@@ -145,8 +150,13 @@ export function moduleGrant(input: {
   const { node, manifest, owners } = input;
   refuseReserved(manifest.module, { runtime: "refused" });
   const own = moduleRights(node, manifest, owners);
+  // Its own process asks its node's host for its own values, and hears when they move.
+  const provision = merge(
+    publishTo(provisionModuleSubject(node, manifest.module)),
+    subscribeTo(provisionModuleChangedSubject(node, manifest.module)),
+  );
   return {
-    permissions: toPermissions(merge(own.rights, inbox(node, manifest.module))),
+    permissions: toPermissions(merge(own.rights, provision, inbox(node, manifest.module))),
     problems: sortProblems(own.problems),
   };
 }
@@ -358,11 +368,15 @@ export function hostGrant(input: { readonly node: string }): Permissions {
       kvGet(Bucket.have, `${ownKey}.>`),
       objRead(ObjectStore.artifacts),
       kvRead(Bucket.config),
-      subscribeTo(provisionSubject(node)),
+      subscribeTo(provisionSubject(node), provisionModuleWildcard(node)),
       // The provisioner client is a NATS service: its discovery subjects come with it.
       serviceDiscovery(PROVISION_SERVICE),
       answerRequests,
-      publishTo(provisionChangedSubject(node), `${Subject.logsPrefix}.${ownKey}.*`),
+      publishTo(
+        provisionChangedSubject(node),
+        provisionModuleChangedWildcard(node),
+        `${Subject.logsPrefix}.${ownKey}.*`,
+      ),
       // Says when a runtime it replaced left a module that the new one did not bring up.
       publishTo(conditionSubject(RUNTIME_MODULE, "handover")),
       inbox(node, Principal.host),

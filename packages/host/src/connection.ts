@@ -6,17 +6,13 @@
 import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
 import {
   Bucket,
-  ErrorCode,
-  MeshError,
   PROVISION_SERVICE,
-  ProvisionAsk,
   nodeKey,
-  provisionSubject,
   type Credential,
   type Have,
 } from "@mesh/protocol";
 import { presenceOf } from "./presence.js";
-import type { Provisioner } from "./provisioner.js";
+import { provisionEndpoints, type Provisioner } from "./provisioner.js";
 
 export const HOST_VERSION = "0.1.0";
 
@@ -123,23 +119,7 @@ export class Connection {
         name: PROVISION_SERVICE,
         version: HOST_VERSION,
         description: `answers ${this.#o.node}'s runtime's provision asks`,
-        endpoints: [
-          {
-            name: "provision",
-            subject: provisionSubject(this.#o.node),
-            // The answer is synchronous (a lookup in what the host holds); serve() wants a promise.
-            handler: (request) => {
-              const ask = ProvisionAsk.safeParse(request.json());
-              if (!ask.success) {
-                throw new MeshError(
-                  ErrorCode.INVALID_INPUT,
-                  `a provision ask is {module, kind, key} with kind config, bound or secret; got ${JSON.stringify(request.json())}`,
-                );
-              }
-              return Promise.resolve(this.#o.provisioner.answer(ask.data));
-            },
-          },
-        ],
+        endpoints: provisionEndpoints(this.#o.node, this.#o.provisioner),
         onRejected: (why, subject) => this.#o.log(`rejected a provision ask on ${subject}: ${why}`),
         onInternalError: (error) => this.#o.log(`provision ask failed: ${String(error)}`),
       });

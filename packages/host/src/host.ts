@@ -23,6 +23,7 @@ import {
   logsSubject,
   nodeKey,
   provisionChangedSubject,
+  provisionModuleChangedSubject,
   type Composed,
   type Credential,
   type ProvisionAnswer,
@@ -139,7 +140,10 @@ export class Host implements AsyncDisposable {
       servers: loaded.credential.servers,
       onChanged: (changed) => {
         const bus = this.#connection.bus;
-        if (bus !== undefined) publish(bus, provisionChangedSubject(node), changed);
+        if (bus === undefined) return;
+        publish(bus, provisionChangedSubject(node), changed);
+        // The module's own processes hear of their own values only.
+        publish(bus, provisionModuleChangedSubject(node, changed.module), changed);
       },
     });
     this.#supervisor = this.#supervisorOf(options);

@@ -5,21 +5,26 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
-import { KvBucket, flush, request, type BusMessage } from "@mesh/bus";
+import { KvBucket, MeshBus, flush, request, type BusMessage } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import {
   Bucket,
   ErrorCode,
   isMeshError,
+  Manifest,
   provisionChangedSubject,
+  provisionModuleChangedSubject,
+  provisionModuleSubject,
   provisionSubject,
   type ComposedModule,
 } from "@mesh/protocol";
+import { moduleGrant } from "@mesh/core";
 import { Host } from "./host.js";
 import {
   LONG_RUNNING,
   bundleOf,
   composedOf,
+  credentialFor,
   processResource,
   startBus,
   tempRoot,
@@ -41,8 +46,16 @@ const app: ComposedModule = {
   bound: { "state.notes": "app_notes", "call.other.echo": "mesh.tools.*.other.echo" },
 };
 
+/** app's own process: the grant the broker gives a module that declares its credential. */
+const APP_PASSWORD = "app-password";
+const appGrant = moduleGrant({
+  node: NODE,
+  manifest: Manifest.parse({ module: "app", config: { greeting: { default: "hello" } } }),
+  owners: {},
+}).permissions;
+
 before(async () => {
-  bus = await startBus([NODE]);
+  bus = await startBus([NODE], [{ user: "app-p1", password: APP_PASSWORD, permissions: appGrant }]);
   root = await tempRoot();
   host = await Host.create({
     node: NODE,
@@ -224,5 +237,46 @@ describe("provision asks", () => {
       logged.find((l) => l.startsWith("rejected a provision ask")),
     );
     assert.match(line, /\$KV\.mesh-config\.app\.forged/);
+  });
+
+  test("a module's own process asks as itself on its own subject, hears its own changes, and cannot ask as another", async () => {
+    await using app = await MeshBus.connect(
+      credentialFor(
+        bus.server,
+        { user: "app-p1", password: APP_PASSWORD },
+        { node: NODE, module: "app" },
+      ),
+    );
+    const own = provisionModuleSubject(NODE, "app");
+    const asked = (await request(app, own, { kind: "config", key: "greeting" })) as {
+      value: unknown;
+    };
+    const heard: BusMessage[] = [];
+    const stop = new AbortController();
+    void (async () => {
+      for await (const m of app.subscribe(provisionModuleChangedSubject(NODE, "app"), {
+        signal: stop.signal,
+      }))
+        heard.push(m);
+    })();
+    await flush(app);
+    await setConfig(`app.greeting.${NODE}`, "moved for the process");
+    await waitFor("app's own change notice", () => heard.length > 0);
+    assert.deepEqual(heard[0]?.json(), { module: "app", kind: "config", key: "greeting" });
+    assert.deepEqual(await request(app, own, { kind: "config", key: "greeting" }), {
+      value: "moved for the process",
+    });
+    assert.ok(asked.value !== undefined);
+    // The module is the subject's: a body naming another module is not an ask of this shape.
+    await assert.rejects(
+      request(app, own, { module: "other", kind: "config", key: "greeting" }),
+      (e: unknown) => isMeshError(e) && e.code === ErrorCode.INVALID_INPUT,
+    );
+    // Another module's subject is refused by the bus itself.
+    await assert.rejects(
+      request(app, provisionModuleSubject(NODE, "other"), { kind: "config", key: "greeting" }),
+      (e: unknown) => isMeshError(e) && e.code === ErrorCode.PERMISSION_DENIED,
+    );
+    stop.abort();
   });
 });

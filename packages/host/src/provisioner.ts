@@ -8,15 +8,20 @@
  * It also says when a value a module can ask moved, by comparing every answer before and after
  * each change of the composition or of mesh-config.
  */
+import type { EndpointSpec } from "@mesh/bus";
 import { fingerprintOf } from "@mesh/core";
 import {
   BoundKey,
   ErrorCode,
   MeshError,
+  ModuleProvisionAsk,
+  ProvisionAsk,
   parseConfigKey,
+  parseProvisionModuleSubject,
+  provisionModuleWildcard,
+  provisionSubject,
   type ComposedModule,
   type ProvisionAnswer,
-  type ProvisionAsk,
   type ProvisionChanged,
 } from "@mesh/protocol";
 
@@ -177,4 +182,40 @@ export class Provisioner {
       this.#options.onChanged({ module, kind, key });
     }
   }
+}
+
+/**
+ * The provisioner client's endpoints: the runtime's asks (`{module, kind, key}` on
+ * `mesh.provision.<node>`, the module being the runtime's word for the worker that asked), and a
+ * module's own process asking as itself (`{kind, key}` on `mesh.provision.<node>.module.<module>`,
+ * the module being the subject's, which only that module's credential may publish to).
+ */
+export function provisionEndpoints(node: string, provisioner: Provisioner): EndpointSpec[] {
+  const invalid = (body: unknown, shape: string): MeshError =>
+    new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `a provision ask is ${shape} with kind config, bound or secret; got ${JSON.stringify(body)}`,
+    );
+  return [
+    {
+      name: "provision",
+      subject: provisionSubject(node),
+      // The answer is synchronous (a lookup in what the host holds); serve() wants a promise.
+      handler: (request) => {
+        const ask = ProvisionAsk.safeParse(request.json());
+        if (!ask.success) throw invalid(request.json(), "{module, kind, key}");
+        return Promise.resolve(provisioner.answer(ask.data));
+      },
+    },
+    {
+      name: "provision-module",
+      subject: provisionModuleWildcard(node),
+      handler: (request) => {
+        const { module } = parseProvisionModuleSubject(request.subject);
+        const ask = ModuleProvisionAsk.safeParse(request.json());
+        if (!ask.success) throw invalid(request.json(), "{kind, key}");
+        return Promise.resolve(provisioner.answer({ module, ...ask.data }));
+      },
+    },
+  ];
 }

@@ -22,6 +22,7 @@ import {
   type ComposedModule,
   type Composed,
   type Credential,
+  type Permissions,
   type ProcessResource,
   type Resource,
 } from "@mesh/protocol";
@@ -39,13 +40,19 @@ export interface Bus {
 export const HOST_PASSWORD = "host-password-for-tests";
 
 /** A server with the layout, and a host user for each node named. */
-export async function startBus(nodes: readonly string[]): Promise<Bus> {
+export async function startBus(
+  nodes: readonly string[],
+  more: readonly { user: string; password: string; permissions: Permissions }[] = [],
+): Promise<Bus> {
   const server = await startTestServer({
-    users: nodes.map((node) => ({
-      user: `host-${node}`,
-      password: HOST_PASSWORD,
-      permissions: hostGrant({ node }),
-    })),
+    users: [
+      ...nodes.map((node) => ({
+        user: `host-${node}`,
+        password: HOST_PASSWORD,
+        permissions: hostGrant({ node }),
+      })),
+      ...more,
+    ],
   });
   const admin = await MeshBus.connect(
     credentialFor(server, server.admin, { node: "admin", module: Principal.controller }),

@@ -174,6 +174,41 @@ export const provisionChangedSubject = (node: string): string =>
   `${Subject.provisionPrefix}.${checkName("node", node)}.changed`;
 
 /**
+ * Where a module's own process asks its node's host for its values, as that module: the module
+ * is this subject's last token, which only the module's credential may publish to, so the host
+ * answers for the module the bus vouches for, never one named in the ask.
+ */
+export const provisionModuleSubject = (node: string, module: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}.module.${checkName("module", module)}`;
+
+/** Every module's ask subject on a node: what the host serves (`mesh.provision.<node>.module.*`). */
+export const provisionModuleWildcard = (node: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}.module.*`;
+
+/** The module an ask on {@link provisionModuleSubject} is for; INVALID_KEY for another subject. */
+export function parseProvisionModuleSubject(subject: string): { node: string; module: string } {
+  const parts = subject.split(".");
+  const [p1, p2, node, word, module, extra] = parts;
+  if (
+    `${p1}.${p2}` === Subject.provisionPrefix &&
+    word === "module" &&
+    extra === undefined &&
+    isName("node", node) &&
+    isName("module", module)
+  )
+    return { node, module };
+  throw invalidKey(subject, "mesh.provision.<node>.module.<module>");
+}
+
+/** Where the host tells one module's processes that one of its values moved. */
+export const provisionModuleChangedSubject = (node: string, module: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}.changed.${checkName("module", module)}`;
+
+/** Every module's change subject on a node: what the host publishes to. */
+export const provisionModuleChangedWildcard = (node: string): string =>
+  `${Subject.provisionPrefix}.${checkName("node", node)}.changed.*`;
+
+/**
  * Where a module says a condition. The condition's name is the last token, so the stream can
  * keep the last condition per module and name (see docs/decisions/0002-condition-subjects.md).
  */
@@ -371,6 +406,10 @@ export const bundlePath = (root: string, module: string, bundle: string): string
  * Where a module's declared file lands: always under `<root>/secrets/<module>/`. A manifest never
  * names a file elsewhere on the node (the host, often root, would create or delete it there).
  */
+/** A module's secrets folder on a node, where its secret files land. */
+export const secretsFolder = (root: string, module: string): string =>
+  `${root.replace(/\/+$/, "")}/secrets/${checkName("module", module)}`;
+
 export function secretFilePath(root: string, module: string, path: string): string {
   // Only a relative path with no "." or ".." part (the manifest's rule): whatever a manifest
   // says, the file lands inside the module's secrets folder.
@@ -382,7 +421,7 @@ export function secretFilePath(root: string, module: string, path: string): stri
       { module, path },
     );
   }
-  return `${root.replace(/\/+$/, "")}/secrets/${checkName("module", module)}/${path}`;
+  return `${secretsFolder(root, module)}/${path}`;
 }
 
 /** Where the resource id's module part ends. */
@@ -410,6 +449,10 @@ export const Env = {
   runtimeIdleMs: "MESH_RUNTIME_IDLE_MS",
   /** The path of a process's credential file. */
   brokerFile: "MESH_BROKER_FILE",
+  /** A process's module's secrets folder on the node: `<root>/secrets/<module>`. */
+  secretsDir: "MESH_SECRETS_DIR",
+  /** Every secret file a process's module declares, as JSON: `{"<name>": "<absolute path>"}`. */
+  secretFiles: "MESH_SECRET_FILES",
   operatorAccount: "MESH_OPERATOR_ACCOUNT",
   operatorHome: "MESH_OPERATOR_HOME",
   /** The operator's credential for CLI verbs, when not found under `--root`. */

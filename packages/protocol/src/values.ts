@@ -361,6 +361,10 @@ export const ProvisionAsk = z
   .strict();
 export type ProvisionAsk = z.infer<typeof ProvisionAsk>;
 
+/** A module's own process asks `{kind, key}`: the module is the subject's (the bus vouches for it). */
+export const ModuleProvisionAsk = ProvisionAsk.omit({ module: true });
+export type ModuleProvisionAsk = z.infer<typeof ModuleProvisionAsk>;
+
 /**
  * The answer to a provision ask: the value. A refusal is a coded error reply instead (REFUSED or
  * NOT_FOUND, with the reason as its description).

@@ -8,21 +8,63 @@
  * This entry brings the NATS client with it (esbuild bundles it into the process's bundle); tool
  * code never imports it — it reaches the same things through its context.
  *
+ * It also reads the module's config as the module (the same values its tools see, asked of the
+ * node's host on the module's own subject) and finds its secret files (`secretPath`).
+ *
  * ```ts
- * import { connectProcess } from "@mesh/sdk/process";
+ * import { connectProcess, secretPath } from "@mesh/sdk/process";
  * const mesh = await connectProcess();
  * mesh.keeps([{ name: "counts", readable: true }]);
  * await mesh.state("counts").put("total", 1);
+ * const step = await mesh.config.get("step");
+ * const token = secretPath("api-token");
  * ```
  */
 import { z } from "zod";
-import { KvBucket, MeshBus, keepSayingKeeps, sayCondition, type KeptState } from "@mesh/bus";
-import { Env, ErrorCode, MeshError, stateBucket, type ConditionLevel } from "@mesh/protocol";
-import type { StateHandle } from "./define.js";
+import {
+  KvBucket,
+  MeshBus,
+  keepSayingKeeps,
+  request,
+  sayCondition,
+  type KeptState,
+} from "@mesh/bus";
+import {
+  Env,
+  ErrorCode,
+  MeshError,
+  stateBucket,
+  toolSubject,
+  type ConditionLevel,
+} from "@mesh/protocol";
+import {
+  typedConfig,
+  type ConfigAccess,
+  type ConfigOf,
+  type ConfigSchema,
+  type StateHandle,
+} from "./define.js";
+import { processConfigSource } from "./process-config.js";
 
-export interface ProcessMesh extends AsyncDisposable {
+export { secretPath } from "./process-config.js";
+
+export interface ProcessMesh<C = Record<string, unknown>> extends AsyncDisposable {
   readonly module: string;
   readonly node: string;
+  /**
+   * The module's config, asked of the node's host as the module: the default, the mesh-wide
+   * value or this node's, as tools see it. Typed by the schema given to connectProcess.
+   */
+  readonly config: ConfigAccess<C>;
+  /**
+   * Calls a tool the manifest declares in `calls` (`"hello/greet"`), on this node unless
+   * another is named; a coded error (MeshError) when the tool refuses.
+   */
+  call(
+    tool: string,
+    input?: unknown,
+    options?: { node?: string; timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<unknown>;
   /** One of the module's own states (`"counts"`), or one it reads (`"counter/counts"`, read-only by grant). */
   state(name: string): StateHandle;
   /** Says a condition an operator sees; the last per name is kept. */
@@ -32,14 +74,18 @@ export interface ProcessMesh extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-export interface ConnectProcessOptions {
+export interface ConnectProcessOptions<S extends ConfigSchema | undefined = undefined> {
   /** The credential file; `MESH_BROKER_FILE` by default. */
   readonly credentialFile?: string;
   readonly signal?: AbortSignal;
+  /** The module's config as a zod object (the one its tools use): types and checks `config`. */
+  readonly config?: S;
 }
 
 /** Connects as the module the credential names, waiting for the bus if it is not up yet. */
-export async function connectProcess(options: ConnectProcessOptions = {}): Promise<ProcessMesh> {
+export async function connectProcess<S extends ConfigSchema | undefined = undefined>(
+  options: ConnectProcessOptions<S> = {},
+): Promise<ProcessMesh<ConfigOf<S>>> {
   const file = options.credentialFile ?? process.env[Env.brokerFile];
   if (file === undefined || file === "") {
     throw new MeshError(
@@ -73,6 +119,17 @@ export async function connectProcess(options: ConnectProcessOptions = {}): Promi
   return {
     module,
     node,
+    config: typedConfig<ConfigOf<S>>(
+      options.config,
+      processConfigSource(bus, { node, module, stopping: stopping.signal }),
+    ),
+    call: (tool, input = {}, callOptions = {}) => {
+      const [owner = "", name = ""] = tool.split("/");
+      return request(bus, toolSubject(callOptions.node ?? node, owner, name), input, {
+        ...(callOptions.timeoutMs === undefined ? {} : { timeoutMs: callOptions.timeoutMs }),
+        ...(callOptions.signal === undefined ? {} : { signal: callOptions.signal }),
+      });
+    },
     state: (name) => ({
       get: async (key) => (await (await bucketOf(name)).get(key))?.value,
       put: async (key, value) => {
