@@ -13,6 +13,7 @@ import { registerConfigVerbs } from "./commands/config.js";
 import { registerDaemonVerbs } from "./commands/daemons.js";
 import { registerDecisionVerbs } from "./commands/decisions.js";
 import { registerHostVerb } from "./commands/host.js";
+import { registerInitVerb } from "./commands/init.js";
 import { registerJoinVerbs } from "./commands/join.js";
 import { registerLogVerbs } from "./commands/logs.js";
 import { registerManifestVerbs } from "./commands/manifest-check.js";
@@ -32,6 +33,7 @@ import { ExitCode, reportError } from "./output.js";
 const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
   registerUpVerb,
   registerStatusVerb,
+  registerInitVerb,
   registerModuleVerbs,
   registerAssignVerbs,
   registerRetryVerb,
