@@ -63,40 +63,10 @@ export function testModule(definition: BrandedModule, options: TestModuleOptions
     if (from === undefined) return { refused: `${kind} is not answered: secrets are files` };
     return from.has(key) ? { value: from.get(key) } : { refused: `no ${kind} value ${key}` };
   };
-  const ask = (op: AskOp, params: AskParams[AskOp]): Promise<unknown> => {
-    const p = params as Record<string, unknown>;
-    const state = typeof p.state === "string" ? stateOf(p.state) : undefined;
-    switch (op) {
-      case "provision.get": {
-        const item = value(String(p.kind), String(p.key));
-        if ("value" in item) return Promise.resolve(item.value);
-        return Promise.reject(new ToolError(ToolErrorCode.NOT_FOUND, item.refused));
-      }
-      case "condition":
-        conditions.push({
-          name: String(p.name),
-          level: String(p.level),
-          message: String(p.message),
-        });
-        return Promise.resolve(null);
-      case "state.get":
-        return Promise.resolve(state?.get(String(p.key)));
-      case "state.put":
-        state?.set(String(p.key), p.value);
-        return Promise.resolve(null);
-      case "state.delete":
-        state?.delete(String(p.key));
-        return Promise.resolve(null);
-      case "state.keys":
-        return Promise.resolve([...(state?.keys() ?? [])].sort());
-      default:
-        return Promise.reject(new ToolError(ToolErrorCode.REFUSED, `${op} is not faked here`));
-    }
-  };
   const host: WorkerHost = {
     module,
     node,
-    ask: (op, params) => ask(op, params),
+    ask: (op, params) => fakeAsk(op, params, { value, stateOf, conditions }),
     watch: (kind, key, onItem) => {
       const first = value(kind, key);
       if (!("value" in first))
@@ -131,4 +101,44 @@ export function testModule(definition: BrandedModule, options: TestModuleOptions
     conditions,
     logs,
   };
+}
+
+/** What the fake runtime answers to one ask of module code. */
+function fakeAsk(
+  op: AskOp,
+  params: AskParams[AskOp],
+  fake: {
+    value: (kind: string, key: string) => ProvisionItem;
+    stateOf: (name: string) => Map<string, unknown>;
+    conditions: TestModule["conditions"];
+  },
+): Promise<unknown> {
+  const p = params as Record<string, unknown>;
+  const state = typeof p.state === "string" ? fake.stateOf(p.state) : undefined;
+  switch (op) {
+    case "provision.get": {
+      const item = fake.value(String(p.kind), String(p.key));
+      if ("value" in item) return Promise.resolve(item.value);
+      return Promise.reject(new ToolError(ToolErrorCode.NOT_FOUND, item.refused));
+    }
+    case "condition":
+      fake.conditions.push({
+        name: String(p.name),
+        level: String(p.level),
+        message: String(p.message),
+      });
+      return Promise.resolve(null);
+    case "state.get":
+      return Promise.resolve(state?.get(String(p.key)));
+    case "state.put":
+      state?.set(String(p.key), p.value);
+      return Promise.resolve(null);
+    case "state.delete":
+      state?.delete(String(p.key));
+      return Promise.resolve(null);
+    case "state.keys":
+      return Promise.resolve([...(state?.keys() ?? [])].sort());
+    default:
+      return Promise.reject(new ToolError(ToolErrorCode.REFUSED, `${op} is not faked here`));
+  }
 }
