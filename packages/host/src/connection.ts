@@ -4,13 +4,7 @@
  * says when the bus goes and comes back. What runs keeps running without it.
  */
 import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
-import {
-  Bucket,
-  PROVISION_SERVICE,
-  nodeKey,
-  type Credential,
-  type Have,
-} from "@mesh/protocol";
+import { Bucket, PROVISION_SERVICE, nodeKey, type Credential, type Have } from "@mesh/protocol";
 import { presenceOf } from "./presence.js";
 import { provisionEndpoints, type Provisioner } from "./provisioner.js";
 

@@ -8,6 +8,8 @@ import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
+  ErrorCode,
+  MeshError,
   checkName,
   configKey,
   parseConfigKey,
