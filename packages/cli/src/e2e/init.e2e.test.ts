@@ -221,8 +221,6 @@ describe("mesh init to a running module", () => {
           'const tokenFile = secretPath("api-token");\nconst token = await readFile(tokenFile, "utf8").catch(() => "(not yet)");\nawait mesh.condition("token", "info", `${token.trim()} at ${tokenFile}`);\n\nconst watching',
         ),
     );
-    const set = await mesh(["secret", "set", "notes", "api-token"], "s3cret\n");
-    assert.equal(set.code, 0, set.stderr);
     // A build that may hold a new secret widens the module's rights: it waits for an operator.
     const ask = await until(
       async () => {
@@ -234,6 +232,9 @@ describe("mesh init to a running module", () => {
       300_000,
       "the ask for the build that holds api-token",
     );
+    // Once a built manifest declares it, the secret can be set.
+    const set = await mesh(["secret", "set", "notes", "api-token"], "s3cret\n");
+    assert.equal(set.code, 0, set.stderr);
     await meshJson(["answer", ask.id, "yes"]);
     const said = await until(
       async () => {
