@@ -5,102 +5,56 @@
  * `mesh-composed.<node>` when, and only when, the composition changed. It also answers joins and
  * the operator's asks for join tokens and secrets.
  *
- * One pass at a time: every watch marks nodes dirty in the Fleet index and wakes the loop; a pass
+ * One pass at a time: the fleet feed (fleet-feed.ts, a bucket mirror) marks nodes dirty in the
+ * Fleet index and wakes the loop; a pass
  * takes the dirty nodes, stages their users, reloads the bus once for all of them, then writes
  * their compositions. A refusal writes nothing for that node (what it runs stays) and says a
- * condition. Handlers that change users (joins, tokens) take the same lock, so the users list is
- * never written by two at once.
+ * condition. Handlers that change users (joins, tokens: endpoints.ts) take the same lock, so the
+ * users list is never written by two at once.
  */
 import { join } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
-import { z } from "zod";
 import type { SealedSecret } from "@mesh/protocol";
 import {
   Bucket,
-  ErrorCode,
-  JoinRequest,
-  Keeps,
-  MeshError,
   Principal,
-  Stream,
   Subject,
-  joinInbox,
-  joinSealContext,
   joinUser,
-  keepsSubject,
   secretKey,
   stateBucket,
   type Composed,
-  type JoinAnswer,
-  type Presence,
   type Resource,
-  type Want,
 } from "@mesh/protocol";
 import { fingerprintOf, hostGrant } from "@mesh/core";
 import {
   KvBucket,
   ensureStateBucket,
-  flush,
-  readStream,
   sayCondition,
-  seal,
   serve,
   type MeshBus,
-  type Request,
   type Served,
-  type ServerUser,
-  type UsersSink,
-  type WatchEvent,
 } from "@mesh/bus";
 import { Broker, PrincipalKind, principalUser } from "./broker.js";
-import { JoinTokenAsk, type JoinTokenAnswer } from "./controller-api.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
-import { DEFAULT_JOIN_TOKEN_TTL_MS, JoinTokens } from "./join-tokens.js";
-import { intakeManifest } from "./manifest-intake.js";
+import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
+import {
+  ControllerFiles,
+  ControllerState,
+  type ControllerOptions,
+  type PassReport,
+} from "./controller-options.js";
+import { answerJoin, answerJoinToken, type EndpointContext } from "./endpoints.js";
+import { JoinTokens } from "./join-tokens.js";
 import { DEFAULT_ARTIFACT_STORE, planNode, type NodePlan, type NodeRefusal } from "./node-plan.js";
 import { SealCache } from "./seal-cache.js";
 import { Vault } from "./vault.js";
 
-export const ControllerState = {
-  starting: "starting",
-  running: "running",
-  stopping: "stopping",
-  stopped: "stopped",
-  failed: "failed",
-} as const;
-export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
-
-/** The files the controller keeps in its folder. */
-export const ControllerFiles = {
-  vaultKey: "vault.key",
-  sealed: "sealed",
-} as const;
-
-export interface ControllerOptions {
-  /** Connected as the controller (the bus's admin). */
-  readonly bus: MeshBus;
-  /** The controller's folder: vault key, issued users, join tokens, sealed values (all 0600). */
-  readonly dir: string;
-  /** Where the full users list goes: `serverFolderSink(<root>/bus)`, or a server in tests. */
-  readonly sink: UsersSink;
-  /** The users the broker does not issue but keeps in the list (`mesh up`'s principals). */
-  readonly staticUsers: () => Promise<readonly ServerUser[]>;
-  /** The bus urls issued credentials name; the controller's own credential's by default. */
-  readonly servers?: readonly string[];
-  /** The artifact store sources are routed through; `mesh-artifacts` by default. */
-  readonly artifactStore?: string;
-  readonly log?: (line: string) => void;
-  readonly now?: () => Date;
-}
-
-/** What one pass did, for tests and the log. */
-export interface PassReport {
-  readonly nodes: readonly string[];
-  readonly written: readonly string[];
-  readonly refused: readonly string[];
-  readonly reloaded: boolean;
-}
+export {
+  ControllerFiles,
+  ControllerState,
+  type ControllerOptions,
+  type PassReport,
+} from "./controller-options.js";
 
 export class Controller implements AsyncDisposable {
   readonly fleet = new Fleet();
@@ -128,6 +82,7 @@ export class Controller implements AsyncDisposable {
   #woken = false;
   #running: Promise<void> | undefined;
   #served: Served | undefined;
+  #feed: FleetFeed | undefined;
   /** Counters: how many compositions were written, how many passes ran. */
   composedWrites = 0;
   passes = 0;
@@ -205,64 +160,27 @@ export class Controller implements AsyncDisposable {
     const signal = this.#stop.signal;
     const log = this.#options.log ?? (() => undefined);
     try {
-      const standing: Promise<void>[] = [];
-      const watch = (what: string, feed: (mark: () => void) => Promise<void>): void => {
-        standing.push(
-          new Promise<void>((resolve) => {
-            void this.#keepWatching(what, feed, resolve, signal);
-          }),
-        );
-      };
-      watch("wants", (mark) =>
-        this.#watchBucket(Bucket.wants, mark, signal, (e) => {
-          this.fleet.setWant(e.key, e.type === "put" ? (e.value as Want) : undefined);
-        }),
-      );
-      watch("presence", (mark) =>
-        this.#watchBucket(Bucket.presence, mark, signal, (e) => {
-          this.fleet.setPresence(e.key, e.type === "put" ? (e.value as Presence) : undefined);
-        }),
-      );
-      watch("manifests", async (mark) => {
-        const bucket = await KvBucket.openWith(this.#bus, Bucket.manifests, z.unknown());
-        await this.#feed(bucket.watch({ signal }), mark, (e) => {
-          if (e.type === "put") this.fleet.setManifest(e.key, intakeManifest(e.value));
-          else if (e.type === "invalid") {
-            this.fleet.setManifest(e.key, { ok: false, problems: [e.problem.message] });
-          } else this.fleet.setManifest(e.key, undefined);
-        });
+      const feed = await startFleetFeed({
+        bus: this.#bus,
+        fleet: this.fleet,
+        secrets: this.#secretsBucket,
+        secretValues: this.#secrets,
+        poke: () => this.#poke(),
+        log,
+        signal,
       });
-      watch("secrets", (mark) =>
-        this.#feed(this.#secretsBucket.watch({ signal }), mark, (e) => {
-          if (e.type === "put") this.#secrets.set(e.key, e.value);
-          else this.#secrets.delete(e.key);
-          this.fleet.setSecret(e.key, e.type === "put");
-        }),
-      );
-      watch("keeps", async (mark) => {
-        for await (const event of readStream(this.#bus, Stream.keeps, {
-          filter: `${Subject.keepsPrefix}.>`,
-          schema: Keeps,
-          deliver: "last-per-subject",
-          signal,
-        })) {
-          if (event.type === "current") mark();
-          else if (event.type === "message") {
-            // Only a process's own word counts: the subject is what its grant let it publish.
-            if (event.subject === keepsSubject(event.value.node, event.value.module)) {
-              this.fleet.setKeeps(event.value);
-            } else log(`controller: ignored keeps on ${event.subject} naming another process`);
-          } else log(`controller: ${event.problem.message}`);
-          this.#poke();
-        }
-      });
+      this.#feed = feed;
       this.#served = await serve(this.#bus, {
         name: "mesh-controller",
         version: "0.1.0",
         description: "joins, join tokens and secrets",
         endpoints: [
-          { name: "join", subject: Subject.join, handler: (r) => this.#join(r) },
-          { name: "join-token", subject: Subject.joinToken, handler: (r) => this.#joinToken(r) },
+          { name: "join", subject: Subject.join, handler: (r) => answerJoin(this.#context(), r) },
+          {
+            name: "join-token",
+            subject: Subject.joinToken,
+            handler: (r) => answerJoinToken(this.#context(), r),
+          },
           ...secretEndpoints({
             bucket: this.#secretsBucket,
             vault: this.#vault,
@@ -273,10 +191,10 @@ export class Controller implements AsyncDisposable {
         onInternalError: (error, subject) =>
           log(`controller: ${subject} failed: ${String((error as Error).stack ?? error)}`),
       });
-      await Promise.race([
-        Promise.all(standing),
-        new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
-      ]);
+      const stopped = new Promise<void>((resolve) =>
+        signal.addEventListener("abort", () => resolve()),
+      );
+      await Promise.race([feed.ready, stopped]);
       if (signal.aborted) return;
       this.#state = ControllerState.running;
       // Every node that stands is composed once at start: fingerprints decide what is written.
@@ -290,7 +208,8 @@ export class Controller implements AsyncDisposable {
           first = false;
           this.#readyResolve?.();
         }
-        await this.#nextWake(signal);
+        // A bucket lost for good stops the controller: its supervisor starts it again.
+        await Promise.race([this.#nextWake(signal), feed.failed]);
       }
     } catch (error) {
       if (signal.aborted) return;
@@ -299,6 +218,7 @@ export class Controller implements AsyncDisposable {
       throw error;
     } finally {
       await this.#served?.stop().catch(() => undefined);
+      await this.#feed?.[Symbol.asyncDispose]();
       await this.#seals.flush().catch(() => undefined);
       if (this.#state !== ControllerState.failed) this.#state = ControllerState.stopped;
     }
@@ -319,65 +239,6 @@ export class Controller implements AsyncDisposable {
   }
 
   // --- watches -------------------------------------------------------------------------------
-
-  /** Runs `feed` again when it ends with an error (a lost bus): the watch is the controller's eyes. */
-  async #keepWatching(
-    what: string,
-    feed: (mark: () => void) => Promise<void>,
-    ready: () => void,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const mark = (): void => ready();
-    for (let attempt = 0; !signal.aborted; attempt++) {
-      try {
-        await feed(mark);
-        return;
-      } catch (error) {
-        if (signal.aborted) return;
-        this.#options.log?.(
-          `controller: watching ${what} failed (${(error as Error).message}); watching again`,
-        );
-        await delay(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)), undefined, {
-          signal,
-        }).catch(() => undefined);
-      }
-    }
-  }
-
-  async #watchBucket(
-    bucket: typeof Bucket.wants | typeof Bucket.presence,
-    mark: () => void,
-    signal: AbortSignal,
-    apply: (e: { type: "put" | "delete"; key: string; value?: unknown }) => void,
-  ): Promise<void> {
-    const kv = await KvBucket.open(this.#bus, bucket);
-    await this.#feed(kv.watch({ signal }) as AsyncGenerator<WatchEvent<unknown>>, mark, (e) => {
-      if (e.type === "invalid") {
-        this.#options.log?.(`controller: ${e.problem.message}`);
-        return;
-      }
-      apply(e.type === "put" ? { type: "put", key: e.key, value: e.value } : e);
-    });
-  }
-
-  async #feed<T>(
-    events: AsyncGenerator<WatchEvent<T>>,
-    mark: () => void,
-    apply: (e: Exclude<WatchEvent<T>, { type: "current" }>) => void,
-  ): Promise<void> {
-    for await (const event of events) {
-      if (event.type === "current") mark();
-      else {
-        try {
-          apply(event);
-        } catch (error) {
-          // One bad key (a name the layout refuses) is said and skipped, never fatal.
-          this.#options.log?.(`controller: ignored ${event.key}: ${(error as Error).message}`);
-        }
-      }
-      this.#poke();
-    }
-  }
 
   #poke(): void {
     this.#woken = true;
@@ -623,93 +484,16 @@ export class Controller implements AsyncDisposable {
     return this.#options.now?.() ?? new Date();
   }
 
-  // --- endpoints -----------------------------------------------------------------------------
-
-  async #join(request: Request): Promise<JoinAnswer> {
-    const parsed = JoinRequest.safeParse(request.json());
-    if (!parsed.success) {
-      throw new MeshError(
-        ErrorCode.INVALID_INPUT,
-        `a join request is {token, node, publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-      );
-    }
-    const { token, node, publicKey } = parsed.data;
-    const answer = await this.#exclusive(async () => {
-      const host = principalUser(node, Principal.host);
-      if (this.broker.get(host) !== undefined || this.fleet.presenceOf(node) !== undefined) {
-        throw new MeshError(
-          ErrorCode.REFUSED,
-          `the node name ${JSON.stringify(node)} is taken: a node of that name is in the mesh already; join under another name (the token was not used)`,
-          { node },
-        );
-      }
-      // Sealing to the key first: a key that is not X25519 is refused before the token is spent.
-      try {
-        seal(publicKey, "check", joinSealContext(node));
-      } catch (error) {
-        throw new MeshError(
-          ErrorCode.INVALID_INPUT,
-          `${(error as Error).message} (the join's publicKey)`,
-          {
-            node,
-            cause: error,
-          },
-        );
-      }
-      await this.#tokens.take(token, node, this.#now());
-      await this.broker.ensure({
-        user: host,
-        node,
-        module: Principal.host,
-        kind: PrincipalKind.host,
-        permissions: hostGrant({ node }),
-      });
-      await this.broker.commit();
-      const credential = `${JSON.stringify(this.broker.credential(host))}\n`;
-      return { node, sealed: seal(publicKey, credential, joinSealContext(node)) };
-    });
-    // The join user goes once the answer is out: the next pass's reload drops it.
-    setImmediate(() => {
-      void flush(this.#bus)
-        .catch(() => undefined)
-        .then(() => this.#poke());
-    });
-    return answer;
-  }
-
-  async #joinToken(request: Request): Promise<JoinTokenAnswer> {
-    const parsed = JoinTokenAsk.safeParse(request.json() ?? {});
-    if (!parsed.success) {
-      throw new MeshError(
-        ErrorCode.INVALID_INPUT,
-        `a join-token ask is {ttlSeconds?} (at most a week): ${parsed.error.issues[0]?.message ?? ""}`,
-      );
-    }
-    const ttlMs =
-      parsed.data.ttlSeconds === undefined
-        ? DEFAULT_JOIN_TOKEN_TTL_MS
-        : parsed.data.ttlSeconds * 1000;
-    return this.#exclusive(async () => {
-      const made = await this.#tokens.create({ ttlMs, now: this.#now() });
-      await this.broker.ensure(
-        {
-          user: joinUser(made.id),
-          node: "join",
-          module: made.id,
-          kind: PrincipalKind.join,
-          // May ask mesh.join and hear its own inbox; nothing else.
-          permissions: {
-            publish: { allow: [Subject.join] },
-            subscribe: { allow: [`${joinInbox(made.id)}.>`] },
-          },
-          expiresAt: made.expiresAt,
-        },
-        made.secret,
-      );
-      await this.broker.commit();
-      // When it expires unused, a pass drops its join user even if nothing else moves by then.
-      setTimeout(() => this.#poke(), ttlMs + 1_000).unref();
-      return { token: made.token, id: made.id, expiresAt: made.expiresAt };
-    });
+  /** What the endpoints (endpoints.ts) may use of the controller. */
+  #context(): EndpointContext {
+    return {
+      bus: this.#bus,
+      broker: this.broker,
+      fleet: this.fleet,
+      tokens: this.#tokens,
+      exclusive: (fn) => this.#exclusive(fn),
+      now: () => this.#now(),
+      poke: () => this.#poke(),
+    };
   }
 }

@@ -1,0 +1,42 @@
+/** The controller's options, states, files and pass report (controller.ts re-exports them). */
+import type { MeshBus, ServerUser, UsersSink } from "@mesh/bus";
+
+export const ControllerState = {
+  starting: "starting",
+  running: "running",
+  stopping: "stopping",
+  stopped: "stopped",
+  failed: "failed",
+} as const;
+export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
+
+/** The files the controller keeps in its folder. */
+export const ControllerFiles = {
+  vaultKey: "vault.key",
+  sealed: "sealed",
+} as const;
+
+export interface ControllerOptions {
+  /** Connected as the controller (the bus's admin). */
+  readonly bus: MeshBus;
+  /** The controller's folder: vault key, issued users, join tokens, sealed values (all 0600). */
+  readonly dir: string;
+  /** Where the full users list goes: `serverFolderSink(<root>/bus)`, or a server in tests. */
+  readonly sink: UsersSink;
+  /** The users the broker does not issue but keeps in the list (`mesh up`'s principals). */
+  readonly staticUsers: () => Promise<readonly ServerUser[]>;
+  /** The bus urls issued credentials name; the controller's own credential's by default. */
+  readonly servers?: readonly string[];
+  /** The artifact store sources are routed through; `mesh-artifacts` by default. */
+  readonly artifactStore?: string;
+  readonly log?: (line: string) => void;
+  readonly now?: () => Date;
+}
+
+/** What one pass did, for tests and the log. */
+export interface PassReport {
+  readonly nodes: readonly string[];
+  readonly written: readonly string[];
+  readonly refused: readonly string[];
+  readonly reloaded: boolean;
+}

@@ -1,0 +1,126 @@
+/**
+ * The controller's endpoints that change users: joins and join tokens. Each takes the
+ * controller's lock, so the users list is never written by two at once.
+ */
+import {
+  ErrorCode,
+  JoinRequest,
+  MeshError,
+  Principal,
+  Subject,
+  joinInbox,
+  joinSealContext,
+  joinUser,
+  type JoinAnswer,
+} from "@mesh/protocol";
+import { hostGrant } from "@mesh/core";
+import { flush, seal, type MeshBus, type Request } from "@mesh/bus";
+import { PrincipalKind, principalUser, type Broker } from "./broker.js";
+import { JoinTokenAsk, type JoinTokenAnswer } from "./controller-api.js";
+import type { Fleet } from "./fleet.js";
+import { DEFAULT_JOIN_TOKEN_TTL_MS, type JoinTokens } from "./join-tokens.js";
+
+export interface EndpointContext {
+  readonly bus: MeshBus;
+  readonly broker: Broker;
+  readonly fleet: Fleet;
+  readonly tokens: JoinTokens;
+  /** Runs `fn` under the controller's lock (one pass or one user change at a time). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  now(): Date;
+  /** A pass is due. */
+  poke(): void;
+}
+
+/** mesh.join: a new node with a join token gets its host credential, sealed to its key. */
+export async function answerJoin(c: EndpointContext, request: Request): Promise<JoinAnswer> {
+  const parsed = JoinRequest.safeParse(request.json());
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `a join request is {token, node, publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  const { token, node, publicKey } = parsed.data;
+  const answer = await c.exclusive(async () => {
+    const host = principalUser(node, Principal.host);
+    if (c.broker.get(host) !== undefined || c.fleet.presenceOf(node) !== undefined) {
+      throw new MeshError(
+        ErrorCode.REFUSED,
+        `the node name ${JSON.stringify(node)} is taken: a node of that name is in the mesh already; join under another name (the token was not used)`,
+        { node },
+      );
+    }
+    // Sealing to the key first: a key that is not X25519 is refused before the token is spent.
+    try {
+      seal(publicKey, "check", joinSealContext(node));
+    } catch (error) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `${(error as Error).message} (the join's publicKey)`,
+        {
+          node,
+          cause: error,
+        },
+      );
+    }
+    await c.tokens.take(token, node, c.now());
+    await c.broker.ensure({
+      user: host,
+      node,
+      module: Principal.host,
+      kind: PrincipalKind.host,
+      permissions: hostGrant({ node }),
+    });
+    await c.broker.commit();
+    const credential = `${JSON.stringify(c.broker.credential(host))}\n`;
+    return { node, sealed: seal(publicKey, credential, joinSealContext(node)) };
+  });
+  // The join user goes once the answer is out: the next pass's reload drops it.
+  setImmediate(() => {
+    void flush(c.bus)
+      .catch(() => undefined)
+      .then(() => c.poke());
+  });
+  return answer;
+}
+
+/** The operator's ask for a join token: a one-time join user that may only ask mesh.join. */
+export async function answerJoinToken(
+  c: EndpointContext,
+  request: Request,
+): Promise<JoinTokenAnswer> {
+  const parsed = JoinTokenAsk.safeParse(request.json() ?? {});
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `a join-token ask is {ttlSeconds?} (at most a week): ${parsed.error.issues[0]?.message ?? ""}`,
+    );
+  }
+  const ttlMs =
+    parsed.data.ttlSeconds === undefined
+      ? DEFAULT_JOIN_TOKEN_TTL_MS
+      : parsed.data.ttlSeconds * 1000;
+  return c.exclusive(async () => {
+    const made = await c.tokens.create({ ttlMs, now: c.now() });
+    await c.broker.ensure(
+      {
+        user: joinUser(made.id),
+        node: "join",
+        module: made.id,
+        kind: PrincipalKind.join,
+        // May ask mesh.join and hear its own inbox; nothing else.
+        permissions: {
+          publish: { allow: [Subject.join] },
+          subscribe: { allow: [`${joinInbox(made.id)}.>`] },
+        },
+        expiresAt: made.expiresAt,
+      },
+      made.secret,
+    );
+    await c.broker.commit();
+    // When it expires unused, a pass drops its join user even if nothing else moves by then.
+    setTimeout(() => c.poke(), ttlMs + 1_000).unref();
+    return { token: made.token, id: made.id, expiresAt: made.expiresAt };
+  });
+}
