@@ -126,7 +126,7 @@ async function packCli(version) {
     target: "node20",
     minify: true,
     keepNames: true,
-    external: ["esbuild"],
+    external: ["esbuild", "typescript"],
     define: {
       "process.env.MESH_PACKED": '"1"',
       "import.meta.url": "__meshFileUrl",
@@ -162,13 +162,14 @@ async function packCli(version) {
   // Everything inside but esbuild, whose binary is the installing machine's own.
   const thirdPartyNames = Object.keys(await thirdParty(BUNDLED_FOR_BUILDS));
   const inside = await copyClosure(thirdPartyNames, join(stage, "node_modules"), {
-    skip: ["esbuild"],
+    skip: ["esbuild", "typescript"],
   });
   const bundled = [...BUNDLED_FOR_BUILDS.map((n) => `@mesh/${n}`), ...inside];
   const dependencies = await versionsOf(join(stage, "node_modules"), bundled);
-  dependencies.esbuild = (
-    await readJson(join(pkg("delivery"), "package.json"))
-  ).dependencies.esbuild;
+  const deliveryDeps = (await readJson(join(pkg("delivery"), "package.json"))).dependencies;
+  dependencies.esbuild = deliveryDeps.esbuild;
+  // The builder's type check reads TypeScript's own lib files, which a bundle cannot carry.
+  dependencies.typescript = deliveryDeps.typescript;
   const cliManifest = await readJson(join(pkg("cli"), "package.json"));
   const manifest = {
     name: "@mesh/cli",
