@@ -8,11 +8,14 @@
  *
  * The KV client asks for a 5 s heartbeat (`_buildCC`), but its ordered push consumer overwrites
  * it with 30 s (`getOrderedPushConsumer` in @nats-io/jetstream 3.4), so this file makes the
- * consumer itself, with a 3 s heartbeat, and hands it to the client's own ordered-consumer
- * class (not exported, so it is loaded from the package's files: pinned in package.json).
+ * consumer itself, with a 3 s heartbeat, and consumes it through the client's public
+ * `consumers.getPushConsumer(stream, name)`. That consumer is not "ordered" in the client's
+ * sense, so the order check is here: a delivery whose consumer sequence is not the next one ends
+ * the watch, and the watcher watches again from what the bucket holds.
+ *
+ * Only the package's exports are used: a module's runtime is bundled, and a bundle has no
+ * `node_modules` to reach a file of the client by path.
  */
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import {
   AckPolicy,
@@ -38,31 +41,21 @@ interface KvInternals {
   jmToWatchEntry(jm: JsMsg, isUpdate: boolean): KvWatchEntry;
 }
 
-/** The client's push consumer class and the consumer API it takes. */
+/** The consumer API under the client's `consumers` (public in @nats-io/jetstream 3.x). */
 interface ConsumerApi {
   add(stream: string, config: Partial<ConsumerConfig>): Promise<{ config: ConsumerConfig }>;
   getOptions(): { watcherPrefix?: string };
 }
-type PushConsumerClass = new (
-  api: ConsumerApi,
-  info: unknown,
-  opts: { name_prefix: string; deliver_prefix: string; ordered: true },
-) => PushConsumer;
 
-const require = createRequire(import.meta.url);
-const { PushConsumerImpl } = require(
-  join(dirname(require.resolve("@nats-io/jetstream")), "pushconsumer.js"),
-) as { PushConsumerImpl: PushConsumerClass };
-
-/** An ordered push consumer as the client makes one, but with the heartbeat the KV asked for. */
-async function orderedConsumer(
+/** An ephemeral push consumer as the client's ordered one, but with the heartbeat asked for. */
+async function pushConsumer(
   bucket: KvInternals,
   config: Partial<ConsumerConfig>,
 ): Promise<PushConsumer> {
   const api = (bucket.js.consumers as unknown as { api: ConsumerApi }).api;
-  const namePrefix = `oc_${nuid.next()}`;
-  const deliverPrefix = createInbox(api.getOptions().watcherPrefix);
-  const info = await api.add(bucket.stream, {
+  const name = `oc_${nuid.next()}_1`;
+  const deliverSubject = `${createInbox(api.getOptions().watcherPrefix)}.1`;
+  await api.add(bucket.stream, {
     ...config,
     ack_policy: AckPolicy.None,
     inactive_threshold: nanos(5 * 60 * 1000),
@@ -70,14 +63,10 @@ async function orderedConsumer(
     max_deliver: 1,
     flow_control: true,
     idle_heartbeat: nanos(HEARTBEAT_MS),
-    name: `${namePrefix}_1`,
-    deliver_subject: `${deliverPrefix}.1`,
+    name,
+    deliver_subject: deliverSubject,
   });
-  return new PushConsumerImpl(api, info, {
-    name_prefix: namePrefix,
-    deliver_prefix: deliverPrefix,
-    ordered: true,
-  });
+  return bucket.js.consumers.getPushConsumer(bucket.stream, name);
 }
 
 export interface RawWatch {
@@ -100,7 +89,7 @@ export async function openRawWatch(
 ): Promise<RawWatch> {
   const bucket = kv as unknown as KvInternals;
   const content = include === "history" ? "history" : include === "updates" ? "updates" : "";
-  const consumer = await orderedConsumer(
+  const consumer = await pushConsumer(
     bucket,
     bucket._buildCC(key, content, { headers_only: false }),
   );
@@ -110,6 +99,7 @@ export async function openRawWatch(
   let ended: string | undefined;
   let done = false;
   let last = Date.now();
+  let delivered = 0;
   const push = (item: KvWatchEntry | undefined): void => {
     queue.push(item);
     wake?.();
@@ -117,6 +107,10 @@ export async function openRawWatch(
   const messages = await consumer.consume({
     callback: (m) => {
       last = Date.now();
+      if (m.info.deliverySequence !== ++delivered) {
+        finish(`a change was missed (delivery ${m.info.deliverySequence}, ${delivered} expected)`);
+        return;
+      }
       push(bucket.jmToWatchEntry(m, false));
     },
   });
