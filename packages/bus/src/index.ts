@@ -18,3 +18,4 @@ export * from "./tool-discovery.js";
 export * from "./kit/index.js";
 export * from "./mirror/index.js";
 export { WATCH_STALL_MS } from "./kv-watch.js";
+export { MAX_REPLICAS, waitForJetStream, withAllowedReplicas } from "./replicas.js";

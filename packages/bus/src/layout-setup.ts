@@ -2,6 +2,9 @@
  * Creates every bucket, stream and the object store of the layout. Only the controller's (admin)
  * credential may do this: no other credential is granted stream creation (DESIGN.md, the three
  * facts). Idempotent: what exists is found and left as it is.
+ *
+ * Each is created with the replicas the bus allows: up to {@link MAX_REPLICAS}, fewer when the
+ * bus says it has fewer servers for them (one server: 1; see replicas.ts).
  */
 import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
@@ -16,9 +19,10 @@ import {
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
+import { withAllowedReplicas, waitForJetStream } from "./replicas.js";
 
 export interface LayoutOptions {
-  /** Copies of each stream in a cluster; 1 on one server. */
+  /** The most copies of each stream wanted; the bus may allow fewer. Default MAX_REPLICAS. */
   readonly replicas?: number;
   readonly signal?: AbortSignal;
 }
@@ -26,16 +30,23 @@ export interface LayoutOptions {
 export interface LayoutReport {
   readonly created: readonly string[];
   readonly found: readonly string[];
+  /** The copies of each stream created now (what the bus allowed); undefined when none was. */
+  readonly replicas?: number;
 }
 
 export async function ensureLayout(
   bus: MeshBus,
   options: LayoutOptions = {},
 ): Promise<LayoutReport> {
-  const replicas = options.replicas ?? 1;
   const jsm = await withContext({ doing: "reaching JetStream" }, () =>
     jetstreamManager(bus.nc, { checkAPI: false }),
   );
+  // A cluster that has just started answers only once it has elected its meta leader (~5 s).
+  await waitForJetStream(bus, options.signal === undefined ? {} : { signal: options.signal });
+  let used: number | undefined;
+  const replicated = async (create: (replicas: number) => Promise<unknown>): Promise<void> => {
+    used = await withAllowedReplicas(bus, options.replicas, create);
+  };
   const created: string[] = [];
   const found: string[] = [];
   const exists = async (stream: string): Promise<boolean> => {
@@ -59,14 +70,16 @@ export async function ensureLayout(
         found.push(bucket);
         return;
       }
-      await abortable(
-        bus.kvm.create(bucket, {
-          history: BucketSpec[bucket].history,
-          replicas,
-          storage: StorageType.File,
-        }),
-        options.signal,
-        doing,
+      await replicated((replicas) =>
+        abortable(
+          bus.kvm.create(bucket, {
+            history: BucketSpec[bucket].history,
+            replicas,
+            storage: StorageType.File,
+          }),
+          options.signal,
+          doing,
+        ),
       );
       created.push(bucket);
     });
@@ -79,10 +92,12 @@ export async function ensureLayout(
         found.push(store);
         return;
       }
-      await abortable(
-        new Objm(bus.js).create(store, { replicas, storage: StorageType.File }),
-        options.signal,
-        doing,
+      await replicated((replicas) =>
+        abortable(
+          new Objm(bus.js).create(store, { replicas, storage: StorageType.File }),
+          options.signal,
+          doing,
+        ),
       );
       created.push(store);
     });
@@ -96,25 +111,27 @@ export async function ensureLayout(
         found.push(stream);
         return;
       }
-      await abortable(
-        jsm.streams.add({
-          name: stream,
-          subjects: [...spec.subjects],
-          retention: RetentionPolicy.Limits,
-          storage: StorageType.File,
-          discard: DiscardPolicy.Old,
-          num_replicas: replicas,
-          max_msgs_per_subject: spec.maxMsgsPerSubject,
-          max_age: spec.maxAgeSeconds * 1_000_000_000,
-          max_bytes: spec.maxBytes,
-        }),
-        options.signal,
-        doing,
+      await replicated((replicas) =>
+        abortable(
+          jsm.streams.add({
+            name: stream,
+            subjects: [...spec.subjects],
+            retention: RetentionPolicy.Limits,
+            storage: StorageType.File,
+            discard: DiscardPolicy.Old,
+            num_replicas: replicas,
+            max_msgs_per_subject: spec.maxMsgsPerSubject,
+            max_age: spec.maxAgeSeconds * 1_000_000_000,
+            max_bytes: spec.maxBytes,
+          }),
+          options.signal,
+          doing,
+        ),
       );
       created.push(stream);
     });
   }
-  return { created, found };
+  return { created, found, ...(used === undefined ? {} : { replicas: used }) };
 }
 
 /**
@@ -138,14 +155,16 @@ export async function ensureStateBucket(
         (error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message);
       if (!missing) throw error;
     }
-    await abortable(
-      bus.kvm.create(bucket, {
-        history: options.history ?? 1,
-        replicas: options.replicas ?? 1,
-        storage: StorageType.File,
-      }),
-      options.signal,
-      doing,
+    await withAllowedReplicas(bus, options.replicas, (replicas) =>
+      abortable(
+        bus.kvm.create(bucket, {
+          history: options.history ?? 1,
+          replicas,
+          storage: StorageType.File,
+        }),
+        options.signal,
+        doing,
+      ),
     );
     return true;
   });

@@ -47,6 +47,12 @@ export const ErrorCode = {
   SERVER_START_FAILED: "SERVER_START_FAILED",
   /** The embedded nats-server did not take a new configuration. */
   SERVER_RELOAD_FAILED: "SERVER_RELOAD_FAILED",
+  /** JetStream on the bus did not answer (a cluster without a majority of its servers up). */
+  JETSTREAM_UNAVAILABLE: "JETSTREAM_UNAVAILABLE",
+  /** The bus was asked to listen beyond loopback in plain TCP without `--insecure`. */
+  BUS_UNPROTECTED: "BUS_UNPROTECTED",
+  /** A mesh root was started with another bus shape (single server, cluster, foreign bus). */
+  BUS_SHAPE_CHANGED: "BUS_SHAPE_CHANGED",
   /** A mesh root is already in use by another running `mesh up`. */
   ROOT_IN_USE: "ROOT_IN_USE",
   /** The view was asked to listen beyond loopback without the explicit option and a token. */

@@ -16,6 +16,7 @@ import { findServer, type NatsServerBinary } from "./find-server.js";
 import {
   DEFAULT_HOST,
   renderServerConfig,
+  type ServerCluster,
   type ServerConfigOptions,
   type ServerTls,
   type ServerUser,
@@ -57,6 +58,8 @@ export interface EmbeddedServerOptions {
   /** Default `<dir>/store`; the server keeps its data in `<storeDir>/jetstream`. */
   readonly storeDir?: string;
   readonly tls?: ServerTls;
+  /** One server of a cluster (`serverName` must then differ per server). */
+  readonly cluster?: ServerCluster;
   readonly maxMemoryStore?: number;
   readonly maxFileStore?: number;
   /** The binary to run; found with findServer() when not given. */
@@ -179,6 +182,7 @@ export class EmbeddedServer implements AsyncDisposable {
       port: options.port,
       storeDir: resolve(options.storeDir ?? join(dir, ServerFiles.store)),
       ...(options.tls === undefined ? {} : { tls: options.tls }),
+      ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
       ...(options.maxMemoryStore === undefined ? {} : { maxMemoryStore: options.maxMemoryStore }),
       ...(options.maxFileStore === undefined ? {} : { maxFileStore: options.maxFileStore }),
     };

@@ -7,8 +7,12 @@
  * The reload is the one notes/nats.md §2 verified: rewrite the file, SIGHUP the pid, and wait for
  * `Reloaded server configuration` (or the refusal) in the log, after the offset it had before the
  * signal. Nothing restarts; connections of unchanged users stay up.
+ *
+ * A cluster that `mesh up --cluster N` runs keeps one such folder per server (`<dir>/s1` …): each
+ * server reads only its own file, so each is rewritten and signalled. A server that is down at
+ * that moment is skipped; its keeper starts it again with the users list on disk.
  */
-import { open, readFile, stat } from "node:fs/promises";
+import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
@@ -21,8 +25,13 @@ export interface ReloadServerUsersOptions {
   readonly users: readonly ServerUser[];
   /** How long to wait for the server to say it reloaded; default 10 s. */
   readonly timeoutMs?: number;
+  /** A server that does not run is skipped (`down`) instead of refused. */
+  readonly skipIfDown?: boolean;
   readonly signal?: AbortSignal;
 }
+
+/** What a reload did: the server took the list, already ran it, or was not running. */
+export type ReloadOutcome = "reloaded" | "unchanged" | "down";
 
 /** What a users list can be applied through: an EmbeddedServer, the test harness's, or a folder. */
 export interface UsersSink {
@@ -34,15 +43,65 @@ const RELOAD_FAILED = /Failed to reload server configuration:?\s*(.*)$/;
 /** How often the log is read while waiting; the reload itself takes 2–200 ms (notes §2). */
 const POLL_MS = 10;
 
-/** A UsersSink for the server whose folder is `dir`, whichever process started it. */
+/**
+ * The server folders under `dir`: `dir` itself when a server was started there, else each
+ * subfolder a server of a cluster was started in, by name.
+ */
+export async function serverFolders(dir: string): Promise<string[]> {
+  const has = (folder: string) =>
+    stat(join(folder, ServerFiles.options)).then(
+      () => true,
+      () => false,
+    );
+  if (await has(dir)) return [dir];
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  const found: string[] = [];
+  for (const entry of entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort()) {
+    if (await has(join(dir, entry))) found.push(join(dir, entry));
+  }
+  return found;
+}
+
+/**
+ * A UsersSink for the server (or every server of the cluster) whose folder is `dir`, whichever
+ * process started it. With several servers, one that is down is skipped; the list must reach at
+ * least one that runs.
+ */
 export function serverFolderSink(dir: string): UsersSink {
   let queue: Promise<unknown> = Promise.resolve();
+  const apply = async (users: readonly ServerUser[], signal?: AbortSignal): Promise<void> => {
+    const folders = await serverFolders(dir);
+    if (folders.length <= 1) {
+      await reloadServerUsers({ dir: folders[0] ?? dir, users, ...(signal ? { signal } : {}) });
+      return;
+    }
+    const outcomes: ReloadOutcome[] = [];
+    for (const folder of folders) {
+      outcomes.push(
+        await reloadServerUsers({
+          dir: folder,
+          users,
+          skipIfDown: true,
+          ...(signal ? { signal } : {}),
+        }),
+      );
+    }
+    if (outcomes.every((o) => o === "down")) {
+      throw new MeshError(
+        ErrorCode.SERVER_RELOAD_FAILED,
+        `no server of the bus in ${dir} runs (${folders.length} folders), so none took the new users list; ` +
+          "it is on disk and every server starts with it — start the mesh (mesh up) again",
+        { path: dir },
+      );
+    }
+  };
   return {
     setUsers(users, options = {}) {
       // One reload at a time: two interleaved rewrites could confirm each other's reload.
-      const run = queue.then(() =>
-        reloadServerUsers({ dir, users, ...(options.signal ? { signal: options.signal } : {}) }),
-      );
+      const run = queue.then(() => apply(users, options.signal));
       queue = run.catch(() => undefined);
       return run;
     },
@@ -54,11 +113,17 @@ export function serverFolderSink(dir: string): UsersSink {
  * it atomically, SIGHUPs the server and resolves once its log says it reloaded. A refusal puts the
  * previous file back and throws SERVER_RELOAD_FAILED with the server's words.
  */
-export async function reloadServerUsers(options: ReloadServerUsersOptions): Promise<void> {
+export async function reloadServerUsers(options: ReloadServerUsersOptions): Promise<ReloadOutcome> {
   const { dir, signal } = options;
   const configPath = join(dir, ServerFiles.config);
   const base = await readBase(dir);
-  const pid = await runningPid(dir, configPath);
+  let pid: number;
+  try {
+    pid = await runningPid(dir, configPath);
+  } catch (error) {
+    if (options.skipIfDown === true) return "down";
+    throw error;
+  }
   // Rendering first: a list the mesh cannot write leaves the file and the server untouched.
   const text = renderServerConfig({ ...base, users: options.users });
   const previous = await readFile(configPath, "utf8");
@@ -66,7 +131,7 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   // refused reload puts the previous file back), so the same list needs no reload. Each reload
   // leaves JetStream without a responder for a moment; the one a controller asks for at start
   // is usually of the list the bus was started with.
-  if (text === previous) return;
+  if (text === previous) return "unchanged";
   const logPath = join(dir, ServerFiles.log);
   const offset = await stat(logPath).then(
     (s) => s.size,
@@ -77,6 +142,7 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
     process.kill(pid, "SIGHUP");
   } catch (error) {
     await writeFileAtomically(configPath, previous);
+    if (options.skipIfDown === true) return "down";
     throw new MeshError(
       ErrorCode.SERVER_RELOAD_FAILED,
       `could not signal nats-server (pid ${pid}) to reload: ${(error as Error).message}; is it running, and as this user?`,
@@ -94,6 +160,7 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
       { path: configPath },
     );
   }
+  return "reloaded";
 }
 
 async function readBase(dir: string): Promise<Omit<ServerConfigOptions, "users">> {

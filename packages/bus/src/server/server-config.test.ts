@@ -232,3 +232,24 @@ describe("hashPassword", () => {
     );
   });
 });
+
+describe("renderServerConfig cluster", () => {
+  const routes = ["nats-route://127.0.0.1:6222", "nats-route://127.0.0.1:6223"];
+  it("writes the cluster block with its name, route listener and every route", () => {
+    const text = renderServerConfig({ ...base, cluster: { name: "mesh", port: 6222, routes } });
+    assert.match(
+      text,
+      /cluster \{\n {2}name: "mesh"\n {2}host: "127.0.0.1"\n {2}port: 6222\n {2}routes: \["nats-route:\/\/127.0.0.1:6222", "nats-route:\/\/127.0.0.1:6223"\]\n\}/,
+    );
+  });
+  it("refuses a route that is not nats-route://host:port", () => {
+    assert.throws(
+      () =>
+        renderServerConfig({
+          ...base,
+          cluster: { name: "mesh", port: 6222, routes: ["nats://127.0.0.1:6222"] },
+        }),
+      (error) => isMeshError(error, ErrorCode.INVALID_VALUE) && /nats-route/.test(error.message),
+    );
+  });
+});

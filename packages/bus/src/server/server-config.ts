@@ -29,6 +29,24 @@ export interface ServerTls {
   readonly keyFile: string;
 }
 
+/**
+ * The `cluster {}` block of a server in a cluster: its route listener and every route (its own
+ * included: the server skips itself). Kept in the options file, so a reload of the users list
+ * writes it again — a config without it is one the running server refuses to reload into.
+ */
+export interface ServerCluster {
+  /** The cluster's name: the same on every server. */
+  readonly name: string;
+  /** The route listener's address; the client listener's host by default. */
+  readonly host?: string;
+  /** The route port. */
+  readonly port: number;
+  /** `nats-route://host:port` of every server of the cluster. */
+  readonly routes: readonly string[];
+  /** Routes over TLS (with the same certificate as clients). */
+  readonly tls?: ServerTls;
+}
+
 export interface ServerConfigOptions {
   /** The server's version (`2.9.10`): decides which keys it may be given. */
   readonly serverVersion: string;
@@ -43,6 +61,8 @@ export interface ServerConfigOptions {
   readonly maxMemoryStore?: number;
   readonly maxFileStore?: number;
   readonly tls?: ServerTls;
+  /** A server in a cluster: routes to the others. Clustered JetStream needs a unique name. */
+  readonly cluster?: ServerCluster;
   /** Never empty: a server with no users lets anyone in with every permission. */
   readonly users: readonly ServerUser[];
 }
@@ -138,10 +158,32 @@ export function renderServerConfig(options: ServerConfigOptions): string {
       "",
     );
   }
+  if (options.cluster !== undefined) lines.push(...renderCluster(options.cluster, options));
   lines.push("authorization {", "  users = [");
   for (const user of options.users) lines.push(...renderUser(user));
   lines.push("  ]", "}", "");
   return lines.join("\n");
+}
+
+function renderCluster(cluster: ServerCluster, options: ServerConfigOptions): string[] {
+  const lines = [
+    "cluster {",
+    `  name: ${quoteConfigString(cluster.name)}`,
+    `  host: ${quoteConfigString(cluster.host ?? options.host ?? DEFAULT_HOST)}`,
+    `  port: ${cluster.port}`,
+    `  routes: ${renderList(cluster.routes)}`,
+  ];
+  if (cluster.tls !== undefined) {
+    lines.push(
+      "  tls {",
+      `    cert_file: ${quoteConfigString(cluster.tls.certFile)}`,
+      `    key_file: ${quoteConfigString(cluster.tls.keyFile)}`,
+      "    timeout: 2",
+      "  }",
+    );
+  }
+  lines.push("}", "");
+  return lines;
 }
 
 function renderUser(user: ServerUser): string[] {
@@ -215,6 +257,7 @@ function checkOptions(options: ServerConfigOptions): void {
     );
   }
   if (options.storeDir.length === 0) throw invalid("the JetStream store folder must be named");
+  if (options.cluster !== undefined) checkCluster(options.cluster);
   if (options.users.length === 0) {
     throw invalid(
       "the users list is empty, which would turn the server's authorization off (anyone could " +
@@ -252,6 +295,26 @@ function checkOptions(options: ServerConfigOptions): void {
           }
         }
       }
+    }
+  }
+}
+
+function checkCluster(cluster: ServerCluster): void {
+  if (!Number.isInteger(cluster.port) || cluster.port < 1 || cluster.port > 65535) {
+    throw invalid(
+      `the route port must be a whole number from 1 to 65535, got ${String(cluster.port)}`,
+    );
+  }
+  if (cluster.name.length === 0 || /\s/.test(cluster.name)) {
+    throw invalid(
+      `the cluster name ${JSON.stringify(cluster.name)} must be non-empty and without spaces`,
+    );
+  }
+  for (const route of cluster.routes) {
+    if (!/^nats-route:\/\/[^\s/]+:\d+$/.test(route)) {
+      throw invalid(
+        `the route ${JSON.stringify(route)} is not nats-route://host:port; list every server's route address`,
+      );
     }
   }
 }

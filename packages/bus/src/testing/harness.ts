@@ -151,7 +151,8 @@ function testServer(
 // bcrypt takes ~60 ms a hash; tests reload the same users many times, so each is hashed once.
 const hashes = new Map<string, Promise<string>>();
 
-async function hashUsers(
+/** The admin (with every permission) and `users`, hashed once per password for the server's list. */
+export async function hashUsers(
   admin: { readonly user: string; readonly password: string },
   users: readonly TestUser[],
   signal: AbortSignal | undefined,

@@ -2,3 +2,4 @@
 export * from "./harness.js";
 export * from "./probe.js";
 export * from "./stock-client.js";
+export * from "./cluster.js";

@@ -1,0 +1,94 @@
+/**
+ * How many copies of a stream the bus allows, and waiting for a cluster's JetStream to answer.
+ *
+ * The mesh asks for {@link MAX_REPLICAS} and takes what the bus gives: one server refuses any
+ * replica beyond the first (10074 "replicas > 1 not supported in non-clustered mode"), a cluster
+ * with fewer servers than asked refuses with 10005 "no suitable peers for placement" (or 10023
+ * "insufficient resources" when its servers are full). Verified on nats-server 2.9.10. A server
+ * that is not in a cluster says so in its INFO (no `cluster` field), so no attempt is wasted
+ * there; in a cluster the count is found by stepping down from the wanted one, once per
+ * connection.
+ */
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import type { MeshBus } from "./mesh-bus.js";
+
+/** Three copies: a cluster of three keeps every acknowledged write when any one server dies. */
+export const MAX_REPLICAS = 3;
+
+/** The JetStream API codes that mean "not that many copies here". */
+const FEWER_REPLICAS = new Set([10074, 10005, 10023]);
+
+const allowed = new WeakMap<NatsConnection, number>();
+
+/**
+ * Runs `create` with the most replicas the bus allows up to `wanted` (default MAX_REPLICAS),
+ * stepping down on the bus's refusal; resolves to the count that was taken.
+ */
+export async function withAllowedReplicas(
+  bus: MeshBus,
+  wanted: number | undefined,
+  create: (replicas: number) => Promise<unknown>,
+): Promise<number> {
+  const most = Math.max(1, Math.floor(wanted ?? MAX_REPLICAS));
+  const clustered = typeof (bus.nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
+  let replicas = Math.min(most, clustered ? (allowed.get(bus.nc) ?? most) : 1);
+  for (;;) {
+    try {
+      await create(replicas);
+      if (clustered) allowed.set(bus.nc, replicas);
+      return replicas;
+    } catch (error) {
+      if (replicas <= 1 || !fewerReplicas(error)) throw error;
+      replicas -= 1;
+    }
+  }
+}
+
+function fewerReplicas(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "number" && FEWER_REPLICAS.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * Resolves once JetStream answers its API (`$JS.API.INFO`, which only an admin credential is
+ * granted). A cluster that has just started has no meta leader for about 5 s (notes/nats.md §5)
+ * and its API does not answer meanwhile; a single server answers at once. Throws
+ * JETSTREAM_UNAVAILABLE when it has not answered within `timeoutMs` (default 60 s).
+ */
+export async function waitForJetStream(
+  bus: MeshBus,
+  options: { readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const until = Date.now() + timeoutMs;
+  const jsm = await jetstreamManager(bus.nc, { checkAPI: false, timeout: 2_000 });
+  let last: unknown;
+  for (;;) {
+    if (options.signal?.aborted === true) {
+      throw new MeshError(ErrorCode.ABORTED, "waiting for JetStream was aborted", {
+        cause: options.signal.reason,
+      });
+    }
+    try {
+      await jsm.getAccountInfo();
+      return;
+    } catch (error) {
+      last = error;
+      if (/permission/i.test((error as Error).message)) return; // not ours to ask: go on
+    }
+    if (Date.now() >= until) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new MeshError(
+    ErrorCode.JETSTREAM_UNAVAILABLE,
+    `JetStream on the bus at ${bus.credential.servers.join(", ")} did not answer within ${timeoutMs} ms ` +
+      `(${(last as Error | undefined)?.message ?? "no answer"}); in a cluster, more than half of the ` +
+      "servers must be up to elect a leader — start the missing servers or check their logs",
+    { cause: last },
+  );
+}

@@ -1,0 +1,111 @@
+/**
+ * A real three-server JetStream cluster for tests (notes/nats.md §5): each server a child
+ * process on its own client and route ports and its own store, routes between all of them, the
+ * same users on each. A test kills a server with SIGKILL and starts it again on the same folder.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Credential } from "@mesh/protocol";
+import { EmbeddedServer } from "../server/embedded-server.js";
+import type { NatsServerBinary } from "../server/find-server.js";
+import type { ServerUser } from "../server/server-config.js";
+import { freePort, hashUsers, type TestUser } from "./harness.js";
+
+export interface TestClusterOptions {
+  /** How many servers; 3 by default. */
+  readonly size?: number;
+  readonly users?: readonly TestUser[];
+  readonly binary?: NatsServerBinary;
+}
+
+export interface TestCluster extends AsyncDisposable {
+  /** Every server's client url, in order. */
+  readonly urls: readonly string[];
+  readonly admin: { readonly user: string; readonly password: string };
+  /** The server running now at `index` (a new one after `start(index)`). */
+  server(index: number): EmbeddedServer;
+  /** A credential naming every server of the cluster. */
+  credential(
+    who: { readonly user: string; readonly password: string },
+    as: { readonly node: string; readonly module: string },
+  ): Credential;
+  /** kill -9 of one server; resolves once it is gone. */
+  kill(index: number): Promise<void>;
+  /** Starts a killed server again on its folder, ports and store. */
+  start(index: number): Promise<void>;
+  /** Stops every server and removes the folder; calling it again is harmless. */
+  stop(): Promise<void>;
+}
+
+export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
+  const size = options.size ?? 3;
+  const admin = { user: "admin", password: randomBytes(18).toString("base64url") };
+  const users = await hashUsers(admin, options.users ?? [], undefined);
+  const dir = await mkdtemp(join(tmpdir(), "mesh-cluster-"));
+  const ports: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    ports.push(await freePort());
+    routePorts.push(await freePort());
+  }
+  const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`);
+  const startOne = (index: number, list: readonly ServerUser[]): Promise<EmbeddedServer> =>
+    EmbeddedServer.start({
+      dir: join(dir, `s${index + 1}`),
+      port: ports[index] ?? 0,
+      users: list,
+      serverName: `mesh-test-s${index + 1}`,
+      cluster: { name: "mesh-test", port: routePorts[index] ?? 0, routes },
+      maxMemoryStore: 64 * 1024 * 1024,
+      maxFileStore: 1024 * 1024 * 1024,
+      startTimeoutMs: 30_000,
+      ref: false,
+      ...(options.binary === undefined ? {} : { binary: options.binary }),
+    });
+  const servers: EmbeddedServer[] = [];
+  try {
+    servers.push(...(await Promise.all(ports.map((_, i) => startOne(i, users)))));
+  } catch (error) {
+    await Promise.all(servers.map((s) => s.stop({ graceMs: 0 })));
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await Promise.all(servers.map((s) => s.stop({ graceMs: 2_000 })));
+      await rm(dir, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+  const at = (index: number): EmbeddedServer => {
+    const found = servers[index];
+    if (found === undefined) throw new RangeError(`the cluster has no server ${index}`);
+    return found;
+  };
+  return {
+    urls: ports.map((port) => `nats://127.0.0.1:${port}`),
+    admin,
+    server: at,
+    credential: (who, as) => ({
+      servers: ports.map((port) => `nats://127.0.0.1:${port}`),
+      user: who.user,
+      password: who.password,
+      node: as.node,
+      module: as.module,
+    }),
+    async kill(index) {
+      const server = at(index);
+      process.kill(server.pid, "SIGKILL");
+      await server.exited;
+      await server.stop();
+    },
+    async start(index) {
+      servers[index] = await startOne(index, users);
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
