@@ -427,7 +427,7 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 /**
  * The assigner (seeds/003): it watches every bucket a pass reads (have with its history, the
  * manifests for their keys and read by digest) and its own, writes wants, compositions,
- * differences and asks, says conditions and what it keeps.
+ * differences and asks, says conditions (and reads its own back) and what it keeps.
  */
 export function assignerGrant(input: { readonly node: string }): Permissions {
   const reads: readonly Bucket[] = [
@@ -458,6 +458,8 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
         moduleConditionsWildcard(Principal.assigner),
         keepsSubject(input.node, Principal.assigner),
       ),
+      // Its own conditions read back at start, so it resolves those said before a restart.
+      streamRead(Stream.conditions, `${Subject.conditionsPrefix}.${Principal.assigner}.>`),
       inbox(input.node, Principal.assigner),
     ),
   );

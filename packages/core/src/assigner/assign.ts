@@ -13,7 +13,6 @@
  * touches, so the cost of a pass grows with the change, not the fleet. A pass over every node
  * gives the same decisions for those nodes.
  */
-import { createHash } from "node:crypto";
 import {
   ALL_NODES,
   Bucket,
@@ -25,6 +24,15 @@ import {
   type Want,
 } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
+import {
+  AssignerConditionKind,
+  cellConditionName,
+  conditionName,
+  noCauses,
+  resolveEnded,
+  type AssignerCondition,
+  type ConditionCauses,
+} from "./conditions.js";
 import { differenceOf } from "./difference.js";
 import {
   OPEN,
@@ -64,14 +72,6 @@ export type AssignerWrite =
     }
   | { readonly bucket: typeof Bucket.asks; readonly key: string; readonly value: Ask | undefined };
 
-/** A condition for the operator channel, said as the assigner. */
-export interface AssignerCondition {
-  readonly name: string;
-  readonly level: "info" | "warning" | "error";
-  readonly message: string;
-  readonly node: string;
-}
-
 export interface AssignResult {
   /** The nodes decided. */
   readonly nodes: readonly string[];
@@ -85,7 +85,10 @@ export interface AssignResult {
   readonly asks: ReadonlyMap<string, Ask>;
   /** Only what differs from what stands (`snapshot.own`): a second pass over the result writes nothing. */
   readonly writes: readonly AssignerWrite[];
-  /** For the set-backs and refused checks this pass wrote. */
+  /**
+   * For the set-backs, failing builds kept and refused checks this pass wrote, and the
+   * resolution of each open one (`own.conditions`) of the decided nodes whose cause has ended.
+   */
   readonly conditions: readonly AssignerCondition[];
 }
 
@@ -101,6 +104,8 @@ interface Pass {
   readonly waiting: Map<string, { ask: PendingAsk; nodes: Set<string> }>;
   readonly writes: AssignerWrite[];
   readonly conditions: AssignerCondition[];
+  /** Which conditions' causes stand after the decided nodes. */
+  readonly causes: ConditionCauses;
   readonly allKeys: Map<string, string>;
   /** `<node>.<module>` wanted but left out by the composition (a filter on an adopted machine). */
   readonly filtered: Set<string>;
@@ -119,12 +124,17 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     waiting: new Map(),
     writes: [],
     conditions: [],
+    causes: noCauses(),
     allKeys: new Map(),
     filtered: new Set(),
   };
   const extra = full ? modulesByNode(snapshot) : new Map<string, Set<string>>();
   for (const node of nodes) decideNode(pass, node, modulesOf(snapshot, pass.index, node, extra));
   const asks = settleAsks(pass, full ? undefined : new Set(nodes));
+  const open = snapshot.own.conditions;
+  if (open.size > 0) {
+    pass.conditions.push(...resolveEnded(open, full ? undefined : new Set(nodes), pass.causes));
+  }
   const { wants, unwanted, compositions, differences, writes, conditions } = pass;
   return { nodes, wants, unwanted, compositions, differences, asks, writes, conditions };
 }
@@ -222,11 +232,13 @@ function writeVerdict(pass: Pass, node: string, set: NodeSet): void {
           ],
         };
   if (verdict !== undefined) pass.compositions.set(node, verdict);
+  const refusedName = conditionName(AssignerConditionKind.refused, node);
+  if (verdict !== undefined && verdict.reasons.length > 0) pass.causes.standing.add(refusedName);
   if (sameValue(pass.snapshot.own.compositions.get(node), verdict)) return;
   pass.writes.push({ bucket: Bucket.compositions, key: node, value: verdict });
   if (verdict !== undefined && verdict.reasons.length > 0) {
     pass.conditions.push({
-      name: conditionName("refused", node),
+      name: refusedName,
       level: "warning",
       message: `the composition check on ${node} refused: ${verdict.reasons.join(" | ")}`,
       node,
@@ -235,19 +247,29 @@ function writeVerdict(pass: Pass, node: string, set: NodeSet): void {
 }
 
 function writeCell(pass: Pass, cell: Cell): void {
-  const { key, node } = cell;
+  const { key, node, module } = cell;
   const want = pass.wants.get(key);
+  // A set-back, or a failing build kept because nothing else ran healthy: its cause stands as
+  // long as the want is so, and it is said once, as written.
+  const kept = want?.rule === "newest" && cell.marks.has(want.build);
+  const kind =
+    want?.rule === "set-back"
+      ? AssignerConditionKind.setBack
+      : kept
+        ? AssignerConditionKind.failing
+        : undefined;
+  const name = kind === undefined ? undefined : cellConditionName(kind, node, module);
+  if (name !== undefined) pass.causes.standing.add(name);
+  if (pass.snapshot.own.conditions.size > 0) {
+    // Only while some condition is open does a pass need to name the cells it decided.
+    for (const k of [AssignerConditionKind.setBack, AssignerConditionKind.failing]) {
+      pass.causes.cells.set(cellConditionName(k, node, module), { module, want });
+    }
+  }
   if (!sameValue(cell.previous, want)) {
     pass.writes.push({ bucket: Bucket.wants, key, value: want });
-    // A set-back, or a failing build kept because nothing else ran healthy: said once, as written.
-    const kept = want?.rule === "newest" && cell.marks.has(want.build);
-    if (want !== undefined && (want.rule === "set-back" || kept)) {
-      pass.conditions.push({
-        name: conditionName(kept ? "failing" : "set-back", `${node}-${cell.module}`),
-        level: "warning",
-        message: want.reason,
-        node,
-      });
+    if (want !== undefined && name !== undefined) {
+      pass.conditions.push({ name, level: "warning", message: want.reason, node });
     }
   }
   // A filtered want is not run: only something composed or running there is a difference.
@@ -285,14 +307,6 @@ function settleAsks(pass: Pass, scope: ReadonlySet<string> | undefined): Map<str
     if (!sameValue(existing, ask)) pass.writes.push({ bucket: Bucket.asks, key: id, value: ask });
   }
   return asks;
-}
-
-/** A condition name within the name rule: the readable one when it fits, a digest otherwise. */
-function conditionName(kind: string, about: string): string {
-  const readable = `${kind}-${about}`;
-  return /^[a-z][a-z0-9-]{0,62}$/.test(readable)
-    ? readable
-    : `${kind}-${createHash("sha256").update(about).digest("hex").slice(0, 16)}`;
 }
 
 function sameValue(a: unknown, b: unknown): boolean {

@@ -146,6 +146,10 @@ export function apply(s: MutableSnapshot, result: AssignResult): void {
     if (w.value === undefined) map.delete(w.key);
     else map.set(w.key, w.value);
   }
+  for (const c of result.conditions) {
+    if (c.resolved === true) s.own.conditions.delete(c.name);
+    else s.own.conditions.set(c.name, { node: c.node });
+  }
 }
 
 export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {

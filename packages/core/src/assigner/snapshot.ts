@@ -37,6 +37,16 @@ export interface AssignerOwn {
   readonly compositions: ReadonlyMap<string, CompositionVerdict>;
   readonly differences: ReadonlyMap<string, Difference>;
   readonly asks: ReadonlyMap<string, Ask>;
+  /**
+   * The assigner's conditions that are said and not resolved, by name, with the node each is
+   * about: a pass resolves those of its nodes whose cause has ended.
+   */
+  readonly conditions: ReadonlyMap<string, OpenCondition>;
+}
+
+/** An open condition of the assigner's, as a pass needs it. */
+export interface OpenCondition {
+  readonly node: string;
 }
 
 export interface AssignerSnapshot {
@@ -79,6 +89,12 @@ export function emptySnapshot(now = "1970-01-01T00:00:00.000Z"): AssignerSnapsho
     retries: new Map(),
     answers: new Map(),
     composed: new Map(),
-    own: { wants: new Map(), compositions: new Map(), differences: new Map(), asks: new Map() },
+    own: {
+      wants: new Map(),
+      compositions: new Map(),
+      differences: new Map(),
+      asks: new Map(),
+      conditions: new Map(),
+    },
   };
 }

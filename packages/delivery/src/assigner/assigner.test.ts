@@ -96,6 +96,26 @@ async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
 
 const wants = () => KvBucket.open(admin, Bucket.wants);
 
+/** The last condition the assigner said under a name, as the stream keeps it. */
+async function lastCondition(name: string): Promise<Condition | undefined> {
+  const ac = new AbortController();
+  let last: Condition | undefined;
+  try {
+    for await (const e of readStream(admin, Stream.conditions, {
+      filter: `${moduleConditionsWildcard(Principal.assigner).slice(0, -1)}${name}`,
+      schema: Condition,
+      deliver: "last-per-subject",
+      signal: ac.signal,
+    })) {
+      if (e.type === "current") break;
+      if (e.type === "message") last = e.value;
+    }
+  } finally {
+    ac.abort();
+  }
+  return last;
+}
+
 /** Starts `mesh assigner` as its own process on the assigner's credential file. */
 function startAssignerProcess(credential: string) {
   const main = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -257,6 +277,43 @@ describe("assigner on a real bus", () => {
       assert.equal(said.level, "warning");
     } finally {
       await a.stop();
+    }
+  });
+
+  it("a set-back said before a restart is resolved by the next assigner once a new build supersedes it", async () => {
+    await freshLayout();
+    const ids = await seed({ nodes: 1, builds: 2 });
+    const have = await KvBucket.open(admin, Bucket.have);
+    const report = (build: string, health: "healthy" | "failing") =>
+      have.put("n1.hello", { build, fingerprint: "f", health, since: T0, restarts: 0 });
+    await report(ids[0] as string, "healthy");
+    await report(ids[1] as string, "failing");
+    const w = await wants();
+    const first = await startAssigner();
+    try {
+      await first.until(
+        async () => (await w.get("n1.hello"))?.value.rule === "set-back",
+        "set-back",
+      );
+      await first.until(
+        async () => (await lastCondition("set-back-n1-hello")) !== undefined,
+        "said",
+      );
+      assert.notEqual((await lastCondition("set-back-n1-hello"))?.resolved, true);
+    } finally {
+      await first.stop();
+    }
+    const third = await addBuild(3);
+    const second = await startAssigner();
+    try {
+      await second.until(async () => (await w.get("n1.hello"))?.value.build === third, "build 3");
+      await second.until(
+        async () => (await lastCondition("set-back-n1-hello"))?.resolved === true,
+        "the set-back resolved by the assigner that did not say it",
+      );
+      assert.equal((await lastCondition("set-back-n1-hello"))?.level, "info");
+    } finally {
+      await second.stop();
     }
   });
 

@@ -23,12 +23,22 @@ import {
   KvBucket,
   Mirror,
   keepSayingKeeps,
+  readStream,
   sayCondition,
   type MeshBus,
   type MirrorSource,
   type Touched,
 } from "@mesh/bus";
-import { ALL_NODES, Bucket, Principal, type Ask, type Have } from "@mesh/protocol";
+import {
+  ALL_NODES,
+  Bucket,
+  Condition,
+  Principal,
+  Stream,
+  Subject,
+  type Ask,
+  type Have,
+} from "@mesh/protocol";
 import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
 import { DaemonState, aborted, type Daemon } from "../daemon.js";
 
@@ -77,6 +87,9 @@ export interface PassReport {
   readonly puts: boolean;
   readonly ms: number;
 }
+
+/** How long the start waits to read back its own conditions. */
+const OWN_CONDITIONS_DEADLINE_MS = 10_000;
 
 type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
 
@@ -135,6 +148,7 @@ export class Assigner implements Daemon, AsyncDisposable {
         stopped,
       ]);
       if (signal.aborted) return;
+      await this.#readOwnConditions(signal);
       keepSayingKeeps(this.#bus, ASSIGNER_KEEPS, {
         signal,
         onError: (e) =>
@@ -186,11 +200,14 @@ export class Assigner implements Daemon, AsyncDisposable {
     const result = assign(snapshot, touchedAll ? {} : { nodes });
     await this.#write(result.writes, signal);
     for (const c of result.conditions) {
-      await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal }).catch(
-        (e: unknown) => {
-          this.#log(`a condition could not be said (${(e as Error).message}): ${c.message}`);
-        },
-      );
+      try {
+        await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal });
+        // Held as said, so a later pass resolves it once its cause ends (or not again).
+        if (c.resolved === true) this.#maps.own.conditions.delete(c.name);
+        else this.#maps.own.conditions.set(c.name, { node: c.node });
+      } catch (e) {
+        this.#log(`a condition could not be said (${(e as Error).message}): ${c.message}`);
+      }
     }
     this.#passes += 1;
     const report: PassReport = {
@@ -205,6 +222,43 @@ export class Assigner implements Daemon, AsyncDisposable {
       `pass ${report.number}: ${report.full ? "every node" : `${report.nodes} node(s)`}, ${report.writes} write(s)`,
     );
     this.#options.onPass?.(report);
+  }
+
+  /**
+   * The conditions it said before (a restart, say) that are still open, read back from the
+   * stream once before the first pass, so that pass resolves those whose cause has ended. Not
+   * heard within the deadline: logged, and only what this run says is resolved later.
+   */
+  async #readOwnConditions(signal: AbortSignal): Promise<void> {
+    const ac = new AbortController();
+    const stop = (): void => ac.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    const timer = setTimeout(stop, OWN_CONDITIONS_DEADLINE_MS);
+    const open = this.#maps.own.conditions;
+    try {
+      for await (const e of readStream(this.#bus, Stream.conditions, {
+        // One filter, as its grant reads it: every condition the assigner says.
+        filter: `${Subject.conditionsPrefix}.${Principal.assigner}.>`,
+        schema: Condition,
+        deliver: "last-per-subject",
+        signal: ac.signal,
+      })) {
+        if (e.type === "current") return;
+        if (e.type !== "message" || e.value.node === undefined) continue;
+        if (e.value.resolved === true) open.delete(e.value.name);
+        else open.set(e.value.name, { node: e.value.node });
+      }
+    } catch (error) {
+      if (!signal.aborted) {
+        this.#log(
+          `its own conditions could not be read back (${(error as Error).message}); those said before this start stay as they are`,
+        );
+      }
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", stop);
+      ac.abort();
+    }
   }
 
   async #write(writes: readonly AssignerWrite[], signal: AbortSignal): Promise<void> {

@@ -28,6 +28,7 @@ export function newMaps(): Maps {
     compositions: new Map(),
     differences: new Map(),
     asks: new Map(),
+    conditions: new Map(),
   };
   return maps as unknown as Maps;
 }
