@@ -9,6 +9,7 @@ import { MESH_VERSION } from "@mesh/protocol";
 import { registerAssignVerbs } from "./commands/assign.js";
 import { registerCallVerb } from "./commands/call.js";
 import { registerComposeVerb } from "./commands/compose.js";
+import { registerConditionVerbs } from "./commands/conditions.js";
 import { registerConfigVerbs } from "./commands/config.js";
 import { registerDaemonVerbs } from "./commands/daemons.js";
 import { registerDecisionVerbs } from "./commands/decisions.js";
@@ -41,6 +42,7 @@ const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
   registerConfigVerbs,
   registerSecretVerbs,
   registerLogVerbs,
+  registerConditionVerbs,
   registerToolsVerb,
   registerCallVerb,
   registerViewVerb,
@@ -59,6 +61,8 @@ export function buildProgram(): Command {
     .description("Runs software on a fleet of machines over NATS.")
     .version(MESH_VERSION, "--version")
     .showHelpAfterError("(run `mesh help` for every verb)")
+    // A verb's options belong to it: `mesh conditions resolve a b --json` is resolve's --json.
+    .enablePositionalOptions()
     .exitOverride();
   for (const register of VERB_GROUPS) register(program);
   return program;

@@ -1,11 +1,12 @@
 /**
  * The controller's request endpoints for the operator, and the calls the CLI makes to them. Only
  * the controller holds the vault's key and the broker, so making a join token and setting,
- * listing (names and when, never values) and unsetting secrets go through it; the operator's
+ * listing (names and when, never values) and unsetting secrets go through it, and so does
+ * resolving a condition (the operator does not speak as a module); the operator's
  * credential may ask these subjects and nothing else of the controller's.
  */
 import { z } from "zod";
-import { KEY_NAME_PATTERN, NAME_PATTERN, Subject } from "@mesh/protocol";
+import { Condition, KEY_NAME_PATTERN, NAME_PATTERN, Subject } from "@mesh/protocol";
 import { request, type MeshBus } from "@mesh/bus";
 
 /** `mesh.controller.join-token`. */
@@ -93,4 +94,23 @@ export async function askSecretUnset(
   options: { readonly signal?: AbortSignal } = {},
 ): Promise<SecretUnsetAnswer> {
   return SecretUnsetAnswer.parse(await request(bus, Subject.secretUnset, ask, options));
+}
+
+/** `mesh.controller.condition-resolve`: says the kept condition `<module>.<name>` resolved. */
+export const ConditionResolveAsk = z
+  .object({ module: z.string().regex(NAME_PATTERN), name: z.string().regex(NAME_PATTERN) })
+  .strict();
+export type ConditionResolveAsk = z.infer<typeof ConditionResolveAsk>;
+/** `resolved`: false when it was resolved already; `condition`: the one that stands now. */
+export const ConditionResolveAnswer = z
+  .object({ resolved: z.boolean(), condition: Condition })
+  .strict();
+export type ConditionResolveAnswer = z.infer<typeof ConditionResolveAnswer>;
+
+export async function askConditionResolve(
+  bus: MeshBus,
+  ask: ConditionResolveAsk,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<ConditionResolveAnswer> {
+  return ConditionResolveAnswer.parse(await request(bus, Subject.conditionResolve, ask, options));
 }

@@ -31,9 +31,11 @@ import {
   sayCondition,
   serve,
   type MeshBus,
+  type SayCondition,
   type Served,
 } from "@mesh/bus";
 import { Broker, PrincipalKind, principalUser } from "./broker.js";
+import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
 import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
@@ -173,7 +175,7 @@ export class Controller implements AsyncDisposable {
       this.#served = await serve(this.#bus, {
         name: "mesh-controller",
         version: "0.1.0",
-        description: "joins, join tokens and secrets",
+        description: "joins, join tokens, secrets and resolving conditions",
         endpoints: [
           { name: "join", subject: Subject.join, handler: (r) => answerJoin(this.#context(), r) },
           {
@@ -186,6 +188,7 @@ export class Controller implements AsyncDisposable {
             vault: this.#vault,
             now: () => this.#now(),
           }),
+          ...conditionEndpoints({ bus: this.#bus, now: () => this.#now() }),
         ],
         onRejected: (why, subject) => log(`controller: rejected a message on ${subject}: ${why}`),
         onInternalError: (error, subject) =>
@@ -462,16 +465,7 @@ export class Controller implements AsyncDisposable {
     if (text !== "") this.#options.log?.(`controller: on ${node}: ${text}`);
   }
 
-  async #say(
-    condition: {
-      name: string;
-      level: "info" | "error";
-      message: string;
-      node: string;
-      resolved?: boolean;
-    },
-    signal: AbortSignal,
-  ): Promise<void> {
+  async #say(condition: Omit<SayCondition, "module">, signal: AbortSignal): Promise<void> {
     try {
       await sayCondition(this.#bus, { ...condition, module: Principal.controller }, { signal });
     } catch (error) {

@@ -532,6 +532,7 @@ describe("operatorGrant", () => {
     assert.ok(can(p, "mesh.controller.secret-set"));
     assert.ok(can(p, "mesh.controller.secret-list"));
     assert.ok(can(p, "mesh.controller.secret-unset"));
+    assert.ok(can(p, "mesh.controller.condition-resolve"));
     assert.equal(can(p, "mesh.controller.secret-get"), false, "no subject hands a value back");
     assert.equal(can(p, "mesh.join"), false);
     assert.equal(hears(p, "mesh.controller.join-token"), false);

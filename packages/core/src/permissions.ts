@@ -416,6 +416,9 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
       // Join tokens and secrets (set, list names, unset) go through the controller, which alone
       // holds the broker and vault.
       publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
+      // `mesh conditions resolve`: the controller says it resolved (the operator does not
+      // speak as a module).
+      publishTo(Subject.conditionResolve),
       // The operator speaks like the `nats` CLI (decision 0070): the default inbox, and the
       // read-only JetStream API that lists streams and buckets.
       defaultInbox,

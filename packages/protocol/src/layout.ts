@@ -106,6 +106,8 @@ export const Subject = {
   secretSet: "mesh.controller.secret-set",
   secretList: "mesh.controller.secret-list",
   secretUnset: "mesh.controller.secret-unset",
+  /** An operator's word that a condition's cause has ended (`mesh conditions resolve`). */
+  conditionResolve: "mesh.controller.condition-resolve",
 } as const;
 
 /**

@@ -21,6 +21,7 @@ const PATTERN: Record<NameKind, RegExp> = {
   module: NAME_PATTERN,
   node: NAME_PATTERN,
   state: NAME_PATTERN,
+  condition: NAME_PATTERN,
   bundle: NAME_PATTERN,
   process: NAME_PATTERN,
   tool: TOOL_NAME_PATTERN,

@@ -27,6 +27,7 @@ export type NameKind =
   | "module"
   | "node"
   | "state"
+  | "condition"
   | "tool"
   | "config key"
   | "secret"
@@ -39,6 +40,7 @@ const RULES: Record<NameKind, { pattern: RegExp; rule: string; example: string }
   module: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "hello-world" },
   node: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "edge-01" },
   state: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "counts" },
+  condition: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "disk-full" },
   bundle: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "tools" },
   process: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "daemon" },
   tool: { pattern: TOOL_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "greet" },

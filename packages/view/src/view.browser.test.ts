@@ -181,6 +181,16 @@ async function changeWithoutReload(t: Steps): Promise<void> {
     message: "counter exited 4 times",
   });
   await t.page.locator('[data-condition="counter.crashed"]').waitFor();
+  // A resolved condition replaces the open one and leaves the page, as it leaves status.
+  await sayCondition(t.mesh.admin, {
+    module: "counter",
+    name: "crashed",
+    level: "info",
+    node: "rack-2",
+    message: "counter runs again",
+    resolved: true,
+  });
+  await t.page.locator('[data-condition="counter.crashed"]').waitFor({ state: "detached" });
   assert.equal(
     await t.page.evaluate(() => (globalThis as unknown as { stayed?: boolean }).stayed),
     true,

@@ -1,6 +1,6 @@
 /**
- * `mesh logs <module>` and `mesh conditions`: what processes printed (stream `mesh-logs`, subjects
- * `mesh.logs.<node>.<module>`) and what modules said (stream `mesh-conditions`).
+ * `mesh logs <module>`: what processes printed (stream `mesh-logs`, subjects
+ * `mesh.logs.<node>.<module>`). `mesh conditions` is in conditions.ts.
  */
 import { Option, type Command } from "commander";
 import { readStream, stopOnSignals } from "@mesh/bus";
@@ -8,7 +8,6 @@ import { LogLine, Stream, Subject, checkName } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, meshVerb, wholeNumber, type MeshOptions } from "../verb.js";
-import { readConditions, table } from "./status.js";
 
 export interface LogsOptions extends MeshOptions {
   readonly node?: string;
@@ -40,14 +39,6 @@ export function registerLogVerbs(program: Command): void {
         ).argParser(wholeNumber("--lines")),
       ),
     logsVerb,
-  );
-  act(
-    meshVerb(
-      program,
-      "conditions",
-      "What modules said (the last condition per module and name), newest first.",
-    ).option("--module <name>", "only this module"),
-    conditionsVerb,
   );
 }
 
@@ -108,34 +99,5 @@ export async function logsVerb(module: string, options: LogsOptions): Promise<Ex
   }
   if (options.json === true && options.follow !== true)
     printJson({ ok: true, module, lines: tail });
-  return ExitCode.ok;
-}
-
-export interface ConditionsOptions extends MeshOptions {
-  readonly module?: string;
-}
-
-export async function conditionsVerb(options: ConditionsOptions): Promise<ExitCode> {
-  if (options.module !== undefined) checkName("module", options.module);
-  await using bus = await connectToMesh(options);
-  const conditions = await readConditions(
-    bus,
-    options.module === undefined ? {} : { module: options.module },
-  );
-  if (options.json === true) {
-    printJson({ ok: true, conditions });
-    return ExitCode.ok;
-  }
-  if (conditions.length === 0) {
-    process.stdout.write(
-      `no conditions${options.module === undefined ? "" : ` of ${options.module}`} are kept\n`,
-    );
-    return ExitCode.ok;
-  }
-  const rows = table(
-    ["at", "level", "module", "name", "node", "message"],
-    conditions.map((c) => [c.at, c.level, c.module, c.name, c.node ?? "-", c.message]),
-  );
-  process.stdout.write(`${rows.join("\n")}\n`);
   return ExitCode.ok;
 }

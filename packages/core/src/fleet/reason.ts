@@ -173,7 +173,7 @@ function buildsPart(state: FleetState, module: string): Verdict | undefined {
 function condition(state: FleetState, node: string, module: string): Verdict | undefined {
   const said = state.conditions
     .filter((c) => c.module === module && (c.node === undefined || c.node === node))
-    .filter((c) => c.level !== "info")
+    .filter((c) => c.level !== "info" && c.resolved !== true)
     .sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0))[0];
   if (said === undefined) return undefined;
   return notRunning(

@@ -1,0 +1,89 @@
+/**
+ * The controller's condition endpoint: an operator's `mesh conditions resolve <module> <name>`.
+ * A module's conditions are said under its own subject, which the operator's grant may not
+ * publish to (the operator does not speak as a module); the controller, which speaks for the
+ * mesh, says the condition again with `resolved`, so it replaces the open one.
+ */
+import { readStream, sayCondition, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
+import {
+  Condition,
+  ErrorCode,
+  MeshError,
+  Principal,
+  Stream,
+  Subject,
+  conditionSubject,
+} from "@mesh/protocol";
+import { ConditionResolveAsk, type ConditionResolveAnswer } from "./controller-api.js";
+
+export interface ConditionEndpointsInput {
+  readonly bus: MeshBus;
+  readonly now: () => Date;
+}
+
+export function conditionEndpoints(input: ConditionEndpointsInput): EndpointSpec[] {
+  return [
+    {
+      name: "condition-resolve",
+      subject: Subject.conditionResolve,
+      handler: (r) => conditionResolve(input, r),
+    },
+  ];
+}
+
+async function conditionResolve(
+  input: ConditionEndpointsInput,
+  request: Request,
+): Promise<ConditionResolveAnswer> {
+  const parsed = ConditionResolveAsk.safeParse(request.json());
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `a condition-resolve ask is {module, name}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  const { module, name } = parsed.data;
+  const kept = await lastCondition(input.bus, conditionSubject(module, name));
+  if (kept === undefined) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `no condition ${JSON.stringify(name)} of ${module} is kept; \`mesh conditions --module ${module}\` lists them`,
+      { module, key: name },
+    );
+  }
+  if (kept.resolved === true) return { resolved: false, condition: kept };
+  const message = `resolved by the ${Principal.operator}; it said: ${kept.message}`;
+  const condition = await sayCondition(
+    input.bus,
+    {
+      module,
+      name,
+      level: "info",
+      message: message.length <= 4000 ? message : `${message.slice(0, 3997)}...`,
+      ...(kept.node === undefined ? {} : { node: kept.node }),
+      resolved: true,
+    },
+    { now: input.now },
+  );
+  return { resolved: true, condition };
+}
+
+/** The condition the stream keeps under one subject, if any. */
+async function lastCondition(bus: MeshBus, subject: string): Promise<Condition | undefined> {
+  const ac = new AbortController();
+  let last: Condition | undefined;
+  try {
+    for await (const e of readStream(bus, Stream.conditions, {
+      filter: subject,
+      schema: Condition,
+      deliver: "last-per-subject",
+      signal: ac.signal,
+    })) {
+      if (e.type === "current") break;
+      if (e.type === "message") last = e.value;
+    }
+  } finally {
+    ac.abort();
+  }
+  return last;
+}
