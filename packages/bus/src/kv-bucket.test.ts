@@ -60,6 +60,17 @@ const WATCHED = {
 const alpha = { user: "n1-alpha", password: "alpha-pw" };
 const gamma = { user: "n1-gamma", password: "gamma-pw" };
 const delta = { user: "n1-delta", password: "delta-pw" };
+/** A host's kind of grant: the watch of one key, no consumer info, no reads. */
+const epsilon = { user: "n1-epsilon", password: "epsilon-pw" };
+const watchOneKey = (bucket: string, key: string): Permissions => ({
+  publish: {
+    allow: [
+      `$JS.API.CONSUMER.CREATE.${kvStreamName(bucket)}.*.$KV.${bucket}.${key}`,
+      `$JS.FC.${kvStreamName(bucket)}.>`,
+    ],
+  },
+  subscribe: { allow: [`${inboxPrefix("n1", "epsilon")}.>`] },
+});
 
 const users = () => [
   { ...alpha, permissions: grant("n1", "alpha", ["alpha_data"]) },
@@ -71,12 +82,22 @@ let admin: MeshBus;
 
 before(async () => {
   server = await startTestServer({
-    users: [...users(), { ...delta, permissions: grant("n1", "delta", ["delta_data"]) }],
+    users: [
+      ...users(),
+      { ...delta, permissions: grant("n1", "delta", ["delta_data"]) },
+      { ...epsilon, permissions: watchOneKey("epsilon_data", "mine") },
+    ],
   });
   admin = await MeshBus.connect(
     credentialFor(server, server.admin, { node: "n0", module: "controller" }),
   );
-  for (const bucket of ["alpha_data", "beta_data", "delta_data", ...Object.values(WATCHED)]) {
+  for (const bucket of [
+    "alpha_data",
+    "beta_data",
+    "delta_data",
+    "epsilon_data",
+    ...Object.values(WATCHED),
+  ]) {
     await admin.kvm.create(bucket, { history: 5 });
   }
 });
@@ -363,6 +384,34 @@ describe("KvBucket.watch", () => {
   it("hands nothing, without an error, when its signal has already aborted", async () => {
     const watch = (await open(WATCHED.abort)).watch({ signal: AbortSignal.abort() });
     assert.equal((await deadline(watch.next(), PROMPT_MS, "the watch ending")).done, true);
+  });
+});
+
+describe("a credential granted only the watch of one key", () => {
+  it("watches it: the watch asks the server for nothing its grant leaves out", async () => {
+    const bus = await MeshBus.connect(
+      credentialFor(server, epsilon, { node: "n1", module: "epsilon" }),
+    );
+    try {
+      const writer = await KvBucket.openWith(admin, "epsilon_data", Value);
+      await writer.put("mine", { n: 1 });
+      const watch = (await KvBucket.openWith(bus, "epsilon_data", Value)).watch({ key: "mine" });
+      try {
+        assert.deepEqual(await nextShapes(watch, 2), [
+          { type: "put", key: "mine", value: { n: 1 } },
+          { type: "current" },
+        ]);
+        await writer.put("other", { n: 2 });
+        await writer.put("mine", { n: 3 });
+        assert.deepEqual(await nextShapes(watch, 1), [
+          { type: "put", key: "mine", value: { n: 3 } },
+        ]);
+      } finally {
+        await watch.return(undefined);
+      }
+    } finally {
+      await bus.close();
+    }
   });
 });
 

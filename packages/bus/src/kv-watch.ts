@@ -9,7 +9,8 @@
  * The KV client asks for a 5 s heartbeat (`_buildCC`), but its ordered push consumer overwrites
  * it with 30 s (`getOrderedPushConsumer` in @nats-io/jetstream 3.4), so this file makes the
  * consumer itself, with a 3 s heartbeat, and consumes it through the client's public
- * `consumers.getPushConsumer(stream, name)`. That consumer is not "ordered" in the client's
+ * `consumers.getBoundPushConsumer` (which asks the server nothing: a watcher's grant may create
+ * consumers on its bucket but not ask for their info). That consumer is not "ordered" in the client's
  * sense, so the order check is here: a delivery whose consumer sequence is not the next one ends
  * the watch, and the watcher watches again from what the bucket holds.
  *
@@ -20,6 +21,7 @@ import type { KV, KvWatchEntry } from "@nats-io/kv";
 import {
   AckPolicy,
   type ConsumerConfig,
+  type ConsumerInfo,
   type ConsumerNotification,
   type JetStreamClient,
   type JsMsg,
@@ -43,7 +45,7 @@ interface KvInternals {
 
 /** The consumer API under the client's `consumers` (public in @nats-io/jetstream 3.x). */
 interface ConsumerApi {
-  add(stream: string, config: Partial<ConsumerConfig>): Promise<{ config: ConsumerConfig }>;
+  add(stream: string, config: Partial<ConsumerConfig>): Promise<ConsumerInfo>;
   getOptions(): { watcherPrefix?: string };
 }
 
@@ -51,11 +53,11 @@ interface ConsumerApi {
 async function pushConsumer(
   bucket: KvInternals,
   config: Partial<ConsumerConfig>,
-): Promise<PushConsumer> {
+): Promise<{ consumer: PushConsumer; info: ConsumerInfo }> {
   const api = (bucket.js.consumers as unknown as { api: ConsumerApi }).api;
   const name = `oc_${nuid.next()}_1`;
   const deliverSubject = `${createInbox(api.getOptions().watcherPrefix)}.1`;
-  await api.add(bucket.stream, {
+  const info = await api.add(bucket.stream, {
     ...config,
     ack_policy: AckPolicy.None,
     inactive_threshold: nanos(5 * 60 * 1000),
@@ -66,7 +68,11 @@ async function pushConsumer(
     name,
     deliver_subject: deliverSubject,
   });
-  return bucket.js.consumers.getPushConsumer(bucket.stream, name);
+  const consumer = await bucket.js.consumers.getBoundPushConsumer({
+    deliver_subject: deliverSubject,
+    idle_heartbeat: nanos(HEARTBEAT_MS),
+  });
+  return { consumer, info };
 }
 
 export interface RawWatch {
@@ -89,11 +95,10 @@ export async function openRawWatch(
 ): Promise<RawWatch> {
   const bucket = kv as unknown as KvInternals;
   const content = include === "history" ? "history" : include === "updates" ? "updates" : "";
-  const consumer = await pushConsumer(
+  const { consumer, info } = await pushConsumer(
     bucket,
     bucket._buildCC(key, content, { headers_only: false }),
   );
-  const info = await consumer.info(true);
   const queue: Array<KvWatchEntry | undefined> = [];
   let wake: (() => void) | undefined;
   let ended: string | undefined;
