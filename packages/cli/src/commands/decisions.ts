@@ -1,6 +1,7 @@
 /**
  * Reading what the assigner decided and answering it: `mesh wants`, `mesh differences`,
- * `mesh asks` and `mesh answer`.
+ * `mesh asks` and `mesh answer`. Wants and differences say each cell's state, reason and fix from
+ * core's read model of the fleet, as `mesh status` and the view do.
  */
 import type { Command } from "commander";
 import { KvBucket } from "@mesh/bus";
@@ -8,6 +9,7 @@ import { Bucket, ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { readAll } from "../read-bucket.js";
 import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
 import { by } from "./assign.js";
+import { readFleetState, statusOf } from "./status.js";
 
 export function registerDecisionVerbs(program: Command): void {
   for (const [verb, run, what] of [
@@ -43,34 +45,69 @@ const matches = (key: string, options: ListOptions): boolean => {
   );
 };
 
+/**
+ * What each node should run: every want, and every assigned (node, module) without one, each
+ * with the read model's state, reason and fix — the same words `mesh status` says.
+ */
 export async function wantsVerb(options: ListOptions): Promise<ExitCode> {
   await using bus = await connect(options);
-  const wants = [...(await readAll(await KvBucket.open(bus, Bucket.wants))).entries()]
-    .filter(([k]) => matches(k, options))
-    .sort();
+  const now = new Date();
+  const { state, conditions } = await readFleetState(bus, { now });
+  const cells = statusOf(state, conditions, now).modules.filter(
+    (c) => matches(`${c.node}.${c.module}`, options) && (c.want !== null || c.state !== "leaving"),
+  );
   if (options.json === true) {
-    printJson({ ok: true, wants: Object.fromEntries(wants) });
+    const wants = [...state.wants].filter(([k]) => matches(k, options)).sort();
+    printJson({ ok: true, wants: Object.fromEntries(wants), cells });
     return ExitCode.ok;
   }
-  if (wants.length === 0)
+  if (cells.length === 0)
     out("nothing is wanted; assign a module with `mesh assign <module> --all`");
-  for (const [key, w] of wants) out(`${key}: ${w.build}  [${w.rule}] ${w.reason}`);
+  for (const c of cells) {
+    const w = c.want;
+    out(
+      `${c.node}.${c.module}: ${w === null ? "nothing wanted" : `${w.build}  [${w.rule}] ${w.reason}`}`,
+    );
+    if (c.state === "starting") out(`    starting: ${c.reason}`);
+    if (c.state === "not-running") out(`    not running because ${c.reason}`);
+    if (c.state === "leaving") out(`    ${c.reason}`);
+    if (c.fix !== undefined) out(`    fix: ${c.fix}`);
+  }
   return ExitCode.ok;
 }
 
+/**
+ * Where want, composed and have differ, and every assigned module that does not run although
+ * nothing differs (waiting for a secret, an answer, a build): what `mesh status` names under
+ * NEEDS ATTENTION, so "no differences" here means the same as "nothing" there.
+ */
 export async function differencesVerb(options: ListOptions): Promise<ExitCode> {
   await using bus = await connect(options);
-  const diffs = [...(await readAll(await KvBucket.open(bus, Bucket.differences))).entries()]
-    .filter(([k]) => matches(k, options))
-    .sort();
+  const now = new Date();
+  const { state, conditions } = await readFleetState(bus, { now });
+  const report = statusOf(state, conditions, now);
+  const diffs = [...state.differences].filter(([k]) => matches(k, options)).sort();
+  const fixes = new Map(report.attention.map((c) => [`${c.node}.${c.module}`, c.fix]));
+  const notRunning = report.attention.filter(
+    (c) =>
+      matches(`${c.node}.${c.module}`, options) && !state.differences.has(`${c.node}.${c.module}`),
+  );
   if (options.json === true) {
-    printJson({ ok: true, differences: Object.fromEntries(diffs) });
+    printJson({ ok: true, differences: Object.fromEntries(diffs), notRunning });
     return ExitCode.ok;
   }
-  if (diffs.length === 0) out("no differences: every node has what it should");
+  if (diffs.length === 0 && notRunning.length === 0)
+    out("no differences: every node has what it should");
   for (const [key, d] of diffs) {
     out(`${key}: want ${d.want ?? "-"}, composed ${d.composed ?? "-"}, have ${d.have ?? "-"}`);
     for (const r of d.reasons) out(`    ${r}`);
+    const fix = fixes.get(key);
+    if (fix !== undefined) out(`    fix: ${fix}`);
+  }
+  for (const c of notRunning) {
+    out(`${c.node}.${c.module}: not running, though want, composed and have agree`);
+    out(`    because ${c.reason}`);
+    if (c.fix !== undefined) out(`    fix: ${c.fix}`);
   }
   return ExitCode.ok;
 }

@@ -76,6 +76,15 @@ export async function readStatus(
   options: { readonly now: Date; readonly signal?: AbortSignal },
 ): Promise<StatusReport> {
   const { state, conditions } = await readFleetState(bus, options);
+  return statusOf(state, conditions, options.now);
+}
+
+/** What status shows of a fleet's state: also what `mesh wants` and `mesh differences` say. */
+export function statusOf(
+  state: FleetState,
+  conditions: Array<Condition & { subject: string }>,
+  now: Date,
+): StatusReport {
   const { presence, have: haves, wants, differences, asks, answers } = state;
   const fleet = readFleet(state);
   const reasons = new Map(fleet.cells.map((c) => [`${c.node}.${c.module}`, c]));
@@ -127,7 +136,7 @@ export async function readStatus(
     });
 
   return {
-    at: options.now.toISOString(),
+    at: now.toISOString(),
     nodes,
     modules,
     differences: [...differences.entries()]
@@ -144,7 +153,7 @@ export async function readStatus(
 }
 
 /** Every bucket the read model reads, and the conditions, as they stand. */
-async function readFleetState(
+export async function readFleetState(
   bus: MeshBus,
   options: { readonly now: Date; readonly signal?: AbortSignal },
 ): Promise<{ state: FleetState; conditions: Array<Condition & { subject: string }> }> {
