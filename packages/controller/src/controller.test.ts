@@ -13,6 +13,7 @@ import {
   Stream,
   ErrorCode,
   isMeshError,
+  keepsSubject,
   stateBucket,
   type Composed,
 } from "@mesh/protocol";
@@ -166,6 +167,42 @@ describe("the controller with its broker, on a real bus", () => {
     assert.equal(mesh.controller.composedWrites, writes);
     const now = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
     assert.equal(now?.revision, n1Composed.revision);
+  });
+
+  it("a keeps report that leaves the owner's states as they were recomposes no node", async () => {
+    const seen: string[][] = [];
+    const off = mesh.controller.onPass((report) => seen.push([...report.nodes]));
+    const passed = new Promise<void>((resolve) => {
+      const offSentinel = mesh.controller.onPass((report) => {
+        if (report.nodes.includes("n1")) {
+          offSentinel();
+          resolve();
+        }
+      });
+    });
+    try {
+      // counter (wanted on n1 and n2) says on n2 what its manifest declares: nothing moves.
+      const keeps = {
+        node: "n2",
+        module: "counter",
+        states: [
+          { name: "counts", readable: true },
+          { name: "private", readable: false },
+        ],
+        at: new Date().toISOString(),
+      };
+      await mesh.admin.js.publish(keepsSubject("n2", "counter"), JSON.stringify(keeps));
+      // Then n1's facts move: its pass is the sentinel that the controller went on.
+      await mesh.put(Bucket.presence, "n1", presenceOf("n1", n1, "0.1.2"));
+      await deadline(passed, 10_000, "a pass over n1");
+      assert.deepEqual(
+        seen.filter((nodes) => nodes.includes("n2")),
+        [],
+        "no pass composed n2 for a keeps report that changed nothing",
+      );
+    } finally {
+      off();
+    }
   });
 
   it("a secret set through the controller reaches the node sealed, and the operator cannot read mesh-secrets", async () => {

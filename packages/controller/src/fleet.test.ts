@@ -58,6 +58,28 @@ describe("Fleet", () => {
     ]);
   });
 
+  it("keeps that leave the owner's states as they were dirty nothing (1,000 nodes first reporting)", () => {
+    const fleet = fleetOf(1_000);
+    for (let i = 0; i < 1_000; i++) fleet.setWant(`n${i}.counter`, wantOf(counter));
+    fleet.inputsOf("n0");
+    fleet.takeDirty();
+    const states = [
+      { name: "counts", readable: true },
+      { name: "private", readable: false },
+    ];
+    for (let i = 0; i < 1_000; i++)
+      fleet.setKeeps({ node: `n${i}`, module: "counter", states, at: new Date().toISOString() });
+    assert.deepEqual(fleet.takeDirty(), []);
+    // One node saying `counts` is no longer readable moves the grants: the owner's nodes and readers.
+    fleet.setKeeps({
+      node: "n5",
+      module: "counter",
+      states: [states[1] as (typeof states)[1], { name: "counts", readable: false }],
+      at: new Date().toISOString(),
+    });
+    assert.equal(fleet.takeDirty().length, 1_000);
+  });
+
   it("a state is readable only where the manifest says so and, once said, the keeps too", () => {
     const fleet = fleetOf(2);
     assert.deepEqual(fleet.ownerStates("counter"), [

@@ -102,7 +102,11 @@ export class Fleet {
     }
     const before = byNode.get(keeps.node);
     if (before !== undefined && JSON.stringify(before) === JSON.stringify(keeps.states)) return;
+    // Only the owner's states as grants read them reach a composition: a report that leaves
+    // them as they were (a thousand nodes first saying the same) recomposes nothing.
+    const statesBefore = JSON.stringify(this.ownerStates(keeps.module));
     byNode.set(keeps.node, keeps.states);
+    if (JSON.stringify(this.ownerStates(keeps.module)) === statesBefore) return;
     this.#touchOwner(keeps.module);
   }
 

@@ -49,14 +49,16 @@ const seed = (options: { nodes: number; builds?: number }): Promise<string[]> =>
 const addBuild = (seq: number): Promise<string> => addHelloBuild(admin, seq);
 
 /** Runs an assigner in this process until the returned stop is called. */
-async function startAssigner(options: { putsReopenIntervalMs?: number } = {}) {
+async function startAssigner(
+  options: { putsReopenIntervalMs?: number; log?: (line: string) => void } = {},
+) {
   const bus = await MeshBus.connect(assignerCredential());
   const passes: PassReport[] = [];
   const waiters: Array<() => void> = [];
   const assigner = await Assigner.create({
     bus,
-    ...options,
     ...(process.env.MESH_TEST_LOG === "1" ? { log: (l: string) => console.error(l) } : {}),
+    ...options,
     onPass: (p) => {
       passes.push(p);
       for (const w of waiters.splice(0)) w();
@@ -208,6 +210,35 @@ describe("assigner on a real bus", () => {
     }
   });
 
+  it("heartbeats (only the presence's time moves) wake no pass and log no line", async () => {
+    await freshLayout();
+    await seed({ nodes: 3 });
+    const lines: string[] = [];
+    const a = await startAssigner({ log: (line) => lines.push(line) });
+    try {
+      await a.until(() => a.passes.length >= 1, "the first pass");
+      const before = a.passes.length;
+      const logged = lines.length;
+      const presence = await KvBucket.open(admin, Bucket.presence);
+      for (let beat = 1; beat <= 20; beat++)
+        for (const node of ["n1", "n2", "n3"])
+          await presence.put(node, presenceOf(node, new Date(Date.parse(T0) + beat).toISOString()));
+      // The same watch then hands a node arriving, whose want is the sign it was read.
+      await presence.put("n9", presenceOf("n9"));
+      const w = await wants();
+      await a.until(async () => (await w.get("n9.hello")) !== undefined, "n9's want");
+      const after = a.passes.slice(before);
+      assert.deepEqual(
+        after.map((p) => p.nodes),
+        after.map(() => 1),
+        "every pass after the heartbeats decided n9 alone",
+      );
+      assert.equal(lines.length - logged, after.length, "one line per pass, none per heartbeat");
+    } finally {
+      await a.stop();
+    }
+  });
+
   it("without the puts bucket the wants are still written; once it exists a later pass takes puts", async () => {
     await freshLayout();
     const ids = await seed({ nodes: 1, builds: 2 });
@@ -224,9 +255,10 @@ describe("assigner on a real bus", () => {
       await (
         await KvBucket.open(admin, Bucket.puts)
       ).put("n1.hello", { build: ids[0] as string, by: "ada", why: "hold", at: T0 });
-      // Any change makes a pass, and that pass opens the puts again.
+      // Any change makes a pass (a node arriving; a bare heartbeat is none), and that pass
+      // opens the puts again.
       const presence = await KvBucket.open(admin, Bucket.presence);
-      await presence.put("n1", presenceOf("n1", "2026-01-01T00:00:01.000Z"));
+      await presence.put("n2", presenceOf("n2"));
       await a.until(
         async () => (await w.get("n1.hello"))?.value.rule === "put",
         "the put taken into account",

@@ -269,14 +269,18 @@ export class Assigner implements Daemon, AsyncDisposable {
         const w = writes[next++] as AssignerWrite;
         const bucket = this.#buckets.get(w.bucket) as KvBucket<unknown>;
         const own = ownMapOf(this.#maps, w.bucket);
+        const held = own.get(w.key);
+        // Held before it is written, so the watch's echo of this write (which may come before
+        // the write's own answer) is no change and makes no pass.
+        if (w.value === undefined) own.delete(w.key);
+        else own.set(w.key, w.value);
         try {
           if (w.value === undefined) await bucket.delete(w.key, { signal });
           else await bucket.put(w.key, w.value, { signal });
-          // Held at once, so the watch's echo of this write is no change and makes no pass.
-          if (w.value === undefined) own.delete(w.key);
-          else own.set(w.key, w.value);
         } catch (error) {
-          // Not held: the next pass finds it still differs and writes it again.
+          // Held as it was: the next pass finds it still differs and writes it again.
+          if (held === undefined) own.delete(w.key);
+          else own.set(w.key, held);
           this.#log(`writing ${w.bucket} ${w.key} failed: ${(error as Error).message}`);
           this.#mirror?.touch(this.#touchedBy(w.bucket, w.key));
         }
@@ -297,6 +301,12 @@ export class Assigner implements Daemon, AsyncDisposable {
         equal,
       };
     }
+    // A heartbeat moves only the presence's time, which no rule reads (a node is there or not,
+    // with its facts): it wakes no pass and logs no line.
+    sources[Bucket.presence] = {
+      ...(sources[Bucket.presence] as MirrorSource<unknown, unknown>),
+      equal: (a, b) => equal(withoutHeartbeat(a), withoutHeartbeat(b)),
+    };
     sources[Bucket.have] = {
       bucket: this.#buckets.get(Bucket.have) as KvBucket<unknown>,
       into: this.#maps.have,
@@ -393,6 +403,13 @@ export class Assigner implements Daemon, AsyncDisposable {
     }
     return all ? ALL : nodes;
   }
+}
+
+/** A presence without its heartbeat's time. */
+function withoutHeartbeat(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const { heartbeat: _heartbeat, ...rest } = value as Record<string, unknown>;
+  return rest;
 }
 
 /** A node's have record after one more revision of its report (undefined: deleted). */
