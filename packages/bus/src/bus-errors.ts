@@ -106,6 +106,22 @@ export function isTransient(error: unknown): boolean {
 }
 
 /**
+ * Whether an error is the bus's trouble rather than an answer about what was asked: the transient
+ * failures above, a request the bus did not answer in time (a reload, a lost connection), or a
+ * connection that closed or dropped under the request. A caller retries it, for as long as it
+ * takes; it never says the thing it was doing failed.
+ */
+export function isBusTrouble(error: unknown): boolean {
+  if (isTransient(error)) return true;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof MeshError && e.code === ErrorCode.TIMEOUT) return true;
+    if (e instanceof TimeoutError) return true;
+    if (/connection (closed|draining)|disconnect/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
  * Delays between retries of a transient failure: about 6.4 s in all before giving up. A reload
  * on a loaded machine, or a cluster electing a stream leader (4–8 s, notes/nats.md §5), can
  * take longer than the 2.4 s this once was.

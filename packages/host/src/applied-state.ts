@@ -158,9 +158,9 @@ export class AppliedStore {
   }
 
   /** Forgets the config keys not in `seen` (deleted while the host was away). */
-  retainConfig(seen: ReadonlySet<string>): void {
+  retainConfig(seen: ReadonlySet<string>, within: (key: string) => boolean = () => true): void {
     for (const key of Object.keys(this.#state.config))
-      if (!seen.has(key)) delete this.#state.config[key];
+      if (within(key) && !seen.has(key)) delete this.#state.config[key];
     this.#save();
   }
 

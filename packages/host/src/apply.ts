@@ -3,7 +3,7 @@
  * remove, write needs, place, start), recording each step in the applied-state store before or
  * after it as a crash requires. It also finds, at start, the processes an earlier host left.
  */
-import type { ArtifactStore, MeshBus, NodeKeys } from "@mesh/bus";
+import { isBusTrouble, type ArtifactStore, type MeshBus, type NodeKeys } from "@mesh/bus";
 import {
   Env,
   ErrorCode,
@@ -189,9 +189,25 @@ export class Applier {
         });
         await unpackBeside({ file, path: d.path, digest: d.digest, module: d.module, limits });
       } catch (error) {
+        // The bus not there or not answering (a reload, JetStream's API without a responder)
+        // says nothing about the build: the module waits for the bus, and what ran keeps running.
+        if (artifacts === undefined || isBusTrouble(error)) {
+          const why = error instanceof Error ? error.message : String(error);
+          pass.waiting.set(d.module, {
+            what: `waiting for the bus to fetch ${d.module}'s bundle (${why.slice(0, 300)})`,
+            fix: "nothing to do: the host fetches it again as soon as the bus answers; if it stays, check that the bus runs (`mesh up`)",
+          });
+        }
         pass.fail(d.module, error);
       }
     }
+  }
+
+  /** Whether a module waits for the bus (not for a secret or a credential). */
+  get waitsForBus(): boolean {
+    for (const w of this.#waiting.values())
+      if (w.what.startsWith("waiting for the bus")) return true;
+    return false;
   }
 
   /**

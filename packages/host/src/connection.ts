@@ -105,21 +105,42 @@ export class Connection {
     await this.#bus?.close();
   }
 
+  /**
+   * Opens the artifact store and mesh-have and serves the provision asks, each tried again until
+   * it opens: a bus reloading or without JetStream for a while (`jetstream is not enabled`, no
+   * responders, timeouts) is waited out, never left half open for the rest of the run.
+   */
   async #open(bus: MeshBus): Promise<void> {
-    try {
-      this.#artifacts = await ArtifactStore.open(bus, { signal: this.#o.signal });
-      this.#have = await KvBucket.open(bus, Bucket.have);
-      this.#served = await serve(bus, {
-        name: PROVISION_SERVICE,
-        version: HOST_VERSION,
-        description: `answers ${this.#o.node}'s runtime's provision asks`,
-        endpoints: provisionEndpoints(this.#o.node, this.#o.provisioner),
-        onRejected: (why, subject) => this.#o.log(`rejected a provision ask on ${subject}: ${why}`),
-        onInternalError: (error) => this.#o.log(`provision ask failed: ${String(error)}`),
-      });
-    } catch (error) {
-      this.#o.log(`cannot use the bus: ${(error as Error).message}`);
+    const { signal } = this.#o;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        this.#artifacts ??= await ArtifactStore.open(bus, { signal });
+        this.#have ??= await KvBucket.open(bus, Bucket.have);
+        this.#served ??= await this.#serve(bus);
+        return;
+      } catch (error) {
+        if (signal.aborted) return;
+        const delay = Math.min(10_000, 500 * 2 ** Math.min(attempt, 5));
+        this.#o.log(
+          `cannot use the bus yet (${(error as Error).message}); trying again in ${delay} ms`,
+        );
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, delay);
+          signal.addEventListener("abort", () => (clearTimeout(timer), r()), { once: true });
+        });
+      }
     }
+  }
+
+  #serve(bus: MeshBus): Promise<Served> {
+    return serve(bus, {
+      name: PROVISION_SERVICE,
+      version: HOST_VERSION,
+      description: `answers ${this.#o.node}'s runtime's provision asks`,
+      endpoints: provisionEndpoints(this.#o.node, this.#o.provisioner),
+      onRejected: (why, subject) => this.#o.log(`rejected a provision ask on ${subject}: ${why}`),
+      onInternalError: (error) => this.#o.log(`provision ask failed: ${String(error)}`),
+    });
   }
 
   async #beat(bus: MeshBus): Promise<void> {

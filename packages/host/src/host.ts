@@ -46,6 +46,9 @@ export { DEFAULT_HEARTBEAT_MS, HOST_VERSION } from "./connection.js";
 
 type Json = ProvisionAnswer["value"];
 
+/** How often a module waiting for the bus is applied again while the bus is there. */
+const BUS_RETRY_MS = 2_000;
+
 export const HostState = {
   starting: "starting",
   running: "running",
@@ -349,7 +352,12 @@ export class Host implements AsyncDisposable {
     const retry = setInterval(() => {
       if (applier.applyErrors.size > 0) this.#reconcile();
     }, options.retryMs ?? 30_000);
-    this.#timers.push(tick, retry);
+    // A module waiting for the bus (a fetch it did not answer) is tried again soon once the bus
+    // is there: that wait is the bus's, never the build's.
+    const busRetry = setInterval(() => {
+      if (applier.waitsForBus && this.#connection.artifacts !== undefined) this.#reconcile();
+    }, BUS_RETRY_MS);
+    this.#timers.push(tick, retry, busRetry);
     this.#connecting = this.#connection.connect(this.#credential);
   }
 

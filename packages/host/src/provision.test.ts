@@ -132,6 +132,36 @@ describe("provision asks", () => {
     );
   });
 
+  test("the host watches only the mesh-wide config keys and its own node's, never another node's", async () => {
+    // What the server delivers is bounded by each consumer's filter: read them off the stream.
+    const jsm = await bus.admin.js.jetstreamManager();
+    const filters: string[] = [];
+    await waitFor("the host's two config watches", async () => {
+      filters.length = 0;
+      for await (const c of jsm.consumers.list("KV_mesh-config"))
+        filters.push(c.config.filter_subject ?? "(every key)");
+      return filters.length === 2;
+    });
+    assert.deepEqual(filters.sort(), [`$KV.mesh-config.*.*`, `$KV.mesh-config.*.*.${NODE}`]);
+    // Another node's value is not handed at all; this node's still is.
+    await setConfig("app.color.elsewhere", "red");
+    await setConfig(`app.color.${NODE}`, "blue");
+    await waitFor(
+      "this node's value",
+      async () =>
+        ((await ask({ module: "app", kind: "config", key: "color" })) as { value: unknown })
+          .value === "blue",
+    );
+    // Gone again, as the tests after this one expect.
+    await (await KvBucket.open(bus.admin, Bucket.config)).delete(`app.color.${NODE}`);
+    await waitFor("this node's value gone", async () =>
+      ask({ module: "app", kind: "config", key: "color" }).then(
+        () => false,
+        (e: unknown) => isMeshError(e, ErrorCode.NOT_FOUND),
+      ),
+    );
+  });
+
   test("bound: the composition's values, the node and the bus urls", async () => {
     assert.deepEqual(await ask({ module: "app", kind: "bound", key: "state.notes" }), {
       value: "app_notes",

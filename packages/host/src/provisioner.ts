@@ -68,9 +68,10 @@ export class Provisioner {
   }
 
   /** Forgets every config key but `keys` (those a fresh watch handed): the others were deleted. */
-  retainConfig(keys: ReadonlySet<string>): void {
+  retainConfig(keys: ReadonlySet<string>, within: (key: string) => boolean = () => true): void {
     this.#changing(() => {
-      for (const key of [...this.#config.keys()]) if (!keys.has(key)) this.#config.delete(key);
+      for (const key of [...this.#config.keys()])
+        if (within(key) && !keys.has(key)) this.#config.delete(key);
     });
   }
 

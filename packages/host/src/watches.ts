@@ -53,18 +53,31 @@ export class Watches {
           this.#o.log(`ignored an invalid composition: ${event.problem.message}`);
       }
     });
-    void this.#follow("config", signal, async () => {
+    // Only the keys this node reads: mesh-wide (`<module>.<key>`) and its own
+    // (`<module>.<key>.<node>`); another node's values never reach this host.
+    this.#followConfig(bus, signal, "*.*", (key) => key.split(".").length === 2);
+    this.#followConfig(bus, signal, `*.*.${node}`, (key) => key.split(".").length === 3);
+  }
+
+  /** Follows the config keys `filter` names; `mine` says which kept keys that filter covers. */
+  #followConfig(
+    bus: MeshBus,
+    signal: AbortSignal,
+    filter: string,
+    mine: (key: string) => boolean,
+  ): void {
+    void this.#follow(`config ${filter}`, signal, async () => {
       const config = await KvBucket.open(bus, Bucket.config);
       const { provisioner, store } = this.#o;
       // Keys deleted while the host was away are not handed by a new watch: what it does not
       // hand by its `current` marker is gone.
       const seen = new Set<string>();
       let current = false;
-      for await (const event of config.watch({ signal })) {
+      for await (const event of config.watch({ key: filter, signal })) {
         if (event.type === "current") {
           current = true;
-          provisioner.retainConfig(seen);
-          store.retainConfig(seen);
+          provisioner.retainConfig(seen, mine);
+          store.retainConfig(seen, mine);
         } else if (event.type === "put") {
           if (!current) seen.add(event.key);
           provisioner.setConfig(event.key, event.value.value);
