@@ -23,8 +23,20 @@ import {
 } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
+import { printStatus } from "./status-print.js";
 import { readAll } from "../read-bucket.js";
-import { act, meshVerb, type MeshOptions } from "../verb.js";
+export { table } from "./status-print.js";
+import { act, meshVerb, positiveNumber, wholeNumber, type MeshOptions } from "../verb.js";
+import {
+  STATUS_LIMIT,
+  attentionOf,
+  narrowed,
+  pageOf,
+  summarize,
+  type StatusPage,
+  type StatusQuery,
+  type StatusSummary,
+} from "./status-page.js";
 
 /** A heartbeat older than this counts as gone (protocol's one threshold, also the view's). */
 export { PRESENCE_GONE_MS };
@@ -66,89 +78,126 @@ export interface StatusReport {
   readonly differences: Array<{ node: string; module: string } & Difference>;
   readonly asks: Ask[];
   readonly conditions: Array<Condition & { subject: string }>;
-  /** Every assigned cell that is not running, with its reason and fix. */
+  /** Every assigned cell that is not running, with its reason and fix (a page of them). */
   readonly attention: CellReason[];
+  /** The whole fleet in numbers, and one line per module: its size does not grow with nodes. */
+  readonly summary: StatusSummary;
+  /** Which rows of each list were shown, of how many (nodes, modules, differences, attention). */
+  readonly page: StatusPage;
 }
 
-/** Reads everything status shows. `now` decides who is gone. */
+/** Reads everything status shows. `now` decides who is gone; `query` pages and narrows the lists. */
 export async function readStatus(
   bus: MeshBus,
-  options: { readonly now: Date; readonly signal?: AbortSignal },
+  options: {
+    readonly now: Date;
+    readonly signal?: AbortSignal;
+    readonly query?: Partial<StatusQuery>;
+  },
 ): Promise<StatusReport> {
+  const query: StatusQuery = { from: 0, limit: STATUS_LIMIT.json, ...options.query };
   const { state, conditions } = await readFleetState(bus, options);
-  return statusOf(state, conditions, options.now);
+  return statusOf(state, conditions, options.now, query);
 }
 
-/** What status shows of a fleet's state: also what `mesh wants` and `mesh differences` say. */
+/**
+ * What status shows of a fleet's state: also what `mesh wants` and `mesh differences` say. The
+ * lists are whole unless `query` pages or narrows them.
+ */
 export function statusOf(
   state: FleetState,
   conditions: Array<Condition & { subject: string }>,
   now: Date,
+  query: StatusQuery = { from: 0, limit: Number.MAX_SAFE_INTEGER },
 ): StatusReport {
   const { presence, have: haves, wants, differences, asks, answers } = state;
   const fleet = readFleet(state);
   const reasons = new Map(fleet.cells.map((c) => [`${c.node}.${c.module}`, c]));
+  const nodeStates = new Map(fleet.nodes.map((n) => [n.node, n.state]));
 
-  const nodeNames = new Set(fleet.nodes.map((n) => n.node));
+  const nodeNames = new Set(nodeStates.keys());
   const cells = new Map<string, { node: string; module: string }>();
-  for (const key of [...reasons.keys(), ...wants.keys(), ...haves.keys()]) {
-    const parsed = safeNodeModule(key);
-    if (parsed === undefined) continue;
-    nodeNames.add(parsed.node);
-    cells.set(key, parsed);
+  for (const keys of [reasons.keys(), wants.keys(), haves.keys()]) {
+    for (const key of keys) {
+      const parsed = safeNodeModule(key);
+      if (parsed === undefined) continue;
+      nodeNames.add(parsed.node);
+      if (narrowed(query, parsed.node, parsed.module)) cells.set(key, parsed);
+    }
   }
-  const nodes = [...nodeNames].sort().map((node): StatusNode => {
+  const allNodes = [...nodeNames].filter((node) => narrowed(query, node)).sort();
+  const nodes = pageOf(allNodes, query).map((node): StatusNode => {
     const p = presence.get(node);
     if (p === undefined) return { node, present: false, heartbeat: null, since: null, facts: null };
-    const present = fleet.nodes.find((n) => n.node === node)?.state === "present";
-    return {
-      node,
-      present,
-      heartbeat: p.heartbeat,
-      since: p.heartbeat,
-      facts: p.facts,
-    };
+    const present = nodeStates.get(node) === "present";
+    return { node, present, heartbeat: p.heartbeat, since: p.heartbeat, facts: p.facts };
   });
 
-  const modules = [...cells.entries()]
-    .sort(([a], [b]) => compareCell(cells.get(a), cells.get(b)))
-    .map(([key, { node, module }]): StatusCell => {
-      const w = wants.get(key);
-      const h = haves.get(key);
-      return {
-        node,
-        module,
-        want: w === undefined ? null : { build: w.build, rule: w.rule, reason: w.reason },
-        have:
-          h === undefined
-            ? null
-            : {
-                ...(h.build === undefined ? {} : { build: h.build }),
-                health: h.health,
-                restarts: h.restarts,
-                since: h.since,
-                ...(h.lastError === undefined ? {} : { lastError: h.lastError }),
-              },
-        health: h?.health ?? "absent",
-        differs: differences.has(key),
-        ...cellState(reasons.get(key)),
-      };
+  const sortedCells = [...cells.entries()].sort(([, a], [, b]) => compareCell(a, b));
+  const modules = pageOf(sortedCells, query).map(([key, { node, module }]): StatusCell =>
+    statusCell(key, node, module, state, reasons),
+  );
+  const allDifferences = [...differences.entries()]
+    .sort(([a], [b]) => cmp(a, b))
+    .flatMap(([key, d]) => {
+      const parsed = safeNodeModule(key);
+      return parsed === undefined || !narrowed(query, parsed.node, parsed.module)
+        ? []
+        : [{ ...parsed, ...d }];
     });
-
+  const attention = attentionOf(fleet, query);
   return {
     at: now.toISOString(),
     nodes,
     modules,
-    differences: [...differences.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .flatMap(([key, d]) => {
-        const parsed = safeNodeModule(key);
-        return parsed === undefined ? [] : [{ ...parsed, ...d }];
-      }),
+    differences: pageOf(allDifferences, query),
     asks: [...asks.values()].filter((a) => !answers.has(a.id)).sort((a, b) => cmp(a.at, b.at)),
     // A resolved condition's cause has ended: not news (`mesh conditions` still lists it).
     conditions: conditions.filter((c) => c.resolved !== true).slice(0, RECENT_CONDITIONS),
-    attention: [...fleet.attention.cells],
+    attention: pageOf(attention, query),
+    summary: summarize(fleet),
+    page: {
+      from: query.from,
+      limit: query.limit,
+      ...(query.node === undefined ? {} : { node: query.node }),
+      ...(query.module === undefined ? {} : { module: query.module }),
+      totals: {
+        nodes: allNodes.length,
+        modules: sortedCells.length,
+        differences: allDifferences.length,
+        attention: attention.length,
+      },
+    },
+  };
+}
+
+/** One (node, module) as status shows it: want, have, and the read model's state. */
+function statusCell(
+  key: string,
+  node: string,
+  module: string,
+  state: FleetState,
+  reasons: ReadonlyMap<string, CellReason>,
+): StatusCell {
+  const w = state.wants.get(key);
+  const h = state.have.get(key);
+  return {
+    node,
+    module,
+    want: w === undefined ? null : { build: w.build, rule: w.rule, reason: w.reason },
+    have:
+      h === undefined
+        ? null
+        : {
+            ...(h.build === undefined ? {} : { build: h.build }),
+            health: h.health,
+            restarts: h.restarts,
+            since: h.since,
+            ...(h.lastError === undefined ? {} : { lastError: h.lastError }),
+          },
+    health: h?.health ?? "absent",
+    differs: state.differences.has(key),
+    ...cellState(reasons.get(key)),
   };
 }
 
@@ -232,129 +281,43 @@ export function registerStatusVerb(program: Command): void {
     meshVerb(
       program,
       "status",
-      "The mesh at a glance: nodes, modules × nodes (want, have, health), differences, open asks, recent conditions.",
-    ),
+      "The mesh at a glance: a summary, nodes, modules × nodes (want, have, health), differences, open asks, recent conditions; long lists come in pages.",
+    )
+      .option("--node <name>", "only this node's rows")
+      .option("--module <name>", "only this module's rows")
+      .option("--from <n>", "the first row of each list to show (0-based)", wholeNumber("--from"))
+      .option(
+        "--limit <n>",
+        `the most rows of each list (default ${STATUS_LIMIT.text}, with --json ${STATUS_LIMIT.json})`,
+        positiveNumber("--limit", "200", 100_000),
+      ),
     statusVerb,
   );
 }
 
-export async function statusVerb(options: MeshOptions): Promise<ExitCode> {
+export interface StatusOptions extends MeshOptions {
+  readonly node?: string;
+  readonly module?: string;
+  readonly from?: number;
+  readonly limit?: number;
+}
+
+export async function statusVerb(options: StatusOptions): Promise<ExitCode> {
   await using bus = await connectToMesh(options);
-  const report = await readStatus(bus, { now: new Date() });
-  if (options.json === true) {
+  const json = options.json === true;
+  const query: StatusQuery = {
+    from: options.from ?? 0,
+    limit: options.limit ?? (json ? STATUS_LIMIT.json : STATUS_LIMIT.text),
+    ...(options.node === undefined ? {} : { node: options.node }),
+    ...(options.module === undefined ? {} : { module: options.module }),
+  };
+  const report = await readStatus(bus, { now: new Date(), query });
+  if (json) {
     printJson({ ok: true, ...report });
     return ExitCode.ok;
   }
-  printStatus(report);
+  printStatus(report, query);
   return ExitCode.ok;
-}
-
-function printStatus(report: StatusReport): void {
-  const lines: string[] = [];
-  const now = Date.parse(report.at);
-  lines.push("NODES");
-  if (report.nodes.length === 0)
-    lines.push("  no node has joined; `mesh up` or `mesh join` adds one");
-  else
-    lines.push(
-      ...table(
-        ["node", "state", "last heartbeat", "machine", "host"],
-        report.nodes.map((n) => [
-          n.node,
-          n.heartbeat === null ? "never seen" : n.present ? "present" : "gone",
-          n.since === null ? "-" : `${n.since} (${ago(now, n.since)})`,
-          machineOf(n.facts),
-          n.facts === null ? "-" : `${n.facts.hostname} ${n.facts.os}/${n.facts.arch}`,
-        ]),
-      ),
-    );
-
-  lines.push("", "MODULES");
-  if (report.modules.length === 0)
-    lines.push("  nothing is wanted or running; `mesh assign <module> --all` places one");
-  else
-    lines.push(
-      ...table(
-        ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
-        report.modules.map((c) => [
-          c.module,
-          c.node,
-          c.want?.build ?? "-",
-          c.want?.rule ?? "-",
-          c.have?.build ?? "-",
-          c.health,
-          c.have === null ? "-" : String(c.have.restarts),
-          `${c.state}${c.differs ? ", differs" : ""}`,
-        ]),
-      ),
-    );
-
-  lines.push("", "NEEDS ATTENTION");
-  if (report.attention.length === 0)
-    lines.push("  nothing: every assigned module runs healthy or is starting");
-  for (const c of report.attention) {
-    lines.push(`  ${c.node}/${c.module}: not running because ${c.reason}`);
-    if (c.fix !== undefined) lines.push(`      fix: ${c.fix}`);
-  }
-
-  lines.push("", "DIFFERENCES");
-  if (report.differences.length === 0) lines.push("  none: every node has what it should");
-  for (const d of report.differences) {
-    lines.push(
-      `  ${d.module} on ${d.node}: want ${d.want ?? "-"}, composed ${d.composed ?? "-"}, have ${d.have ?? "-"}`,
-    );
-    for (const reason of d.reasons) lines.push(`      ${reason}`);
-  }
-
-  lines.push("", "OPEN ASKS");
-  if (report.asks.length === 0) lines.push("  none");
-  for (const a of report.asks)
-    lines.push(`  ${a.id}: ${a.what} (nodes: ${a.nodes.join(", ")}) — mesh answer ${a.id} yes|no`);
-
-  lines.push("", "RECENT CONDITIONS");
-  if (report.conditions.length === 0) lines.push("  none");
-  else
-    lines.push(
-      ...table(
-        ["at", "level", "module", "node", "message"],
-        report.conditions.map((c) => [
-          c.at,
-          c.level,
-          `${c.module}/${c.name}`,
-          c.node ?? "-",
-          c.message,
-        ]),
-      ),
-    );
-  process.stdout.write(`${lines.join("\n")}\n`);
-}
-
-/** How the machine is set up, as its presence says: adopted, and its operator account. */
-function machineOf(facts: StatusNode["facts"]): string {
-  if (facts === null) return "-";
-  const parts = [
-    ...(facts.adopted === true ? ["adopted"] : []),
-    ...(facts.account === undefined ? [] : [`account ${facts.account}`]),
-  ];
-  return parts.length === 0 ? "-" : parts.join(", ");
-}
-
-/** Rows as aligned columns under a header, indented by two; the last column is not padded. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) =>
-    `  ${cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-      .join("  ")}`.trimEnd();
-  return [line(header.map((h) => h.toUpperCase())), ...rows.map(line)];
-}
-
-function ago(now: number, at: string): string {
-  const s = Math.max(0, Math.round((now - Date.parse(at)) / 1000));
-  if (s < 120) return `${s}s ago`;
-  if (s < 7200) return `${Math.round(s / 60)}m ago`;
-  if (s < 172_800) return `${Math.round(s / 3600)}h ago`;
-  return `${Math.round(s / 86_400)}d ago`;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,0 +1,119 @@
+/**
+ * What `mesh status` shows of a large fleet: a summary whose size grows with the modules, never
+ * with the nodes (nodes by state, cells by state, one line per module), and pages of the long
+ * lists (nodes, cells, differences, what needs attention), narrowed to a node or a module. A fleet
+ * of 10,000 nodes fits in one screen and one response of bounded size.
+ */
+import type { CellReason, FleetView } from "@mesh/core";
+
+/** How many rows of each list status shows unless asked for more (`--limit`). */
+export const STATUS_LIMIT = { text: 50, json: 500 } as const;
+
+export interface StatusQuery {
+  /** Only this node's rows. */
+  readonly node?: string;
+  /** Only this module's rows. */
+  readonly module?: string;
+  /** The first row of each list to show (0-based). */
+  readonly from: number;
+  /** The most rows of each list to show. */
+  readonly limit: number;
+}
+
+export interface ModuleSummary {
+  readonly module: string;
+  /** Assigned (node, module) cells of the module. */
+  readonly assigned: number;
+  readonly healthy: number;
+  readonly starting: number;
+  readonly notRunning: number;
+}
+
+export interface StatusSummary {
+  readonly nodes: {
+    readonly total: number;
+    readonly present: number;
+    readonly gone: number;
+    readonly never: number;
+  };
+  readonly cells: {
+    readonly assigned: number;
+    readonly healthy: number;
+    readonly starting: number;
+    readonly notRunning: number;
+    readonly leaving: number;
+  };
+  readonly modules: ModuleSummary[];
+}
+
+/** For each list: how many rows there are (after narrowing) and which ones were shown. */
+export interface StatusPage {
+  readonly from: number;
+  readonly limit: number;
+  readonly node?: string;
+  readonly module?: string;
+  readonly totals: {
+    readonly nodes: number;
+    readonly modules: number;
+    readonly differences: number;
+    readonly attention: number;
+  };
+}
+
+/** The summary of the whole fleet, whatever the query narrows. */
+export function summarize(fleet: FleetView): StatusSummary {
+  const nodes = { total: fleet.nodes.length, present: 0, gone: 0, never: 0 };
+  for (const n of fleet.nodes) nodes[n.state] += 1;
+  const byModule = new Map<string, ModuleSummary>();
+  const cells = {
+    assigned: fleet.cells.length,
+    healthy: 0,
+    starting: 0,
+    notRunning: 0,
+    leaving: fleet.leaving.length,
+  };
+  for (const c of fleet.cells) {
+    const m = byModule.get(c.module) ?? {
+      module: c.module,
+      assigned: 0,
+      healthy: 0,
+      starting: 0,
+      notRunning: 0,
+    };
+    const counted = { ...m, assigned: m.assigned + 1 };
+    if (c.state === "healthy") counted.healthy += 1;
+    else if (c.state === "starting") counted.starting += 1;
+    else counted.notRunning += 1;
+    byModule.set(c.module, counted);
+    if (c.state === "healthy") cells.healthy += 1;
+    else if (c.state === "starting") cells.starting += 1;
+    else cells.notRunning += 1;
+  }
+  const modules = [...byModule.values()].sort((a, b) => (a.module < b.module ? -1 : 1));
+  return { nodes, cells, modules };
+}
+
+/** Whether a row of (node, module) is inside the query's narrowing. */
+export function narrowed(query: StatusQuery, node: string, module?: string): boolean {
+  return (
+    (query.node === undefined || node === query.node) &&
+    (query.module === undefined || module === undefined || module === query.module)
+  );
+}
+
+/** The page of `rows` the query asks for. */
+export function pageOf<T>(rows: readonly T[], query: StatusQuery): T[] {
+  return rows.slice(query.from, query.from + query.limit);
+}
+
+/** The attention cells inside the query's narrowing. */
+export function attentionOf(fleet: FleetView, query: StatusQuery): CellReason[] {
+  return fleet.attention.cells.filter((c) => narrowed(query, c.node, c.module));
+}
+
+/** The line under a list that was cut: how many more there are and how to see them. */
+export function moreLine(shown: number, total: number, query: StatusQuery): string | undefined {
+  if (query.from + shown >= total) return undefined;
+  const rest = total - query.from - shown;
+  return `  … ${rest} more of ${total}: \`mesh status --from ${query.from + shown}\`, or narrow with --node NAME / --module NAME`;
+}

@@ -1,0 +1,163 @@
+/**
+ * `mesh status` as text: the summary first (its size grows with the modules, not the nodes),
+ * then a page of each list with a line saying how many more there are and how to see them.
+ * Nothing here spreads a list into a call's arguments: a fleet of 10,000 nodes × 20 modules is
+ * 200,000 rows, more than a call's arguments may hold.
+ */
+import type { StatusNode, StatusReport } from "./status.js";
+import { moreLine, type StatusQuery } from "./status-page.js";
+
+export function printStatus(report: StatusReport, query: StatusQuery): void {
+  const lines: string[] = [];
+  const add = (more: readonly string[]): void => {
+    for (const l of more) lines.push(l);
+  };
+  const now = Date.parse(report.at);
+  const { summary, page } = report;
+  const n = summary.nodes;
+  const c = summary.cells;
+  lines.push(
+    "SUMMARY",
+    `  nodes: ${n.total} (${n.present} present, ${n.gone} gone, ${n.never} never seen)`,
+    `  assigned: ${c.assigned} (${c.healthy} healthy, ${c.starting} starting, ${c.notRunning} not running); leaving: ${c.leaving}`,
+  );
+  if (summary.modules.length > 0)
+    add(
+      table(
+        ["module", "assigned", "healthy", "starting", "not running"],
+        summary.modules.map((m) => [
+          m.module,
+          String(m.assigned),
+          String(m.healthy),
+          String(m.starting),
+          String(m.notRunning),
+        ]),
+      ),
+    );
+
+  lines.push("", "NODES");
+  if (report.nodes.length === 0)
+    lines.push(
+      page.totals.nodes === 0
+        ? "  no node has joined; `mesh up` or `mesh join` adds one"
+        : "  none on this page",
+    );
+  else
+    add(
+      table(
+        ["node", "state", "last heartbeat", "machine", "host"],
+        report.nodes.map((node) => [
+          node.node,
+          node.heartbeat === null ? "never seen" : node.present ? "present" : "gone",
+          node.since === null ? "-" : `${node.since} (${ago(now, node.since)})`,
+          machineOf(node.facts),
+          node.facts === null ? "-" : `${node.facts.hostname} ${node.facts.os}/${node.facts.arch}`,
+        ]),
+      ),
+    );
+  more(lines, report.nodes.length, page.totals.nodes, query);
+
+  lines.push("", "MODULES");
+  if (report.modules.length === 0)
+    lines.push(
+      page.totals.modules === 0
+        ? "  nothing is wanted or running; `mesh assign <module> --all` places one"
+        : "  none on this page",
+    );
+  else
+    add(
+      table(
+        ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
+        report.modules.map((cell) => [
+          cell.module,
+          cell.node,
+          cell.want?.build ?? "-",
+          cell.want?.rule ?? "-",
+          cell.have?.build ?? "-",
+          cell.health,
+          cell.have === null ? "-" : String(cell.have.restarts),
+          `${cell.state}${cell.differs ? ", differs" : ""}`,
+        ]),
+      ),
+    );
+  more(lines, report.modules.length, page.totals.modules, query);
+
+  lines.push("", "NEEDS ATTENTION");
+  if (report.attention.length === 0)
+    lines.push("  nothing: every assigned module runs healthy or is starting");
+  for (const a of report.attention) {
+    lines.push(`  ${a.node}/${a.module}: not running because ${a.reason}`);
+    if (a.fix !== undefined) lines.push(`      fix: ${a.fix}`);
+  }
+  more(lines, report.attention.length, page.totals.attention, query);
+
+  lines.push("", "DIFFERENCES");
+  if (report.differences.length === 0) lines.push("  none: every node has what it should");
+  for (const d of report.differences) {
+    lines.push(
+      `  ${d.module} on ${d.node}: want ${d.want ?? "-"}, composed ${d.composed ?? "-"}, have ${d.have ?? "-"}`,
+    );
+    for (const reason of d.reasons) lines.push(`      ${reason}`);
+  }
+  more(lines, report.differences.length, page.totals.differences, query);
+
+  lines.push("", "OPEN ASKS");
+  if (report.asks.length === 0) lines.push("  none");
+  for (const a of report.asks)
+    lines.push(`  ${a.id}: ${a.what} (nodes: ${a.nodes.join(", ")}) — mesh answer ${a.id} yes|no`);
+
+  lines.push("", "RECENT CONDITIONS");
+  if (report.conditions.length === 0) lines.push("  none");
+  else
+    add(
+      table(
+        ["at", "level", "module", "node", "message"],
+        report.conditions.map((k) => [
+          k.at,
+          k.level,
+          `${k.module}/${k.name}`,
+          k.node ?? "-",
+          k.message,
+        ]),
+      ),
+    );
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function more(lines: string[], shown: number, total: number, query: StatusQuery): void {
+  const line = moreLine(shown, total, query);
+  if (line !== undefined) lines.push(line);
+}
+
+/** How the machine is set up, as its presence says: adopted, and its operator account. */
+function machineOf(facts: StatusNode["facts"]): string {
+  if (facts === null) return "-";
+  const parts: string[] = [];
+  if (facts.adopted === true) parts.push("adopted");
+  if (facts.account !== undefined) parts.push(`account ${facts.account}`);
+  return parts.length === 0 ? "-" : parts.join(", ");
+}
+
+/** Rows as aligned columns under a header, indented by two; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  // A loop, not Math.max(...rows): a spread of 200,000 rows overflows the call stack.
+  const widths = header.map((h) => h.length);
+  for (const r of rows)
+    for (let i = 0; i < widths.length; i++)
+      widths[i] = Math.max(widths[i] ?? 0, (r[i] ?? "").length);
+  const line = (cells: readonly string[]) =>
+    `  ${cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")}`.trimEnd();
+  const out = [line(header.map((h) => h.toUpperCase()))];
+  for (const r of rows) out.push(line(r));
+  return out;
+}
+
+function ago(now: number, at: string): string {
+  const s = Math.max(0, Math.round((now - Date.parse(at)) / 1000));
+  if (s < 120) return `${s}s ago`;
+  if (s < 7200) return `${Math.round(s / 60)}m ago`;
+  if (s < 172_800) return `${Math.round(s / 3600)}h ago`;
+  return `${Math.round(s / 86_400)}d ago`;
+}
