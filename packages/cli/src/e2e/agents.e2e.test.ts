@@ -144,6 +144,27 @@ describe("mesh mcp over stdio, driven by the official SDK client", () => {
     assert.equal(result._meta?.["mesh/code"], "INVALID_INPUT");
   });
 
+  test("resources: each module's manifest and a page of its tools; an unknown one is -32002", async () => {
+    const { resources } = await client.listResources();
+    assert.deepEqual(
+      resources.map((r) => r.uri).filter((u) => u.includes("/hello/")),
+      ["mesh://modules/hello/manifest", "mesh://modules/hello/tools"],
+    );
+    const manifest = await client.readResource({ uri: "mesh://modules/hello/manifest" });
+    const stored = JSON.parse(String((manifest.contents[0] as { text: string }).text)) as {
+      module: string;
+      bundles: { digest?: string }[];
+    };
+    assert.equal(stored.module, "hello");
+    assert.match(String(stored.bundles[0]?.digest), /^[0-9a-f]{64}$/, "the built manifest");
+    const page = await client.readResource({ uri: "mesh://modules/hello/tools" });
+    assert.match(String((page.contents[0] as { text: string }).text), /## hello__greet/);
+    await assert.rejects(
+      client.readResource({ uri: "mesh://modules/nothing/manifest" }),
+      /-32002.*NOT_FOUND/s,
+    );
+  });
+
   test("an unknown tool is refused with the JSON-RPC invalid-params error", async () => {
     await assert.rejects(client.callTool({ name: "nothing__here", arguments: {} }), /-32602/);
   });
@@ -346,11 +367,12 @@ async function runShell(script: string, env: NodeJS.ProcessEnv): Promise<string[
 // The conformance suite: @modelcontextprotocol/conformance 0.1.13, the newest that runs on Node 20
 // (0.1.14 and later import fs.globSync, which Node 22 added).
 
-/** The server scenarios that test what `mesh mcp` implements: lifecycle, ping, tools, HTTP. */
+/** The server scenarios that test what `mesh mcp` implements: lifecycle, ping, tools, resources, HTTP. */
 const SCENARIOS = [
   "server-initialize",
   "ping",
   "tools-list",
+  "resources-list",
   "dns-rebinding-protection",
   "server-sse-multiple-streams",
 ];

@@ -8,14 +8,17 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   ErrorCode as McpErrorCode,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   type CallToolResult,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { request, type MeshBus } from "@mesh/bus";
 import { CallHeader, ErrorCode, MeshError, isMeshError, toolSubject } from "@mesh/protocol";
 import type { CatalogueTool, ToolCatalogue } from "./tool-catalogue.js";
+import { listResources, readResource } from "./resources.js";
 
 export interface MeshMcpOptions {
   readonly bus: MeshBus;
@@ -36,10 +39,11 @@ export function createMcpServer(options: MeshMcpOptions): {
   const server = new Server(
     { name: "mesh", version: options.version },
     {
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
       instructions:
         "The tools of a mesh: each is <module>__<tool>, served by that module on one or more nodes. " +
-        "A refused call says its code (INVALID_INPUT, NOT_FOUND, REFUSED, TIMEOUT, INTERNAL) and what to do.",
+        "A refused call says its code (INVALID_INPUT, NOT_FOUND, REFUSED, TIMEOUT, INTERNAL) and what to do. " +
+        "Resources mesh://modules/<module>/manifest and /tools describe each module.",
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({
@@ -55,9 +59,29 @@ export function createMcpServer(options: MeshMcpOptions): {
     }
     return callTool(options, tool, req.params.arguments ?? {}, extra.signal);
   });
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: listResources(options.catalogue.tools),
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
+    try {
+      const read = await readResource(options.bus, options.catalogue.tools, req.params.uri, {
+        signal: extra.signal,
+      });
+      return { contents: [read] };
+    } catch (error) {
+      // MCP's code for a resource that is not there; the text carries the mesh's code and fix.
+      const mesh = isMeshError(error) ? error : undefined;
+      throw new McpError(
+        mesh?.code === ErrorCode.NOT_FOUND ? -32002 : McpErrorCode.InternalError,
+        mesh === undefined ? String(error) : `${mesh.code}: ${mesh.message}`,
+        { uri: req.params.uri },
+      );
+    }
+  });
   const stop = options.catalogue.onChange(() => {
     // Sent only once the client is initialized; a closed transport is the client's business.
     void server.sendToolListChanged().catch(() => undefined);
+    void server.sendResourceListChanged().catch(() => undefined);
   });
   return { server, dispose: stop };
 }

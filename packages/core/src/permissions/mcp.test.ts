@@ -40,7 +40,7 @@ describe("mcpGrant", () => {
     assert.equal(p.allowResponses, undefined);
   });
 
-  test("watches wants and what nodes run, to hear when tools move, without reading keys", () => {
+  test("watches wants and what nodes run, to hear when tools move", () => {
     const p = mcpGrant({ node: "laptop" });
     assert.ok(can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-have.oc_X_1.$KV.mesh-have.>"));
     assert.ok(can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-wants.oc_X_1.$KV.mesh-wants.>"));
@@ -57,6 +57,27 @@ describe("mcpGrant", () => {
     assert.equal(can(p, "mesh.tools.n1.counter.add"), false);
     assert.equal(can(p, "$SRV.INFO"), false, "mesh-wide discovery would list every module");
     assert.equal(can(p, "$SRV.INFO.counter"), false);
+  });
+
+  test("reads build records (of its modules only) and manifests by digest, to offer them as resources", () => {
+    const every = mcpGrant({ node: "laptop" });
+    const some = mcpGrant({ node: "laptop", modules: ["hello"] });
+    const build = (m: string) => `$JS.API.DIRECT.GET.KV_mesh-builds.$KV.mesh-builds.${m}.1-abc`;
+    const manifest = "$JS.API.DIRECT.GET.KV_mesh-manifests.$KV.mesh-manifests.ab12";
+    assert.ok(can(every, build("counter")));
+    assert.ok(can(some, build("hello")));
+    assert.equal(can(some, build("counter")), false);
+    for (const p of [every, some]) {
+      assert.ok(can(p, manifest));
+      // A get by key in the subject only: no listing, no write, no stream-wide read.
+      assert.equal(can(p, "$JS.API.DIRECT.GET.KV_mesh-manifests"), false);
+      assert.equal(can(p, "$JS.API.STREAM.MSG.GET.KV_mesh-builds"), false);
+      assert.equal(can(p, "$KV.mesh-builds.hello.1-abc"), false);
+      assert.equal(
+        can(p, "$JS.API.CONSUMER.CREATE.KV_mesh-manifests.oc_X_1.$KV.mesh-manifests.>"),
+        false,
+      );
+    }
   });
 
   test("a module that is not a name is refused", () => {

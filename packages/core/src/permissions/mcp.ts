@@ -4,13 +4,15 @@
  * agent that is talked into something can call tools, but not assign, configure or register.
  */
 import { Bucket, Principal, Subject, checkName, type Permissions } from "@mesh/protocol";
-import { callAnyTool, inbox, kvWatch, merge, toPermissions, type Rights } from "./rights.js";
+import { callAnyTool, inbox, kvGet, kvWatch, merge, toPermissions, type Rights } from "./rights.js";
 
 /**
  * `mcp` on `node`: calls and discovers every tool, or with `modules` only those modules' tools
  * (their endpoints on any node, and `$SRV.PING`/`$SRV.INFO` of their services). It watches the
  * wants and what each node runs so that it hears at once when a module's tools may have moved,
- * rather than polling discovery; it reads no key by itself and writes nothing.
+ * rather than polling discovery. It reads the build records of its modules and the manifests
+ * (keyed by digest, so only a manifest whose digest it was told), to offer each module's manifest
+ * as an MCP resource; it writes nothing.
  */
 export function mcpGrant(input: {
   readonly node: string;
@@ -18,9 +20,15 @@ export function mcpGrant(input: {
 }): Permissions {
   const tools: Rights[] =
     input.modules === undefined ? [callAnyTool()] : input.modules.map(callModuleTools);
+  const builds: Rights[] =
+    input.modules === undefined
+      ? [kvGet(Bucket.builds, ">")]
+      : input.modules.map((module) => kvGet(Bucket.builds, `${module}.>`));
   return toPermissions(
     merge(
       ...tools,
+      ...builds,
+      kvGet(Bucket.manifests, ">"),
       kvWatch(Bucket.wants, ">"),
       kvWatch(Bucket.have, ">"),
       inbox(input.node, Principal.mcp),
