@@ -18,4 +18,10 @@ export * from "./tool-discovery.js";
 export * from "./kit/index.js";
 export * from "./mirror/index.js";
 export { WATCH_STALL_MS } from "./kv-watch.js";
-export { MAX_REPLICAS, waitForJetStream, withAllowedReplicas } from "./replicas.js";
+export {
+  MAX_REPLICAS,
+  streamPlacement,
+  waitForJetStream,
+  withAllowedReplicas,
+  type StreamPlacement,
+} from "./replicas.js";

@@ -92,3 +92,17 @@ export async function waitForJetStream(
     { cause: last },
   );
 }
+
+/** Where a stream lives: its copies and, in a cluster, the server leading it. */
+export interface StreamPlacement {
+  readonly replicas: number;
+  /** The leading server's name; undefined on a single server. */
+  readonly leader: string | undefined;
+}
+
+/** A stream's (or a bucket's, by its stream name) copies and leader; needs STREAM.INFO. */
+export async function streamPlacement(bus: MeshBus, stream: string): Promise<StreamPlacement> {
+  const jsm = await jetstreamManager(bus.nc, { checkAPI: false });
+  const info = await jsm.streams.info(stream);
+  return { replicas: info.config.num_replicas, leader: info.cluster?.leader };
+}

@@ -74,6 +74,11 @@ export interface BrokerOptions {
   readonly servers: readonly string[];
   readonly fingerprint?: string;
   readonly ca?: string;
+  /**
+   * The one login of a bus the mesh does not own: every credential is issued as it (under the
+   * principal's node and module, so its inbox is the principal's), and no users list is written.
+   */
+  readonly shared?: { readonly user: string; readonly password: string };
   /** Where grants are written; absent: not written (tests of the broker alone). */
   readonly grants?: KvBucket<Grant>;
   readonly now?: () => Date;
@@ -179,11 +184,11 @@ export class Broker {
         { key: user },
       );
     }
-    const { fingerprint, ca, servers } = this.#options;
+    const { fingerprint, ca, servers, shared } = this.#options;
     return {
       servers: [...servers],
-      user: u.user,
-      password: this.#options.vault.open(u.password, u.user).toString("utf8"),
+      user: shared?.user ?? u.user,
+      password: shared?.password ?? this.#options.vault.open(u.password, u.user).toString("utf8"),
       node: u.node,
       module: u.module,
       ...(fingerprint === undefined ? {} : { fingerprint }),
@@ -225,10 +230,12 @@ export class Broker {
         version: 1,
         users: [...this.#users.values()].sort((a, b) => (a.user < b.user ? -1 : 1)),
       });
-      await this.#options.sink.setUsers(
-        await this.serverUsers(),
-        options.signal === undefined ? {} : { signal: options.signal },
-      );
+      if (this.#options.shared === undefined) {
+        await this.#options.sink.setUsers(
+          await this.serverUsers(),
+          options.signal === undefined ? {} : { signal: options.signal },
+        );
+      }
     } catch (error) {
       // Staged again, so the next commit retries it.
       this.#dirty = true;

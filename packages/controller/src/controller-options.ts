@@ -25,6 +25,13 @@ export interface ControllerOptions {
   readonly sink: UsersSink;
   /** The users the broker does not issue but keeps in the list (`mesh up`'s principals). */
   readonly staticUsers: () => Promise<readonly ServerUser[]>;
+  /**
+   * A bus the mesh does not own (`mesh up --bus`), with the one login its operator gave: there is
+   * no users list to write, and every credential issued is that login (the controller's own)
+   * under its principal's name and inbox. The bus then holds the mesh's processes to what that
+   * login may do, not to each principal's grants.
+   */
+  readonly sharedLogin?: boolean;
   /** The bus urls issued credentials name; the controller's own credential's by default. */
   readonly servers?: readonly string[];
   /** The artifact store sources are routed through; `mesh-artifacts` by default. */

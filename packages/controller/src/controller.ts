@@ -117,6 +117,9 @@ export class Controller implements AsyncDisposable {
       sink: options.sink,
       staticUsers: options.staticUsers,
       servers: options.servers ?? credential.servers,
+      ...(options.sharedLogin === true
+        ? { shared: { user: credential.user, password: credential.password } }
+        : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
       ...(credential.ca === undefined ? {} : { ca: credential.ca }),
       grants: await KvBucket.open(bus, Bucket.grants),

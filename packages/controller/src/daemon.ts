@@ -19,6 +19,8 @@ export interface DaemonOptions {
   readonly credential?: string;
   /** The bus server's folder; `<root>/bus` by default. */
   readonly busDir?: string;
+  /** A bus the mesh does not own: no users list, every credential the controller's login. */
+  readonly sharedLogin?: boolean;
   /** How long a stop may take before the process gives up on a clean one; default 10 s. */
   readonly graceMs?: number;
   readonly log?: (line: string) => void;
@@ -52,7 +54,9 @@ export async function runControllerDaemon(options: DaemonOptions): Promise<void>
       bus,
       dir: paths.dir,
       sink: serverFolderSink(paths.bus),
-      staticUsers: () => readStaticUsers(paths.users),
+      staticUsers: () =>
+        options.sharedLogin === true ? Promise.resolve([]) : readStaticUsers(paths.users),
+      ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
       log,
     });
     const stop = (): void => {

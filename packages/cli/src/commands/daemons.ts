@@ -19,10 +19,15 @@ export function registerDaemonVerbs(program: Command): void {
       .option(
         "--credential <file>",
         "the controller's credential (default <root>/credentials/controller.json)",
+      )
+      .option(
+        "--shared-login",
+        "the bus is not the mesh's own (mesh up --bus): write no users list, issue the controller's login",
       ),
-    async (options: { root: string; credential?: string }) => {
+    async (options: { root: string; credential?: string; sharedLogin?: boolean }) => {
       await runControllerDaemon({
         root: options.root,
+        ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
         ...(options.credential === undefined ? {} : { credential: options.credential }),
         signal: stopOnSignals(),
       });

@@ -10,13 +10,11 @@ import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
-import { z } from "zod";
-import { ErrorCode, MeshError, Principal, checkNodeName, isName } from "@mesh/protocol";
-import { EmbeddedServer, FULL_PERMISSIONS, MeshBus, ensureLayout, findServer } from "@mesh/bus";
-import { assignerGrant, deliveryGrant, mcpGrant, operatorGrant } from "@mesh/core";
-import { serverUsersOnDisk } from "@mesh/controller";
+import { Principal, checkNodeName, isName } from "@mesh/protocol";
+import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
-import { BusKeeper } from "../up/bus-keeper.js";
+import { clusterSize } from "../up/bus-shape.js";
+import { readState, startUpBus, type UpBus } from "../up/up-bus.js";
 import { Children } from "../up/children.js";
 import { CLI_MAIN } from "../shipped.js";
 import { ensureHostCredential } from "../up/local-node.js";
@@ -27,8 +25,7 @@ import {
   registerAndAssignEverywhere,
 } from "../up/modules.js";
 import { waitHealthy } from "../up/wait-healthy.js";
-import { ensurePrincipals } from "../principals.js";
-import { lockRoot, readJson, rootPaths, writeJson, type RootPaths } from "../mesh-root.js";
+import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, portNumber } from "../verb.js";
 import { machineArgs, machineOptions, type MachineOptions } from "./host.js";
@@ -37,6 +34,14 @@ export interface UpOptions extends MachineOptions {
   readonly root: string;
   readonly node?: string;
   readonly port?: number;
+  /** Run N servers in a cluster (N ≥ 3) instead of one. */
+  readonly cluster?: number;
+  /** A foreign bus's urls, comma-separated: the mesh runs no server of its own. */
+  readonly bus?: string;
+  /** The login the foreign bus's operator gave the mesh. */
+  readonly busCredential?: string;
+  /** Allow a bus beyond loopback without TLS. */
+  readonly insecure?: boolean;
   readonly json?: boolean;
   readonly exitWhenReady?: boolean;
   /** Also register and assign the examples, and wait until they are healthy. */
@@ -51,10 +56,6 @@ export interface UpOptions extends MachineOptions {
   readonly demoTimeoutMs?: number;
 }
 
-/** What a root remembers between runs, so a second `mesh up` comes back the same. */
-const RootState = z.object({ node: z.string(), port: z.number().int() }).strict();
-type RootState = z.infer<typeof RootState>;
-
 export const DEFAULT_BUS_PORT = 4222;
 
 export async function up(options: UpOptions): Promise<ExitCode> {
@@ -64,7 +65,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   const log = (line: string) => {
     if (options.json !== true) process.stderr.write(`mesh up: ${line}\n`);
   };
-  let keeper: BusKeeper | undefined;
+  let upBus: UpBus | undefined;
   let bus: MeshBus | undefined;
   let operatorBus: MeshBus | undefined;
   let view: View | undefined;
@@ -79,53 +80,22 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   try {
     const previous = await readState(paths);
     const node = checkNodeName(options.node ?? previous?.node ?? nodeFromHostname());
-    const binary = await findServer({ signal: stopping.signal });
-    const port = options.port ?? previous?.port ?? (await pickPort());
-    const url = `nats://127.0.0.1:${port}`;
-
-    // The mesh's own service principals, issued here because the controller cannot issue its own
-    // credential and these run on this machine only; hosts and modules get theirs from the
-    // controller's broker (docs/decisions/0050-mesh-up-principals.md).
-    const principals = await ensurePrincipals(paths, {
+    const started = await startUpBus({
+      paths,
       node,
-      servers: [url],
-      principals: [
-        { principal: Principal.controller, permissions: FULL_PERMISSIONS },
-        { principal: Principal.operator, permissions: operatorGrant({ node }) },
-        { principal: Principal.assigner, permissions: assignerGrant({ node }) },
-        { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
-        // `mesh mcp`'s: discovers and calls tools, nothing else (docs/mcp.md).
-        { principal: Principal.mcp, permissions: mcpGrant({ node }) },
-      ],
+      previous,
+      ...pick(options, "port"),
+      ...pick(options, "cluster"),
+      ...pick(options, "bus"),
+      ...pick(options, "busCredential"),
+      ...pick(options, "insecure"),
+      pickPort,
+      say: log,
+      signal: stopping.signal,
     });
-    log(`starting nats-server ${binary.version} on ${url}`);
-    // Every start, the first and each restart after the server died, runs the users list as it
-    // stands on disk: mesh up's principals and every user the broker issued, so no host, runtime
-    // or module is refused while the controller catches up.
-    keeper = await BusKeeper.start(
-      {
-        start: async (signal) =>
-          EmbeddedServer.start({
-            dir: paths.bus,
-            port,
-            users: await serverUsersOnDisk(join(paths.root, "controller"), principals.users),
-            binary,
-            serverName: `mesh-${node}`,
-            signal,
-          }),
-        say: log,
-      },
-      stopping.signal,
-    );
-    const server = keeper.server;
-    await writeJson(paths.state, { node, port } satisfies RootState);
-
-    const credentialOf = (principal: string) => {
-      const found = principals.credentials.get(principal);
-      if (found === undefined)
-        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
-      return found;
-    };
+    upBus = started;
+    const { urls } = started;
+    const credentialOf = (principal: string) => started.credentialOf(principal);
     const controller = credentialOf(Principal.controller);
     const operator = credentialOf(Principal.operator);
     bus = await MeshBus.connect(controller.credential, {
@@ -135,6 +105,9 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     const layout = await ensureLayout(bus, { signal: stopping.signal });
     log(
       `bus layout: ${layout.created.length} created` +
+        (layout.replicas === undefined
+          ? ""
+          : ` with ${layout.replicas} cop${layout.replicas === 1 ? "y" : "ies"} each`) +
         (layout.found.length > 0 ? `, ${layout.found.length} found from an earlier run` : ""),
     );
 
@@ -142,7 +115,10 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     let viewUrl: string | undefined;
     if (options.busOnly !== true) {
       const cli = (...args: string[]) => [process.execPath, CLI_MAIN, ...args];
-      await children.start({ name: "controller", argv: cli("controller", "--root", paths.root) });
+      await children.start({
+        name: "controller",
+        argv: cli("controller", "--root", paths.root, ...started.controllerArgs),
+      });
       for (const daemon of ["indexer", "builder", "assigner"] as const) {
         const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
         await children.start({
@@ -158,15 +134,19 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       const registering = { by, signal: stopping.signal, say: log };
       if (options.runtime !== false)
         await registerAndAssignEverywhere(operatorBus, NODE_TOOLS_SOURCE, registering);
-      await ensureHostCredential({
-        operator: operatorBus,
-        node,
-        servers: [url],
-        root: paths.root,
-        credentialFile: hostCredential,
-        signal: stopping.signal,
-        say: log,
-      });
+      if (started.hostCredential !== undefined) {
+        await writeCredential(hostCredential, started.hostCredential);
+      } else {
+        await ensureHostCredential({
+          operator: operatorBus,
+          node,
+          servers: urls,
+          root: paths.root,
+          credentialFile: hostCredential,
+          signal: stopping.signal,
+          say: log,
+        });
+      }
       await children.start({
         name: "host",
         argv: cli(
@@ -211,14 +191,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     const report = {
       root: paths.root,
       node,
-      bus: {
-        url,
-        pid: server.pid,
-        version: server.version,
-        config: server.configPath,
-        log: server.logPath,
-        store: server.storeDir,
-      },
+      bus: busReport(started),
       credentials: {
         operator: operator.path,
         controller: controller.path,
@@ -249,8 +222,8 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     await children.stop();
     await operatorBus?.close().catch(() => undefined);
     await bus?.close().catch(() => undefined);
-    if (keeper !== undefined) {
-      await keeper.stop();
+    if (upBus !== undefined) {
+      await upBus.stop();
       log("stopped");
     }
     await release();
@@ -259,7 +232,11 @@ export async function up(options: UpOptions): Promise<ExitCode> {
 
 function printReady(
   report: {
-    bus: { url: string; pid: number; log: string; store: string };
+    bus: {
+      urls: readonly string[];
+      store?: string;
+      servers: readonly { url: string; pid: number }[];
+    };
     credentials: { operator: string };
     processes: Record<string, number>;
     view?: string;
@@ -274,9 +251,15 @@ function printReady(
     "",
     "The mesh is up.",
     ...(report.view === undefined ? [] : [`  view        ${report.view}`]),
-    `  bus         ${report.bus.url} (nats-server, pid ${report.bus.pid})`,
+    ...(report.bus.servers.length === 0
+      ? [`  bus         ${report.bus.urls.join(",")} (not the mesh's own)`]
+      : report.bus.servers.map(
+          (s, i, all) =>
+            `  ${i === 0 ? "bus" : ""}`.padEnd(14) +
+            `${s.url} (nats-server, pid ${s.pid}${all.length > 1 ? `, server ${i + 1} of ${all.length}` : ""})`,
+        )),
     ...Object.entries(report.processes).map(([name, pid]) => `  ${name.padEnd(11)} pid ${pid}`),
-    `  data        ${report.bus.store}`,
+    ...(report.bus.store === undefined ? [] : [`  data        ${report.bus.store}`]),
     `  logs        ${report.logs}`,
     `  operator    ${report.credentials.operator}  (mode 0600; verbs find it through --root)`,
     "",
@@ -294,18 +277,29 @@ function printReady(
   process.stdout.write(lines.join("\n"));
 }
 
-async function readState(paths: RootPaths): Promise<RootState | undefined> {
-  const raw = await readJson(paths.state);
-  if (raw === undefined) return undefined;
-  const parsed = RootState.safeParse(raw);
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_VALUE,
-      `${paths.state} is not what mesh up wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); fix or remove it (the bus data stays)`,
-      { path: paths.state },
-    );
-  }
-  return parsed.data;
+/** Where the bus is, for the report: each server the mesh runs, or the foreign bus's urls. */
+function busReport(upBus: UpBus) {
+  const servers = upBus.local?.servers ?? [];
+  const first = servers[0];
+  return {
+    url: upBus.urls[0] ?? "",
+    urls: upBus.urls,
+    foreign: upBus.local === undefined,
+    servers: servers.map((s) => ({ url: s.url, pid: s.pid, log: s.logPath, store: s.storeDir })),
+    ...(first === undefined
+      ? {}
+      : {
+          pid: first.pid,
+          version: first.version,
+          config: first.configPath,
+          log: first.logPath,
+          store: first.storeDir,
+        }),
+  };
+}
+
+function pick<K extends keyof UpOptions>(options: UpOptions, key: K): Pick<UpOptions, K> {
+  return (options[key] === undefined ? {} : { [key]: options[key] }) as Pick<UpOptions, K>;
 }
 
 /** The machine's name as a node name: lowercased, with anything else turned into `-`. */
@@ -349,6 +343,21 @@ export function registerUpVerb(program: Command): void {
           "the bus's client port (default: 4222, or a free one)",
         ).argParser(portNumber("--port")),
       )
+      .addOption(
+        new Option(
+          "--cluster <servers>",
+          "run this many nats-servers (3 or more) in a JetStream cluster, every stream with 3 copies",
+        ).argParser(clusterSize),
+      )
+      .option(
+        "--bus <urls>",
+        "run on a bus that already exists (nats://a:4222,nats://b:4222), with --bus-credential",
+      )
+      .option(
+        "--bus-credential <file>",
+        "the login (JSON: user, password; fingerprint and ca to pin TLS) the bus's operator gave the mesh",
+      )
+      .option("--insecure", "allow a bus beyond this machine without TLS")
       .option("--json", "print where everything is as JSON")
       .option(
         "--demo",

@@ -11,7 +11,12 @@ import { Bucket, Env, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { MESH_MAIN } from "./run-mesh.js";
 
 export interface UpReport {
-  readonly bus: { readonly url: string; readonly pid: number };
+  readonly bus: {
+    readonly url: string;
+    readonly pid: number;
+    /** Every server, in order (one, or each of a cluster's). */
+    readonly servers: readonly { readonly url: string; readonly pid: number }[];
+  };
   readonly processes: Readonly<Record<string, number>>;
   readonly credentials: { readonly operator: string };
 }
@@ -47,13 +52,24 @@ export class DemoMesh {
   #report: UpReport | undefined;
 
   readonly #demo: boolean;
+  readonly #args: readonly string[];
 
-  /** `demo: false` runs the mesh with only `node-tools`, as `mesh up` without `--demo` does. */
-  constructor(options: { root: string; port: number; node: string; demo?: boolean }) {
+  /**
+   * `demo: false` runs the mesh with only `node-tools`, as `mesh up` without `--demo` does;
+   * `args` are more of `mesh up`'s options (`--cluster 3`).
+   */
+  constructor(options: {
+    root: string;
+    port: number;
+    node: string;
+    demo?: boolean;
+    args?: readonly string[];
+  }) {
     this.root = options.root;
     this.port = options.port;
     this.node = options.node;
     this.#demo = options.demo ?? true;
+    this.#args = options.args ?? [];
   }
 
   /** Starts `mesh up [--demo]` and resolves once it says the mesh (and the demo) is up. */
@@ -63,7 +79,10 @@ export class DemoMesh {
       [
         MESH_MAIN,
         ...["up", ...(this.#demo ? ["--demo"] : []), "--json", "--root", this.root],
-        ...["--port", String(this.port), "--node", this.node],
+        // Port 0: none given (a foreign bus, `--bus`, has no port of the mesh's).
+        ...(this.port === 0 ? [] : ["--port", String(this.port)]),
+        ...["--node", this.node],
+        ...this.#args,
       ],
       {
         stdio: ["ignore", "pipe", "pipe"],

@@ -1,0 +1,235 @@
+/**
+ * The bus a `mesh up` runs on, and the credentials of the mesh's own principals for it:
+ * - its own: one nats-server, or `--cluster N` of them (local-bus.ts), under the users list the
+ *   mesh writes;
+ * - a foreign one (`--bus URLS --bus-credential FILE`): a bus someone else runs, reached with the
+ *   one login its operator gave. The mesh writes no users list there: every process of the mesh
+ *   speaks as that login, under its own principal's name and inbox.
+ * The root remembers which (`mesh.json`), so a second `mesh up` comes back the same.
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import { ErrorCode, MeshError, Principal, type Credential } from "@mesh/protocol";
+import { FULL_PERMISSIONS, findServer, writeCredential } from "@mesh/bus";
+import { assignerGrant, deliveryGrant, mcpGrant, operatorGrant } from "@mesh/core";
+import { serverUsersOnDisk } from "@mesh/controller";
+import { ensurePrincipals, type PrincipalSpec } from "../principals.js";
+import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
+import { busShape } from "./bus-shape.js";
+import { checkForeignUrls, readBusLogin, FOREIGN_LOGIN_FILE } from "./foreign-bus.js";
+import { LocalBus } from "./local-bus.js";
+
+/** What a root remembers between runs. */
+export const RootState = z
+  .object({
+    node: z.string(),
+    /** The (first) server's client port; 0 on a foreign bus. */
+    port: z.number().int(),
+    /** With `--cluster N`: every server's client and route port. */
+    cluster: z
+      .object({ ports: z.array(z.number().int()), routePorts: z.array(z.number().int()) })
+      .strict()
+      .optional(),
+    /** With `--bus`: the foreign bus's urls (its login is kept in credentials/bus.json). */
+    bus: z
+      .object({ servers: z.array(z.string()).min(1) })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type RootState = z.infer<typeof RootState>;
+
+export interface UpBusOptions {
+  readonly paths: RootPaths;
+  readonly node: string;
+  readonly previous: RootState | undefined;
+  readonly port?: number;
+  readonly cluster?: number;
+  /** `--bus`: comma-separated urls of a foreign bus. */
+  readonly bus?: string;
+  readonly busCredential?: string;
+  readonly insecure?: boolean;
+  readonly pickPort: () => Promise<number>;
+  readonly say: (line: string) => void;
+  readonly signal: AbortSignal;
+}
+
+/** A principal's credential file and content. */
+export interface PrincipalCredential {
+  readonly path: string;
+  readonly credential: Credential;
+}
+
+export interface UpBus {
+  /** Every server's url, as the credentials name them. */
+  readonly urls: readonly string[];
+  /** The servers the mesh runs (none on a foreign bus). */
+  readonly local: LocalBus | undefined;
+  /** Options the controller is started with beside `--root`. */
+  readonly controllerArgs: readonly string[];
+  /** The host's credential, when the bus gives it without a join (a foreign bus). */
+  readonly hostCredential: Credential | undefined;
+  credentialOf(principal: string): PrincipalCredential;
+  stop(): Promise<void>;
+}
+
+/** The mesh's own service principals: `mesh up` issues them, the broker issues the rest. */
+export function upPrincipals(node: string): PrincipalSpec[] {
+  return [
+    { principal: Principal.controller, permissions: FULL_PERMISSIONS },
+    { principal: Principal.operator, permissions: operatorGrant({ node }) },
+    { principal: Principal.assigner, permissions: assignerGrant({ node }) },
+    { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
+    // `mesh mcp`'s: discovers and calls tools, nothing else (docs/mcp.md).
+    { principal: Principal.mcp, permissions: mcpGrant({ node }) },
+  ];
+}
+
+/** Starts (or reaches) the bus and makes the principals' credentials for it. */
+export async function startUpBus(options: UpBusOptions): Promise<UpBus> {
+  const { previous } = options;
+  const foreign = options.bus !== undefined || previous?.bus !== undefined;
+  if (foreign) {
+    if (previous !== undefined && previous.bus === undefined) {
+      throw shapeChanged(options.paths, "the mesh's own bus", "a foreign bus (--bus)");
+    }
+    if (
+      previous?.bus !== undefined &&
+      (options.cluster !== undefined || options.port !== undefined)
+    ) {
+      throw shapeChanged(options.paths, "a foreign bus (--bus)", "a bus of its own");
+    }
+    if (previous?.bus === undefined && options.busCredential === undefined) {
+      throw new MeshError(
+        ErrorCode.USAGE,
+        "--bus needs --bus-credential FILE: the login (JSON with user and password) the bus's operator gave the mesh",
+      );
+    }
+    return foreignBus(options);
+  }
+  return localBus(options);
+}
+
+async function localBus(options: UpBusOptions): Promise<UpBus> {
+  const { paths, node, previous, say } = options;
+  const binary = await findServer({ signal: options.signal });
+  const port = options.port ?? previous?.port ?? (await options.pickPort());
+  const shape = await busShape({
+    paths,
+    port,
+    ...(previous === undefined ? {} : { previous }),
+    ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
+  });
+  const urls = (shape.kind === "single" ? [port] : shape.ports).map((p) => `nats://127.0.0.1:${p}`);
+  // Issued here because the controller cannot issue its own credential and these run on this
+  // machine only; hosts and modules get theirs from the controller's broker (decision 0050).
+  const principals = await ensurePrincipals(paths, {
+    node,
+    servers: urls,
+    principals: upPrincipals(node),
+  });
+  say(
+    `starting ${urls.length === 1 ? "nats-server" : `${urls.length} nats-servers in a cluster,`} ` +
+      `${binary.version} on ${urls.join(",")}`,
+  );
+  // Every start, the first and each restart after a server died, runs the users list as it
+  // stands on disk: mesh up's principals and every user the broker issued, so no host, runtime
+  // or module is refused while the controller catches up.
+  const local = await LocalBus.start(
+    {
+      dir: paths.bus,
+      node,
+      shape,
+      binary,
+      users: () => serverUsersOnDisk(join(paths.root, "controller"), principals.users),
+      say,
+    },
+    options.signal,
+  );
+  await writeJson(paths.state, {
+    node,
+    port,
+    ...(shape.kind === "cluster"
+      ? { cluster: { ports: [...shape.ports], routePorts: [...shape.routePorts] } }
+      : {}),
+  } satisfies RootState);
+  return {
+    urls,
+    local,
+    controllerArgs: [],
+    hostCredential: undefined,
+    credentialOf: (principal) => {
+      const found = principals.credentials.get(principal);
+      if (found === undefined) {
+        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
+      }
+      return found;
+    },
+    stop: () => local.stop(),
+  };
+}
+
+async function foreignBus(options: UpBusOptions): Promise<UpBus> {
+  const { paths, node } = options;
+  const kept = join(paths.credentials, FOREIGN_LOGIN_FILE);
+  const login = await readBusLogin(options.busCredential ?? kept, {
+    given: options.busCredential !== undefined,
+  });
+  const urls =
+    options.bus === undefined
+      ? [...(options.previous?.bus?.servers ?? [])]
+      : checkForeignUrls(options.bus, login, options.insecure === true);
+  if (options.busCredential !== undefined) {
+    await writeCredential(kept, { ...login, servers: urls, node, module: "bus" });
+  }
+  const credentials = new Map<string, PrincipalCredential>();
+  for (const principal of [...upPrincipals(node).map((p) => p.principal), Principal.host]) {
+    const credential: Credential = { ...login, servers: urls, node, module: principal };
+    const path = credentialPath(paths, principal);
+    await writeCredential(path, credential);
+    credentials.set(principal, { path, credential });
+  }
+  await writeJson(paths.state, { node, port: 0, bus: { servers: urls } } satisfies RootState);
+  options.say(
+    `on the bus at ${urls.join(",")} as ${login.user}: every process of the mesh speaks as this ` +
+      "one login (the bus holds them to what it may do, not to each module's grants)",
+  );
+  return {
+    urls,
+    local: undefined,
+    controllerArgs: ["--shared-login"],
+    hostCredential: credentials.get(Principal.host)?.credential,
+    credentialOf: (principal) => {
+      const found = credentials.get(principal);
+      if (found === undefined) {
+        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
+      }
+      return found;
+    },
+    stop: () => Promise.resolve(),
+  };
+}
+
+function shapeChanged(paths: RootPaths, was: string, asked: string): MeshError {
+  return new MeshError(
+    ErrorCode.BUS_SHAPE_CHANGED,
+    `the mesh in ${paths.root} runs on ${was}, and was asked for ${asked}; start it as before, ` +
+      "or give the new bus another --root",
+    { path: paths.state },
+  );
+}
+
+/** The root's state, or undefined on a new root. */
+export async function readState(paths: RootPaths): Promise<RootState | undefined> {
+  const raw = await readJson(paths.state);
+  if (raw === undefined) return undefined;
+  const parsed = RootState.safeParse(raw);
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${paths.state} is not what mesh up wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); fix or remove it (the bus data stays)`,
+      { path: paths.state },
+    );
+  }
+  return parsed.data;
+}
