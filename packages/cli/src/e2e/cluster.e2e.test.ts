@@ -68,8 +68,13 @@ describe("mesh up --cluster 3", () => {
         `whole again after ${result.backAfterMs} ms\n`,
     );
     assert.equal(result.lostWrites, 0, "counter's kept total went back");
-    assert.deepEqual(result.changed, [], "what the mesh holds changed");
-    const { ["nats-server"]: servers, ...others } = result.duplicates;
+    assert.deepEqual(
+      result.changed,
+      [],
+      `what the mesh holds changed: ${JSON.stringify(result.changedDetail).slice(0, 4000)}`,
+    );
+    // The runtime may run twice: a spare stands by beside the serving one (process-main.ts).
+    const { ["nats-server"]: servers, runtime: _spare, ...others } = result.duplicates;
     assert.deepEqual(others, {}, "a process of the mesh runs twice");
     assert.ok(servers === undefined || servers <= 3, "more than three servers run");
     await until(

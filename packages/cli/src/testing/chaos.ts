@@ -31,6 +31,8 @@ export interface FaultResult {
   readonly duplicates: Readonly<Record<string, number>>;
   /** Buckets whose content differs afterwards (none expected). */
   readonly changed: readonly string[];
+  /** What each changed bucket held before and after, as JSON, for the failure's message. */
+  readonly changedDetail: Readonly<Record<string, { before: string; after: string }>>;
   /** How far counter's kept total went back (0 expected). */
   readonly lostWrites: number;
 }
@@ -140,6 +142,14 @@ export async function runFault(mesh: DemoMesh, fault: Fault): Promise<FaultResul
     changed: Object.keys(before.buckets).filter(
       (name) => before.buckets[name] !== after.buckets[name],
     ),
+    changedDetail: Object.fromEntries(
+      Object.keys(before.buckets)
+        .filter((name) => before.buckets[name] !== after.buckets[name])
+        .map((name) => [
+          name,
+          { before: before.buckets[name] ?? "", after: after.buckets[name] ?? "" },
+        ]),
+    ),
     lostWrites: Math.max(0, (before.counter ?? 0) - (after.counter ?? 0)),
   };
 }
@@ -168,7 +178,21 @@ async function snapshot(mesh: DemoMesh): Promise<Snapshot> {
   return { buckets, counter: await mesh.counterTotal() };
 }
 
+/**
+ * A bucket's content as JSON. A read that cannot be answered yet is tried again for a while: in a
+ * cluster, a stream whose leader died elects another in 4–8 s (notes/nats.md §5), and listing
+ * its keys needs the leader.
+ */
 async function bucketText(bus: MeshBus, name: Bucket): Promise<string> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const text = await bucketTextOnce(bus, name);
+    if (!text.startsWith("unreadable") || Date.now() > until) return text;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+async function bucketTextOnce(bus: MeshBus, name: Bucket): Promise<string> {
   try {
     const bucket = await KvBucket.open(bus, name);
     const out: Record<string, unknown> = {};
