@@ -22,7 +22,7 @@ const LARGE_MS = 30_000;
 const store = ObjectStore.artifacts;
 const stream = objStreamName(store);
 
-/** Reads the object store: get, info, list (notes/nats.md §1.2 (c)). */
+/** Reads the object store: get, info, list (docs/nats.md §1.2 (c)). */
 const readerGrant: Permissions = {
   publish: {
     allow: [

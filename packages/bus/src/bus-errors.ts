@@ -93,7 +93,7 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
 /**
  * Whether an error is the bus being briefly unable to answer, not a refusal: JetStream's API has
  * no responder for a moment while the server reloads its users list (every grant change does
- * that) or while a cluster elects a stream leader (notes/nats.md §5). The same error also means
+ * that) or while a cluster elects a stream leader (docs/nats.md §5). The same error also means
  * "no such bucket", so retries are bounded.
  */
 export function isTransient(error: unknown): boolean {
@@ -123,7 +123,7 @@ export function isBusTrouble(error: unknown): boolean {
 
 /**
  * Delays between retries of a transient failure: about 6.4 s in all before giving up. A reload
- * on a loaded machine, or a cluster electing a stream leader (4–8 s, notes/nats.md §5), can
+ * on a loaded machine, or a cluster electing a stream leader (4–8 s, docs/nats.md §5), can
  * take longer than the 2.4 s this once was.
  */
 const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 1_600, 1_600, 1_600] as const;

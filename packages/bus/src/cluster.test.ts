@@ -1,5 +1,5 @@
 /**
- * The bus on a real three-server JetStream cluster (notes/nats.md §5): the layout takes the three
+ * The bus on a real three-server JetStream cluster (docs/nats.md §5): the layout takes the three
  * replicas the cluster allows, a users reload keeps every server's `cluster {}` block, and a
  * server killed with SIGKILL under a constant write load loses no acknowledged write.
  */
@@ -107,7 +107,8 @@ describe("a three-server cluster", () => {
             acked.push(key);
             break;
           } catch (error) {
-            // The leader's loss: no responder, or a timeout, for 4–8 s (notes §5); retried.
+            // The leader's loss: no responder, or a timeout, for 4–8 s (docs/nats.md §5);
+            // retried.
             failed += 1;
             if (!isTransient(error) && !/timeout/i.test((error as Error).message)) throw error;
             if (stop) return;

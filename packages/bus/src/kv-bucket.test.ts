@@ -13,7 +13,7 @@ import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
 
-// The server answers a violation within milliseconds (notes/nats.md §1.3); a hang shows up as
+// The server answers a violation within milliseconds (docs/nats.md §1.3); a hang shows up as
 // the deadline's TIMEOUT instead of the code the test expects.
 const PROMPT_MS = 2_000;
 const WAIT_MS = 5_000;
@@ -23,7 +23,7 @@ type Value = z.infer<typeof Value>;
 
 /**
  * Read, watch, check and write one bucket opened with `{allow_direct: true}`, as KvBucket opens
- * it (notes/nats.md §1.2 (a) and (b)).
+ * it (docs/nats.md §1.2 (a) and (b)).
  */
 function bucketGrant(bucket: string): string[] {
   const stream = kvStreamName(bucket);

@@ -79,7 +79,7 @@ describe("ensureLayout", () => {
     const jsm = await jetstreamManager(admin.nc);
     const have = await jsm.streams.info(kvStreamName(Bucket.have));
     assert.equal(have.config.max_msgs_per_subject, BucketSpec[Bucket.have].history);
-    // Gets by key in the subject, which the credentials are granted (notes/nats.md §1.2).
+    // Gets by key in the subject, which the credentials are granted (docs/nats.md §1.2).
     assert.equal(have.config.allow_direct, true);
     const conditions = await jsm.streams.info(Stream.conditions);
     assert.deepEqual(conditions.config.subjects, [...StreamSpec[Stream.conditions].subjects]);

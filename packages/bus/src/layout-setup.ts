@@ -1,7 +1,7 @@
 /**
  * Creates every bucket, stream and the object store of the layout. Only the controller's (admin)
- * credential may do this: no other credential is granted stream creation (DESIGN.md, the three
- * facts). Idempotent: what exists is found and left as it is.
+ * credential may do this: no other credential is granted stream creation (docs/design.md, "What the
+ * bus enforces"; docs/nats.md §1.2 (f)). Idempotent: what exists is found and left as it is.
  *
  * Each is created with the replicas the bus allows: up to {@link MAX_REPLICAS}, fewer when the
  * bus says it has fewer servers for them (one server: 1; see replicas.ts).

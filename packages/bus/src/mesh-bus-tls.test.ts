@@ -26,7 +26,7 @@ interface Certificate {
 }
 
 /**
- * A self-signed certificate as notes/nats.md §4 makes it: the SAN names localhost too, because
+ * A self-signed certificate as docs/nats.md §4 makes it: the SAN names localhost too, because
  * the client verifies a connection to an IP address against "localhost".
  */
 async function selfSigned(dir: string, name: string): Promise<Certificate> {

@@ -5,7 +5,7 @@ import { MeshBus, type BusMessage } from "./mesh-bus.js";
 import { flush } from "./publish.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
 
-// The server answers a violation within milliseconds (notes/nats.md §1.3).
+// The server answers a violation within milliseconds (docs/nats.md §1.3).
 const PROMPT_MS = 2_000;
 
 /** Its own inbox and its own notices subject; may publish only on the latter. */

@@ -226,7 +226,7 @@ const RETRY_MAX_MS = 2_000;
  * The TLS errors that say the server's certificate does not verify against the trusted
  * authorities. With a pin, the pinned certificate is the authority (`ca`), so these mean the
  * server presented another certificate: Node checks the identity, and so the pin, only after the
- * chain verified (notes/nats.md §4).
+ * chain verified (docs/nats.md §4).
  */
 const UNTRUSTED_CERTIFICATE = new Set([
   "DEPTH_ZERO_SELF_SIGNED_CERT",
@@ -250,7 +250,7 @@ async function connectOnce(
       ? undefined
       : {
           // Node checks the identity only after the chain verifies, so the pinned certificate
-          // must also be the trusted authority (notes/nats.md §4): never rejectUnauthorized:false.
+          // must also be the trusted authority (docs/nats.md §4): never rejectUnauthorized:false.
           ...(credential.ca === undefined ? {} : { ca: credential.ca }),
           checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined => {
             if (cert.fingerprint256 === credential.fingerprint) return undefined;

@@ -2,7 +2,7 @@
  * Plain publishes: a message to a subject, with no answer expected. Used for notices
  * (`mesh.provision.<node>.changed`) and for process output (`mesh.logs.<node>.<module>`, which a
  * stream captures). A publish the credential is not granted is not thrown by the server; it
- * surfaces as an `error` event on `MeshBus.events()` (notes/nats.md §1.3).
+ * surfaces as an `error` event on `MeshBus.events()` (docs/nats.md §1.3).
  */
 import { MeshError, ErrorCode } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";

@@ -56,7 +56,7 @@ function fewerReplicas(error: unknown): boolean {
 
 /**
  * Resolves once JetStream answers its API (`$JS.API.INFO`, which only an admin credential is
- * granted). A cluster that has just started has no meta leader for about 5 s (notes/nats.md §5)
+ * granted). A cluster that has just started has no meta leader for about 5 s (docs/nats.md §5)
  * and its API does not answer meanwhile; a single server answers at once. Throws
  * JETSTREAM_UNAVAILABLE when it has not answered within `timeoutMs` (default 60 s).
  */

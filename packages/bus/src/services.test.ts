@@ -15,7 +15,10 @@ const fail = toolSubject("n1", "alpha", "fail");
 const quiet = toolSubject("n1", "alpha", "quiet");
 const big = toolSubject("n1", "alpha", "big");
 
-/** Serves alpha's tools with `$SRV` discovery and may publish nothing but replies (notes §1.2 (d)). */
+/**
+ * Serves alpha's tools with `$SRV` discovery and may publish nothing but replies
+ * (docs/nats.md §1.2 (d)).
+ */
 const serverGrant: Permissions = {
   publish: {},
   subscribe: {
@@ -30,7 +33,7 @@ const serverGrant: Permissions = {
   allowResponses: true,
 };
 
-/** Calls alpha's tools (notes §1.2 (e)). */
+/** Calls alpha's tools (docs/nats.md §1.2 (e)). */
 const caller: Permissions = {
   publish: { allow: ["mesh.tools.n1.alpha.>"] },
   subscribe: { allow: [`${inboxPrefix("n1", "beta")}.>`] },

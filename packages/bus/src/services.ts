@@ -4,7 +4,7 @@
  *
  * Every handler accepts only requests whose subject is its own and whose reply subject is an
  * inbox. Whoever may create a JetStream consumer can have the server deliver a stored message
- * into any subject with an exact subscriber (notes/nats.md §1.4.3); such a delivery keeps the
+ * into any subject with an exact subscriber (docs/nats.md §1.4.3); such a delivery keeps the
  * stream's subject and has a `$JS.ACK` reply, so it is rejected here and the handler never runs.
  */
 import { headers as natsHeaders, type Msg } from "@nats-io/nats-core";

@@ -1,5 +1,5 @@
 /**
- * How every verb finds its mesh (DESIGN.md "Operators"): a credential file named by
+ * How every verb finds its mesh (docs/design.md "Operators"): a credential file named by
  * `--credential FILE` or `MESH_CREDENTIAL`, else the operator's credential that `mesh up` keeps
  * under `--root` (default `./.mesh`) at `<root>/credentials/operator.json`.
  */

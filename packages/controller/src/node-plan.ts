@@ -190,7 +190,7 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
   };
 }
 
-/** The values the mesh derives for a module (DESIGN.md "The host": bound). */
+/** The values the mesh derives for a module (docs/design.md "The host": bound). */
 function boundValues(
   node: string,
   m: Manifest,

@@ -49,7 +49,7 @@ const owners = { counter, board };
 const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
 const hears = (p: Permissions, subject: string): boolean => isAllowed(p, "subscribe", subject);
 
-/** The exact subjects the v3 client sends (notes §1.1), for a bucket opened with allow_direct. */
+/** The exact subjects the v3 client sends (docs/nats.md §1.1), for a bucket with allow_direct. */
 const kv = {
   get: (bucket: string, key: string) => `$JS.API.DIRECT.GET.KV_${bucket}.$KV.${bucket}.${key}`,
   getByRevision: (bucket: string) => `$JS.API.DIRECT.GET.KV_${bucket}`,

@@ -1,12 +1,12 @@
 /**
- * Each credential's bus permissions, derived from the manifests and the layout (DESIGN.md
+ * Each credential's bus permissions, derived from the manifests and the layout (docs/design.md
  * "Credentials and the broker"). Pure: the broker calls these with what it read off the bus and
  * writes the result into the bus's user list.
  *
  * A module is granted what its manifest declares and nothing else: its own states read-write, the
  * states it reads (only where their owner keeps them readable), the tools it calls, its
- * conditions, its keeps and its inbox. The mesh's own principals get what their part of DESIGN.md
- * needs; the controller alone is admin. The reasons for each list are in
+ * conditions, its keeps and its inbox. The mesh's own principals get what their part of
+ * docs/design.md needs; the controller alone is admin. The reasons for each list are in
  * docs/decisions/0020-permissions.md.
  */
 import {
@@ -169,7 +169,7 @@ export function moduleGrant(input: {
  * Module code runs inside the runtime and reaches the bus only through it (its worker has no
  * connection of its own), so the runtime also holds what each served module declares: its states,
  * reads, calls, conditions and keeps, as {@link moduleGrant} derives them. The bus cannot tell
- * those modules apart on one connection; the runtime does, by which worker asked (DESIGN.md
+ * those modules apart on one connection; the runtime does, by which worker asked (docs/design.md
  * "The runtime").
  *
  * `modules` may be every manifest wanted on the node: only modules with a tools bundle (one that
@@ -215,7 +215,7 @@ export function runtimeGrant(input: {
   };
 }
 
-/** A bundle with `loads` is a tools bundle (DESIGN.md "Manifests"). */
+/** A bundle with `loads` is a tools bundle (docs/design.md "Manifests"). */
 const hasTools = (manifest: Pick<Manifest, "bundles">): boolean =>
   manifest.bundles.some((bundle) => (bundle.loads?.length ?? 0) > 0);
 
@@ -386,11 +386,12 @@ export function hostGrant(input: { readonly node: string }): Permissions {
 
 /**
  * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
- * secrets (sealed with the vault's key: only the controller can use them); writes what DESIGN.md
- * says the operator writes (assignments, puts, retries, answers, config) and registrations (`mesh-modules`:
- * the CLI checks the manifest itself and registers it directly, see docs/decisions/0020); calls
- * every tool and discovers every service; reads the conditions and logs streams; asks the
- * controller for join tokens and to set secrets. Creates and deletes no stream or bucket.
+ * secrets (sealed with the vault's key: only the controller can use them); writes what
+ * docs/design.md says the operator writes (assignments, puts, retries, answers, config) and
+ * registrations (`mesh-modules`: the CLI checks the manifest itself and registers it directly, see
+ * docs/decisions/0020); calls every tool and discovers every service; reads the conditions and logs
+ * streams; asks the controller for join tokens and to set secrets. Creates and deletes no stream or
+ * bucket.
  *
  * The operator's connections use NATS's default inbox, not `_INBOX.<node>.operator`, so stock
  * tools (`nats kv ls`, `nats micro ls`, `nats req`) work with the operator's context as written
@@ -428,9 +429,9 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 }
 
 /**
- * The assigner (seeds/003): it watches every bucket a pass reads (have with its history, the
- * manifests for their keys and read by digest) and its own, writes wants, compositions,
- * differences and asks, says conditions (and reads its own back) and what it keeps.
+ * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its
+ * history, the manifests for their keys and read by digest) and its own, writes wants,
+ * compositions, differences and asks, says conditions (and reads its own back) and what it keeps.
  */
 export function assignerGrant(input: { readonly node: string }): Permissions {
   const reads: readonly Bucket[] = [
@@ -492,7 +493,7 @@ export function deliveryGrant(input: { readonly node: string }): Permissions {
  * composes, keeps the vault, and answers joins. It is the only credential that may create,
  * update or delete streams (`$JS.API.STREAM.CREATE/UPDATE/DELETE`): a stream's subjects are not
  * checked against its creator's permissions, so anyone else holding these could capture any
- * subject (notes §1.2 (f)).
+ * subject (docs/nats.md §1.2 (f)).
  */
 export function controllerGrant(): Permissions {
   return { publish: { allow: [EVERYTHING] }, subscribe: { allow: [EVERYTHING] } };

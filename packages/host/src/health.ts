@@ -1,6 +1,6 @@
 /**
- * A module's health from what the host knows of it (DESIGN.md "The host"): pure, so the rule is
- * tested as a table.
+ * A module's health from what the host knows of it (docs/design.md "The host"): pure, so the
+ * rule is tested as a table.
  *
  * - `failing`: its last apply failed (bad digest, refused archive, missing bundle, a need that
  *   could not be written), one of its processes exited `failingExits` times within the window,

@@ -245,7 +245,7 @@ describe("provision asks", () => {
 
   test("an ask that arrives as a JetStream delivery is rejected before it is answered", async () => {
     // Whoever may create a consumer can have JetStream deliver into any subject with an exact
-    // subscriber (notes/nats.md §1.4.3): here a stored config entry, into the provision subject.
+    // subscriber (docs/nats.md §1.4.3): here a stored config entry, into the provision subject.
     await setConfig("app.forged", { module: "app", kind: "config", key: "greeting" });
     const created = (await request(
       bus.admin,

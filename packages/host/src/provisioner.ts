@@ -1,5 +1,5 @@
 /**
- * The provisioner client's answers (DESIGN.md "The host"): what a module composed on this node
+ * The provisioner client's answers (docs/design.md "The host"): what a module composed on this node
  * may ask of kind `config` (its declared key: the default, overridden by the mesh-wide value,
  * overridden by this node's value) and `bound` (what the composition derives for it, and the bus
  * urls). `secret` is refused: secrets reach a module as files. Anything about a module not

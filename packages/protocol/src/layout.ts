@@ -6,7 +6,7 @@
 import { ErrorCode, MeshError } from "./errors.js";
 import { ALL_NODES, checkName, isName, type NameKind } from "./names.js";
 
-/** Every key-value bucket of the layout (DESIGN.md "The bus layout"). */
+/** Every key-value bucket of the layout (docs/design.md "The bus layout"). */
 export const Bucket = {
   modules: "mesh-modules",
   candidates: "mesh-candidates",

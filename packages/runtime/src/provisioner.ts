@@ -1,6 +1,6 @@
 /**
- * A module's values, asked of the node's provisioner client (DESIGN.md "The runtime",
- * seeds/001): `config` and `bound` are asked *as the module whose worker asked*, a name the
+ * A module's values, asked of the node's provisioner client (docs/design.md "The runtime"):
+ * `config` and `bound` are asked *as the module whose worker asked*, a name the
  * runtime holds for that worker and never one the code sent; `secret` is refused here and never
  * asked. A watch hands the current value, then each change, then a refusal when the value stops
  * being answered; one subscription to the client's change notices serves every watch.

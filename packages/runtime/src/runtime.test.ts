@@ -265,7 +265,7 @@ describe("the runtime", () => {
 
   test("a JetStream delivery into a tool subject is rejected and the handler never runs", async () => {
     // alpha's own process may create consumers on its own state; it makes one deliver into
-    // beta's echo endpoint (queue group q, as NATS services subscribe), notes/nats.md §1.4.3.
+    // beta's echo endpoint (queue group q, as NATS services subscribe), docs/nats.md §1.4.3.
     await using alphaProcess = await MeshBus.connect(
       credentialFor(bus.server, ALPHA_PROCESS, { node: NODE, module: "alpha" }),
     );

@@ -1,6 +1,6 @@
 /**
  * The runtime started before its host has read the node's composition, then provision through
- * the real host's client (DESIGN.md "One change, end to end", step 10 without the controller):
+ * the real host's client (docs/design.md "One change, end to end", step 10 without the controller):
  * the module's load is refused until the host answers, is restarted, and serves; config set
  * mesh-wide and for the node reaches the watching module; taking the module off the node ends
  * its watch's values with the host's reason.

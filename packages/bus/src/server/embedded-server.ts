@@ -100,7 +100,7 @@ const DEFAULT_START_TIMEOUT_MS = 30_000;
 const DEFAULT_RELOAD_TIMEOUT_MS = 10_000;
 const DEFAULT_GRACE_MS = 5_000;
 
-// What nats-server 2.9.10 logs (verified): see notes/nats.md §2.
+// What nats-server 2.9.10 logs (verified): see docs/nats.md §2.
 const READY_LINE = "Server is ready";
 const LISTENING = /Listening for client connections on (\S+):(\d+)\s*$/;
 const RELOADED_LINE = "Reloaded server configuration";

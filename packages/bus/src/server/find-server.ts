@@ -1,7 +1,7 @@
 /**
  * Finds the `nats-server` binary the embedded server runs, and reads its version.
  *
- * The order is the one DESIGN.md gives: `MESH_NATS_SERVER`, then PATH, then `/usr/sbin`
+ * The order is the one docs/design.md gives: `MESH_NATS_SERVER`, then PATH, then `/usr/sbin`
  * (Debian's package installs the binary there, and /usr/sbin is not on an ordinary user's PATH).
  */
 import { execFile } from "node:child_process";

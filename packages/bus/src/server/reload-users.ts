@@ -4,7 +4,7 @@
  * what this needs: the options the config was rendered from (`nats-server.options.json`, written
  * at start), the pid file, and the log the starting process appends the server's output to.
  *
- * The reload is the one notes/nats.md §2 verified: rewrite the file, SIGHUP the pid, and wait for
+ * The reload is the one docs/nats.md §2 verified: rewrite the file, SIGHUP the pid, and wait for
  * `Reloaded server configuration` (or the refusal) in the log, after the offset it had before the
  * signal. Nothing restarts; connections of unchanged users stay up.
  *
@@ -40,7 +40,7 @@ export interface UsersSink {
 
 const RELOADED_LINE = "Reloaded server configuration";
 const RELOAD_FAILED = /Failed to reload server configuration:?\s*(.*)$/;
-/** How often the log is read while waiting; the reload itself takes 2–200 ms (notes §2). */
+/** How often the log is read while waiting; a reload takes 2–200 ms (docs/nats.md §2). */
 const POLL_MS = 10;
 
 /**

@@ -3,7 +3,7 @@
  * the bcrypt hashing of the passwords it lists.
  *
  * What the server does with this text was checked against nats-server 2.9.10 (see
- * ../shared/notes/nats.md §1.4 and the tests beside this file):
+ * docs/nats.md §1.4.1 and §2, and the tests beside this file):
  * - An empty allow list allows everything, so a side with nothing allowed is written as
  *   `deny: [">"]`, never as `allow: []`.
  * - An unquoted value starting with `$` is a variable reference (`password: $2b$10$…` fails
@@ -211,7 +211,7 @@ function renderUser(user: ServerUser): string[] {
 
 /**
  * One side (publish or subscribe). Nothing allowed is `deny: [">"]`: the server reads an empty
- * or missing allow list as "allow everything" (notes/nats.md §1.4.1).
+ * or missing allow list as "allow everything" (docs/nats.md §1.4.1).
  */
 function renderSide(side: Permissions["publish"]): string {
   const allow = side.allow ?? [];

@@ -1,5 +1,5 @@
 /**
- * A real three-server JetStream cluster for tests (notes/nats.md §5): each server a child
+ * A real three-server JetStream cluster for tests (docs/nats.md §5): each server a child
  * process on its own client and route ports and its own store, routes between all of them, the
  * same users on each. A test kills a server with SIGKILL and starts it again on the same folder.
  */

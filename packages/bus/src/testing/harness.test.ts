@@ -13,11 +13,11 @@ import {
 } from "@mesh/protocol";
 import { deadline, freePort, startTestServer, type TestServer, type TestUser } from "./harness.js";
 
-// A violation is answered by the server within milliseconds (notes/nats.md §1.3); a hang would
+// A violation is answered by the server within milliseconds (docs/nats.md §1.3); a hang would
 // show up as the deadline's TIMEOUT instead of the permission error.
 const PROMPT_MS = 2_000;
 
-/** Read and write one bucket, and receive on the user's own inbox (notes/nats.md §1.2 (b)). */
+/** Read and write one bucket, and receive on the user's own inbox (docs/nats.md §1.2 (b)). */
 function ownBucket(node: string, module: string, bucket: string): Permissions {
   const stream = kvStreamName(bucket);
   return {

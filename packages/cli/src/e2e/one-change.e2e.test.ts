@@ -1,9 +1,9 @@
 /**
- * The mesh end to end, as an operator meets it (DESIGN.md "One change, end to end"): `mesh up` on
- * an empty root, the examples added and assigned with the CLI, hello's tool answering and its
- * greeting changed live, counter counting and board reading it, broken's crashing second build
- * set back to its last healthy one, a put pinning a build and an unput releasing it, a second
- * node joining from another root and running hello too, and Ctrl-C leaving no process behind.
+ * The mesh end to end, as an operator meets it (docs/design.md "One change, end to end"): `mesh up`
+ * on an empty root, the examples added and assigned with the CLI, hello's tool answering and its
+ * greeting changed live, counter counting and board reading it, broken's crashing second build set
+ * back to its last healthy one, a put pinning a build and an unput releasing it, a second node
+ * joining from another root and running hello too, and Ctrl-C leaving no process behind.
  * Everything is real: the bus, every process, every build.
  */
 import assert from "node:assert/strict";

@@ -2,7 +2,7 @@
  * The building blocks of every grant: what one use of the bus (read a bucket, write some keys,
  * read the object store, serve or call a tool, …) needs the credential to publish and subscribe.
  *
- * Each block is the allow list verified in notes/nats.md §1.2 for the client calls the bus
+ * Each block is the allow list verified in docs/nats.md §1.2 for the client calls the bus
  * helpers make, narrowed where the layout allows, and nothing more. The choices (direct get, no
  * stream info, literal `$SRV` verbs, …) are in docs/decisions/0020-permissions.md.
  *
@@ -73,7 +73,7 @@ function side(subjects: readonly string[]): { allow: string[] } | { deny: string
 
 const kvSubjects = (bucket: string, keys: string): string => `$KV.${bucket}.${keys}`;
 
-/** get, watch, history and keys over a whole bucket (notes §1.2 (a), direct get). */
+/** get, watch, history and keys over a whole bucket (docs/nats.md §1.2 (a), direct get). */
 export function kvRead(bucket: string): Rights {
   const stream = kvStreamName(bucket);
   return {
@@ -101,7 +101,7 @@ export function kvGet(bucket: string, keys: string): Rights {
 /**
  * watch and history of the keys `keys`. On 2.9 the consumer's filter is in the create subject and
  * must equal its config's filter, so this really bounds what the consumer delivers. Flow control
- * replies go with every consumer: without them a large watch stalls silently (notes §1.2).
+ * replies go with every consumer: without them a large watch stalls silently (docs/nats.md §1.2).
  */
 export function kvWatch(bucket: string, keys: string): Rights {
   const stream = kvStreamName(bucket);
@@ -114,7 +114,7 @@ export function kvWatch(bucket: string, keys: string): Rights {
   };
 }
 
-/** put, create, update, delete and purge of the keys `keys` (notes §1.2 (b)). */
+/** put, create, update, delete and purge of the keys `keys` (docs/nats.md §1.2 (b)). */
 export function kvWrite(bucket: string, keys = ">"): Rights {
   return { publish: [kvSubjects(bucket, keys)], subscribe: [] };
 }
@@ -127,8 +127,8 @@ export const kvReadWrite = (bucket: string): Rights => merge(kvRead(bucket), kvW
 // `$JS.API.INFO` (that comes only with the default checkAPI), one STREAM.INFO for open's check.
 
 /**
- * get and getBlob by name (notes §1.2 (c)): metadata by STREAM.MSG.GET (the object store never
- * uses direct get), chunks through a consumer on `$O.<store>.C.<nuid>`. Listing and watching
+ * get and getBlob by name (docs/nats.md §1.2 (c)): metadata by STREAM.MSG.GET (the object store
+ * never uses direct get), chunks through a consumer on `$O.<store>.C.<nuid>`. Listing and watching
  * (`$O.<store>.M.>`) only when `list` is set: fetching an archive by its digest does not need it.
  */
 export function objRead(store: string, { list = false }: { list?: boolean } = {}): Rights {
@@ -195,8 +195,9 @@ export function streamRead(stream: string, filter: string): Rights {
 const SRV_VERBS = ["PING", "INFO", "STATS"] as const;
 
 /**
- * Serve `module`'s tools on `node` as the NATS service named after the module (notes §1.2 (d)):
- * its endpoints, the discovery subjects, and replies to the caller's inbox.
+ * Serve `module`'s tools on `node` as the NATS service named after the module
+ * (docs/nats.md §1.2 (d)): its endpoints, the discovery subjects, and replies to the caller's
+ * inbox.
  */
 export function serveTools(node: string, module: string): Rights {
   return {
@@ -234,7 +235,7 @@ export function serviceDiscovery(name: string): Rights {
  * Call `module`'s `tool` on whichever node serves it: the caller cannot know the node in advance,
  * and any node's endpoint is the same tool of the same module. Discovery of that one service
  * (PING, INFO) finds the nodes; STATS is not needed to call and the rest of `$SRV` is other
- * modules' business (notes §1.2 (e) grants `$SRV.>`; this is the part a caller uses).
+ * modules' business (docs/nats.md §1.2 (e) grants `$SRV.>`; this is the part a caller uses).
  */
 export function callTool(module: string, tool: string): Rights {
   checkName("module", module);

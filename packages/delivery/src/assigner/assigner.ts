@@ -1,5 +1,5 @@
 /**
- * The assigner as a process (DESIGN.md "Delivery", seeds/003): a thin shell around core's
+ * The assigner as a process (docs/design.md "Delivery"): a thin shell around core's
  * `assign`. It watches every bucket a pass reads and keeps what they hand in memory; it makes its
  * first pass once every watch has handed what stands (the puts too, when their bucket opens: a
  * pass never writes a want that a standing put contradicts), then one pass per burst of changes (a change
