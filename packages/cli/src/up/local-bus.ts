@@ -1,7 +1,7 @@
 /**
  * The bus `mesh up` runs on this machine: one nats-server in `<root>/bus`, or with `--cluster N`
  * N of them in `<root>/bus/s1` … `s<N>`, each on its own client and route ports with its own
- * JetStream store, routes between all of them (notes/nats.md §5). Each server has a BusKeeper
+ * JetStream store, routes between all of them (docs/nats.md §5). Each server has a BusKeeper
  * that starts it again when it dies; the others keep serving meanwhile, and every process of
  * the mesh reconnects to whichever server is up (its credential names all of them).
  */
