@@ -9,8 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { freePort } from "@mesh/bus/testing";
 import { runMesh, startMesh, type MeshProcess } from "../testing/run-mesh.js";
+import { statusOf, until as waitUntil } from "../testing/until.js";
 
 const HELLO = fileURLToPath(new URL("../../../../examples/modules/hello", import.meta.url));
 const NODE = "adopted-one";
@@ -25,20 +26,9 @@ async function meshJson<T>(args: readonly string[]): Promise<T> {
   return JSON.parse(run.stdout) as T;
 }
 
-/** Polls `probe` until it returns something, within the deadline. */
-async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(root) });
 
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "mesh-adopted-root-"));

@@ -24,10 +24,11 @@ import {
 import { deadline, freePort, readStockContext, stockSession } from "@mesh/bus/testing";
 import { runMesh, MESH_MAIN } from "../testing/run-mesh.js";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
+import { statusOf, until as waitUntil } from "../testing/until.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
 const NODE = "e2e-agents";
-const LONG = 300_000;
+const LONG = 150_000;
 
 let mesh: MeshUp;
 let scratch: string;
@@ -38,20 +39,9 @@ async function mesh0(args: readonly string[]): Promise<Record<string, unknown>> 
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
 
-/** Polls `probe` until it returns something, within the deadline. */
-async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(mesh.root) });
 
 const textOf = (result: CallToolResult): string =>
   result.content.map((c) => (c.type === "text" ? c.text : "")).join("");

@@ -68,7 +68,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
         const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
         return h?.health === "failing" ? h : undefined;
       },
-      300_000,
+      150_000,
       "fragile's first build to be reported failing",
     );
     // The assigner takes the report in: the want stays, now saying what fixes it.
@@ -95,7 +95,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
         const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
         return h?.health === "healthy" && h.build !== failing.build ? true : undefined;
       },
-      300_000,
+      150_000,
       "the fixed build to run healthy",
     );
   });

@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { runMesh } from "../testing/run-mesh.js";
+import { statusOf, until as waitUntil } from "../testing/until.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -35,20 +36,9 @@ async function meshJson<T = Record<string, unknown>>(args: readonly string[]): P
   return JSON.parse(run.stdout) as T;
 }
 
-/** Polls `probe` until it returns something, within the deadline. */
-async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(root) });
 
 async function greet(): Promise<string | undefined> {
   const run = await mesh(["call", "notes/greet", '{"name":"Ada"}', "--node", NODE, "--json"]);
@@ -170,7 +160,7 @@ describe("mesh init to a running module", () => {
     assert.equal(added.build.status, "built");
     assert.match(added.build.log, /type check \(tsconfig\.json\): .* no errors/);
     await meshJson(["assign", "notes", "--all"]);
-    assert.equal(await until(greet, 300_000, "notes/greet to answer"), "Hello, Ada!");
+    assert.equal(await until(greet, 150_000, "notes/greet to answer"), "Hello, Ada!");
     assert.equal(
       await until(() => condition("greeting"), 120_000, "the daemon's condition"),
       `Hello, ${NODE}!`,
@@ -229,7 +219,7 @@ describe("mesh init to a running module", () => {
         }>(["asks"]);
         return asks.find((a) => a.module === "notes" && a.answer === null);
       },
-      300_000,
+      150_000,
       "the ask for the build that holds api-token",
     );
     // Once a built manifest declares it, the secret can be set.
@@ -241,7 +231,7 @@ describe("mesh init to a running module", () => {
         const message = await condition("token");
         return message?.startsWith("s3cret ") === true ? message : undefined;
       },
-      300_000,
+      150_000,
       "the daemon to read its secret",
     );
     assert.equal(said, `s3cret at ${join(root, "secrets", "notes", "api-token")}`);
@@ -260,7 +250,7 @@ describe("mesh init to a running module", () => {
     );
     const failed = await until(
       async () => (await builds()).find((b) => b.status === "failed"),
-      300_000,
+      150_000,
       "the build of the type error to fail",
     );
     assert.match(
@@ -283,7 +273,7 @@ describe("mesh init to a running module", () => {
         )[0];
         return all.length > before + 1 && newest?.status === "built" ? true : undefined;
       },
-      300_000,
+      150_000,
       "the edit back to build",
     );
     assert.equal(await until(greet, 120_000, "notes/greet after the edit back"), "Hi, Ada!");

@@ -18,6 +18,7 @@ import { KvBucket, MeshBus } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey } from "@mesh/protocol";
 import { runMesh } from "../testing/run-mesh.js";
+import { statusOf, until as waitUntil } from "../testing/until.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
@@ -69,20 +70,9 @@ async function call(
   return out.ok ? out.result : undefined;
 }
 
-/** Polls `probe` until it returns something, within the deadline. */
-async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(root) });
 
 async function have(node: string, module: string) {
   return (await (await KvBucket.open(operator, Bucket.have)).get(nodeModuleKey(node, module)))
@@ -173,7 +163,7 @@ describe("one change, end to end", () => {
     }
     const greeting = await until(
       () => call("hello/greet", { name: "Ada" }),
-      300_000,
+      150_000,
       "hello to answer",
     );
     assert.equal(greeting["text"], "Hello, Ada!");
@@ -185,7 +175,7 @@ describe("one change, end to end", () => {
         }
         return true;
       },
-      300_000,
+      150_000,
       "every module healthy",
     );
   });
@@ -226,7 +216,7 @@ describe("one change, end to end", () => {
     const [firstBuild] = await until(
       async () =>
         (await have(NODE, "broken"))?.health === "healthy" ? builtBuilds("broken") : undefined,
-      300_000,
+      150_000,
       "broken's first build to run healthy",
     );
     assert.ok(firstBuild !== undefined);
@@ -236,7 +226,7 @@ describe("one change, end to end", () => {
         const w = await want(NODE, "broken");
         return w?.rule === "set-back" ? w : undefined;
       },
-      300_000,
+      150_000,
       "the set-back",
     );
     assert.equal(setBack.build, firstBuild);
@@ -247,7 +237,7 @@ describe("one change, end to end", () => {
         const h = await have(NODE, "broken");
         return h?.health === "healthy" && h.build === firstBuild ? true : undefined;
       },
-      300_000,
+      150_000,
       "broken back on its healthy build",
     );
   });
@@ -264,7 +254,7 @@ describe("one change, end to end", () => {
           ? last
           : undefined;
       },
-      300_000,
+      150_000,
       "hello's second build to be wanted",
     );
     await meshJson(["put", "hello", first]);
@@ -363,7 +353,7 @@ describe("one change, end to end", () => {
     );
     const greeting = await until(
       () => call("hello/greet", { name: "Grace" }, SECOND),
-      300_000,
+      150_000,
       "hello on the second node",
     );
     assert.match(String(greeting["text"]), /, Grace!$/);

@@ -16,6 +16,7 @@ import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { Bucket, CallHeader, isMeshError, targetModuleKey, toolSubject } from "@mesh/protocol";
 import { MESH_MAIN, runMesh } from "../testing/run-mesh.js";
+import { statusOf, until as waitUntil } from "../testing/until.js";
 
 const NODE = "overlap-1";
 
@@ -65,20 +66,9 @@ async function ask(module: string, n = 0, timeoutMs = 10_000): Promise<Answer> {
   )) as Answer;
 }
 
-/** Polls until `probe` answers something, within the deadline. */
-async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe().catch(() => undefined);
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(root) });
 
 async function mesh(args: readonly string[]): Promise<void> {
   const run = await runMesh([...args, "--root", root], { deadlineMs: 300_000 });
@@ -170,7 +160,7 @@ before(async () => {
   operator = await MeshBus.connectWithFile(report.credentials.operator);
   await mesh(["module", "add", await writeSource("alpha", 1), "--wait"]);
   await assign("alpha", true);
-  await until(() => ask("alpha"), 300_000, "alpha to answer");
+  await until(() => ask("alpha"), 150_000, "alpha to answer");
 });
 
 after(async () => {
@@ -189,27 +179,27 @@ describe("the runtime changes under load", () => {
     await assign("beta", true);
     await until(
       async () => ((await ask("beta")).version === 1 ? true : undefined),
-      300_000,
+      150_000,
       "beta to answer",
     );
     for (const version of [2, 3, 4]) {
       await writeSource("beta", version);
       await until(
         async () => ((await ask("beta")).version === version ? true : undefined),
-        300_000,
+        150_000,
         `beta's build ${version} to answer`,
       );
     }
     await assign("beta", false);
     await until(
       async () => ((await ask("beta").catch(() => undefined)) === undefined ? true : undefined),
-      300_000,
+      150_000,
       "beta to stop answering",
     );
     await writeSource("alpha", 2);
     await until(
       async () => ((await ask("alpha")).version === 2 ? true : undefined),
-      300_000,
+      150_000,
       "alpha's new build to answer",
     );
     const { answered, failed, pids } = await calls.stop();

@@ -5,6 +5,7 @@
  * wants, config, secrets' names, and counter's kept total, which must never go back).
  */
 import { spawnSync } from "node:child_process";
+import { setTimeout as delay } from "node:timers/promises";
 import { open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket, MeshBus } from "@mesh/bus";
@@ -206,13 +207,23 @@ async function bucketTextOnce(bus: MeshBus, name: Bucket): Promise<string> {
   }
 }
 
-/** Kinds of process that run more than once for the mesh's root. */
+/**
+ * Kinds of process that run more than once for the mesh's root, and keep doing so: a runtime
+ * handing over to its successor runs beside it until its calls are answered (the overlap that
+ * keeps tool calls from failing), so a pair is judged only after it had time to end.
+ */
+const HANDOVER_SETTLE_MS = 30_000;
+
 async function duplicates(mesh: DemoMesh): Promise<Record<string, number>> {
-  const counts = new Map<string, number>();
-  for (const p of await mesh.processes()) counts.set(p.kind, (counts.get(p.kind) ?? 0) + 1);
-  const out: Record<string, number> = {};
-  for (const [kind, count] of counts) if (count > 1 && kind !== "module") out[kind] = count;
-  return out;
+  const settle = Date.now() + HANDOVER_SETTLE_MS;
+  for (;;) {
+    const counts = new Map<string, number>();
+    for (const p of await mesh.processes()) counts.set(p.kind, (counts.get(p.kind) ?? 0) + 1);
+    const out: Record<string, number> = {};
+    for (const [kind, count] of counts) if (count > 1 && kind !== "module") out[kind] = count;
+    if (Object.keys(out).length === 0 || Date.now() > settle) return out;
+    await delay(500);
+  }
 }
 
 /** Writes zeros into `path` until the filesystem says it is full. */

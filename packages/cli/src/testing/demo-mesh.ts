@@ -229,24 +229,7 @@ export class ConstantLoad {
   }
 }
 
-/** Polls `probe` until it gives something, within `ms`. */
-export async function until<T>(
-  probe: () => Promise<T | undefined>,
-  ms: number,
-  what: string,
-): Promise<T> {
-  return deadline(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    })(),
-    ms,
-    what,
-  );
-}
+export { until } from "./until.js";
 
 function kindOf(cmdline: readonly string[], env: readonly string[]): MeshProcessKind {
   if (/nats-server/.test(cmdline[0] ?? "")) return "nats-server";
