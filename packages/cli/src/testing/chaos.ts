@@ -181,7 +181,7 @@ async function snapshot(mesh: DemoMesh): Promise<Snapshot> {
 
 /**
  * A bucket's content as JSON. A read that cannot be answered yet is tried again for a while: in a
- * cluster, a stream whose leader died elects another in 4–8 s (notes/nats.md §5), and listing
+ * cluster, a stream whose leader died elects another in 4–8 s (docs/nats.md §5), and listing
  * its keys needs the leader.
  */
 async function bucketText(bus: MeshBus, name: Bucket): Promise<string> {
