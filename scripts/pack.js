@@ -162,14 +162,16 @@ async function packCli(version) {
   // Everything inside but esbuild, whose binary is the installing machine's own.
   const thirdPartyNames = Object.keys(await thirdParty(BUNDLED_FOR_BUILDS));
   const inside = await copyClosure(thirdPartyNames, join(stage, "node_modules"), {
-    skip: ["esbuild", "typescript"],
+    skip: ["esbuild", "typescript", "@types/node"],
   });
   const bundled = [...BUNDLED_FOR_BUILDS.map((n) => `@mesh/${n}`), ...inside];
   const dependencies = await versionsOf(join(stage, "node_modules"), bundled);
   const deliveryDeps = (await readJson(join(pkg("delivery"), "package.json"))).dependencies;
   dependencies.esbuild = deliveryDeps.esbuild;
-  // The builder's type check reads TypeScript's own lib files, which a bundle cannot carry.
+  // The builder's type check reads TypeScript's own lib files, which a bundle cannot carry, and
+  // gives the modules it checks Node's types (the examples and node-tools use Node's APIs).
   dependencies.typescript = deliveryDeps.typescript;
+  dependencies["@types/node"] = deliveryDeps["@types/node"];
   const cliManifest = await readJson(join(pkg("cli"), "package.json"));
   const manifest = {
     name: "@mesh/cli",
