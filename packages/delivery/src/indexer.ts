@@ -194,6 +194,9 @@ export class Indexer implements Daemon {
     const watcher = watchFolder(target, source.kind === "git" ? gitRefsOnly(target) : ignoredIn);
     entry.watcher = watcher;
     watcher.on("all", soon);
+    // The watcher sees changes only once its first scan is done: one look then catches what
+    // changed between the registration's digest and that moment (a commit made at once).
+    watcher.once("ready", soon);
     watcher.on("error", (error) => {
       const code = (error as NodeJS.ErrnoException).code;
       if (entry.watcher !== watcher) return;

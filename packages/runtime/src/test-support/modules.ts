@@ -206,7 +206,9 @@ export default defineModule({
       handler: async () => { for (;;) {} } }),
     defineTool({ name: "ok", description: "Answers.", input: z.object({}), handler: async () => ({ ok: true }) }),
     defineTool({ name: "hog", description: "Allocates until its worker's memory limit ends it.", input: z.object({}),
-      handler: async () => { const kept = []; for (;;) kept.push(new Array(1e6).fill(kept.length)); } }),
+      // It yields between allocations, so its worker answers heartbeats: on a loaded machine a
+      // loop that never yields is judged hung before it reaches the limit.
+      handler: async () => { const kept = []; for (;;) { kept.push(new Array(1e6).fill(kept.length)); await new Promise((r) => setImmediate(r)); } } }),
     defineTool({ name: "fault", description: "Throws outside any handler.", input: z.object({}),
       handler: async () => { setTimeout(() => { throw new Error("gamma fault"); }, 0); return {}; } }),
     defineTool({ name: "peek", description: "Reads alpha's notes, which gamma declares it reads, and tries to write them.",
