@@ -25,3 +25,5 @@ export {
   withAllowedReplicas,
   type StreamPlacement,
 } from "./replicas.js";
+export * from "./tls-pin.js";
+export * from "./server/self-signed.js";

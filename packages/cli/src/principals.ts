@@ -56,7 +56,13 @@ export interface EnsuredPrincipals {
  */
 export async function ensurePrincipals(
   paths: RootPaths,
-  options: { node: string; servers: readonly string[]; principals: readonly PrincipalSpec[] },
+  options: {
+    node: string;
+    servers: readonly string[];
+    principals: readonly PrincipalSpec[];
+    /** The bus certificate every credential pins, when the bus speaks TLS. */
+    pin?: { readonly fingerprint: string; readonly ca: string };
+  },
 ): Promise<EnsuredPrincipals> {
   const stored = await readUsers(paths);
   const byPrincipal = new Map(stored.users.map((u) => [u.principal, u]));
@@ -89,6 +95,7 @@ export async function ensurePrincipals(
         password,
         node: options.node,
         module: spec.principal,
+        ...options.pin,
       };
       entry = {
         user,
@@ -97,8 +104,14 @@ export async function ensurePrincipals(
         permissions: spec.permissions,
       };
       await writeCredential(path, credential);
-    } else if (credential.servers.join(",") !== options.servers.join(",")) {
-      credential = { ...credential, servers: [...options.servers] };
+    } else if (
+      credential.servers.join(",") !== options.servers.join(",") ||
+      credential.fingerprint !== options.pin?.fingerprint ||
+      credential.ca !== options.pin?.ca
+    ) {
+      // Where the bus is, and the certificate it is pinned to, may move; the login stays.
+      const { fingerprint: _fingerprint, ca: _ca, ...login } = credential;
+      credential = { ...login, servers: [...options.servers], ...options.pin };
       await writeCredential(path, credential);
     }
     entry = { ...entry, permissions: spec.permissions };

@@ -125,6 +125,21 @@ export function parseJoinToken(token: string): { id: string; secret: string } | 
     ? { id, secret }
     : undefined;
 }
+/**
+ * A join token of a mesh whose bus speaks TLS also carries the bus certificate's SHA-256, as 64
+ * hex digits after one more dot: `<id>.<secret>.<sha256>`. `mesh join` pins it and presents
+ * only `<id>.<secret>` (decision 0075).
+ */
+export function pinJoinToken(token: string, fingerprint: string): string {
+  return `${token}.${fingerprint.replaceAll(":", "").toLowerCase()}`;
+}
+/** A token as `mesh join` was given it: the token to present, and the pin it carries if any. */
+export function unpinJoinToken(text: string): { token: string; fingerprint?: string } {
+  const match = /^(.*)\.([0-9a-fA-F]{64})$/.exec(text);
+  if (match === null || parseJoinToken(match[1] ?? "") === undefined) return { token: text };
+  const hex = (match[2] ?? "").toUpperCase();
+  return { token: match[1] ?? "", fingerprint: (hex.match(/../g) ?? []).join(":") };
+}
 export const joinUser = (id: string): string => `join.${id}`;
 export const joinInbox = (id: string): string => `${Subject.inboxRoot}.join.${id}`;
 /** What a join answer is sealed for (the context of seal/unseal): one node's join. */

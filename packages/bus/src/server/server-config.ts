@@ -27,6 +27,11 @@ export interface ServerUser {
 export interface ServerTls {
   readonly certFile: string;
   readonly keyFile: string;
+  /**
+   * The authority routes are verified against (a cluster's servers verify each other's
+   * certificates); a self-signed certificate is its own.
+   */
+  readonly caFile?: string;
 }
 
 /**
@@ -178,6 +183,9 @@ function renderCluster(cluster: ServerCluster, options: ServerConfigOptions): st
       "  tls {",
       `    cert_file: ${quoteConfigString(cluster.tls.certFile)}`,
       `    key_file: ${quoteConfigString(cluster.tls.keyFile)}`,
+      ...(cluster.tls.caFile === undefined
+        ? []
+        : [`    ca_file: ${quoteConfigString(cluster.tls.caFile)}`]),
       "    timeout: 2",
       "  }",
     );

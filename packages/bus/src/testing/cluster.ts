@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Credential } from "@mesh/protocol";
 import { EmbeddedServer } from "../server/embedded-server.js";
 import type { NatsServerBinary } from "../server/find-server.js";
-import type { ServerUser } from "../server/server-config.js";
+import type { ServerTls, ServerUser } from "../server/server-config.js";
 import { freePort, hashUsers, type TestUser } from "./harness.js";
 
 export interface TestClusterOptions {
@@ -18,6 +18,8 @@ export interface TestClusterOptions {
   readonly size?: number;
   readonly users?: readonly TestUser[];
   readonly binary?: NatsServerBinary;
+  /** Clients and routes over TLS with this certificate (its own authority for the routes). */
+  readonly tls?: ServerTls;
 }
 
 export interface TestCluster extends AsyncDisposable {
@@ -57,7 +59,13 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       port: ports[index] ?? 0,
       users: list,
       serverName: `mesh-test-s${index + 1}`,
-      cluster: { name: "mesh-test", port: routePorts[index] ?? 0, routes },
+      cluster: {
+        name: "mesh-test",
+        port: routePorts[index] ?? 0,
+        routes,
+        ...(options.tls === undefined ? {} : { tls: options.tls }),
+      },
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
       maxMemoryStore: 64 * 1024 * 1024,
       maxFileStore: 1024 * 1024 * 1024,
       startTimeoutMs: 30_000,

@@ -9,8 +9,23 @@
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { askJoinToken } from "@mesh/controller";
-import { loadOrCreateNodeKeys, readCredential, requestJoin, writeCredential } from "@mesh/bus";
-import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
+import {
+  fetchPinnedCertificate,
+  loadOrCreateNodeKeys,
+  readCredential,
+  requestJoin,
+  writeCredential,
+} from "@mesh/bus";
+import {
+  ErrorCode,
+  MeshError,
+  Principal,
+  checkName,
+  pinJoinToken,
+  unpinJoinToken,
+  type Credential,
+} from "@mesh/protocol";
+import { isLoopback, parseBusUrl } from "../up/foreign-bus.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, connect, meshVerb, out, positiveNumber, type MeshOptions } from "../verb.js";
 import { host, leaveWhenDone, machineOptions, type MachineOptions } from "./host.js";
@@ -25,6 +40,8 @@ export interface JoinCliOptions extends MachineOptions {
   readonly json?: boolean;
   /** Stop the node's processes when the host stops (a node run in the foreground, not by a supervisor). */
   readonly stopProcessesOnExit?: boolean;
+  /** Join a bus beyond loopback whose token pins no certificate (plain TCP). */
+  readonly insecure?: boolean;
 }
 
 export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise<ExitCode> {
@@ -80,7 +97,7 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
       );
     }
     const keys = await loadOrCreateNodeKeys(join(root, "node.key"));
-    credential = await requestJoin({ servers, token: options.token, node, keys });
+    credential = await joinPinned(servers, options.token, node, keys, options.insecure === true);
     await writeCredential(credentialFile, credential);
     joined = true;
     say(
@@ -113,6 +130,36 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   return code;
 }
 
+/**
+ * Joins with the pin the token carries: the bus's certificate is read and held to it before the
+ * token's secret is sent (tls-pin.ts), and the credential that comes back pins it too. A token
+ * without a pin is a bus without TLS: refused beyond loopback unless `insecure`.
+ */
+async function joinPinned(
+  servers: readonly string[],
+  given: string,
+  node: string,
+  keys: Awaited<ReturnType<typeof loadOrCreateNodeKeys>>,
+  insecure: boolean,
+): Promise<Credential> {
+  const { token, fingerprint } = unpinJoinToken(given);
+  if (fingerprint === undefined) {
+    const remote = servers.filter((s) => !isLoopback(parseBusUrl(s)?.hostname ?? ""));
+    if (remote.length > 0 && !insecure) {
+      throw new MeshError(
+        ErrorCode.BUS_UNPROTECTED,
+        `the token pins no certificate, so joining ${remote.join(", ")} would send its secret and then the node's password in clear; ` +
+          "ask for a token of a mesh that listens over TLS (mesh up --listen ADDR; its tokens end in the certificate's SHA-256), or say --insecure if the network is yours alone",
+        { node },
+      );
+    }
+    return requestJoin({ servers, token, node, keys });
+  }
+  const ca = await fetchPinnedCertificate(servers[0] ?? "", fingerprint);
+  const credential = await requestJoin({ servers, token, node, keys, fingerprint, ca });
+  return { ...credential, fingerprint, ca };
+}
+
 export function registerJoinVerbs(program: Command): void {
   machineOptions(program.command("join"))
     .description(
@@ -130,6 +177,10 @@ export function registerJoinVerbs(program: Command): void {
       "where to write the host credential (default <root>/credentials/host.json)",
     )
     .option("--no-run", "only join: print the credential's path and exit")
+    .option(
+      "--insecure",
+      "join a bus beyond this machine whose token pins no certificate (plain TCP)",
+    )
     .option(
       "--stop-processes-on-exit",
       "stop the node's processes when its host stops (by default they keep running, for the next host to adopt)",
@@ -156,10 +207,16 @@ export function registerJoinVerbs(program: Command): void {
 
 async function joinTokenVerb(options: MeshOptions & { ttl?: number }): Promise<ExitCode> {
   await using bus = await connect(options);
-  const made = await askJoinToken(
+  const asked = await askJoinToken(
     bus,
     options.ttl === undefined ? {} : { ttlSeconds: options.ttl },
   );
+  // A bus over TLS: the token carries its certificate's fingerprint, which `mesh join` pins.
+  const { fingerprint } = bus.credential;
+  const made =
+    fingerprint === undefined
+      ? asked
+      : { ...asked, token: pinJoinToken(asked.token, fingerprint), fingerprint };
   if (options.json === true) printJson({ ok: true, ...made });
   else
     out(

@@ -42,6 +42,10 @@ export interface UpOptions extends MachineOptions {
   readonly busCredential?: string;
   /** Allow a bus beyond loopback without TLS. */
   readonly insecure?: boolean;
+  /** Listen for other machines on this address (over TLS unless --insecure). */
+  readonly listen?: string;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
   readonly json?: boolean;
   readonly exitWhenReady?: boolean;
   /** Also register and assign the examples, and wait until they are healthy. */
@@ -89,6 +93,9 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       ...pick(options, "bus"),
       ...pick(options, "busCredential"),
       ...pick(options, "insecure"),
+      ...pick(options, "listen"),
+      ...pick(options, "tlsCert"),
+      ...pick(options, "tlsKey"),
       pickPort,
       say: log,
       signal: stopping.signal,
@@ -141,6 +148,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
           operator: operatorBus,
           node,
           servers: urls,
+          pin: started.pin,
           root: paths.root,
           credentialFile: hostCredential,
           signal: stopping.signal,
@@ -357,7 +365,19 @@ export function registerUpVerb(program: Command): void {
         "--bus-credential <file>",
         "the login (JSON: user, password; fingerprint and ca to pin TLS) the bus's operator gave the mesh",
       )
-      .option("--insecure", "allow a bus beyond this machine without TLS")
+      .option(
+        "--listen <addr>",
+        "serve the bus (and cluster routes) for other machines on this address (host or host:port), over TLS",
+      )
+      .option(
+        "--tls-cert <file>",
+        "with --listen: the certificate to serve (default: one the mesh makes)",
+      )
+      .option("--tls-key <file>", "with --listen: the key of --tls-cert")
+      .option(
+        "--insecure",
+        "allow plain TCP beyond this machine (--listen without TLS, or a plain --bus)",
+      )
       .option("--json", "print where everything is as JSON")
       .option(
         "--demo",

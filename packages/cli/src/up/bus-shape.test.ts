@@ -4,6 +4,7 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { rootPaths } from "../mesh-root.js";
 import { busShape, clusterSize } from "./bus-shape.js";
 import { checkForeignUrls } from "./foreign-bus.js";
+import { parseListen } from "./bus-listen.js";
 
 const paths = rootPaths("/tmp/mesh-shape-test");
 const login = { user: "mesh", password: "pw" };
@@ -78,5 +79,21 @@ describe("checkForeignUrls", () => {
       () => checkForeignUrls("http://x:1", login, false),
       (error) => isMeshError(error, ErrorCode.USAGE),
     );
+  });
+});
+
+describe("parseListen", () => {
+  it("takes host, host:port and [v6]:port, and refuses every-address and nonsense with USAGE", () => {
+    assert.deepEqual(parseListen("10.0.0.5"), { host: "10.0.0.5" });
+    assert.deepEqual(parseListen("10.0.0.5:4333"), { host: "10.0.0.5", port: 4333 });
+    assert.deepEqual(parseListen("[fd00::5]:4333"), { host: "fd00::5", port: 4333 });
+    assert.deepEqual(parseListen("mesh.example"), { host: "mesh.example" });
+    for (const bad of ["0.0.0.0", "[::]:4222", "10.0.0.5:99999", "a b", ""]) {
+      assert.throws(
+        () => parseListen(bad),
+        (error) => isMeshError(error, ErrorCode.USAGE),
+        bad,
+      );
+    }
   });
 });

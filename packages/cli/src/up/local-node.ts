@@ -19,6 +19,8 @@ export interface LocalNodeOptions {
   readonly operator: MeshBus;
   readonly node: string;
   readonly servers: readonly string[];
+  /** The bus certificate to pin, when the bus speaks TLS. */
+  readonly pin?: { readonly fingerprint: string; readonly ca: string } | undefined;
   /** The host's root (the mesh's root): its node key is `<root>/node.key`. */
   readonly root: string;
   /** Where the host's credential is kept. */
@@ -33,7 +35,8 @@ export async function ensureHostCredential(options: LocalNodeOptions): Promise<C
   if (
     kept !== undefined &&
     kept.node === options.node &&
-    kept.servers.join(",") === options.servers.join(",")
+    kept.servers.join(",") === options.servers.join(",") &&
+    kept.fingerprint === options.pin?.fingerprint
   ) {
     return kept;
   }
@@ -49,6 +52,7 @@ export async function ensureHostCredential(options: LocalNodeOptions): Promise<C
     node: options.node,
     keys,
     signal: options.signal,
+    ...options.pin,
   });
   await writeCredential(options.credentialFile, credential);
   options.say(`${options.node} joined the mesh; its host credential is ${options.credentialFile}`);

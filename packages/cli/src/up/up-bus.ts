@@ -17,6 +17,7 @@ import { ensurePrincipals, type PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
 import { busShape } from "./bus-shape.js";
 import { checkForeignUrls, readBusLogin, FOREIGN_LOGIN_FILE } from "./foreign-bus.js";
+import { planListen, plainBeyondLoopback, type ListenState } from "./bus-listen.js";
 import { LocalBus } from "./local-bus.js";
 
 /** What a root remembers between runs. */
@@ -35,6 +36,16 @@ export const RootState = z
       .object({ servers: z.array(z.string()).min(1) })
       .strict()
       .optional(),
+    /** With `--listen ADDR`: where the bus listens, and whether over TLS. */
+    listen: z
+      .object({
+        host: z.string(),
+        tls: z.boolean(),
+        cert: z.string().optional(),
+        key: z.string().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type RootState = z.infer<typeof RootState>;
@@ -49,6 +60,10 @@ export interface UpBusOptions {
   readonly bus?: string;
   readonly busCredential?: string;
   readonly insecure?: boolean;
+  /** `--listen ADDR`, `--tls-cert`, `--tls-key`. */
+  readonly listen?: string;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
   readonly pickPort: () => Promise<number>;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;
@@ -69,6 +84,8 @@ export interface UpBus {
   readonly controllerArgs: readonly string[];
   /** The host's credential, when the bus gives it without a join (a foreign bus). */
   readonly hostCredential: Credential | undefined;
+  /** The bus certificate every credential pins, when the bus speaks TLS. */
+  readonly pin: { readonly fingerprint: string; readonly ca: string } | undefined;
   credentialOf(principal: string): PrincipalCredential;
   stop(): Promise<void>;
 }
@@ -113,20 +130,40 @@ export async function startUpBus(options: UpBusOptions): Promise<UpBus> {
 async function localBus(options: UpBusOptions): Promise<UpBus> {
   const { paths, node, previous, say } = options;
   const binary = await findServer({ signal: options.signal });
-  const port = options.port ?? previous?.port ?? (await options.pickPort());
+  const listen = await planListen({
+    paths,
+    ...pickDefined(options, ["listen", "port", "tlsCert", "tlsKey", "insecure"]),
+    previous: previous?.listen,
+  });
+  const port = options.port ?? listen?.port ?? previous?.port ?? (await options.pickPort());
   const shape = await busShape({
     paths,
     port,
     ...(previous === undefined ? {} : { previous }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
   });
-  const urls = (shape.kind === "single" ? [port] : shape.ports).map((p) => `nats://127.0.0.1:${p}`);
+  const host = listen?.state.host ?? "127.0.0.1";
+  const dial = host.includes(":") ? `[${host}]` : host;
+  const scheme = listen?.tls === undefined ? "nats" : "tls";
+  const urls = (shape.kind === "single" ? [port] : shape.ports).map(
+    (p) => `${scheme}://${dial}:${p}`,
+  );
+  const pin =
+    listen?.tls === undefined
+      ? undefined
+      : { fingerprint: listen.tls.fingerprint, ca: listen.tls.ca };
+  if (plainBeyondLoopback(listen)) {
+    say(
+      `--insecure: the bus listens on ${host} in plain TCP; passwords cross the network in clear`,
+    );
+  }
   // Issued here because the controller cannot issue its own credential and these run on this
   // machine only; hosts and modules get theirs from the controller's broker (decision 0050).
   const principals = await ensurePrincipals(paths, {
     node,
     servers: urls,
     principals: upPrincipals(node),
+    ...(pin === undefined ? {} : { pin }),
   });
   say(
     `starting ${urls.length === 1 ? "nats-server" : `${urls.length} nats-servers in a cluster,`} ` +
@@ -141,6 +178,16 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       node,
       shape,
       binary,
+      ...(listen === undefined ? {} : { host }),
+      ...(listen?.tls === undefined
+        ? {}
+        : {
+            tls: {
+              certFile: listen.tls.certFile,
+              keyFile: listen.tls.keyFile,
+              caFile: listen.tls.certFile,
+            },
+          }),
       users: () => serverUsersOnDisk(join(paths.root, "controller"), principals.users),
       say,
     },
@@ -152,12 +199,14 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
     ...(shape.kind === "cluster"
       ? { cluster: { ports: [...shape.ports], routePorts: [...shape.routePorts] } }
       : {}),
+    ...(listen === undefined ? {} : { listen: withoutUndefined(listen.state) }),
   } satisfies RootState);
   return {
     urls,
     local,
     controllerArgs: [],
     hostCredential: undefined,
+    pin,
     credentialOf: (principal) => {
       const found = principals.credentials.get(principal);
       if (found === undefined) {
@@ -199,6 +248,10 @@ async function foreignBus(options: UpBusOptions): Promise<UpBus> {
     local: undefined,
     controllerArgs: ["--shared-login"],
     hostCredential: credentials.get(Principal.host)?.credential,
+    pin:
+      login.fingerprint === undefined || login.ca === undefined
+        ? undefined
+        : { fingerprint: login.fingerprint, ca: login.ca },
     credentialOf: (principal) => {
       const found = credentials.get(principal);
       if (found === undefined) {
@@ -207,6 +260,26 @@ async function foreignBus(options: UpBusOptions): Promise<UpBus> {
       return found;
     },
     stop: () => Promise.resolve(),
+  };
+}
+
+function pickDefined<T extends object, K extends keyof T>(
+  value: T,
+  keys: readonly K[],
+): { [P in K]?: Exclude<T[P], undefined> } {
+  const out: { [P in K]?: Exclude<T[P], undefined> } = {};
+  for (const key of keys) {
+    if (value[key] !== undefined) out[key] = value[key] as Exclude<T[K], undefined>;
+  }
+  return out;
+}
+
+function withoutUndefined(state: ListenState): ListenState {
+  return {
+    host: state.host,
+    tls: state.tls,
+    ...(state.cert === undefined ? {} : { cert: state.cert }),
+    ...(state.key === undefined ? {} : { key: state.key }),
   };
 }
 

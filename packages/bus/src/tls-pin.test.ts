@@ -1,0 +1,114 @@
+/**
+ * The bus over TLS with a certificate the mesh makes itself (server/self-signed.ts), and a pin
+ * that is held before anything is trusted (tls-pin.ts): against real nats-servers, a single one
+ * and a three-server cluster whose routes verify each other with the same certificate.
+ */
+import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ErrorCode, isMeshError } from "@mesh/protocol";
+import { ensureLayout } from "./layout-setup.js";
+import { MeshBus } from "./mesh-bus.js";
+import { certificateFingerprint, keyMatches, makeSelfSigned } from "./server/self-signed.js";
+import { fetchPinnedCertificate } from "./tls-pin.js";
+import { startTestCluster } from "./testing/cluster.js";
+import { startTestServer, type TestServer } from "./testing/harness.js";
+
+const made = makeSelfSigned({ commonName: "mesh-test", hosts: ["127.0.0.1", "localhost", "::1"] });
+const other = makeSelfSigned({ commonName: "mesh-test", hosts: ["127.0.0.1", "localhost"] });
+let dir = "";
+let tlsServer: TestServer;
+let plainServer: TestServer;
+const tls = () => ({
+  certFile: join(dir, "cert.pem"),
+  keyFile: join(dir, "key.pem"),
+  caFile: join(dir, "cert.pem"),
+});
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mesh-tls-"));
+  await writeFile(join(dir, "cert.pem"), made.certPem, { mode: 0o600 });
+  await writeFile(join(dir, "key.pem"), made.keyPem, { mode: 0o600 });
+  tlsServer = await startTestServer({ tls: tls() });
+  plainServer = await startTestServer();
+});
+
+after(async () => {
+  await tlsServer?.stop();
+  await plainServer?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("makeSelfSigned", () => {
+  it("makes a certificate Node reads: its names, its key, signed by itself, fingerprint as pinned", () => {
+    const cert = new X509Certificate(made.certPem);
+    assert.equal(cert.subject, "CN=mesh-test");
+    assert.match(cert.subjectAltName ?? "", /IP Address:127\.0\.0\.1/);
+    assert.match(cert.subjectAltName ?? "", /DNS:localhost/);
+    assert.match(cert.subjectAltName ?? "", /IP Address:0:0:0:0:0:0:0:1/);
+    assert.ok(cert.verify(cert.publicKey), "signed by its own key");
+    assert.ok(keyMatches(made.certPem, made.keyPem));
+    assert.ok(!keyMatches(made.certPem, other.keyPem));
+    assert.equal(certificateFingerprint(made.certPem), made.fingerprint);
+    assert.match(made.fingerprint, /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+  });
+});
+
+describe("fetchPinnedCertificate", () => {
+  it("gives the certificate of the pin, and a connection pinned with it is taken", async () => {
+    const ca = await fetchPinnedCertificate(tlsServer.url, made.fingerprint);
+    assert.equal(certificateFingerprint(ca), made.fingerprint);
+    const bus = await MeshBus.connect(
+      {
+        servers: [tlsServer.url],
+        ...tlsServer.admin,
+        node: "n1",
+        module: "t",
+        fingerprint: made.fingerprint,
+        ca,
+      },
+      { say: () => undefined },
+    );
+    await bus.close();
+  });
+
+  it("refuses another certificate than the pinned one with TLS_PIN_MISMATCH", async () => {
+    await assert.rejects(
+      fetchPinnedCertificate(tlsServer.url, other.fingerprint),
+      (error) =>
+        isMeshError(error, ErrorCode.TLS_PIN_MISMATCH) && error.message.includes(made.fingerprint),
+    );
+  });
+
+  it("refuses a bus that does not speak TLS with TLS_PIN_MISMATCH", async () => {
+    await assert.rejects(fetchPinnedCertificate(plainServer.url, made.fingerprint), (error) =>
+      isMeshError(error, ErrorCode.TLS_PIN_MISMATCH),
+    );
+  });
+});
+
+describe("a cluster over TLS", () => {
+  it("forms with routes verified by the self-made certificate and takes 3 replicas", async () => {
+    const cluster = await startTestCluster({ tls: tls() });
+    try {
+      const bus = await MeshBus.connect(
+        {
+          ...cluster.credential(cluster.admin, { node: "n1", module: "t" }),
+          fingerprint: made.fingerprint,
+          ca: made.certPem,
+        },
+        { say: () => undefined },
+      );
+      try {
+        assert.equal((await ensureLayout(bus)).replicas, 3);
+      } finally {
+        await bus.close();
+      }
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
