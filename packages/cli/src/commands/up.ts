@@ -293,7 +293,13 @@ function busReport(upBus: UpBus) {
     url: upBus.urls[0] ?? "",
     urls: upBus.urls,
     foreign: upBus.local === undefined,
-    servers: servers.map((s) => ({ url: s.url, pid: s.pid, log: s.logPath, store: s.storeDir })),
+    // The urls as the credentials name them (tls:// with --listen), not the servers' own.
+    servers: servers.map((s, i) => ({
+      url: upBus.urls[i] ?? s.url,
+      pid: s.pid,
+      log: s.logPath,
+      store: s.storeDir,
+    })),
     ...(first === undefined
       ? {}
       : {

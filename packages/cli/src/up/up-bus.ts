@@ -17,7 +17,12 @@ import { ensurePrincipals, type PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
 import { busShape } from "./bus-shape.js";
 import { checkForeignUrls, readBusLogin, FOREIGN_LOGIN_FILE } from "./foreign-bus.js";
-import { planListen, plainBeyondLoopback, type ListenState } from "./bus-listen.js";
+import {
+  planListen,
+  plainBeyondLoopback,
+  type ListenPlan,
+  type ListenState,
+} from "./bus-listen.js";
 import { LocalBus } from "./local-bus.js";
 
 /** What a root remembers between runs. */
@@ -142,16 +147,10 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
     ...(previous === undefined ? {} : { previous }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
   });
-  const host = listen?.state.host ?? "127.0.0.1";
-  const dial = host.includes(":") ? `[${host}]` : host;
-  const scheme = listen?.tls === undefined ? "nats" : "tls";
-  const urls = (shape.kind === "single" ? [port] : shape.ports).map(
-    (p) => `${scheme}://${dial}:${p}`,
+  const { host, urls, pin, serverTls } = addresses(
+    listen,
+    shape.kind === "single" ? [port] : shape.ports,
   );
-  const pin =
-    listen?.tls === undefined
-      ? undefined
-      : { fingerprint: listen.tls.fingerprint, ca: listen.tls.ca };
   if (plainBeyondLoopback(listen)) {
     say(
       `--insecure: the bus listens on ${host} in plain TCP; passwords cross the network in clear`,
@@ -179,15 +178,7 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       shape,
       binary,
       ...(listen === undefined ? {} : { host }),
-      ...(listen?.tls === undefined
-        ? {}
-        : {
-            tls: {
-              certFile: listen.tls.certFile,
-              keyFile: listen.tls.keyFile,
-              caFile: listen.tls.certFile,
-            },
-          }),
+      ...(serverTls === undefined ? {} : { tls: serverTls }),
       users: () => serverUsersOnDisk(join(paths.root, "controller"), principals.users),
       say,
     },
@@ -207,15 +198,37 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
     controllerArgs: [],
     hostCredential: undefined,
     pin,
-    credentialOf: (principal) => {
-      const found = principals.credentials.get(principal);
-      if (found === undefined) {
-        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
-      }
-      return found;
-    },
+    credentialOf: (principal) => made(principals.credentials, principal),
     stop: () => local.stop(),
   };
+}
+
+/** Where the servers listen, the urls credentials name, and the certificate they pin. */
+function addresses(listen: ListenPlan | undefined, ports: readonly number[]) {
+  const host = listen?.state.host ?? "127.0.0.1";
+  const dial = host.includes(":") ? `[${host}]` : host;
+  const tls = listen?.tls;
+  return {
+    host,
+    urls: ports.map((p) => `${tls === undefined ? "nats" : "tls"}://${dial}:${p}`),
+    pin: tls === undefined ? undefined : { fingerprint: tls.fingerprint, ca: tls.ca },
+    // Routes verify each other with the certificate as their authority.
+    serverTls:
+      tls === undefined
+        ? undefined
+        : { certFile: tls.certFile, keyFile: tls.keyFile, caFile: tls.certFile },
+  };
+}
+
+function made(
+  credentials: ReadonlyMap<string, PrincipalCredential>,
+  principal: string,
+): PrincipalCredential {
+  const found = credentials.get(principal);
+  if (found === undefined) {
+    throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
+  }
+  return found;
 }
 
 async function foreignBus(options: UpBusOptions): Promise<UpBus> {
@@ -252,13 +265,7 @@ async function foreignBus(options: UpBusOptions): Promise<UpBus> {
       login.fingerprint === undefined || login.ca === undefined
         ? undefined
         : { fingerprint: login.fingerprint, ca: login.ca },
-    credentialOf: (principal) => {
-      const found = credentials.get(principal);
-      if (found === undefined) {
-        throw new MeshError(ErrorCode.INTERNAL, `the ${principal}'s credential was not made`);
-      }
-      return found;
-    },
+    credentialOf: (principal) => made(credentials, principal),
     stop: () => Promise.resolve(),
   };
 }
