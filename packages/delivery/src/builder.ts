@@ -73,6 +73,12 @@ export class Builder implements Daemon {
       const existing = await builds.get(key, { signal });
       // Built or failed: done once. Building: a builder that stopped half-way; build it again.
       if (existing !== undefined && existing.value.status !== "building") return;
+      const registration = await modules.get(candidate.module, { signal });
+      if (registration === undefined) {
+        // Not a failure of its source: it is built once the module is registered again.
+        this.#log(`${candidate.module} candidate ${candidate.seq}: not registered, not built`);
+        return;
+      }
       const started = now();
       const base = {
         module: candidate.module,
@@ -98,16 +104,6 @@ export class Builder implements Daemon {
           `${candidate.module} ${id}: ${build.status}${build.error === undefined ? "" : ` (${build.error})`}`,
         );
       };
-      const registration = await modules.get(candidate.module, { signal });
-      if (registration === undefined) {
-        await finish({
-          status: "failed",
-          bundles: [],
-          error: `${candidate.module} is not registered`,
-          log: "",
-        });
-        return;
-      }
       const work = await mkdtemp(
         join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
       );
@@ -182,12 +178,24 @@ export class Builder implements Daemon {
         if (event.type === "put") enqueue(event.value);
       }
     })();
+    // A module registered (again) gets what it missed meanwhile: each candidate of it without a
+    // finished build is built (one made while it was removed, say; its source did not change,
+    // so the indexer makes no new one).
+    const registered = (async () => {
+      for await (const event of modules.watch({ signal })) {
+        if (event.type !== "put") continue;
+        for (const key of await candidates.keys(`${event.key}.*`)) {
+          const candidate = (await candidates.get(key, { signal }))?.value;
+          if (candidate !== undefined) enqueue(candidate);
+        }
+      }
+    })();
     try {
-      await Promise.race([watching, aborted(signal)]);
+      await Promise.race([watching, registered, aborted(signal)]);
       if (!signal.aborted) {
         throw new MeshError(
           ErrorCode.BUCKET_UNAVAILABLE,
-          `the watch of ${Bucket.candidates} ended; start the builder again`,
+          `the watch of ${Bucket.candidates} or ${Bucket.modules} ended; start the builder again`,
         );
       }
     } catch (error) {

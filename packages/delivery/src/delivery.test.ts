@@ -9,7 +9,7 @@ import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh
 import { deliveryGrant, operatorGrant } from "@mesh/core";
 import { Bucket, Principal, isMeshError, type Build, type Candidate } from "@mesh/protocol";
 import { Builder } from "./builder.js";
-import { Indexer } from "./indexer.js";
+import { Indexer, revisionOf } from "./indexer.js";
 import { registerModule } from "./register.js";
 
 const NODE = "n0";
@@ -151,6 +151,39 @@ describe("registration, indexer and builder on a real bus", () => {
       (b: Build) => b.candidate === 2 && b.status === "built",
       "build 2",
     );
+  });
+
+  it("a candidate made while its module was removed is not a failed build: registered again, it is built", async () => {
+    const dir = await folder({
+      "mesh.yaml": manifestText("late"),
+      "src/tools.ts": "export const tools = {};\n",
+    });
+    // As if the indexer made it just before `mesh module remove`: the source is unchanged, so
+    // registering again makes no new candidate.
+    const { revision, sourceDigest } = await revisionOf({ kind: "directory", path: dir });
+    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    const at = new Date().toISOString();
+    await candidates.put("late.1", { module: "late", seq: 1, revision, sourceDigest, at });
+    // The builder takes candidates one at a time, in order: once a later one is built, late's
+    // was looked at.
+    const after = await folder({
+      "mesh.yaml": manifestText("after"),
+      "src/tools.ts": "export const tools = {};\n",
+    });
+    await registerModule(operator, after, { by: "ada" });
+    const builds = await KvBucket.open(admin, Bucket.builds);
+    await waitFor(builds, "after.*", (b: Build) => b.status === "built", "after built");
+    assert.deepEqual(await builds.keys("late.*"), [], "not built, and not failed either");
+    await registerModule(operator, dir, { by: "ada" });
+    const built = await waitFor(
+      builds,
+      "late.*",
+      (b: Build) => b.status !== "building",
+      "late's candidate built once it is registered",
+    );
+    assert.equal(built.status, "built");
+    assert.equal(built.candidate, 1);
+    assert.deepEqual(await candidates.keys("late.*"), ["late.1"]);
   });
 
   it("a compile error gives a failed build with the compiler's message in its log", async () => {
