@@ -132,13 +132,16 @@ describe("mesh wants and mesh differences agree with mesh status", () => {
   });
 
   test("differences names what does not run although nothing differs, and never says all is well then", async () => {
-    const status = await json<{ attention: Cell[] }>("status");
+    const report = await json<{ attention: Cell[] }>("status");
     const differences = await json<{ differences: object; notRunning: Cell[] }>("differences");
     assert.deepEqual(differences.differences, {});
-    assert.deepEqual(differences.notRunning.map(pick), status.attention.map(pick));
+    assert.deepEqual(differences.notRunning.map(pick), report.attention.map(pick));
     const text = await plain("differences");
     assert.doesNotMatch(text, /every node has what it should/);
     assert.match(text, /n1\.hello: not running/);
     assert.match(await plain("differences", "--module", "board"), /every node has what it/);
+    const status = await plain("status");
+    assert.doesNotMatch(status, /every node has what it should/, "nor does status, then");
+    assert.match(status, /what does not run is under NEEDS ATTENTION/);
   });
 });

@@ -92,7 +92,12 @@ export function printStatus(report: StatusReport, query: StatusQuery): void {
   more(lines, report.attention.length, page.totals.attention, query);
 
   lines.push("", "DIFFERENCES");
-  if (report.differences.length === 0) lines.push("  none: every node has what it should");
+  if (report.differences.length === 0)
+    lines.push(
+      page.totals.attention === 0
+        ? "  none: every node has what it should"
+        : "  none between want, composed and have (what does not run is under NEEDS ATTENTION)",
+    );
   for (const d of report.differences) {
     lines.push(
       `  ${d.module} on ${d.node}: want ${d.want ?? "-"}, composed ${d.composed ?? "-"}, have ${d.have ?? "-"}`,
