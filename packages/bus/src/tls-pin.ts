@@ -2,7 +2,7 @@
  * The bus's certificate, fetched and held to a pinned SHA-256 fingerprint before anything is
  * trusted: what `mesh join` does with the fingerprint a join token carries. The token cannot
  * carry the certificate itself, and Node checks a pin only after the chain verifies against a
- * trusted authority (notes/nats.md §4), so the certificate is read once with no trust at all,
+ * trusted authority (docs/nats.md §4), so the certificate is read once with no trust at all,
  * kept only if its fingerprint is the pinned one, and then given as the one authority of the
  * real, verified connection.
  *

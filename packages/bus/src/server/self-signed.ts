@@ -5,7 +5,7 @@
  * written here (RFC 5280 §4.1) rather than taking a dependency for them (docs/dependencies.md).
  *
  * The certificate is its own authority: clients trust exactly it (its PEM as `ca`, its SHA-256
- * fingerprint pinned; notes/nats.md §4), and the servers of a cluster trust it for their routes.
+ * fingerprint pinned; docs/nats.md §4), and the servers of a cluster trust it for their routes.
  * It carries `basicConstraints CA:TRUE` as `openssl req -x509` writes it, and no key usages, so
  * it serves as server and client certificate alike.
  */
