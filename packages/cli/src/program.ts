@@ -68,12 +68,40 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** The options every mesh verb takes, by how many values follow them. */
+const VERB_OPTIONS = new Map([
+  ["--root", 1],
+  ["--credential", 1],
+  ["--json", 0],
+]);
+
+/**
+ * `mesh --root D status` as `mesh status --root D`: the options every verb takes are accepted
+ * before the verb too (where `git -C` and `nats --context` put theirs), and moved after it,
+ * before a `--` if there is one.
+ */
+export function verbOptionsAfterVerb(argv: readonly string[]): string[] {
+  const [node = "", script = "", ...rest] = argv;
+  const moved: string[] = [];
+  for (;;) {
+    const arg = rest[0];
+    const takes = arg === undefined ? undefined : VERB_OPTIONS.get(arg.split("=", 1)[0] ?? "");
+    if (arg === undefined || takes === undefined) break;
+    moved.push(...rest.splice(0, takes === 1 && !arg.includes("=") ? 2 : 1));
+  }
+  if (moved.length === 0) return [...argv];
+  const end = rest.indexOf("--");
+  rest.splice(end < 0 ? rest.length : end, 0, ...moved);
+  return [node, script, ...rest];
+}
+
 /** Runs the command line and returns the exit code. */
-export async function runCli(argv: readonly string[]): Promise<number> {
+export async function runCli(given: readonly string[]): Promise<number> {
   const program = buildProgram();
+  const argv = verbOptionsAfterVerb(given);
   const json = argv.includes("--json");
   try {
-    await program.parseAsync([...argv]);
+    await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : ExitCode.ok;
   } catch (error) {
     if (error instanceof CommanderError) {

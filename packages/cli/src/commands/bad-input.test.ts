@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { runMesh } from "../testing/run-mesh.js";
+import { verbOptionsAfterVerb } from "../program.js";
 
 describe("bad input to mesh", () => {
   let dir: string;
@@ -28,6 +29,39 @@ describe("bad input to mesh", () => {
       assert.match(run.stderr, /--timeout .* from 1 to 3600000.*\[USAGE\]/);
       noTrace(run.stderr);
     }
+  });
+
+  test("a verb run where there is no mesh says how to name the mesh's root", async () => {
+    const here = await runMesh(["status"], { cwd: dir });
+    assert.equal(here.code, 1, here.stderr);
+    assert.match(
+      here.stderr,
+      /no mesh at the default root \.\/\.mesh: .*does not exist; .*--root DIR after the verb or MESH_ROOT=DIR.*\[CREDENTIAL_INVALID\]/s,
+    );
+    const fromEnv = await runMesh(["status"], { cwd: dir, env: { MESH_ROOT: join(dir, "gone") } });
+    assert.match(fromEnv.stderr, new RegExp(`no mesh at MESH_ROOT=${join(dir, "gone")}: `));
+    noTrace(here.stderr + fromEnv.stderr);
+  });
+
+  test("--root, --credential and --json are taken before the verb too", async () => {
+    const run = await runMesh(["--root", join(dir, "elsewhere"), "--json", "status"], { cwd: dir });
+    assert.doesNotMatch(run.stderr, /unknown option/);
+    assert.match(run.stdout + run.stderr, /elsewhere\/credentials\/operator\.json/);
+    assert.deepEqual(
+      verbOptionsAfterVerb(["n", "m", "--root=D", "--json", "config", "set", "a", "b", "1"]),
+      ["n", "m", "config", "set", "a", "b", "1", "--root=D", "--json"],
+    );
+    assert.deepEqual(
+      verbOptionsAfterVerb(["n", "m", "--credential", "F", "call", "x/y", "--", "-1"]),
+      ["n", "m", "call", "x/y", "--credential", "F", "--", "-1"],
+    );
+    assert.deepEqual(verbOptionsAfterVerb(["n", "m", "status", "--root", "D"]), [
+      "n",
+      "m",
+      "status",
+      "--root",
+      "D",
+    ]);
   });
 
   test("`all` where a module name is expected is refused as a name", async () => {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { credentialInbox, readCredential } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
-import { credentialFileFor, type FindMeshOptions } from "../find-mesh.js";
+import { credentialFileFor, rootOf, type FindMeshOptions } from "../find-mesh.js";
 import { credentialPath, rootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 
@@ -60,7 +60,7 @@ export async function context(options: ContextOptions): Promise<ExitCode> {
   const file =
     principal === Principal.operator
       ? credentialFileFor(options)
-      : credentialPath(rootPaths(options.root ?? "./.mesh"), principal);
+      : credentialPath(rootPaths(rootOf(options)), principal);
   const credential = await readCredential(file);
   if (credential.module !== principal) {
     throw new MeshError(

@@ -6,6 +6,7 @@ import { Option, type Command } from "commander";
 import { runControllerDaemon, stopOnSignals } from "@mesh/controller";
 import { DELIVERY_DAEMONS, runDeliveryDaemon } from "@mesh/delivery";
 import { ExitCode } from "../output.js";
+import { rootOf } from "../find-mesh.js";
 import { MAX_TIMER_MS, act, positiveNumber } from "../verb.js";
 
 export function registerDaemonVerbs(program: Command): void {
@@ -15,7 +16,7 @@ export function registerDaemonVerbs(program: Command): void {
       .description(
         "Run the controller for the mesh in --root (mesh up starts it); SIGTERM stops it.",
       )
-      .option("--root <dir>", "the mesh's root", "./.mesh")
+      .option("--root <dir>", "the mesh's root (or MESH_ROOT)", rootOf({}))
       .option(
         "--credential <file>",
         "the controller's credential (default <root>/credentials/controller.json)",

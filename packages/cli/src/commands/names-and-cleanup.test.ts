@@ -41,7 +41,7 @@ before(async () => {
       },
     ],
     config: { greeting: { default: "Hello" } },
-    "own-secrets": { "api-token": { path: "api-token" } },
+    "own-secrets": { "api-token": { path: "api-token" }, broker: { path: "broker.json" } },
   });
   assert.ok(hello.ok);
   await mesh.register("hello");
@@ -141,8 +141,15 @@ describe("verbs to clean up: module remove, secret list and unset, assignments",
       await (await KvBucket.open(mesh.admin, Bucket.secrets)).get("hello.api-token"),
       undefined,
     );
-    const listed = ok<{ notSet: string[] }>(await mesh_(["secret", "list", "hello", "--json"]));
+    const listed = ok<{ notSet: string[]; byTheMesh: string[] }>(
+      await mesh_(["secret", "list", "hello", "--json"]),
+    );
+    // broker is the module's own bus credential: the mesh writes it, no one sets it.
     assert.deepEqual(listed.notSet, ["api-token"]);
+    assert.deepEqual(listed.byTheMesh, ["broker"]);
+    const text = await mesh_(["secret", "list", "hello"]);
+    assert.match(text.stdout, /broker: the module's own bus credential, written by the mesh/);
+    assert.doesNotMatch(text.stdout, /mesh secret set hello broker/);
     const again = await mesh_(["secret", "unset", "hello", "api-token"]);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /hello has no secret api-token; nothing to unset/);

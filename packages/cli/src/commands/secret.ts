@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import type { MeshBus } from "@mesh/bus";
 import { askSecretList, askSecretSet, askSecretUnset } from "@mesh/controller";
-import { ErrorCode, MeshError, checkName } from "@mesh/protocol";
+import { BROKER_SECRET, ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { knownManifests, requireModule, unknownName } from "../known.js";
 import {
   ExitCode,
@@ -119,8 +119,12 @@ export async function secretList(module: string, options: MeshOptions): Promise<
     ...s,
     declared: declared === undefined ? null : declared.includes(s.name),
   }));
-  const missing = (declared ?? []).filter((d) => !rows.some((r) => r.name === d));
-  return answer(options, { module, secrets: rows, notSet: missing }, () => [
+  // The bus credential a module declares as `broker` is written by the mesh itself, never set.
+  const byTheMesh = (declared ?? []).filter((d) => d === BROKER_SECRET);
+  const missing = (declared ?? []).filter(
+    (d) => d !== BROKER_SECRET && !rows.some((r) => r.name === d),
+  );
+  return answer(options, { module, secrets: rows, notSet: missing, byTheMesh }, () => [
     ...(rows.length === 0
       ? [`${module} has no secrets set`]
       : table(
@@ -128,6 +132,9 @@ export async function secretList(module: string, options: MeshOptions): Promise<
           rows.map((r) => [r.name, r.by, r.at, r.declared === false ? "not declared" : ""]),
         )),
     ...missing.map((m) => `  ${m}: declared, not set — \`mesh secret set ${module} ${m} < file\``),
+    ...byTheMesh.map(
+      (m) => `  ${m}: the module's own bus credential, written by the mesh on each node`,
+    ),
   ]);
 }
 

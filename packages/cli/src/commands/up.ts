@@ -25,6 +25,7 @@ import {
   registerAndAssignEverywhere,
 } from "../up/modules.js";
 import { waitHealthy } from "../up/wait-healthy.js";
+import { rootOf } from "../find-mesh.js";
 import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, portNumber } from "../verb.js";
@@ -343,13 +344,18 @@ async function pickPort(): Promise<number> {
   return (await tryListen(DEFAULT_BUS_PORT)) ?? (await tryListen(0)) ?? DEFAULT_BUS_PORT;
 }
 
-export const DEFAULT_ROOT = "./.mesh";
+/** `--root`'s default: `MESH_ROOT`, else `./.mesh` in the current folder. */
+export const DEFAULT_ROOT = rootOf({});
 
 export function registerUpVerb(program: Command): void {
   act(
     machineOptions(program.command("up"))
       .description("Start a whole mesh on this machine in a root folder; Ctrl-C stops it cleanly.")
-      .option("--root <dir>", "where the mesh keeps its bus, data and credentials", DEFAULT_ROOT)
+      .option(
+        "--root <dir>",
+        "where the mesh keeps its bus, data and credentials (or MESH_ROOT)",
+        DEFAULT_ROOT,
+      )
       .option("--node <name>", "this machine's node name (default: from the hostname)")
       .addOption(
         new Option(

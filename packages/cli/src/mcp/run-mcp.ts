@@ -8,6 +8,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { MeshBus } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName } from "@mesh/protocol";
 import { credentialPath, rootPaths } from "../mesh-root.js";
+import { rootOf } from "../find-mesh.js";
 import { ExitCode } from "../output.js";
 import { DEFAULT_MCP_CALL_TIMEOUT_MS, MCP_TOKEN_ENV } from "../commands/mcp.js";
 import { createMcpServer } from "./mcp-server.js";
@@ -34,8 +35,7 @@ export async function runMcp(options: McpCliOptions & { version: string }): Prom
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   try {
-    const file =
-      options.credential ?? credentialPath(rootPaths(options.root ?? "./.mesh"), Principal.mcp);
+    const file = options.credential ?? credentialPath(rootPaths(rootOf(options)), Principal.mcp);
     await using bus = await MeshBus.connectWithFile(file, {
       name: "mesh-mcp",
       signal: stopping.signal,

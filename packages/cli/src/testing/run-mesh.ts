@@ -31,7 +31,7 @@ export function runMesh(args: readonly string[], options: RunMeshOptions = {}): 
   return deadline(
     new Promise<MeshRun>((resolve, reject) => {
       const child = spawn(process.execPath, [MESH_MAIN, ...args], {
-        env: { ...process.env, [Env.credential]: "", ...options.env },
+        env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...options.env },
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
@@ -64,7 +64,7 @@ export interface MeshProcess extends AsyncDisposable {
 
 export function startMesh(args: readonly string[], options: RunMeshOptions = {}): MeshProcess {
   const child = spawn(process.execPath, [MESH_MAIN, ...args], {
-    env: { ...process.env, [Env.credential]: "", ...options.env },
+    env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
