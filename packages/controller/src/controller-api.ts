@@ -67,7 +67,7 @@ export type SecretUnsetAnswer = z.infer<typeof SecretUnsetAnswer>;
 export async function askJoinToken(
   bus: MeshBus,
   ask: JoinTokenAsk,
-  options: { readonly signal?: AbortSignal } = {},
+  options: { readonly signal?: AbortSignal; readonly timeoutMs?: number } = {},
 ): Promise<JoinTokenAnswer> {
   return JoinTokenAnswer.parse(await request(bus, Subject.joinToken, ask, options));
 }

@@ -277,6 +277,7 @@ export class Controller implements AsyncDisposable {
     // Join users of spent tokens go with this pass's reload.
     for (const id of this.#tokens.spent(now)) this.broker.revoke(joinUser(id));
     if (nodes.length === 0 && !this.broker.pending) return;
+    const started = performance.now();
     const context = {
       servers: this.#options.servers ?? this.#bus.credential.servers,
       artifactStore: this.#options.artifactStore ?? DEFAULT_ARTIFACT_STORE,
@@ -339,6 +340,9 @@ export class Controller implements AsyncDisposable {
     await this.#tokens.prune(now);
     this.passes += 1;
     const report: PassReport = { nodes, written, refused, reloaded };
+    this.#options.log?.(
+      `controller: pass ${this.passes}: ${nodes.length} node(s), ${written.length} written, ${refused.length} refused${reloaded ? ", bus reloaded" : ""} in ${Math.round(performance.now() - started)} ms`,
+    );
     for (const listener of this.#passListeners) listener(report);
   }
 

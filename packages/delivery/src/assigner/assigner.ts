@@ -219,7 +219,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       ms: performance.now() - started,
     };
     this.#log(
-      `pass ${report.number}: ${report.full ? "every node" : `${report.nodes} node(s)`}, ${report.writes} write(s)`,
+      `pass ${report.number}: ${report.full ? "every node" : `${report.nodes} node(s)`}, ${report.writes} write(s) in ${Math.round(report.ms)} ms`,
     );
     this.#options.onPass?.(report);
   }

@@ -1,0 +1,306 @@
+/**
+ * A fleet on one machine (issue 13.4): a whole mesh (`mesh up` on a temporary root, its real
+ * controller, assigner, builder and one real host), then N simulated nodes joined through the
+ * real join path (`mesh.controller.join-token`, then `mesh.join` as the token's join user), each
+ * a light in-process node speaking the host's protocol as its own host credential
+ * (`fleet-sim.ts`). Measured, each beside a baseline taken on the same bus in the same run:
+ *
+ * - join throughput (token + join + connected), and each join's time early and late;
+ * - `mesh assign hello --all` until every node has hello composed, and until each reported it
+ *   healthy; the controller's and the assigner's passes meanwhile (from their logs);
+ * - bus messages per node per minute at rest (heartbeats, watches' idle heartbeats), counted on
+ *   the simulated nodes' own connections;
+ * - `mesh status` and `mesh status --json`: time and size of what they print.
+ *
+ *   npm run build && npm run bench -- fleet                      # N = 100
+ *   BENCH_FLEET_N=1000 npm run bench -- fleet                    # N = 1,000 (long)
+ *
+ * Other knobs: BENCH_FLEET_JOINS_AT_ONCE (8), BENCH_FLEET_BUDGET_S (joins stop after it, 1200),
+ * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set).
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KvBucket, MeshBus } from "@mesh/bus";
+import { freePort } from "@mesh/bus/testing";
+import { askJoinToken } from "@mesh/controller";
+import { SimNode } from "./fleet-sim.js";
+import { line, quantile, timeEach } from "./measure.js";
+
+const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
+const HELLO = fileURLToPath(new URL("../../examples/modules/hello", import.meta.url));
+const env = process.env;
+const N = Number(env["BENCH_FLEET_N"] ?? 100);
+const AT_ONCE = Number(env["BENCH_FLEET_JOINS_AT_ONCE"] ?? 8);
+const BUDGET_MS = Number(env["BENCH_FLEET_BUDGET_S"] ?? 1200) * 1000;
+const REST_MS = Number(env["BENCH_FLEET_REST_S"] ?? 60) * 1000;
+const HEARTBEAT_MS = 15_000;
+
+interface Up {
+  readonly bus: { readonly url: string };
+  readonly credentials: { readonly operator: string };
+}
+
+function startMesh(
+  root: string,
+  port: number,
+): { up: ReturnType<typeof spawn>; ready: Promise<Up> } {
+  const auth = env["BENCH_FLEET_AUTH"];
+  const up = spawn(
+    process.execPath,
+    [
+      CLI,
+      "up",
+      "--root",
+      root,
+      "--node",
+      "bench-0",
+      "--port",
+      String(port),
+      "--json",
+      ...(auth === undefined ? [] : ["--auth", auth]),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const ready = new Promise<Up>((resolve, reject) => {
+    let out = "";
+    up.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      try {
+        resolve(JSON.parse(out) as Up);
+      } catch {
+        // not yet whole
+      }
+    });
+    up.once("exit", (code) => reject(new Error(`mesh up exited ${String(code)}`)));
+  });
+  return { up, ready };
+}
+
+async function waitUntil(test: () => boolean, limitMs: number, what: string): Promise<number> {
+  const start = Date.now();
+  while (!test()) {
+    if (Date.now() - start > limitMs)
+      throw new Error(`${what} did not happen within ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return Date.now() - start;
+}
+
+function mesh(root: string, args: readonly string[]): { ms: number; out: string; code: number } {
+  const start = performance.now();
+  const where = args[0] === "--version" ? [] : ["--root", root];
+  const run = spawnSync(process.execPath, [CLI, ...args, ...where], {
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+  });
+  return { ms: performance.now() - start, out: run.stdout, code: run.status ?? -1 };
+}
+
+interface Joined {
+  readonly sims: SimNode[];
+  readonly ms: number[];
+  readonly failures: string[];
+  readonly wallMs: number;
+}
+
+/** Joins up to N nodes, AT_ONCE at a time, until the budget is spent. */
+async function joinFleet(operator: MeshBus, url: string): Promise<Joined> {
+  const sims: SimNode[] = [];
+  const ms: number[] = [];
+  const failures: string[] = [];
+  let next = 0;
+  const started = Date.now();
+  const worker = async (): Promise<void> => {
+    while (next < N && Date.now() - started < BUDGET_MS) {
+      const i = next++;
+      const node = `sim-${String(i).padStart(5, "0")}`;
+      const t = performance.now();
+      try {
+        const { token } = await askJoinToken(operator, {}, { timeoutMs: 300_000 });
+        sims.push(await SimNode.join({ servers: [url], token, node, heartbeatMs: HEARTBEAT_MS }));
+        ms.push(performance.now() - t);
+      } catch (error) {
+        failures.push(`${node}: ${(error as Error).message}`);
+      }
+      if ((i + 1) % Math.max(1, Math.round(N / 10)) === 0)
+        console.error(`  joined ${sims.length} of ${i + 1} in ${Date.now() - started} ms`);
+    }
+  };
+  await Promise.all(Array.from({ length: AT_ONCE }, worker));
+  return { sims, ms, failures, wallMs: Date.now() - started };
+}
+
+/** The passes the controller and the assigner logged since `from` (their log lines). */
+async function passesSince(root: string, name: string, from: number): Promise<number[]> {
+  const text = await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "");
+  const out: number[] = [];
+  for (const l of text.slice(from).split("\n")) {
+    const m = / in (\d+) ms$/.exec(l);
+    if (m !== null && /pass \d+:/.test(l)) out.push(Number(m[1]));
+  }
+  return out;
+}
+
+const logSize = async (root: string, name: string): Promise<number> =>
+  (await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "")).length;
+
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+const max = (xs: readonly number[]): number => xs.reduce((a, b) => Math.max(a, b), 0);
+
+/** When the last of `sims` first had hello composed (or healthy), or undefined if one has not. */
+function lastAt(
+  sims: readonly SimNode[],
+  module: string,
+  key: "composedAt" | "healthyAt",
+): number | undefined {
+  let last = 0;
+  for (const s of sims) {
+    const at = [...s[key]].find(([k]) => k.startsWith(`${module}@`))?.[1];
+    if (at === undefined) return undefined;
+    last = Math.max(last, at);
+  }
+  return last;
+}
+
+/** The floor for N writes: the operator's writes of N config keys of a node that is not there. */
+async function writeFloor(credential: string, n: number): Promise<number> {
+  const operator = await MeshBus.connectWithFile(credential);
+  try {
+    const config = await KvBucket.open(operator, "mesh-config");
+    const [ms] = await timeEach(1, async () => {
+      await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          config.put(`bench.k${i}.nobody`, { value: i, by: "bench", at: new Date().toISOString() }),
+        ),
+      );
+    });
+    return ms ?? Number.NaN;
+  } finally {
+    await operator.close();
+  }
+}
+
+/** `mesh assign hello --all` until every simulated node has it composed, then healthy. */
+async function assignEverywhere(
+  root: string,
+  operatorCredential: string,
+  sims: readonly SimNode[],
+): Promise<void> {
+  const add = mesh(root, ["module", "add", HELLO, "--wait"]);
+  if (add.code !== 0) throw new Error(`mesh module add hello failed: ${add.out}`);
+  const base = {
+    what: `${sims.length} bare KV puts, all awaited`,
+    value: await writeFloor(operatorCredential, sims.length),
+  };
+  const controllerFrom = await logSize(root, "controller");
+  const assignerFrom = await logSize(root, "assigner");
+  const start = Date.now();
+  const assign = mesh(root, ["assign", "hello", "--all"]);
+  if (assign.code !== 0) throw new Error(`mesh assign hello --all failed: ${assign.out}`);
+  await waitUntil(
+    () => lastAt(sims, "hello", "healthyAt") !== undefined,
+    900_000,
+    "hello healthy everywhere",
+  );
+  const composed = (lastAt(sims, "hello", "composedAt") ?? Number.NaN) - start;
+  const healthy = (lastAt(sims, "hello", "healthyAt") ?? Number.NaN) - start;
+  console.log(
+    line(`mesh assign hello --all → composed on all ${sims.length}`, composed, "ms", base),
+  );
+  console.log(line(`mesh assign hello --all → healthy on all ${sims.length}`, healthy, "ms", base));
+  const c = await passesSince(root, "controller", controllerFrom);
+  const a = await passesSince(root, "assigner", assignerFrom);
+  console.log(`  controller passes meanwhile: ${c.length}, longest ${max(c)} ms, all ${sum(c)} ms`);
+  console.log(`  assigner passes meanwhile: ${a.length}, longest ${max(a)} ms, all ${sum(a)} ms`);
+}
+
+/** Messages per simulated node per minute while nothing changes. */
+async function atRest(sims: readonly SimNode[]): Promise<void> {
+  const before = sims.map((s) => s.messages());
+  const start = Date.now();
+  await new Promise((r) => setTimeout(r, REST_MS));
+  const minutes = (Date.now() - start) / 60_000;
+  const total = sum(sims.map((s, i) => s.messages() - (before[i] ?? 0)));
+  const perNode = total / sims.length / minutes;
+  // The floor: a host's presence heartbeat alone, a put and its answer every 15 s.
+  const heartbeat = {
+    what: "presence heartbeats alone (put + answer every 15 s)",
+    value: (2 * 60_000) / HEARTBEAT_MS,
+  };
+  console.log(line("bus messages per node per minute at rest", perNode, "msgs", heartbeat));
+}
+
+/** `mesh status` and `--json`: the time each takes and the size of what it prints. */
+function statusFigures(root: string): void {
+  const bare = [0, 1, 2].map(() => mesh(root, ["--version"]).ms);
+  const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
+  for (const args of [["status"], ["status", "--json"]]) {
+    const runs = [0, 1, 2].map(() => mesh(root, args));
+    const p50 = quantile(
+      runs.map((r) => r.ms),
+      0.5,
+    );
+    console.log(line(`mesh ${args.join(" ")}, p50 of 3`, p50, "ms", base));
+    console.log(
+      `  printed ${runs[0]?.out.length ?? 0} bytes, ${runs[0]?.out.split("\n").length ?? 0} lines`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), "mesh-bench-fleet-"));
+  const { up, ready } = startMesh(root, await freePort());
+  const sims: SimNode[] = [];
+  try {
+    const report = await ready;
+    const operator = await MeshBus.connectWithFile(report.credentials.operator);
+    const rtt = await timeEach(20, () => operator.nc.flush());
+    const joined = await joinFleet(operator, report.bus.url);
+    sims.push(...joined.sims);
+    const flush = { what: "a bare bus round trip (flush) p50", value: quantile(rtt, 0.5) };
+    console.log(
+      `nodes: ${joined.sims.length} of ${N} joined, ${joined.failures.length} failed, ${AT_ONCE} at once`,
+    );
+    for (const f of joined.failures.slice(0, 5)) console.log(`  failed: ${f}`);
+    console.log(line("join throughput", (joined.sims.length * 1000) / joined.wallMs, "joins/s"));
+    const tenth = Math.max(1, Math.floor(joined.ms.length / 10));
+    console.log(
+      line(
+        "join (token + join + connected), first tenth p50",
+        quantile(joined.ms.slice(0, tenth), 0.5),
+        "ms",
+        flush,
+      ),
+    );
+    console.log(
+      line(
+        "join (token + join + connected), last tenth p50",
+        quantile(joined.ms.slice(-tenth), 0.5),
+        "ms",
+        flush,
+      ),
+    );
+    await waitUntil(
+      () => lastAt(sims, "node-tools", "healthyAt") !== undefined,
+      900_000,
+      "node-tools on every node",
+    );
+    await assignEverywhere(root, report.credentials.operator, sims);
+    await atRest(sims);
+    statusFigures(root);
+    console.log(
+      `sealed needs opened: ${sum(sims.map((s) => s.opened))}, refused to open: ${sum(sims.map((s) => s.unopened))}`,
+    );
+    await operator.close();
+  } finally {
+    await Promise.allSettled(sims.map((s) => s.close()));
+    up.kill("SIGINT");
+    await new Promise((resolve) => up.once("exit", resolve));
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+await main();
