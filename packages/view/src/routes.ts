@@ -76,7 +76,7 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
     { method: "GET", path: "/api/events", auth: "read", handler: (q, s) => events(c, q, s) },
     { method: "GET", path: "/api/grid", auth: "read", handler: (_q, s, u) => grid(c, s, u) },
     { method: "GET", path: "/api/build-log", auth: "read", handler: (_q, s, u) => log(c, s, u) },
-    { method: "GET", path: "/api/tools", auth: "read", handler: (_q, s) => tools(c, s) },
+    { method: "GET", path: "/api/tools", auth: "read", handler: (_q, s, u) => tools(c, s, u) },
     { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
     { method: "POST", path: "/api/call", auth: "act", handler: (q, s) => call(c, q, s) },
     ...[...c.files].map(([path, file]): Route => ({
@@ -116,13 +116,36 @@ function log(c: RouteContext, res: ServerResponse, url: URL): void {
   else sendText(res, text);
 }
 
-/** `GET /api/tools`: the tools discovery finds. */
-async function tools(c: RouteContext, res: ServerResponse): Promise<void> {
-  const found = await discoverTools(c.bus, { signal: c.signal });
+/** How many nodes of one tool `/api/tools` lists; `nodeCount` says how many serve it. */
+export const TOOL_NODES_SHOWN = 20;
+
+/**
+ * `GET /api/tools?module=&node=`: the tools discovery finds, at most {@link TOOL_NODES_SHOWN}
+ * nodes of each tool (each entry says how many serve it), narrowed to a module or a node: the
+ * answer's size follows the tools, not the fleet.
+ */
+async function tools(c: RouteContext, res: ServerResponse, url: URL): Promise<void> {
+  const module = url.searchParams.get("module") ?? undefined;
+  const node = url.searchParams.get("node") ?? undefined;
+  const found = await discoverTools(c.bus, {
+    signal: c.signal,
+    ...(module === undefined ? {} : { module }),
+  });
+  const counts = new Map<string, number>();
+  const kept: ToolEntry[] = [];
+  const shown = new Map<string, number>();
+  for (const { service: _service, ...tool } of found) {
+    if (node !== undefined && tool.node !== node) continue;
+    const key = `${tool.module}/${tool.tool}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    if ((shown.get(key) ?? 0) >= TOOL_NODES_SHOWN) continue;
+    shown.set(key, (shown.get(key) ?? 0) + 1);
+    kept.push({ ...tool, nodeCount: 0 });
+  }
   sendJson(
     res,
     200,
-    found.map(({ service: _service, ...tool }): ToolEntry => tool),
+    kept.map((t) => ({ ...t, nodeCount: counts.get(`${t.module}/${t.tool}`) ?? 0 })),
   );
 }
 

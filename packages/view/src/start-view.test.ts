@@ -385,4 +385,39 @@ describe("the view's server: tools", () => {
     );
     assert.deepEqual(tools[0]?.input, { type: "object", properties: { name: { type: "string" } } });
   });
+
+  it("lists a few nodes of each tool with how many serve it, and narrows to a node", async () => {
+    // 25 nodes serve echo: the answer names 20 of them and says 25; its size follows the tools.
+    const served = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        serve(mesh.admin, {
+          name: "echo",
+          version: "1.0.0",
+          endpoints: [
+            {
+              name: "say",
+              subject: toolSubject(`rack-${String(i).padStart(2, "0")}`, "echo", "say"),
+              metadata: { description: "Says it back" },
+              handler: (request) => Promise.resolve(request.json()),
+            },
+          ],
+        }),
+      ),
+    );
+    try {
+      type Entry = { node: string; module: string; nodeCount: number };
+      const all = (await (await fetch(`${view.url}api/tools`)).json()) as Entry[];
+      const echo = all.filter((t) => t.module === "echo");
+      assert.equal(echo.length, 20);
+      assert.ok(echo.every((t) => t.nodeCount === 25));
+      assert.equal(all.find((t) => t.module === "hello")?.nodeCount, 1);
+      const one = (await (await fetch(`${view.url}api/tools?node=rack-24`)).json()) as Entry[];
+      assert.deepEqual(
+        one.map((t) => [t.node, t.module, t.nodeCount]),
+        [["rack-24", "echo", 1]],
+      );
+    } finally {
+      await Promise.all(served.map((s) => s.stop()));
+    }
+  });
 });

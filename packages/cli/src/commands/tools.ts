@@ -30,9 +30,20 @@ export async function listTools(options: ToolsOptions): Promise<DiscoveredTool[]
 export async function tools(options: ToolsOptions): Promise<ExitCode> {
   const found = await listTools(options);
   if (options.json === true) {
+    // At most NODES_SHOWN nodes of each tool, each entry saying how many serve it: the answer's
+    // size follows the tools, not the fleet (`--node` names the one wanted).
+    const counts = new Map<string, number>();
+    for (const t of found)
+      counts.set(`${t.module}/${t.tool}`, (counts.get(`${t.module}/${t.tool}`) ?? 0) + 1);
+    const listed = new Map<string, number>();
+    const shown = found.filter((t) => {
+      const key = `${t.module}/${t.tool}`;
+      listed.set(key, (listed.get(key) ?? 0) + 1);
+      return (listed.get(key) ?? 0) <= NODES_SHOWN;
+    });
     printJson({
       ok: true,
-      tools: found.map((t) => ({
+      tools: shown.map((t) => ({
         node: t.node,
         module: t.module,
         tool: t.tool,
@@ -41,6 +52,7 @@ export async function tools(options: ToolsOptions): Promise<ExitCode> {
         input: t.input ?? null,
         output: t.output ?? null,
         ...(t.problems.length === 0 ? {} : { problems: t.problems }),
+        nodeCount: counts.get(`${t.module}/${t.tool}`) ?? 0,
       })),
     });
     return ExitCode.ok;
@@ -63,12 +75,21 @@ export async function tools(options: ToolsOptions): Promise<ExitCode> {
     byTool.set(key, entry);
   }
   for (const { tool: t, nodes } of byTool.values()) {
-    process.stdout.write(`${toolSignature(t)}  on ${nodes.sort().join(", ")}\n`);
+    process.stdout.write(`${toolSignature(t)}  on ${nodesLine(nodes, t.module)}\n`);
     if (t.description !== "") process.stdout.write(`  ${t.description}\n`);
     for (const note of argumentNotes(t.input)) process.stdout.write(`    ${note}\n`);
     for (const problem of t.problems) process.stdout.write(`  problem: ${problem}\n`);
   }
   return ExitCode.ok;
+}
+
+/** How many node names a tool's line shows; a fleet's worth is said as a number. */
+const NODES_SHOWN = 10;
+
+function nodesLine(nodes: string[], module: string): string {
+  nodes.sort();
+  if (nodes.length <= NODES_SHOWN) return nodes.join(", ");
+  return `${nodes.slice(0, NODES_SHOWN).join(", ")} and ${nodes.length - NODES_SHOWN} more (${nodes.length} nodes; \`mesh tools --module ${module} --node NAME\` for one)`;
 }
 
 export function registerToolsVerb(program: Command): void {

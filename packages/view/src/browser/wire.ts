@@ -122,7 +122,7 @@ export type CallResult =
   | { readonly ok: true; readonly result: unknown; readonly ms: number }
   | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
 
-/** `GET /api/tools`: one tool on one node, as discovery found it. */
+/** `GET /api/tools`: one tool on one node, as discovery found it (a few nodes of each tool). */
 export interface ToolEntry {
   readonly node: string;
   readonly module: string;
@@ -132,6 +132,8 @@ export interface ToolEntry {
   readonly input: unknown;
   readonly output: unknown;
   readonly problems: readonly string[];
+  /** How many nodes serve this tool (the answer lists at most 20 of them). */
+  readonly nodeCount: number;
 }
 
 /** Whether a node is present (heartbeat younger than the mesh's threshold), gone, or never seen. */

@@ -16,7 +16,9 @@ export function renderTools(): void {
   const byTool = new Map<string, ToolEntry[]>();
   for (const tool of model.tools) {
     const key = `${tool.module}/${tool.tool}`;
-    byTool.set(key, [...(byTool.get(key) ?? []), tool]);
+    const entries = byTool.get(key) ?? [];
+    entries.push(tool);
+    byTool.set(key, entries);
   }
   byId("tools-count").textContent = String(byTool.size);
   byId("tools-refresh").textContent = model.toolsState === "loading" ? "finding…" : "refresh";
@@ -68,6 +70,9 @@ function toolItem(name: string, entries: readonly ToolEntry[]): HTMLElement {
           `call on ${entry.node}`,
         ),
       ),
+      first.nodeCount > entries.length
+        ? h("span", { class: "muted" }, ` and ${first.nodeCount - entries.length} more nodes`)
+        : null,
     ),
     ...first.problems.map((p) => h("div", { class: "cell-error" }, p)),
   );
