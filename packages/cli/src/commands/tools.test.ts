@@ -7,10 +7,10 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, writeCredential } from "@mesh/bus";
+import { MeshBus, serve, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant, runtimeGrant } from "@mesh/core";
-import { Env, Principal, RUNTIME_MODULE, type Manifest } from "@mesh/protocol";
+import { Env, Principal, RUNTIME_MODULE, toolSubject, type Manifest } from "@mesh/protocol";
 import { ModuleState, Runtime } from "@mesh/runtime";
 import { runMesh } from "../testing/run-mesh.js";
 
@@ -112,6 +112,46 @@ describe("mesh tools and mesh call", () => {
       ["n1:calc/add", "n1:calc/slow"],
     );
     assert.deepEqual(Object.keys(out.tools[0]?.input.properties ?? {}), ["a", "b"]);
+  });
+
+  test("a tool served on many nodes names a few of them and counts the rest, also in --json", async () => {
+    await using admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: NODE, module: "controller" }),
+    );
+    const served = await Promise.all(
+      Array.from({ length: 14 }, (_, i) =>
+        serve(admin, {
+          name: "echo",
+          version: "1.0.0",
+          endpoints: [
+            {
+              name: "say",
+              subject: toolSubject(`rack-${String(i).padStart(2, "0")}`, "echo", "say"),
+              metadata: { description: "Says it back" },
+              handler: (request) => Promise.resolve(request.json()),
+            },
+          ],
+        }),
+      ),
+    );
+    try {
+      const text = await runMesh(["tools", "--module", "echo", "--credential", credential]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /on rack-00, .*, rack-09 and 4 more \(14 nodes;/);
+      const json = await runMesh([
+        "tools",
+        "--module",
+        "echo",
+        "--json",
+        "--credential",
+        credential,
+      ]);
+      const out = JSON.parse(json.stdout) as { tools: Array<{ node: string; nodeCount: number }> };
+      assert.equal(out.tools.length, 10);
+      assert.ok(out.tools.every((t) => t.nodeCount === 14));
+    } finally {
+      await Promise.all(served.map((s) => s.stop()));
+    }
   });
 
   test("mesh tools narrows by module and node, and prints plainly", async () => {
