@@ -18,7 +18,7 @@
  * Other knobs: BENCH_FLEET_JOINS_AT_ONCE (8), BENCH_FLEET_BUDGET_S (joins stop after it, 1200),
  * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set).
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -89,14 +89,21 @@ async function waitUntil(test: () => boolean, limitMs: number, what: string): Pr
   return Date.now() - start;
 }
 
-function mesh(root: string, args: readonly string[]): { ms: number; out: string; code: number } {
+/** Runs the CLI without blocking this process: the simulated nodes keep answering meanwhile. */
+async function mesh(
+  root: string,
+  args: readonly string[],
+): Promise<{ ms: number; out: string; code: number }> {
   const start = performance.now();
   const where = args[0] === "--version" ? [] : ["--root", root];
-  const run = spawnSync(process.execPath, [CLI, ...args, ...where], {
-    encoding: "utf8",
-    maxBuffer: 1 << 30,
+  const child = spawn(process.execPath, [CLI, ...args, ...where], {
+    stdio: ["ignore", "pipe", "ignore"],
   });
-  return { ms: performance.now() - start, out: run.stdout, code: run.status ?? -1 };
+  let out = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (out += chunk));
+  const code = await new Promise<number>((r) => child.once("close", (c) => r(c ?? -1)));
+  return { ms: performance.now() - start, out, code };
 }
 
 interface Joined {
@@ -189,7 +196,7 @@ async function assignEverywhere(
   operatorCredential: string,
   sims: readonly SimNode[],
 ): Promise<void> {
-  const add = mesh(root, ["module", "add", HELLO, "--wait"]);
+  const add = await mesh(root, ["module", "add", HELLO, "--wait"]);
   if (add.code !== 0) throw new Error(`mesh module add hello failed: ${add.out}`);
   const base = {
     what: `${sims.length} bare KV puts, all awaited`,
@@ -198,7 +205,7 @@ async function assignEverywhere(
   const controllerFrom = await logSize(root, "controller");
   const assignerFrom = await logSize(root, "assigner");
   const start = Date.now();
-  const assign = mesh(root, ["assign", "hello", "--all"]);
+  const assign = await mesh(root, ["assign", "hello", "--all"]);
   if (assign.code !== 0) throw new Error(`mesh assign hello --all failed: ${assign.out}`);
   await waitUntil(
     () => lastAt(sims, "hello", "healthyAt") !== undefined,
@@ -234,11 +241,13 @@ async function atRest(sims: readonly SimNode[]): Promise<void> {
 }
 
 /** `mesh status` and `--json`: the time each takes and the size of what it prints. */
-function statusFigures(root: string): void {
-  const bare = [0, 1, 2].map(() => mesh(root, ["--version"]).ms);
+async function statusFigures(root: string): Promise<void> {
+  const bare: number[] = [];
+  for (let i = 0; i < 3; i++) bare.push((await mesh(root, ["--version"])).ms);
   const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
   for (const args of [["status"], ["status", "--json"]]) {
-    const runs = [0, 1, 2].map(() => mesh(root, args));
+    const runs: Array<{ ms: number; out: string }> = [];
+    for (let i = 0; i < 3; i++) runs.push(await mesh(root, args));
     const p50 = quantile(
       runs.map((r) => r.ms),
       0.5,
@@ -290,7 +299,7 @@ async function main(): Promise<void> {
     );
     await assignEverywhere(root, report.credentials.operator, sims);
     await atRest(sims);
-    statusFigures(root);
+    await statusFigures(root);
     console.log(
       `sealed needs opened: ${sum(sims.map((s) => s.opened))}, refused to open: ${sum(sims.map((s) => s.unopened))}`,
     );
