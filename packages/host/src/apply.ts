@@ -79,8 +79,13 @@ interface Pass {
 
 export class Applier {
   readonly #o: ApplierOptions;
-  /** What the last apply wanted; undefined until a composition was applied. */
+  /**
+   * What the last finished apply wanted, and the composition it came from; undefined until one
+   * finished. Not the one being applied: until its processes are started, the ones running are
+   * the previous build's, and their health is that build's, not the new one's.
+   */
   #desired: Desired | undefined;
+  #composed: Composed | undefined;
   #applyErrors = new Map<string, string>();
   /** Modules that wait for a need the controller cannot seal yet, with what they wait for. */
   #waiting = new Map<string, Waiting>();
@@ -91,6 +96,10 @@ export class Applier {
 
   get desired(): Desired | undefined {
     return this.#desired;
+  }
+  /** The composition the last finished apply made the machine match. */
+  get composed(): Composed | undefined {
+    return this.#composed;
   }
   get applyErrors(): ReadonlyMap<string, string> {
     return this.#applyErrors;
@@ -139,7 +148,6 @@ export class Applier {
   async apply(composed: Composed): Promise<void> {
     const { store, provisioner } = this.#o;
     const desired = desiredOf(composed.resources, (m) => provisioner.configOf(m));
-    this.#desired = desired;
     const plan = planOf(desired, store.state);
     const failed = new Map(desired.conflicts);
     const pass: Pass = {
@@ -154,12 +162,17 @@ export class Applier {
         this.#o.log(`${module}: ${message}`);
       },
     };
-    await this.#fetch(pass);
-    this.#wait(pass);
-    await this.#stop(pass);
-    await this.#writeNeeds(pass);
-    await this.#place(pass);
-    await this.#start(pass);
+    try {
+      await this.#fetch(pass);
+      this.#wait(pass);
+      await this.#stop(pass);
+      await this.#writeNeeds(pass);
+      await this.#place(pass);
+      await this.#start(pass);
+    } finally {
+      this.#desired = desired;
+      this.#composed = composed;
+    }
     this.#waiting = pass.waiting;
     this.#applyErrors = new Map([...failed].filter(([module]) => !pass.waiting.has(module)));
     await store.saved();

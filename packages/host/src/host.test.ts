@@ -27,7 +27,7 @@ import {
 
 let bus: Bus;
 before(async () => {
-  bus = await startBus(["n1", "n2", "n3", "n4", "n5"]);
+  bus = await startBus(["n1", "n2", "n3", "n4", "n5", "n6"]);
 });
 after(async () => {
   // Every test ran inside the host's own grant: the server saw no violation of it.
@@ -172,6 +172,50 @@ describe("the host", () => {
       assert.deepEqual(await readdir(join(root, "bundles")), []);
       assert.deepEqual(await readdir(join(root, "cache")), []);
       await waitFor("app stopped", async () => (await haveOf("app"))?.health === "stopped");
+    } finally {
+      await host.stop();
+      await running;
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a new build is never reported with the health of the build whose processes still run", async () => {
+    const { NODE, putComposed } = nodeHelpers("n6");
+    const root = await tempRoot();
+    const host = await Host.create({
+      node: NODE,
+      root,
+      credential: bus.hostCredential(NODE),
+      ...fast,
+      stopProcessesOnStop: true,
+    });
+    const running = host.run();
+    // The old build's process takes its time to stop, as a real one finishing its work does:
+    // reports go on meanwhile, while it is still the one running.
+    const slowStop = `console.log("started"); process.on("SIGTERM", () => setTimeout(() => process.exit(0), 1500)); setInterval(() => {}, 1 << 30);`;
+    const composedModule = (build: string) => ({ app: { build, config: {}, bound: {} } });
+    const have = await KvBucket.open(bus.admin, Bucket.have);
+    try {
+      const v1 = (await bus.artifacts.put(await bundleOf({ "main.js": slowStop }))).digest;
+      const p1 = processResource({ root, module: "app", name: "main", digest: v1 });
+      await putComposed([p1], composedModule("1-aaaaaaaa"));
+      await waitFor("build 1 healthy", async () => {
+        const h = (await have.get(`${NODE}.app`))?.value;
+        return h?.build === "1-aaaaaaaa" && h.health === "healthy";
+      });
+      const v2 = (await bus.artifacts.put(await bundleOf({ "main.js": `${slowStop}//2` }))).digest;
+      const p2 = processResource({ root, module: "app", name: "main", digest: v2 });
+      await putComposed([p2], composedModule("2-bbbbbbbb"));
+      await waitFor("build 2 healthy", async () => {
+        const h = (await have.get(`${NODE}.app`))?.value;
+        return h?.build === "2-bbbbbbbb" && h.health === "healthy";
+      });
+      const said = (await have.history(`${NODE}.app`))
+        .map((e) => e.value)
+        .filter((v) => v?.build === "2-bbbbbbbb")
+        .map((v) => v?.health);
+      // Its own processes start first: it is starting before anything else is said of it.
+      assert.equal(said[0], "starting", JSON.stringify(said));
     } finally {
       await host.stop();
       await running;

@@ -176,7 +176,7 @@ export class Host implements AsyncDisposable {
       supervisor: this.#supervisor,
       applied: () => ({
         desired: this.#applier.desired,
-        composed: this.#store.composed,
+        composed: this.#applier.composed,
         applyErrors: this.#applier.applyErrors,
         waiting: this.#applier.waiting,
       }),

@@ -188,8 +188,11 @@ export class Reporter {
       ...(now.build === undefined ? {} : { build: now.build }),
       fingerprint: now.fingerprint,
       health: now.health,
+      // A new build's health is its own from the start, whatever the one before it was.
       since:
-        last !== undefined && last.health === now.health ? last.since : new Date().toISOString(),
+        last !== undefined && last.health === now.health && last.build === now.build
+          ? last.since
+          : new Date().toISOString(),
       restarts: now.restarts,
       ...(now.lastError === undefined ? {} : { lastError: now.lastError.slice(0, 2000) }),
       ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
