@@ -12,6 +12,8 @@ export * from "./server/embedded-server.js";
 export * from "./sealing.js";
 export * from "./publish.js";
 export * from "./server/reload-users.js";
+export * from "./server/accounts.js";
+export * from "./server/account-authority.js";
 export * from "./join-client.js";
 export * from "./stream-reader.js";
 export * from "./tool-discovery.js";

@@ -6,7 +6,7 @@
  */
 import type { PeerCertificate } from "node:tls";
 import type { KeyObject } from "node:crypto";
-import { AuthorizationError } from "@nats-io/nats-core";
+import { AuthorizationError, jwtAuthenticator } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import {
   Credential,
@@ -37,6 +37,21 @@ export interface JoinOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * How a token logs in: in accounts mode (decision 0080) its secret is the join user's nkey seed
+ * and JWT, base64url; otherwise it is the join user's password.
+ */
+function joinLogin(
+  id: string,
+  secret: string,
+): { authenticator: ReturnType<typeof jwtAuthenticator> } | { user: string; pass: string } {
+  const [seed, jwt] = Buffer.from(secret, "base64url").toString("utf8").split("\n");
+  if (seed !== undefined && jwt !== undefined && /^SU[A-Z2-7]{56}$/.test(seed)) {
+    return { authenticator: jwtAuthenticator(jwt, new TextEncoder().encode(seed)) };
+  }
+  return { user: joinUser(id), pass: secret };
+}
+
 /** Joins the mesh: returns the node's host credential (write it 0600 with writeCredential). */
 export async function requestJoin(options: JoinOptions): Promise<Credential> {
   const parts = parseJoinToken(options.token);
@@ -62,8 +77,7 @@ export async function requestJoin(options: JoinOptions): Promise<Credential> {
     nc = await abortable(
       connect({
         servers: [...options.servers],
-        user: joinUser(parts.id),
-        pass: parts.secret,
+        ...joinLogin(parts.id, parts.secret),
         name: `join.${options.node}`,
         inboxPrefix: joinInbox(parts.id),
         // One attempt: a refused token must not be retried forever.

@@ -5,7 +5,13 @@
  */
 import type { PeerCertificate } from "node:tls";
 import { connect } from "@nats-io/transport-node";
-import { AuthorizationError, type Msg, type NatsConnection, type Status } from "@nats-io/nats-core";
+import {
+  AuthorizationError,
+  jwtAuthenticator,
+  type Msg,
+  type NatsConnection,
+  type Status,
+} from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
@@ -238,6 +244,21 @@ const UNTRUSTED_CERTIFICATE = new Set([
   "CERT_UNTRUSTED",
 ]);
 
+/**
+ * How a credential logs in: a signed user JWT and its nkey seed (accounts mode, decision 0080),
+ * or the user and password of the server's users list.
+ */
+function authOf(
+  credential: Credential,
+): { authenticator: ReturnType<typeof jwtAuthenticator> } | { user: string; pass: string } {
+  if (credential.jwt !== undefined && credential.seed !== undefined) {
+    return {
+      authenticator: jwtAuthenticator(credential.jwt, new TextEncoder().encode(credential.seed)),
+    };
+  }
+  return { user: credential.user, pass: credential.password ?? "" };
+}
+
 /** One connection attempt, without the client's own retries, mapped to a MeshError. */
 async function connectOnce(
   credential: Credential,
@@ -263,8 +284,7 @@ async function connectOnce(
   const inbox = credentialInbox(credential);
   const connecting = connect({
     servers: credential.servers,
-    user: credential.user,
-    pass: credential.password,
+    ...authOf(credential),
     name: options.name ?? `${credential.node}.${credential.module}`,
     ...(inbox === undefined ? {} : { inboxPrefix: inbox }),
     reconnect: true,

@@ -37,6 +37,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.SERVER_UNSUPPORTED]: ExitCode.failed,
   [ErrorCode.SERVER_START_FAILED]: ExitCode.failed,
   [ErrorCode.SERVER_RELOAD_FAILED]: ExitCode.failed,
+  [ErrorCode.ACCOUNT_UPDATE_FAILED]: ExitCode.failed,
   [ErrorCode.VIEW_UNPROTECTED]: ExitCode.usage,
   [ErrorCode.JETSTREAM_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.BUS_UNPROTECTED]: ExitCode.usage,

@@ -8,9 +8,15 @@ import { z } from "zod";
 import { ErrorCode, MeshError, Permissions, type Credential } from "@mesh/protocol";
 import {
   hashPassword,
+  issueUserJwt,
+  isCurrentUserJwt,
+  jwtIssuedAt,
+  newUserKey,
+  publicKeyOf,
   readCredential,
   verifyPassword,
   writeCredential,
+  type AccountKeys,
   type ServerUser,
 } from "@mesh/bus";
 import {
@@ -79,6 +85,7 @@ export async function ensurePrincipals(
       throw error;
     });
     let entry = byPrincipal.get(spec.principal);
+    if (credential?.password === undefined) credential = undefined;
     // A credential whose user moved (another node name) or whose password no longer matches the
     // kept hash is replaced: both halves are made again together.
     if (
@@ -86,7 +93,7 @@ export async function ensurePrincipals(
       entry === undefined ||
       credential.user !== user ||
       entry.user !== user ||
-      !(await verifyPassword(credential.password, entry.passwordHash))
+      !(await verifyPassword(credential.password ?? "", entry.passwordHash))
     ) {
       const password = randomPassword();
       credential = {
@@ -139,4 +146,80 @@ async function readUsers(paths: RootPaths): Promise<UsersFile> {
     );
   }
   return parsed.data;
+}
+
+/**
+ * Accounts mode (decision 0080): each principal's credential holds an nkey seed and a JWT the
+ * mesh account's signing key signed. A key is kept across runs; a JWT whose permissions are no
+ * longer the code's is signed again in a later second, and the older JWTs of the key are revoked
+ * up to the second before (returned, for the account the bus starts with).
+ */
+export async function ensureSignedPrincipals(
+  paths: RootPaths,
+  options: {
+    node: string;
+    servers: readonly string[];
+    principals: readonly PrincipalSpec[];
+    keys: AccountKeys;
+    /** The bus certificate every credential pins, when the bus speaks TLS. */
+    pin?: { readonly fingerprint: string; readonly ca: string };
+  },
+): Promise<{
+  readonly credentials: EnsuredPrincipals["credentials"];
+  readonly revocations: Record<string, number>;
+}> {
+  const credentials = new Map<string, { path: string; credential: Credential }>();
+  const revocations: Record<string, number> = {};
+  for (const spec of options.principals) {
+    const path = credentialPath(paths, spec.principal);
+    const user = `${options.node}.${spec.principal}`;
+    let credential = await readCredential(path).catch((error: unknown) => {
+      if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID)
+        return undefined;
+      throw error;
+    });
+    const sameKey = credential?.seed !== undefined && credential.user === user;
+    const current =
+      sameKey &&
+      credential?.jwt !== undefined &&
+      isCurrentUserJwt(options.keys, credential.jwt, spec.permissions);
+    if (credential === undefined || !current) {
+      const seed = sameKey && credential?.seed !== undefined ? credential.seed : newUserKey().seed;
+      const publicKey = publicKeyOf(seed);
+      if (sameKey && credential?.jwt !== undefined) {
+        // The new JWT must be of a later second than the revoked ones.
+        const last = jwtIssuedAt(credential.jwt);
+        while (Math.floor(Date.now() / 1000) <= last) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      const jwt = await issueUserJwt(options.keys, {
+        name: user,
+        publicKey,
+        permissions: spec.permissions,
+      });
+      if (sameKey) revocations[publicKey] = jwtIssuedAt(jwt) - 1;
+      credential = {
+        servers: [...options.servers],
+        user,
+        jwt,
+        seed,
+        node: options.node,
+        module: spec.principal,
+        ...options.pin,
+      };
+      await writeCredential(path, credential);
+    } else if (
+      credential.servers.join(",") !== options.servers.join(",") ||
+      credential.fingerprint !== options.pin?.fingerprint ||
+      credential.ca !== options.pin?.ca
+    ) {
+      // Where the bus is, and the certificate it is pinned to, may move; the signed user stays.
+      const { fingerprint: _fingerprint, ca: _ca, ...login } = credential;
+      credential = { ...login, servers: [...options.servers], ...options.pin };
+      await writeCredential(path, credential);
+    }
+    credentials.set(spec.principal, { path, credential });
+  }
+  return { credentials, revocations };
 }

@@ -65,7 +65,9 @@ describe("Broker", () => {
       assert.equal(((await stat(join(dir, BROKER_USERS_FILE))).mode & 0o777).toString(8), "600");
 
       const credential = broker.credential("n1.host");
-      assert.ok(await verifyPassword(credential.password, sink.lists[0]?.[0]?.passwordHash ?? ""));
+      assert.ok(
+        await verifyPassword(credential.password ?? "", sink.lists[0]?.[0]?.passwordHash ?? ""),
+      );
 
       const again = await Broker.open(options);
       assert.equal(again.credential("n1.host").password, credential.password);

@@ -10,6 +10,11 @@
  * server's config and reloads it (nothing restarts; unaffected connections stay up), and then
  * `mesh-grants.<node>.<module>` is written for each changed user (never a password) and deleted
  * for each revoked one.
+ *
+ * In accounts mode (decision 0080) a user is an nkey (its seed sealed with the vault's key) and
+ * a JWT the mesh account's signing key signs: issuing one changes nothing on the server, and
+ * `commit` only keeps the file and, when users were taken away or their permissions moved, pushes
+ * one account update with their revocations. Nothing is reloaded.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -23,7 +28,14 @@ import {
   type Grant,
   type Permissions as PermissionsType,
 } from "@mesh/protocol";
-import { hashPassword, type KvBucket, type ServerUser, type UsersSink } from "@mesh/bus";
+import {
+  hashPassword,
+  type AccountAuthority,
+  type KvBucket,
+  type ServerUser,
+  type UsersSink,
+} from "@mesh/bus";
+import { signUser, signedCredential, staleBefore } from "./signed-users.js";
 import { readJsonFile, writeJsonFile } from "./files.js";
 import type { Vault } from "./vault.js";
 
@@ -35,15 +47,22 @@ export const PrincipalKind = {
 } as const;
 export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
 
+const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
+
 const IssuedUser = z
   .object({
     user: z.string().min(1),
     node: z.string().min(1),
     module: z.string().min(1),
     kind: z.enum(["host", "runtime", "module", "join"]),
-    passwordHash: z.string().min(1),
-    /** The password, sealed with the vault's key (context: the user name). */
-    password: z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict(),
+    /** Users-list mode: the password's bcrypt hash, and the password sealed (context: the user). */
+    passwordHash: z.string().min(1).optional(),
+    password: Sealed.optional(),
+    /** Accounts mode: the user's public nkey, its seed sealed, its JWT and when it was signed. */
+    publicKey: z.string().min(1).optional(),
+    seed: Sealed.optional(),
+    jwt: z.string().min(1).optional(),
+    issuedAt: z.number().int().optional(),
     permissions: Permissions,
     /** Join users only: when the token stops working. */
     expiresAt: z.string().optional(),
@@ -52,6 +71,19 @@ const IssuedUser = z
 export type IssuedUser = z.infer<typeof IssuedUser>;
 
 const UsersFile = z.object({ version: z.literal(1), users: z.array(IssuedUser) }).strict();
+
+/** The one login of a bus the mesh does not own: a user and password, or a signed user. */
+export type SharedLogin =
+  | { readonly user: string; readonly password: string }
+  | { readonly user: string; readonly jwt: string; readonly seed: string };
+
+/** The login of `credential`, shared by every principal on a bus the mesh does not own. */
+export function sharedLoginOf(credential: Credential): SharedLogin {
+  if (credential.jwt !== undefined && credential.seed !== undefined) {
+    return { user: credential.user, jwt: credential.jwt, seed: credential.seed };
+  }
+  return { user: credential.user, password: credential.password ?? "" };
+}
 
 /** A principal as the controller wants it now. */
 export interface DesiredPrincipal {
@@ -67,9 +99,12 @@ export interface BrokerOptions {
   /** The controller's folder; the users are kept in `<dir>/broker-users.json`. */
   readonly dir: string;
   readonly vault: Vault;
-  readonly sink: UsersSink;
-  /** Users the broker does not issue but must keep in the list (mesh up's principals). */
-  readonly staticUsers: () => Promise<readonly ServerUser[]>;
+  /** Users-list mode: where the full list goes. */
+  readonly sink?: UsersSink;
+  /** Users-list mode: users the broker does not issue but keeps in the list (mesh up's). */
+  readonly staticUsers?: () => Promise<readonly ServerUser[]>;
+  /** Accounts mode: signs users and revokes them with account updates (no sink, no list). */
+  readonly accounts?: AccountAuthority;
   /** Where issued credentials point: the bus urls, and the certificate to pin. */
   readonly servers: readonly string[];
   readonly fingerprint?: string;
@@ -78,7 +113,7 @@ export interface BrokerOptions {
    * The one login of a bus the mesh does not own: every credential is issued as it (under the
    * principal's node and module, so its inbox is the principal's), and no users list is written.
    */
-  readonly shared?: { readonly user: string; readonly password: string };
+  readonly shared?: SharedLogin;
   /** Where grants are written; absent: not written (tests of the broker alone). */
   readonly grants?: KvBucket<Grant>;
   readonly now?: () => Date;
@@ -95,11 +130,23 @@ export class Broker {
   readonly #users = new Map<string, IssuedUser>();
   readonly #changed = new Set<string>();
   readonly #revoked = new Set<string>();
+  /** Accounts mode: user keys whose JWTs up to a second go in the next account update. */
+  readonly #revocations = new Map<string, number>();
   #dirty = false;
   /** How many passwords were hashed; a test checks nothing is hashed twice. */
   hashesMade = 0;
 
   private constructor(options: BrokerOptions) {
+    if (
+      options.accounts === undefined &&
+      options.shared === undefined &&
+      (options.sink === undefined || !options.staticUsers)
+    ) {
+      throw new MeshError(
+        ErrorCode.INTERNAL,
+        "a broker issues into a users list (sink and static users) or the mesh's accounts; it was given neither",
+      );
+    }
     this.#options = options;
     this.#path = join(options.dir, BROKER_USERS_FILE);
   }
@@ -128,12 +175,14 @@ export class Broker {
    * permissions when they moved. Returns whether anything changed.
    */
   async ensure(p: DesiredPrincipal, password?: string): Promise<boolean> {
+    if (this.#options.accounts !== undefined) return this.#ensureSigned(p, this.#options.accounts);
     const kept = this.#users.get(p.user);
     if (
       kept !== undefined &&
       kept.kind === p.kind &&
       kept.node === p.node &&
-      kept.module === p.module
+      kept.module === p.module &&
+      kept.passwordHash !== undefined
     ) {
       if (JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)) return false;
       this.#users.set(p.user, { ...kept, permissions: p.permissions });
@@ -157,15 +206,44 @@ export class Broker {
     return true;
   }
 
-  /** Takes the user away (its live connections are closed by the reload). */
+  /**
+   * Accounts mode: a new user gets an nkey and a JWT; one whose permissions moved gets a new
+   * JWT for the same key, and every older JWT of the key is revoked by the next commit.
+   */
+  async #ensureSigned(p: DesiredPrincipal, accounts: AccountAuthority): Promise<boolean> {
+    const kept = this.#users.get(p.user);
+    const same =
+      kept !== undefined &&
+      kept.kind === p.kind &&
+      kept.node === p.node &&
+      kept.module === p.module &&
+      kept.jwt !== undefined;
+    if (same && JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)) return false;
+    const signed = await signUser(accounts, this.#options.vault, p, same ? kept : undefined);
+    if (same && kept.publicKey !== undefined) {
+      this.#revocations.set(kept.publicKey, staleBefore(signed.issuedAt));
+    }
+    this.#users.set(p.user, signed);
+    this.#touch(p.user);
+    return true;
+  }
+
+  /** Takes the user away (its live connections are closed by the reload or account update). */
   revoke(user: string): boolean {
     const kept = this.#users.get(user);
     if (kept === undefined) return false;
+    if (kept.publicKey !== undefined) {
+      this.#revocations.set(kept.publicKey, Math.floor(this.#now().getTime() / 1000));
+    }
     this.#users.delete(user);
     this.#changed.delete(user);
     if (kept.kind !== "join") this.#revoked.add(user);
     this.#dirty = true;
     return true;
+  }
+
+  #now(): Date {
+    return this.#options.now?.() ?? new Date();
   }
 
   #touch(user: string): void {
@@ -185,10 +263,29 @@ export class Broker {
       );
     }
     const { fingerprint, ca, servers, shared } = this.#options;
+    const where = {
+      servers,
+      ...(fingerprint === undefined ? {} : { fingerprint }),
+      ...(ca === undefined ? {} : { ca }),
+    };
+    if (shared !== undefined) {
+      // A bus the mesh does not own: its one login, under this principal's name and inbox.
+      return { ...where, servers: [...servers], ...shared, node: u.node, module: u.module };
+    }
+    if (u.seed !== undefined && u.jwt !== undefined) {
+      return signedCredential(u, this.#options.vault, where);
+    }
+    if (u.password === undefined) {
+      throw new MeshError(
+        ErrorCode.CREDENTIAL_INVALID,
+        `the bus user ${JSON.stringify(user)} was issued for the mesh's accounts, and this bus runs a users list; restart the controller to issue it again`,
+        { key: user },
+      );
+    }
     return {
       servers: [...servers],
-      user: shared?.user ?? u.user,
-      password: shared?.password ?? this.#options.vault.open(u.password, u.user).toString("utf8"),
+      user: u.user,
+      password: this.#options.vault.open(u.password, u.user).toString("utf8"),
       node: u.node,
       module: u.module,
       ...(fingerprint === undefined ? {} : { fingerprint }),
@@ -198,7 +295,24 @@ export class Broker {
 
   /** The full users list for the bus: the static users, then the issued ones by name. */
   async serverUsers(): Promise<ServerUser[]> {
-    return withIssued(await this.#options.staticUsers(), [...this.#users.values()]);
+    return withIssued((await this.#options.staticUsers?.()) ?? [], [...this.#users.values()]);
+  }
+
+  /**
+   * Accounts mode: a join user's secret, the part of its token after the id: its nkey seed and
+   * JWT, base64url, so a joining node can log in with the token alone.
+   */
+  joinSecret(user: string): string {
+    const credential = this.credential(user);
+    if (credential.jwt === undefined || credential.seed === undefined) {
+      throw new MeshError(ErrorCode.INTERNAL, `${user} is not a signed user`);
+    }
+    return Buffer.from(`${credential.seed}\n${credential.jwt}`, "utf8").toString("base64url");
+  }
+
+  /** Accounts mode is on: users are signed, nothing is reloaded. */
+  get signed(): boolean {
+    return this.#options.accounts !== undefined;
   }
 
   /**
@@ -206,7 +320,7 @@ export class Broker {
    * without the issued users (`mesh up` starts it with its own principals only).
    */
   requireReload(): void {
-    this.#dirty = true;
+    if (this.#options.accounts === undefined) this.#dirty = true;
   }
 
   /** Whether something is staged that `commit` would apply. */
@@ -222,31 +336,35 @@ export class Broker {
     if (!this.#dirty) return false;
     const changed = [...this.#changed];
     const revoked = [...this.#revoked];
+    const revocations = Object.fromEntries(this.#revocations);
     this.#dirty = false;
     this.#changed.clear();
     this.#revoked.clear();
+    this.#revocations.clear();
+    const call = options.signal === undefined ? {} : { signal: options.signal };
     try {
       await writeJsonFile(this.#path, {
         version: 1,
         users: [...this.#users.values()].sort((a, b) => (a.user < b.user ? -1 : 1)),
       });
-      if (this.#options.shared === undefined) {
-        await this.#options.sink.setUsers(
-          await this.serverUsers(),
-          options.signal === undefined ? {} : { signal: options.signal },
-        );
+      if (this.#options.accounts !== undefined) {
+        await this.#options.accounts.revoke(revocations, call);
+      } else if (this.#options.shared === undefined) {
+        await this.#options.sink?.setUsers(await this.serverUsers(), call);
       }
     } catch (error) {
       // Staged again, so the next commit retries it.
       this.#dirty = true;
       for (const u of changed) if (this.#users.has(u)) this.#changed.add(u);
       for (const u of revoked) this.#revoked.add(u);
+      for (const [k, at] of Object.entries(revocations)) {
+        this.#revocations.set(k, Math.max(at, this.#revocations.get(k) ?? 0));
+      }
       throw error;
     }
     const grants = this.#options.grants;
     if (grants !== undefined) {
-      const at = (this.#options.now?.() ?? new Date()).toISOString();
-      const call = options.signal === undefined ? {} : { signal: options.signal };
+      const at = this.#now().toISOString();
       for (const user of changed) {
         const u = this.#users.get(user);
         if (u === undefined) continue;
@@ -294,6 +412,7 @@ export async function serverUsersOnDisk(
 function withIssued(statics: readonly ServerUser[], issued: readonly IssuedUser[]): ServerUser[] {
   const names = new Set(statics.map((u) => u.user));
   const rest = issued
+    .filter((u): u is IssuedUser & { passwordHash: string } => u.passwordHash !== undefined)
     .filter((u) => !names.has(u.user))
     .sort((a, b) => (a.user < b.user ? -1 : 1))
     .map((u) => ({ user: u.user, passwordHash: u.passwordHash, permissions: u.permissions }));

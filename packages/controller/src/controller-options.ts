@@ -1,5 +1,5 @@
 /** The controller's options, states, files and pass report (controller.ts re-exports them). */
-import type { MeshBus, ServerUser, UsersSink } from "@mesh/bus";
+import type { AccountAuthority, MeshBus, ServerUser, UsersSink } from "@mesh/bus";
 
 export const ControllerState = {
   starting: "starting",
@@ -21,10 +21,17 @@ export interface ControllerOptions {
   readonly bus: MeshBus;
   /** The controller's folder: vault key, issued users, join tokens, sealed values (all 0600). */
   readonly dir: string;
-  /** Where the full users list goes: `serverFolderSink(<root>/bus)`, or a server in tests. */
-  readonly sink: UsersSink;
-  /** The users the broker does not issue but keeps in the list (`mesh up`'s principals). */
-  readonly staticUsers: () => Promise<readonly ServerUser[]>;
+  /**
+   * Users-list mode: where the full users list goes (`serverFolderSink(<root>/bus)`, or a
+   * server in tests), and the users the broker does not issue but keeps in it (`mesh up`'s).
+   */
+  readonly sink?: UsersSink;
+  readonly staticUsers?: () => Promise<readonly ServerUser[]>;
+  /**
+   * Accounts mode (decision 0080), for a bus the mesh owns: users are signed JWTs, taken away
+   * by account updates; no sink and no static users. Exactly one of the two modes is given.
+   */
+  readonly accounts?: AccountAuthority;
   /**
    * A bus the mesh does not own (`mesh up --bus`), with the one login its operator gave: there is
    * no users list to write, and every credential issued is that login (the controller's own)

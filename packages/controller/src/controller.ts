@@ -34,7 +34,7 @@ import {
   type SayCondition,
   type Served,
 } from "@mesh/bus";
-import { Broker, PrincipalKind, principalUser } from "./broker.js";
+import { Broker, PrincipalKind, principalUser, sharedLoginOf } from "./broker.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
@@ -114,12 +114,14 @@ export class Controller implements AsyncDisposable {
     const broker = await Broker.open({
       dir,
       vault,
-      sink: options.sink,
-      staticUsers: options.staticUsers,
+      ...(options.accounts === undefined
+        ? {
+            ...(options.sink === undefined ? {} : { sink: options.sink }),
+            ...(options.staticUsers === undefined ? {} : { staticUsers: options.staticUsers }),
+          }
+        : { accounts: options.accounts }),
       servers: options.servers ?? credential.servers,
-      ...(options.sharedLogin === true
-        ? { shared: { user: credential.user, password: credential.password } }
-        : {}),
+      ...(options.sharedLogin === true ? { shared: sharedLoginOf(credential) } : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
       ...(credential.ca === undefined ? {} : { ca: credential.ca }),
       grants: await KvBucket.open(bus, Bucket.grants),

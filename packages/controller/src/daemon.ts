@@ -1,14 +1,22 @@
 /**
  * The controller as a process: `mesh-controller --root DIR` (or `mesh controller`), started by
  * `mesh up` beside the bus it runs. It finds everything under the root `mesh up` made: the bus's
- * folder (to reload its users), the static users (`users.json`), its credential
+ * folder (to reload its users, or to read that it runs the mesh's accounts, whose keys are in
+ * `<root>/accounts`), the static users (`users.json`), its credential
  * (`credentials/controller.json`, or `--credential FILE`), and keeps its own state in
  * `<root>/controller` (0700). SIGTERM or SIGINT stop it after the pass in progress, within a grace.
  */
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { MeshBus, serverFolderSink } from "@mesh/bus";
+import {
+  AccountAuthority,
+  AccountFiles,
+  AuthMode,
+  MeshBus,
+  readServerBase,
+  serverFolderSink,
+} from "@mesh/bus";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
 
@@ -35,6 +43,7 @@ export function controllerPaths(root: string, credential?: string, busDir?: stri
     dir: join(abs, "controller"),
     bus: busDir ?? join(abs, "bus"),
     users: join(abs, "users.json"),
+    accounts: join(abs, "accounts"),
     credential: credential ?? join(abs, "credentials", "controller.json"),
   };
 }
@@ -50,13 +59,31 @@ export async function runControllerDaemon(options: DaemonOptions): Promise<void>
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   try {
+    // The bus as mesh up started it decides the mode: a users list, or the mesh's accounts.
+    const auth =
+      options.sharedLogin === true ? AuthMode.users : (await readServerBase(paths.bus)).auth;
+    const { credential } = bus;
     const controller = await Controller.create({
       bus,
       dir: paths.dir,
-      sink: serverFolderSink(paths.bus),
-      staticUsers: () =>
-        options.sharedLogin === true ? Promise.resolve([]) : readStaticUsers(paths.users),
-      ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
+      ...(options.sharedLogin === true
+        ? { sharedLogin: true }
+        : auth === AuthMode.accounts
+          ? {
+              accounts: await AccountAuthority.open({
+                keysPath: join(paths.accounts, AccountFiles.keys),
+                revocationsPath: join(paths.accounts, AccountFiles.revocations),
+                servers: credential.servers,
+                ...(credential.fingerprint === undefined
+                  ? {}
+                  : { fingerprint: credential.fingerprint }),
+                ...(credential.ca === undefined ? {} : { ca: credential.ca }),
+              }),
+            }
+          : {
+              sink: serverFolderSink(paths.bus),
+              staticUsers: () => readStaticUsers(paths.users),
+            }),
       log,
     });
     const stop = (): void => {

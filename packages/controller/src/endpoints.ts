@@ -103,9 +103,10 @@ export async function answerJoinToken(
       : parsed.data.ttlSeconds * 1000;
   return c.exclusive(async () => {
     const made = await c.tokens.create({ ttlMs, now: c.now() });
+    const user = joinUser(made.id);
     await c.broker.ensure(
       {
-        user: joinUser(made.id),
+        user,
         node: "join",
         module: made.id,
         kind: PrincipalKind.join,
@@ -119,8 +120,12 @@ export async function answerJoinToken(
       made.secret,
     );
     await c.broker.commit();
+    // Accounts mode: the token carries the join user's seed and JWT (there is no password).
+    const token = c.broker.signed
+      ? await c.tokens.replaceSecret(made.id, c.broker.joinSecret(user))
+      : made.token;
     // When it expires unused, a pass drops its join user even if nothing else moves by then.
     setTimeout(() => c.poke(), ttlMs + 1_000).unref();
-    return { token: made.token, id: made.id, expiresAt: made.expiresAt };
+    return { token, id: made.id, expiresAt: made.expiresAt };
   });
 }

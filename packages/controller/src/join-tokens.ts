@@ -70,6 +70,20 @@ export class JoinTokens {
   }
 
   /**
+   * Makes `secret` the secret of the unused token `id` (accounts mode: the join user's seed and
+   * JWT) and returns the whole token.
+   */
+  async replaceSecret(id: string, secret: string): Promise<string> {
+    const record = this.#tokens.get(id);
+    if (record === undefined || record.usedAt !== undefined) {
+      throw new MeshError(ErrorCode.NOT_FOUND, `there is no unused join token ${id}`, { key: id });
+    }
+    this.#tokens.set(id, { ...record, hash: sha256Hex(secret) });
+    await this.#save();
+    return `${id}.${secret}`;
+  }
+
+  /**
    * Takes the token for `node`: REFUSED when it is unknown, malformed, expired or used. A taken
    * token is marked used (and kept) before anything is issued, so it cannot work twice.
    */

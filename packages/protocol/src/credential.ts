@@ -9,8 +9,17 @@ export const Credential = z
   .object({
     /** One or more bus urls, e.g. `nats://127.0.0.1:4222`. */
     servers: z.array(z.string().min(1)).min(1),
+    /** The bus user's name (in accounts mode: the name its user JWT carries). */
     user: z.string().min(1),
-    password: z.string().min(1),
+    /** Users-list mode: the password whose bcrypt hash the server's users list holds. */
+    password: z.string().min(1).optional(),
+    /** Accounts mode (decision 0080): the user JWT the mesh's account signing key signed. */
+    jwt: z.string().min(1).optional(),
+    /** Accounts mode: the user's nkey seed (`SU…`), which signs the server's nonce. */
+    seed: z
+      .string()
+      .regex(/^SU[A-Z2-7]{56}$/, { error: "a user nkey seed is `SU` and 56 base32 letters" })
+      .optional(),
     node: z.string().regex(NAME_PATTERN),
     module: z.string().regex(NAME_PATTERN),
     /** The bus's TLS certificate SHA-256 fingerprint; when set, only that certificate is trusted. */
@@ -24,5 +33,24 @@ export const Credential = z
     /** The bus's certificate (PEM), trusted as its own authority when the fingerprint is set. */
     ca: z.string().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    const signed = c.jwt !== undefined || c.seed !== undefined;
+    if (c.password === undefined && !(c.jwt !== undefined && c.seed !== undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: signed ? [c.jwt === undefined ? "jwt" : "seed"] : ["password"],
+        message: signed
+          ? "a signed credential carries both its user JWT and its nkey seed"
+          : "a credential carries a password (users-list mode) or a user JWT and nkey seed (accounts mode)",
+      });
+    }
+    if (c.password !== undefined && signed) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["password"],
+        message: "a credential is either a password or a signed user JWT, not both",
+      });
+    }
+  });
 export type Credential = z.infer<typeof Credential>;

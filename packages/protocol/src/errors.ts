@@ -53,6 +53,8 @@ export const ErrorCode = {
   BUS_UNPROTECTED: "BUS_UNPROTECTED",
   /** A mesh root was started with another bus shape (single server, cluster, foreign bus). */
   BUS_SHAPE_CHANGED: "BUS_SHAPE_CHANGED",
+  /** The bus did not take the mesh account's new JWT (accounts mode: a revocation). */
+  ACCOUNT_UPDATE_FAILED: "ACCOUNT_UPDATE_FAILED",
   /** A mesh root is already in use by another running `mesh up`. */
   ROOT_IN_USE: "ROOT_IN_USE",
   /** The view was asked to listen beyond loopback without the explicit option and a token. */

@@ -294,6 +294,24 @@ const BAD: ReadonlyArray<{ what: string; schema: z.ZodType; value: unknown; path
     paths: ["fingerprint"],
   },
   {
+    what: "a credential with neither a password nor a signed user",
+    schema: Credential,
+    value: withField(CREDENTIAL, "password", undefined),
+    paths: ["password"],
+  },
+  {
+    what: "a signed credential without its seed",
+    schema: Credential,
+    value: { ...withField(CREDENTIAL, "password", undefined), jwt: "a.b.c" },
+    paths: ["seed"],
+  },
+  {
+    what: "a credential with both a password and a user JWT",
+    schema: Credential,
+    value: { ...CREDENTIAL, jwt: "a.b.c", seed: `SU${"A".repeat(56)}` },
+    paths: ["password"],
+  },
+  {
     what: "a credential with no server",
     schema: Credential,
     value: withField(CREDENTIAL, "servers", []),

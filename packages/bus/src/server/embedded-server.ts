@@ -13,7 +13,9 @@ import { connect as connectTcp } from "node:net";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { findServer, type NatsServerBinary } from "./find-server.js";
+import type { ServerAccounts } from "./accounts.js";
 import {
+  AuthMode,
   DEFAULT_HOST,
   renderServerConfig,
   type ServerCluster,
@@ -33,7 +35,15 @@ export const ServerFiles = {
    * can render the same config with a new users list and reload: see reload-users.ts.
    */
   options: "nats-server.options.json",
+  /** Accounts mode: the full resolver's folder, where the server keeps the account JWTs. */
+  resolver: "jwt",
 } as const;
+
+/** What the options file holds: the config's options but the users or accounts, and the mode. */
+export type ServerBase = Omit<ServerConfigOptions, "users" | "accounts"> & {
+  /** Absent in files written before accounts mode: a users list. */
+  readonly auth?: AuthMode;
+};
 
 /** The lifecycle: `failed` is a server that exited without being asked to. */
 export const ServerState = {
@@ -50,8 +60,13 @@ export interface EmbeddedServerOptions {
   readonly dir: string;
   /** The client port; 0 lets the server pick a free one (read back from its log). */
   readonly port: number;
-  /** The users list; never empty (a server without users lets anyone in). */
-  readonly users: readonly ServerUser[];
+  /** Users-list mode: the users; never empty (a server without users lets anyone in). */
+  readonly users?: readonly ServerUser[];
+  /**
+   * Accounts mode (decision 0080): the operator and accounts it trusts; its full resolver keeps
+   * the account JWTs in `<dir>/jwt`. Exactly one of `users` and `accounts` is given.
+   */
+  readonly accounts?: ServerAccounts;
   readonly host?: string;
   /** Default `mesh`. Must stay the same for a folder: a reload cannot change it. */
   readonly serverName?: string;
@@ -122,12 +137,14 @@ export class EmbeddedServer implements AsyncDisposable {
   readonly logPath: string;
   /** The server's version, e.g. `2.9.10`. */
   readonly version: string;
+  /** How it lets users in: a users list (reloaded on change) or the mesh's accounts. */
+  readonly auth: AuthMode;
   /** Resolves when the process has ended, for whatever reason; never rejects. */
   readonly exited: Promise<ServerExit>;
 
   readonly #child: ChildProcess;
   readonly #output: ServerOutput;
-  readonly #base: Omit<ServerConfigOptions, "users">;
+  readonly #base: ServerBase;
   readonly #pidPath: string;
   #state: ServerState = ServerState.running;
   #configText: string;
@@ -137,7 +154,7 @@ export class EmbeddedServer implements AsyncDisposable {
   private constructor(init: {
     child: ChildProcess;
     output: ServerOutput;
-    base: Omit<ServerConfigOptions, "users">;
+    base: ServerBase;
     configText: string;
     dir: string;
     host: string;
@@ -153,6 +170,7 @@ export class EmbeddedServer implements AsyncDisposable {
     this.url = `nats://${urlHost(init.host)}:${init.port}`;
     this.storeDir = init.base.storeDir;
     this.version = init.base.serverVersion;
+    this.auth = init.base.auth ?? AuthMode.users;
     this.configPath = join(init.dir, ServerFiles.config);
     this.logPath = join(init.dir, ServerFiles.log);
     this.#pidPath = join(init.dir, ServerFiles.pid);
@@ -175,7 +193,8 @@ export class EmbeddedServer implements AsyncDisposable {
     const dir = resolve(options.dir);
     const binary = options.binary ?? (await findServer(signal === undefined ? {} : { signal }));
     const host = options.host ?? DEFAULT_HOST;
-    const base: Omit<ServerConfigOptions, "users"> = {
+    const base: ServerBase = {
+      auth: options.accounts === undefined ? AuthMode.users : AuthMode.accounts,
       serverVersion: binary.version,
       serverName: options.serverName ?? "mesh",
       host,
@@ -186,7 +205,12 @@ export class EmbeddedServer implements AsyncDisposable {
       ...(options.maxMemoryStore === undefined ? {} : { maxMemoryStore: options.maxMemoryStore }),
       ...(options.maxFileStore === undefined ? {} : { maxFileStore: options.maxFileStore }),
     };
-    const configText = renderServerConfig({ ...base, users: options.users });
+    const configText = renderServerConfig({
+      ...base,
+      ...(options.accounts === undefined
+        ? { users: options.users ?? [] }
+        : { accounts: { ...options.accounts, resolverDir: join(dir, ServerFiles.resolver) } }),
+    });
     const configPath = join(dir, ServerFiles.config);
     const pidPath = join(dir, ServerFiles.pid);
 
@@ -265,6 +289,13 @@ export class EmbeddedServer implements AsyncDisposable {
   async #reload(users: readonly ServerUser[], options: ReloadOptions): Promise<void> {
     const { signal } = options;
     throwIfAborted(signal, "reloading nats-server");
+    if (this.auth === AuthMode.accounts) {
+      throw new MeshError(
+        ErrorCode.SERVER_RELOAD_FAILED,
+        `nats-server (pid ${this.pid}) runs the mesh's accounts, not a users list: users are issued as signed JWTs and taken away by an account update, with nothing to reload`,
+        { path: this.configPath },
+      );
+    }
     if (this.#state !== ServerState.running) {
       throw new MeshError(
         ErrorCode.SERVER_RELOAD_FAILED,

@@ -16,8 +16,8 @@ import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { ServerFiles, writeFileAtomically } from "./embedded-server.js";
-import { renderServerConfig, type ServerConfigOptions, type ServerUser } from "./server-config.js";
+import { ServerFiles, writeFileAtomically, type ServerBase } from "./embedded-server.js";
+import { AuthMode, renderServerConfig, type ServerUser } from "./server-config.js";
 
 export interface ReloadServerUsersOptions {
   /** The server's folder, as given to EmbeddedServer.start (`<root>/bus` for `mesh up`). */
@@ -116,7 +116,14 @@ export function serverFolderSink(dir: string): UsersSink {
 export async function reloadServerUsers(options: ReloadServerUsersOptions): Promise<ReloadOutcome> {
   const { dir, signal } = options;
   const configPath = join(dir, ServerFiles.config);
-  const base = await readBase(dir);
+  const { auth, ...base } = await readBase(dir);
+  if (auth === AuthMode.accounts) {
+    throw new MeshError(
+      ErrorCode.SERVER_RELOAD_FAILED,
+      `the bus in ${dir} runs the mesh's accounts, not a users list: its users are signed JWTs and need no reload — start the controller in accounts mode (it reads ${ServerFiles.options})`,
+      { path: join(dir, ServerFiles.options) },
+    );
+  }
   let pid: number;
   try {
     pid = await runningPid(dir, configPath);
@@ -163,10 +170,15 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   return "reloaded";
 }
 
-async function readBase(dir: string): Promise<Omit<ServerConfigOptions, "users">> {
+/** The options the bus in `dir` was started with (users or accounts aside), and its mode. */
+export async function readServerBase(dir: string): Promise<ServerBase> {
+  return readBase(dir);
+}
+
+async function readBase(dir: string): Promise<ServerBase> {
   const path = join(dir, ServerFiles.options);
   try {
-    const value = JSON.parse(await readFile(path, "utf8")) as Omit<ServerConfigOptions, "users">;
+    const value = JSON.parse(await readFile(path, "utf8")) as ServerBase;
     if (typeof value.serverName !== "string" || typeof value.storeDir !== "string") {
       throw new Error("it lacks serverName or storeDir");
     }

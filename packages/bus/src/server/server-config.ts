@@ -14,6 +14,7 @@
  */
 import bcrypt from "bcryptjs";
 import { ErrorCode, MeshError, type Permissions } from "@mesh/protocol";
+import type { ServerAccounts } from "./accounts.js";
 import { supportsSyncInterval } from "./find-server.js";
 
 /** One entry of the server's users list. */
@@ -68,9 +69,26 @@ export interface ServerConfigOptions {
   readonly tls?: ServerTls;
   /** A server in a cluster: routes to the others. Clustered JetStream needs a unique name. */
   readonly cluster?: ServerCluster;
-  /** Never empty: a server with no users lets anyone in with every permission. */
-  readonly users: readonly ServerUser[];
+  /**
+   * Users-list mode: never empty (a server with no users lets anyone in with every
+   * permission). Exactly one of `users` and `accounts` is given.
+   */
+  readonly users?: readonly ServerUser[];
+  /** Accounts mode (decision 0080): the operator, its accounts and the resolver's folder. */
+  readonly accounts?: ServerAccountsConfig;
 }
+
+/** The server's side of accounts mode: what it trusts, and where its full resolver keeps JWTs. */
+export interface ServerAccountsConfig extends ServerAccounts {
+  readonly resolverDir: string;
+}
+
+/** The longest protocol line (a CONNECT with its user JWT) the server takes in accounts mode. */
+export const MAX_CONTROL_LINE = 128 * 1024;
+
+/** How a bus lets users in: a users list the mesh reloads, or JWTs of the mesh's operator. */
+export const AuthMode = { users: "users", accounts: "accounts" } as const;
+export type AuthMode = (typeof AuthMode)[keyof typeof AuthMode];
 
 export const DEFAULT_HOST = "127.0.0.1";
 
@@ -164,8 +182,12 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     );
   }
   if (options.cluster !== undefined) lines.push(...renderCluster(options.cluster, options));
+  if (options.accounts !== undefined) {
+    lines.push(...renderAccounts(options.accounts));
+    return lines.join("\n");
+  }
   lines.push("authorization {", "  users = [");
-  for (const user of options.users) lines.push(...renderUser(user));
+  for (const user of options.users ?? []) lines.push(...renderUser(user));
   lines.push("  ]", "}", "");
   return lines.join("\n");
 }
@@ -189,6 +211,33 @@ function renderCluster(cluster: ServerCluster, options: ServerConfigOptions): st
       "    timeout: 2",
       "  }",
     );
+  }
+  lines.push("}", "");
+  return lines;
+}
+
+/**
+ * Accounts mode: the operator JWT, the system account, a full resolver (it keeps the account
+ * JWTs pushed to it in its folder, so an update outlives a restart) and the accounts it starts
+ * with, stored when newer than what its folder holds. Checked against nats-server 2.9.10.
+ */
+function renderAccounts(accounts: ServerAccountsConfig): string[] {
+  const lines = [
+    // A client's CONNECT line carries its user JWT, and a JWT carries the user's permissions:
+    // the operator's are ~6 KB, past the server's default 4 KB line (the login then times out).
+    `max_control_line: ${MAX_CONTROL_LINE}`,
+    `operator: ${quoteConfigString(accounts.operatorJwt)}`,
+    `system_account: ${quoteConfigString(accounts.systemAccount)}`,
+    "resolver {",
+    "  type: full",
+    `  dir: ${quoteConfigString(accounts.resolverDir)}`,
+    "  allow_delete: false",
+    `  interval: ${quoteConfigString("2m")}`,
+    "}",
+    "resolver_preload {",
+  ];
+  for (const [key, jwt] of Object.entries(accounts.preload)) {
+    lines.push(`  ${key}: ${quoteConfigString(jwt)}`);
   }
   lines.push("}", "");
   return lines;
@@ -266,7 +315,20 @@ function checkOptions(options: ServerConfigOptions): void {
   }
   if (options.storeDir.length === 0) throw invalid("the JetStream store folder must be named");
   if (options.cluster !== undefined) checkCluster(options.cluster);
-  if (options.users.length === 0) {
+  if (options.accounts !== undefined) {
+    if (options.users !== undefined) {
+      throw invalid("a bus takes a users list or the mesh's accounts, not both; give one of them");
+    }
+    for (const key of [options.accounts.systemAccount, ...Object.keys(options.accounts.preload)]) {
+      if (!/^A[A-Z2-7]{55}$/.test(key)) {
+        throw invalid(
+          `${JSON.stringify(key)} is not an account public key (A and 55 base32 letters)`,
+        );
+      }
+    }
+    return;
+  }
+  if (options.users === undefined || options.users.length === 0) {
     throw invalid(
       "the users list is empty, which would turn the server's authorization off (anyone could " +
         "connect with every permission); give at least the controller's user",

@@ -109,13 +109,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   }
 }
 
-function testServer(
-  server: EmbeddedServer,
-  dir: string,
-  admin: { readonly user: string; readonly password: string },
-): TestServer {
-  // A test file that never calls stop() still leaves no folder behind (the server itself is
-  // killed by EmbeddedServer's own exit hook, which runs first).
+/** Stops the server and removes its folder once, also when the test process just ends. */
+export function stopper(server: EmbeddedServer, dir: string): () => Promise<void> {
   const removeOnExit = (): void => {
     try {
       rmSync(dir, { recursive: true, force: true });
@@ -125,7 +120,7 @@ function testServer(
   };
   process.once("exit", removeOnExit);
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  return () => {
     stopping ??= (async () => {
       await server.stop({ graceMs: 2_000 });
       await rm(dir, { recursive: true, force: true });
@@ -133,6 +128,16 @@ function testServer(
     })();
     return stopping;
   };
+}
+
+function testServer(
+  server: EmbeddedServer,
+  dir: string,
+  admin: { readonly user: string; readonly password: string },
+): TestServer {
+  // A test file that never calls stop() still leaves no folder behind (the server itself is
+  // killed by EmbeddedServer's own exit hook, which runs first).
+  const stop = stopper(server, dir);
   return {
     url: server.url,
     port: server.port,
@@ -179,17 +184,22 @@ export async function hashUsers(
  */
 export function credentialFor(
   server: { readonly url: string },
-  who: { readonly user: string; readonly password: string },
+  who: TestLogin,
   as: { readonly node: string; readonly module: string },
 ): Credential {
   return {
     servers: [server.url],
     user: who.user,
-    password: who.password,
+    ...("password" in who ? { password: who.password } : { jwt: who.jwt, seed: who.seed }),
     node: as.node,
     module: as.module,
   };
 }
+
+/** A login a test server takes: a users-list user, or a signed user (accounts mode). */
+export type TestLogin =
+  | { readonly user: string; readonly password: string }
+  | { readonly user: string; readonly jwt: string; readonly seed: string };
 
 /**
  * A TCP port that was free a moment ago: the OS picks one for a listener on port 0, which is

@@ -3,3 +3,4 @@ export * from "./harness.js";
 export * from "./probe.js";
 export * from "./stock-client.js";
 export * from "./cluster.js";
+export * from "./accounts-harness.js";

@@ -3,12 +3,15 @@
  * credentials, so the standard tooling works as on any NATS system: `nats --context mesh-<node>
  * kv ls`, `stream ls`, `micro ls`, `req`. The context holds the user and password (mode 0600),
  * the bus urls, the bus's certificate when it is pinned, and the inbox prefix of every credential
- * but the operator's (the operator speaks with the default inbox, decision 0070).
+ * but the operator's (the operator speaks with the default inbox, decision 0070). In accounts
+ * mode (decision 0080) it names a `.creds` file beside it (the user JWT and nkey seed, 0600)
+ * instead of a user and password.
  */
 import { mkdir, writeFile, chmod, rename } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { formatCreds } from "@mesh/bus";
 import { credentialInbox, readCredential } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
 import { credentialFileFor, rootOf, type FindMeshOptions } from "../find-mesh.js";
@@ -27,8 +30,10 @@ export interface ContextOptions extends FindMeshOptions {
 export interface NatsContext {
   readonly description: string;
   readonly url: string;
-  readonly user: string;
-  readonly password: string;
+  readonly user?: string;
+  readonly password?: string;
+  /** Accounts mode: the `.creds` file (user JWT and nkey seed). */
+  readonly creds?: string;
   readonly ca?: string;
   readonly inbox_prefix?: string;
 }
@@ -43,13 +48,18 @@ export function natsContextDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** The context for a credential; `caFile` when the credential pins the bus's certificate. */
-export function natsContextOf(credential: Credential, caFile?: string): NatsContext {
+export function natsContextOf(
+  credential: Credential,
+  caFile?: string,
+  credsFile?: string,
+): NatsContext {
   const inbox = credentialInbox(credential);
   return {
     description: `mesh: ${credential.module} on ${credential.node} (written by mesh context)`,
     url: credential.servers.join(","),
-    user: credential.user,
-    password: credential.password,
+    ...(credsFile === undefined
+      ? { user: credential.user, password: credential.password ?? "" }
+      : { creds: credsFile }),
     ...(caFile === undefined ? {} : { ca: caFile }),
     ...(inbox === undefined ? {} : { inbox_prefix: inbox }),
   };
@@ -80,14 +90,22 @@ export async function context(options: ContextOptions): Promise<ExitCode> {
     caFile = join(dir, `${name}.ca.pem`);
     await writePrivate(caFile, credential.ca);
   }
+  let credsFile: string | undefined;
+  if (credential.jwt !== undefined && credential.seed !== undefined) {
+    credsFile = join(dir, `${name}.creds`);
+    await writePrivate(credsFile, formatCreds(credential.jwt, credential.seed));
+  }
   const path = join(dir, `${name}.json`);
-  await writePrivate(path, `${JSON.stringify(natsContextOf(credential, caFile), null, 2)}\n`);
+  await writePrivate(
+    path,
+    `${JSON.stringify(natsContextOf(credential, caFile, credsFile), null, 2)}\n`,
+  );
   if (options.json === true) {
     printJson({ ok: true, name, path, principal, url: credential.servers.join(",") });
   } else {
     process.stdout.write(
       [
-        `wrote the nats context ${name} (${path}, mode 0600; it holds ${principal}'s password)`,
+        `wrote the nats context ${name} (${path}, mode 0600; it holds ${principal}'s ${credsFile === undefined ? "password" : "signed user, in " + credsFile})`,
         "Try:",
         `  nats --context ${name} kv ls`,
         `  nats --context ${name} micro ls`,

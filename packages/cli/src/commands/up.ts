@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { Principal, checkNodeName, isName } from "@mesh/protocol";
-import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { AuthMode, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
 import { clusterSize } from "../up/bus-shape.js";
 import { readState, startUpBus, type UpBus } from "../up/up-bus.js";
@@ -59,6 +59,11 @@ export interface UpOptions extends MachineOptions {
   readonly viewPort?: number;
   /** How long `--demo` waits for the examples, in ms. */
   readonly demoTimeoutMs?: number;
+  /**
+   * How the mesh's own bus lets users in: `accounts` (signed JWTs, nothing reloaded; the default
+   * for a new root) or `users` (a users list reloaded on every change). A root keeps its mode.
+   */
+  readonly auth?: AuthMode;
 }
 
 export const DEFAULT_BUS_PORT = 4222;
@@ -97,6 +102,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       ...pick(options, "listen"),
       ...pick(options, "tlsCert"),
       ...pick(options, "tlsKey"),
+      ...pick(options, "auth"),
       pickPort,
       say: log,
       signal: stopping.signal,
@@ -306,6 +312,7 @@ function busReport(upBus: UpBus) {
       : {
           pid: first.pid,
           version: first.version,
+          auth: first.auth,
           config: first.configPath,
           log: first.logPath,
           store: first.storeDir,
@@ -403,7 +410,13 @@ export function registerUpVerb(program: Command): void {
           "the view's port on loopback (default: a free one)",
         ).argParser(portNumber("--view-port")),
       )
-      .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)"),
+      .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)")
+      .addOption(
+        new Option(
+          "--auth <mode>",
+          "how the mesh's own bus lets users in: accounts (signed users, no reloads; default for a new root) or users (a users list, reloaded on each change)",
+        ).choices([AuthMode.accounts, AuthMode.users]),
+      ),
     up,
   );
 }

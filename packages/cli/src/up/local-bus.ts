@@ -9,6 +9,7 @@ import { join } from "node:path";
 import {
   EmbeddedServer,
   type NatsServerBinary,
+  type ServerAccounts,
   type ServerCluster,
   type ServerTls,
   type ServerUser,
@@ -37,8 +38,11 @@ export interface LocalBusOptions {
   /** The address clients are told to dial (the host, or loopback when it listens everywhere). */
   readonly dialHost?: string;
   readonly tls?: ServerTls;
-  /** The users list as it stands on disk, read at every start and restart. */
-  readonly users: () => Promise<ServerUser[]>;
+  /**
+   * Who may log in, read at every start and restart: the users list as it stands on disk, or
+   * the mesh's accounts as its revocations stand (decision 0080).
+   */
+  readonly auth: () => Promise<{ users: ServerUser[] } | { accounts: ServerAccounts }>;
   readonly say: (line: string) => void;
 }
 
@@ -95,7 +99,7 @@ export class LocalBus {
 async function serverOptions(options: LocalBusOptions, index: number, signal: AbortSignal) {
   const { shape, node } = options;
   const common = {
-    users: await options.users(),
+    ...(await options.auth()),
     binary: options.binary,
     signal,
     ...(options.host === undefined ? {} : { host: options.host }),

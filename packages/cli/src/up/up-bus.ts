@@ -10,11 +10,11 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, type Credential } from "@mesh/protocol";
-import { FULL_PERMISSIONS, findServer, writeCredential } from "@mesh/bus";
+import { FULL_PERMISSIONS, findServer, writeCredential, type AuthMode } from "@mesh/bus";
 import { assignerGrant, deliveryGrant, mcpGrant, operatorGrant } from "@mesh/core";
-import { serverUsersOnDisk } from "@mesh/controller";
-import { ensurePrincipals, type PrincipalSpec } from "../principals.js";
+import type { PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
+import { busAuth, chooseAuth } from "./bus-auth.js";
 import { busShape } from "./bus-shape.js";
 import { checkForeignUrls, readBusLogin, FOREIGN_LOGIN_FILE } from "./foreign-bus.js";
 import {
@@ -51,6 +51,8 @@ export const RootState = z
       })
       .strict()
       .optional(),
+    /** How the mesh's own bus lets users in; absent in roots made before accounts: a list. */
+    auth: z.enum(["users", "accounts"]).optional(),
   })
   .strict();
 export type RootState = z.infer<typeof RootState>;
@@ -69,6 +71,8 @@ export interface UpBusOptions {
   readonly listen?: string;
   readonly tlsCert?: string;
   readonly tlsKey?: string;
+  /** `--auth`: accounts (a new root's default) or a users list, for the mesh's own bus. */
+  readonly auth?: AuthMode;
   readonly pickPort: () => Promise<number>;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;
@@ -112,6 +116,12 @@ export async function startUpBus(options: UpBusOptions): Promise<UpBus> {
   const { previous } = options;
   const foreign = options.bus !== undefined || previous?.bus !== undefined;
   if (foreign) {
+    if (options.auth !== undefined) {
+      throw new MeshError(
+        ErrorCode.USAGE,
+        "--auth is for the mesh's own bus; on a foreign bus (--bus) the mesh speaks as the one login its operator gave",
+      );
+    }
     if (previous !== undefined && previous.bus === undefined) {
       throw shapeChanged(options.paths, "the mesh's own bus", "a foreign bus (--bus)");
     }
@@ -156,9 +166,11 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       `--insecure: the bus listens on ${host} in plain TCP; passwords cross the network in clear`,
     );
   }
+  const auth = chooseAuth(options.auth, previous);
   // Issued here because the controller cannot issue its own credential and these run on this
   // machine only; hosts and modules get theirs from the controller's broker (decision 0050).
-  const principals = await ensurePrincipals(paths, {
+  const principals = await busAuth(paths, {
+    auth,
     node,
     servers: urls,
     principals: upPrincipals(node),
@@ -166,11 +178,11 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
   });
   say(
     `starting ${urls.length === 1 ? "nats-server" : `${urls.length} nats-servers in a cluster,`} ` +
-      `${binary.version} on ${urls.join(",")}`,
+      `${binary.version} on ${urls.join(",")} (${auth === "accounts" ? "accounts: signed users, no reloads" : "a users list"})`,
   );
-  // Every start, the first and each restart after a server died, runs the users list as it
-  // stands on disk: mesh up's principals and every user the broker issued, so no host, runtime
-  // or module is refused while the controller catches up.
+  // Every start, the first and each restart after a server died, runs who may log in as it
+  // stands on disk (the users list: mesh up's principals and every user the broker issued; or
+  // the accounts with their revocations), so none is refused while the controller catches up.
   const local = await LocalBus.start(
     {
       dir: paths.bus,
@@ -179,7 +191,7 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       binary,
       ...(listen === undefined ? {} : { host }),
       ...(serverTls === undefined ? {} : { tls: serverTls }),
-      users: () => serverUsersOnDisk(join(paths.root, "controller"), principals.users),
+      auth: () => principals.serverAuth(),
       say,
     },
     options.signal,
@@ -187,6 +199,7 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
   await writeJson(paths.state, {
     node,
     port,
+    auth,
     ...(shape.kind === "cluster"
       ? { cluster: { ports: [...shape.ports], routePorts: [...shape.routePorts] } }
       : {}),

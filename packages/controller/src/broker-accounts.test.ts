@@ -1,0 +1,147 @@
+/**
+ * The broker in accounts mode (decision 0080), against a real nats-server trusting the mesh's
+ * operator: users are signed, never reloaded; taking one away is one account update.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { hostGrant } from "@mesh/core";
+import { AccountAuthority, MeshBus } from "@mesh/bus";
+import { deadline, startAccountsTestServer, type AccountsTestServer } from "@mesh/bus/testing";
+import { ErrorCode, isMeshError } from "@mesh/protocol";
+import { Broker, PrincipalKind, type DesiredPrincipal } from "./broker.js";
+import { Vault } from "./vault.js";
+
+const vault = Vault.withKey(randomBytes(32));
+
+const host = (node: string): DesiredPrincipal => ({
+  user: `${node}.host`,
+  node,
+  module: "host",
+  kind: PrincipalKind.host,
+  permissions: hostGrant({ node }),
+});
+
+describe("Broker in accounts mode", () => {
+  let server: AccountsTestServer;
+  let dir: string;
+  before(async () => {
+    server = await startAccountsTestServer();
+    dir = await mkdtemp(join(tmpdir(), "mesh-broker-acc-"));
+  });
+  after(async () => {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const open = (sub: string) =>
+    Broker.open({ dir: join(dir, sub), vault, accounts: server.authority, servers: [server.url] });
+
+  const serverLog = () => readFile(server.server.logPath, "utf8");
+
+  it("issues a signed user the bus takes at once, hashes nothing, and keeps its key across a restart", async () => {
+    const broker = await open("keep");
+    assert.equal(await broker.ensure(host("n1")), true);
+    assert.equal(await broker.ensure(host("n1")), false, "unchanged");
+    assert.equal(await broker.commit(), true);
+    assert.equal(broker.hashesMade, 0);
+    assert.equal(server.authority.updatesPushed, 0, "issuing pushes nothing");
+    const credential = broker.credential("n1.host");
+    assert.equal(credential.password, undefined);
+    const bus = await MeshBus.connect(credential);
+    await bus.close();
+    const again = await open("keep");
+    assert.deepEqual(again.credential("n1.host"), credential);
+    assert.equal(await again.ensure(host("n1")), false);
+    assert.doesNotMatch(await serverLog(), /Reloaded/);
+  });
+
+  it("gives moved permissions a new JWT for the same key and revokes the older one", async () => {
+    const broker = await open("moved");
+    const principal = (publish: string[]): DesiredPrincipal => ({
+      user: "n1.m",
+      node: "n1",
+      module: "m",
+      kind: PrincipalKind.module,
+      permissions: { publish: { allow: publish }, subscribe: { allow: ["_INBOX.n1.m.>"] } },
+    });
+    await broker.ensure(principal(["svc.a.>"]));
+    await broker.commit();
+    const before = broker.credential("n1.m");
+    assert.equal(await broker.ensure(principal(["svc.a.>", "svc.b.>"])), true);
+    await broker.commit();
+    const after = broker.credential("n1.m");
+    assert.equal(after.seed, before.seed, "the same key");
+    assert.notEqual(after.jwt, before.jwt);
+    await assert.rejects(
+      MeshBus.connect(before),
+      (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
+    );
+    const bus = await MeshBus.connect(after);
+    await bus.close();
+  });
+
+  it("issues and revokes 1,000 principals with no reload, and a revoked credential is refused within 2 s", async () => {
+    const broker = await open("thousand");
+    const nodes = Array.from({ length: 1000 }, (_, i) => `n${i}`);
+    const issuing = Date.now();
+    for (const node of nodes) await broker.ensure(host(node));
+    await broker.commit();
+    const issuedMs = Date.now() - issuing;
+    const first = await MeshBus.connect(broker.credential("n0.host"), { say: () => undefined });
+    const middle = broker.credential("n500.host");
+    const last = await MeshBus.connect(broker.credential("n999.host"));
+    await last.close();
+    const closed = (async () => {
+      for await (const s of first.nc.status()) if (s.type === "disconnect") return;
+    })();
+    const pushed = server.authority.updatesPushed;
+    const revoking = Date.now();
+    for (const node of nodes) broker.revoke(`${node}.host`);
+    await broker.commit();
+    await deadline(closed, 2_000, "the revoked host's live connection closing");
+    const refusedMs = Date.now() - revoking;
+    assert.equal(server.authority.updatesPushed, pushed + 1, "one account update for all");
+    const kept = await Broker.open({
+      dir: join(dir, "thousand"),
+      vault,
+      accounts: server.authority,
+      servers: [server.url],
+    });
+    assert.equal(kept.all().length, 0);
+    await assert.rejects(
+      MeshBus.connect(middle),
+      (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
+    );
+    await first.close().catch(() => undefined);
+    assert.doesNotMatch(await serverLog(), /Reloaded/, "the server's log shows no reload");
+    process.stdout.write(
+      `# 1,000 principals: issued in ${issuedMs} ms, revoked and refused in ${refusedMs} ms\n`,
+    );
+    assert.ok(refusedMs < 2_000 * 4, `revoked in ${refusedMs} ms`);
+  });
+
+  it("fails a commit the bus cannot take as ACCOUNT_UPDATE_FAILED, and keeps it staged", async () => {
+    const broker = await Broker.open({
+      dir: join(dir, "down"),
+      vault,
+      accounts: await AccountAuthority.open({
+        keysPath: server.keysPath,
+        revocationsPath: join(dir, "down-revocations.json"),
+        servers: ["nats://127.0.0.1:1"],
+        timeoutMs: 500,
+      }),
+      servers: [server.url],
+    });
+    await broker.ensure(host("n1"));
+    await broker.commit();
+    broker.revoke("n1.host");
+    await assert.rejects(broker.commit(), (e: unknown) =>
+      isMeshError(e, ErrorCode.ACCOUNT_UPDATE_FAILED),
+    );
+    assert.equal(broker.pending, true);
+  });
+});

@@ -1,0 +1,126 @@
+/**
+ * The controller in accounts mode (decision 0080) against a real nats-server trusting the mesh's
+ * operator: a node joins with a signed one-time token, its modules get signed credentials held
+ * to core's grants, and a module no longer wanted is revoked by an account update; nothing is
+ * ever reloaded.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { z } from "zod";
+import {
+  Bucket,
+  Credential,
+  ErrorCode,
+  isMeshError,
+  nodeModuleKey,
+  stateBucket,
+} from "@mesh/protocol";
+import { operatorGrant, fingerprintOf } from "@mesh/core";
+import { KvBucket, MeshBus, ensureLayout, requestJoin } from "@mesh/bus";
+import {
+  credentialFor,
+  deadline,
+  startAccountsTestServer,
+  type AccountsTestServer,
+} from "@mesh/bus/testing";
+import { askJoinToken } from "./controller-api.js";
+import { Controller } from "./controller.js";
+import { counter, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-support.js";
+
+describe("the controller in accounts mode", () => {
+  let server: AccountsTestServer;
+  let admin: MeshBus;
+  let operator: MeshBus;
+  let controller: Controller;
+  let dir: string;
+  const n1 = newKeys();
+
+  before(async () => {
+    server = await startAccountsTestServer();
+    dir = await mkdtemp(join(tmpdir(), "mesh-controller-acc-"));
+    admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const operatorLogin = await server.issue("hub.operator", operatorGrant({ node: "hub" }));
+    operator = await MeshBus.connect(
+      credentialFor(server, operatorLogin, { node: "hub", module: "operator" }),
+    );
+    controller = await Controller.create({ bus: admin, dir, accounts: server.authority });
+    void controller.run();
+    await deadline(controller.ready, 20_000, "the controller's first pass");
+  });
+  after(async () => {
+    await controller.stop();
+    await operator.close();
+    await admin.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const put = async (bucket: string, key: string, value: unknown) => {
+    const kv = await KvBucket.openWith(admin, bucket, z.unknown());
+    await kv.put(key, value);
+  };
+
+  it("joins a node with a signed one-time token, which works once", async () => {
+    const { token } = await askJoinToken(operator, {});
+    const credential = await requestJoin({ servers: [server.url], token, node: "n1", keys: n1 });
+    assert.equal(credential.password, undefined);
+    assert.ok(credential.jwt !== undefined && credential.seed !== undefined);
+    const host = await MeshBus.connect(credential);
+    await host.close();
+    // The next pass takes the join user away: one account update.
+    const revoked = (async () => {
+      while (server.authority.updatesPushed === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    await deadline(revoked, 10_000, "the spent join user's revocation");
+    await assert.rejects(
+      requestJoin({ servers: [server.url], token, node: "n9", keys: newKeys() }),
+      (e: unknown) => isMeshError(e, ErrorCode.REFUSED),
+    );
+  });
+
+  it("gives a module a signed credential held to its grant, and revokes it when unwanted", async () => {
+    await put(Bucket.presence, "n1", presenceOf("n1", n1));
+    for (const m of [counter, viewer]) {
+      await put(Bucket.manifests, fingerprintOf(m), m);
+      await put(Bucket.wants, nodeModuleKey("n1", m.module), wantOf(m));
+    }
+    const composed = await KvBucket.open(admin, Bucket.composed);
+    const needOf = async (id: string) => {
+      for (;;) {
+        const c = await composed.get("n1");
+        if (c !== undefined && c.value.resources.some((r) => r.id === id)) {
+          return Credential.parse(JSON.parse(openNeed(c.value, id, n1)));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const viewerCredential = await deadline(
+      needOf("viewer.need-broker"),
+      20_000,
+      "the viewer's credential in n1's composition",
+    );
+    assert.ok(viewerCredential.jwt !== undefined);
+    const bus = await MeshBus.connect(viewerCredential, { say: () => undefined });
+    // It may read what it declared (counter/counts), not what it did not.
+    await (await KvBucket.openWith(bus, stateBucket("counter", "counts"), z.unknown())).keys();
+    await assert.rejects((await KvBucket.open(bus, Bucket.secrets)).keys(), (e: unknown) =>
+      isMeshError(e, ErrorCode.PERMISSION_DENIED),
+    );
+    const closed = (async () => {
+      for await (const s of bus.nc.status()) if (s.type === "disconnect") return;
+    })();
+    await (await KvBucket.open(admin, Bucket.wants)).delete(nodeModuleKey("n1", "viewer"));
+    await deadline(closed, 10_000, "the unwanted viewer's connection closing");
+    await assert.rejects(MeshBus.connect(viewerCredential), /Authorization/i);
+    await bus.close().catch(() => undefined);
+    assert.doesNotMatch(await readFile(server.server.logPath, "utf8"), /Reloaded/);
+  });
+});
