@@ -199,6 +199,11 @@ const MESSAGES: ReadonlyArray<[string, z.ZodType, unknown]> = [
     { name: "greet", description: "says hello", input: { type: "object" } },
   ],
   ["Credential", Credential, CREDENTIAL],
+  [
+    "Credential (accounts mode: a signed user)",
+    Credential,
+    { ...withField(CREDENTIAL, "password", undefined), jwt: "a.b.c", seed: `SU${"A".repeat(56)}` },
+  ],
 ];
 
 /** The paths of a refused value's issues (every issue, not only the first). */

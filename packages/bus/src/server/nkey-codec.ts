@@ -99,7 +99,7 @@ export function decodeSeed(text: string): { role: KeyRole; seed: Uint8Array } {
   const body = raw.subarray(0, 34);
   const crc = (raw[34] ?? 0) | ((raw[35] ?? 0) << 8);
   if (crc16(body) !== crc || ((body[0] ?? 0) & 0xf8) !== SEED) throw invalidKey(text);
-  const role = ((((body[0] ?? 0) & 7) << 5) | ((body[1] ?? 0) >> 3)) as KeyRole;
+  const role = (((body[0] ?? 0) & 7) << 5) | ((body[1] ?? 0) >> 3);
   return { role, seed: body.subarray(2) };
 }
 

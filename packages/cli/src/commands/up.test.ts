@@ -1,12 +1,12 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Bucket, Stream, ObjectStore, ErrorCode } from "@mesh/protocol";
-import { KvBucket, MeshBus } from "@mesh/bus";
+import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { nodeFromHostname } from "./up.js";
 
@@ -79,6 +79,10 @@ test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-
     assert.equal(layout.created.length, LAYOUT_SIZE);
     const operatorPath = (report["credentials"] as { operator: string }).operator;
     assert.equal((await stat(operatorPath)).mode & 0o777, 0o600);
+    // A new root runs the mesh's accounts: signed credentials, no users list (decision 0080).
+    assert.equal((report["bus"] as { auth: string }).auth, "accounts");
+    const signed = await readCredential(operatorPath);
+    assert.ok(signed.jwt !== undefined && signed.password === undefined);
 
     const operator = await MeshBus.connectWithFile(operatorPath);
     try {
@@ -138,6 +142,40 @@ test("a second mesh up on the same root finds its layout and data; a concurrent 
   } finally {
     second.child.kill("SIGKILL");
   }
+});
+
+test("--auth users runs a users list, and a root keeps the mode it began with", async () => {
+  const root = await newRoot();
+  const port = await freePort();
+  const first = startUp([
+    "--root",
+    root,
+    "--port",
+    String(port),
+    "--auth",
+    "users",
+    "--exit-when-ready",
+    "--bus-only",
+  ]);
+  const report = await deadline(first.report, 60_000, "mesh up --auth users");
+  assert.equal(await deadline(first.exit, 30_000, "mesh up to exit"), 0);
+  const bus = report["bus"] as { auth: string; config: string };
+  assert.equal(bus.auth, "users");
+  const config = await readFile(bus.config, "utf8");
+  assert.match(config, /authorization \{/);
+  assert.doesNotMatch(config, /operator:/);
+  const operatorPath = (report["credentials"] as { operator: string }).operator;
+  assert.ok((await readCredential(operatorPath)).password !== undefined);
+
+  const again = startUp(["--root", root, "--auth", "accounts", "--bus-only"]);
+  const refusal = (await deadline(again.report, 30_000, "the refusal")) as {
+    ok: boolean;
+    error: { code: string; message: string };
+  };
+  assert.equal(refusal.ok, false);
+  assert.equal(refusal.error.code, ErrorCode.USAGE);
+  assert.match(refusal.error.message, /--auth users/);
+  await again.exit;
 });
 
 test("a refusal under --json is one JSON document with the code", async () => {

@@ -31,6 +31,8 @@ export type MeshProcessKind =
   | "assigner"
   | "host"
   | "runtime"
+  /** The runtime's standby, booted ahead to take over when the runtime dies: not a second copy. */
+  | "runtime-standby"
   | "counter"
   | "module";
 
@@ -233,6 +235,7 @@ export { until } from "./until.js";
 
 function kindOf(cmdline: readonly string[], env: readonly string[]): MeshProcessKind {
   if (/nats-server/.test(cmdline[0] ?? "")) return "nats-server";
+  if (env.some((v) => v === `${Env.runtimeStandby}=1`)) return "runtime-standby";
   if (env.some((v) => v.startsWith(`${Env.toolModules}=`))) return "runtime";
   for (const verb of ["controller", "indexer", "builder", "assigner", "host", "up"] as const) {
     if (cmdline[1]?.endsWith("main.js") === true && cmdline[2] === verb) return verb;
