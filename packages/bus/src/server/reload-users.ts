@@ -170,9 +170,12 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   return "reloaded";
 }
 
-/** The options the bus in `dir` was started with (users or accounts aside), and its mode. */
+/**
+ * The options the bus in `dir` was started with (users or accounts aside), and its mode; of its
+ * first server when `dir` holds a cluster's folders (every server runs the same mode).
+ */
 export async function readServerBase(dir: string): Promise<ServerBase> {
-  return readBase(dir);
+  return readBase((await serverFolders(dir))[0] ?? dir);
 }
 
 async function readBase(dir: string): Promise<ServerBase> {
