@@ -11,8 +11,8 @@
  * consumer itself, with a 3 s heartbeat, and consumes it through the client's public
  * `consumers.getBoundPushConsumer` (which asks the server nothing: a watcher's grant may create
  * consumers on its bucket but not ask for their info). That consumer is not "ordered" in the client's
- * sense, so the order check is here: a delivery whose consumer sequence is not the next one ends
- * the watch, and the watcher watches again from what the bucket holds.
+ * sense, so the order check is here: a delivery past the next one ends the watch (the watcher
+ * watches again from what the bucket holds), and one delivered again is handed on once.
  *
  * Only the package's exports are used: a module's runtime is bundled, and a bundle has no
  * `node_modules` to reach a file of the client by path.
@@ -105,6 +105,7 @@ export async function openRawWatch(
   let done = false;
   let last = Date.now();
   let delivered = 0;
+  let streamSeq = 0;
   const push = (item: KvWatchEntry | undefined): void => {
     queue.push(item);
     wake?.();
@@ -112,10 +113,17 @@ export async function openRawWatch(
   const messages = await consumer.consume({
     callback: (m) => {
       last = Date.now();
-      if (m.info.deliverySequence !== ++delivered) {
-        finish(`a change was missed (delivery ${m.info.deliverySequence}, ${delivered} expected)`);
+      const { deliverySequence, streamSequence } = m.info;
+      // A delivery past the next one means the server skipped some: the watch cannot go on.
+      if (deliverySequence > delivered + 1) {
+        finish(`a change was missed (delivery ${deliverySequence}, ${delivered + 1} expected)`);
         return;
       }
+      // One at or before the last (a server restarted from state it had not yet written) comes
+      // again: what was already handed on is not handed on twice.
+      delivered = deliverySequence;
+      if (streamSequence <= streamSeq) return;
+      streamSeq = streamSequence;
       push(bucket.jmToWatchEntry(m, false));
     },
   });
