@@ -21,6 +21,7 @@ import {
   runtimeGrant,
   subjectMatches,
 } from "./permissions.js";
+import { NO_RIGHTS, toPermissions, type Rights } from "./permissions/rights.js";
 
 // A small world, so that reads often hit declared states, unreadable ones and unknown modules.
 const MODULES = ["a", "b", "c", "d", RUNTIME_MODULE] as const;
@@ -144,6 +145,8 @@ function everyGrant(world: readonly Manifest[], node: string): [string, Permissi
     ["mcp-narrowed", mcpGrant({ node, modules: world.filter(isModule).map((m) => m.module) })],
     ["assigner", assignerGrant({ node })],
     ["delivery", deliveryGrant({ node })],
+    // A credential with no rights at all: both sides must come out as `deny: [">"]`.
+    ["nobody", toPermissions(NO_RIGHTS)],
   ];
 }
 
@@ -234,6 +237,32 @@ describe("permissions, for any set of manifests", () => {
           for (const side of [p.publish, p.subscribe]) {
             assert.ok(side.allow === undefined || side.allow.length > 0, who);
             assert.ok(side.allow !== undefined || (side.deny ?? []).includes(">"), who);
+          }
+        }
+      }),
+    );
+  });
+
+  test("a grant allows exactly what its rights name: a side with none allows nothing, never `allow: []`", () => {
+    // The server reads an empty allow list as "everything", and so does isAllowed.
+    const subjects = ["a.b", "a.*", "$KV.x.k", "$KV.x.>", "_INBOX.n.m.>", "mesh.logs.n.m", ">"];
+    const rightsArb: fc.Arbitrary<Rights> = fc.record({
+      publish: fc.array(fc.constantFrom(...subjects), { maxLength: 4 }),
+      subscribe: fc.array(fc.constantFrom(...subjects), { maxLength: 4 }),
+    });
+    const probes = ["a.b", "a.c", "$KV.x.k", "$KV.y.k", "_INBOX.n.m.r", "mesh.logs.n.m", "z"];
+    fc.assert(
+      fc.property(rightsArb, (rights) => {
+        const p = toPermissions(rights);
+        for (const action of ["publish", "subscribe"] as const) {
+          const side = p[action];
+          assert.ok(side.allow === undefined || side.allow.length > 0, `${action}: allow: []`);
+          for (const subject of probes) {
+            assert.equal(
+              isAllowed(p, action, subject),
+              rights[action].some((pattern) => subjectMatches(pattern, subject)),
+              `${action} ${subject} with ${JSON.stringify(rights[action])}`,
+            );
           }
         }
       }),
