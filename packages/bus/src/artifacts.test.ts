@@ -14,6 +14,7 @@ import { ArtifactStore } from "./artifacts.js";
 import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
 // 20 MiB over loopback takes well under a second; without `$JS.FC` it never finishes.
@@ -62,7 +63,7 @@ const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes)
 const UNKNOWN = sha256(new TextEncoder().encode("never stored"));
 
 async function storedMessages(): Promise<number> {
-  const jsm = await jetstreamManager(admin.nc);
+  const jsm = await jetstreamManager(natsOf(admin).nc);
   return (await jsm.streams.info(stream)).state.messages;
 }
 

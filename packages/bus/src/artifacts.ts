@@ -7,6 +7,7 @@ import { Objm, type ObjectStore as NatsObjectStore } from "@nats-io/obj";
 import { ObjectStore, digestKey } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 export interface ArtifactInfo {
   readonly digest: string;
@@ -24,7 +25,7 @@ export class ArtifactStore {
   static async open(bus: MeshBus, options: { signal?: AbortSignal } = {}): Promise<ArtifactStore> {
     const doing = `opening the object store ${ObjectStore.artifacts}`;
     const store = await withContext({ doing }, () =>
-      abortable(new Objm(bus.js).open(ObjectStore.artifacts), options.signal, doing),
+      abortable(new Objm(natsOf(bus).js).open(ObjectStore.artifacts), options.signal, doing),
     );
     return new ArtifactStore(store);
   }

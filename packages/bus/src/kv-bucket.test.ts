@@ -12,6 +12,7 @@ import {
 import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 // The server answers a violation within milliseconds (docs/nats.md §1.3); a hang shows up as
 // the deadline's TIMEOUT instead of the code the test expects.
@@ -98,7 +99,7 @@ before(async () => {
     "epsilon_data",
     ...Object.values(WATCHED),
   ]) {
-    await admin.kvm.create(bucket, { history: 5 });
+    await natsOf(admin).kvm.create(bucket, { history: 5 });
   }
 });
 
@@ -340,7 +341,7 @@ describe("KvBucket.watch", () => {
   });
 
   it("hands an invalid event for a value that breaks the schema, and goes on", async () => {
-    const raw = await admin.kvm.open(WATCHED.invalid);
+    const raw = await natsOf(admin).kvm.open(WATCHED.invalid);
     await raw.put("not-json", "{oops");
     await raw.put("wrong-shape", JSON.stringify({ n: "one" }));
     const watch = (await open(WATCHED.invalid)).watch();
@@ -452,7 +453,7 @@ describe("KvBucket reads and writes", () => {
   });
 
   it("refuses a value that breaks the schema with INVALID_VALUE, and writes nothing", async () => {
-    const before = await (await admin.kvm.open(WATCHED.writes)).status();
+    const before = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
     await assert.rejects(
       bucket.put("bad", { n: "one" } as unknown as Value),
       isCode(ErrorCode.INVALID_VALUE),
@@ -462,12 +463,12 @@ describe("KvBucket reads and writes", () => {
       isCode(ErrorCode.INVALID_VALUE),
     );
     assert.equal(await bucket.get("bad"), undefined);
-    const after = await (await admin.kvm.open(WATCHED.writes)).status();
+    const after = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
     assert.equal(after.values, before.values);
   });
 
   it("refuses to hand a stored value that breaks the schema with INVALID_VALUE", async () => {
-    await (await admin.kvm.open(WATCHED.writes)).put("stored-bad", "[]");
+    await (await natsOf(admin).kvm.open(WATCHED.writes)).put("stored-bad", "[]");
     await assert.rejects(bucket.get("stored-bad"), (error) =>
       isMeshError(error, ErrorCode.INVALID_VALUE),
     );

@@ -16,6 +16,7 @@ import {
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError, withContext } from "./bus-errors.js";
 import { openRawWatch, type RawWatch } from "./kv-watch.js";
+import { natsOf } from "./mesh-bus.js";
 
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -96,7 +97,7 @@ export class KvBucket<T> {
   ): Promise<KvBucket<T>> {
     // Direct gets (`$JS.API.DIRECT.GET.<stream>.<subject>`) carry the key in the subject, so a
     // credential can be granted a single key; every bucket the mesh creates allows them.
-    const kv = await bus.kvm.open(bucket, { allow_direct: true });
+    const kv = await natsOf(bus).kvm.open(bucket, { allow_direct: true });
     return new KvBucket(bucket, kv, schema, bus);
   }
 
@@ -235,7 +236,7 @@ export class KvBucket<T> {
     if (isAborted(signal)) stop();
     // The server drops the watcher's subscription when a reload narrowed this credential's
     // grant: the refusal is seen only on the connection's status, so it is listened for.
-    const statuses = this.#bus?.nc.status() as
+    const statuses = (this.#bus === undefined ? undefined : natsOf(this.#bus).nc.status()) as
       (AsyncIterable<Status> & { stop(): void }) | undefined;
     let refusal: PermissionViolationError | undefined;
     const listening = (async () => {

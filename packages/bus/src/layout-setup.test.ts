@@ -15,6 +15,7 @@ import {
 import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const everything = [
   ...Object.values(Bucket),
@@ -76,7 +77,7 @@ describe("ensureLayout", () => {
   });
 
   it("creates them as the layout specifies", async () => {
-    const jsm = await jetstreamManager(admin.nc);
+    const jsm = await jetstreamManager(natsOf(admin).nc);
     const have = await jsm.streams.info(kvStreamName(Bucket.have));
     assert.equal(have.config.max_msgs_per_subject, BucketSpec[Bucket.have].history);
     // Gets by key in the subject, which the credentials are granted (docs/nats.md §1.2).

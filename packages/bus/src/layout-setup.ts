@@ -17,7 +17,7 @@ import {
   kvStreamName,
   objStreamName,
 } from "@mesh/protocol";
-import type { MeshBus } from "./mesh-bus.js";
+import { natsOf, type MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
 import { withAllowedReplicas, waitForJetStream } from "./replicas.js";
 
@@ -39,7 +39,7 @@ export async function ensureLayout(
   options: LayoutOptions = {},
 ): Promise<LayoutReport> {
   const jsm = await withContext({ doing: "reaching JetStream" }, () =>
-    jetstreamManager(bus.nc, { checkAPI: false }),
+    jetstreamManager(natsOf(bus).nc, { checkAPI: false }),
   );
   // A cluster that has just started answers only once it has elected its meta leader (~5 s).
   await waitForJetStream(bus, options.signal === undefined ? {} : { signal: options.signal });
@@ -72,7 +72,7 @@ export async function ensureLayout(
       }
       await replicated((replicas) =>
         abortable(
-          bus.kvm.create(bucket, {
+          natsOf(bus).kvm.create(bucket, {
             history: BucketSpec[bucket].history,
             replicas,
             storage: StorageType.File,
@@ -94,7 +94,7 @@ export async function ensureLayout(
       }
       await replicated((replicas) =>
         abortable(
-          new Objm(bus.js).create(store, { replicas, storage: StorageType.File }),
+          new Objm(natsOf(bus).js).create(store, { replicas, storage: StorageType.File }),
           options.signal,
           doing,
         ),
@@ -146,7 +146,7 @@ export async function ensureStateBucket(
 ): Promise<boolean> {
   const doing = `creating the state bucket ${bucket}`;
   return withContext({ doing }, async () => {
-    const jsm = await jetstreamManager(bus.nc, { checkAPI: false });
+    const jsm = await jetstreamManager(natsOf(bus).nc, { checkAPI: false });
     try {
       await abortable(jsm.streams.info(kvStreamName(bucket)), options.signal, doing);
       return false;
@@ -157,7 +157,7 @@ export async function ensureStateBucket(
     }
     await withAllowedReplicas(bus, options.replicas, (replicas) =>
       abortable(
-        bus.kvm.create(bucket, {
+        natsOf(bus).kvm.create(bucket, {
           history: options.history ?? 1,
           replicas,
           storage: StorageType.File,

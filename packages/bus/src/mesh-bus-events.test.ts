@@ -10,6 +10,7 @@ import { MeshBus, type BusEvent } from "./mesh-bus.js";
 import { EmbeddedServer } from "./server/embedded-server.js";
 import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server/server-config.js";
 import { deadline, freePort } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
 // The client waits 2 s between reconnect attempts (its default); a restart takes one or two.
@@ -72,7 +73,7 @@ describe("MeshBus.events", () => {
     let server = await start("restart", port);
     const bus = await MeshBus.connect(credential(port));
     try {
-      await bus.kvm.create("restart_watch");
+      await natsOf(bus).kvm.create("restart_watch");
       const bucket = await KvBucket.openWith(bus, "restart_watch", z.number());
       await bucket.put("before", 1);
       const watch = bucket.watch();
@@ -116,7 +117,7 @@ describe("MeshBus.connect", () => {
     const server = await start("late", port);
     const bus = await deadline(connecting, RECONNECT_MS, "the connection");
     try {
-      await bus.kvm.create("late_bucket");
+      await natsOf(bus).kvm.create("late_bucket");
     } finally {
       await bus.close();
       await server.stop();

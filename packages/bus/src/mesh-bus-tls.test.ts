@@ -11,6 +11,7 @@ import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
 import { KvBucket } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const run = promisify(execFile);
 
@@ -104,7 +105,7 @@ describe("MeshBus.connect with a pinned certificate", () => {
       "the connection",
     );
     try {
-      await bus.kvm.create("tls_check");
+      await natsOf(bus).kvm.create("tls_check");
       const bucket = await KvBucket.openWith(bus, "tls_check", z.object({ n: z.number() }));
       assert.equal(await bucket.get("missing"), undefined);
       await bucket.put("present", { n: 1 });

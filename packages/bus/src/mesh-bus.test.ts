@@ -4,6 +4,7 @@ import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/proto
 import { MeshBus, type BusMessage } from "./mesh-bus.js";
 import { flush } from "./publish.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 // The server answers a violation within milliseconds (docs/nats.md §1.3).
 const PROMPT_MS = 2_000;
@@ -59,10 +60,10 @@ describe("MeshBus.subscribe", () => {
     const subscription = bus.subscribe("test.alpha.notices");
     try {
       await flush(bus);
-      admin.nc.publish("test.alpha.notices", JSON.stringify({ hello: "alpha" }), {
+      natsOf(admin).nc.publish("test.alpha.notices", JSON.stringify({ hello: "alpha" }), {
         reply: "test.alpha.answers",
       });
-      admin.nc.publish("test.alpha.notices", "not json");
+      natsOf(admin).nc.publish("test.alpha.notices", "not json");
       const first = await next(subscription, "the first message");
       assert.equal(first.subject, "test.alpha.notices");
       assert.equal(first.reply, "test.alpha.answers");
@@ -86,7 +87,7 @@ describe("MeshBus.subscribe", () => {
     );
     const witness = bus.subscribe("test.alpha.work", { signal: controller.signal });
     await flush(bus);
-    admin.nc.publish("test.alpha.work", "job");
+    natsOf(admin).nc.publish("test.alpha.work", "job");
     await next(witness, "the witness's copy");
     // Whatever the server sent this connection for that message came before this PONG.
     await flush(bus);
@@ -124,7 +125,7 @@ describe("MeshBus.subscribe", () => {
     const subscription = bus.subscribe("test.alpha.after");
     try {
       await flush(bus);
-      bus.nc.publish("test.alpha.after", JSON.stringify(1));
+      natsOf(bus).nc.publish("test.alpha.after", JSON.stringify(1));
       assert.equal((await next(subscription, "a message after the refusal")).json(), 1);
     } finally {
       await subscription.return(undefined);

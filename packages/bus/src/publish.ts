@@ -7,6 +7,7 @@
 import { MeshError, ErrorCode } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { throwIfAborted } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 export interface PublishOptions {
   readonly signal?: AbortSignal;
@@ -25,7 +26,7 @@ export function publish(
   const doing = `publishing on ${subject}`;
   throwIfAborted(options.signal, doing);
   try {
-    bus.nc.publish(subject, JSON.stringify(body));
+    natsOf(bus).nc.publish(subject, JSON.stringify(body));
   } catch (error) {
     throw new MeshError(
       ErrorCode.CONNECT_FAILED,
@@ -37,5 +38,5 @@ export function publish(
 
 /** Flushes what was published to the server: resolves once the server has seen it all. */
 export async function flush(bus: MeshBus): Promise<void> {
-  await bus.nc.flush();
+  await natsOf(bus).nc.flush();
 }

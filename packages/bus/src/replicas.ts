@@ -12,7 +12,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import type { MeshBus } from "./mesh-bus.js";
+import { natsOf, type MeshBus } from "./mesh-bus.js";
 
 /** Three copies: a cluster of three keeps every acknowledged write when any one server dies. */
 export const MAX_REPLICAS = 3;
@@ -32,12 +32,12 @@ export async function withAllowedReplicas(
   create: (replicas: number) => Promise<unknown>,
 ): Promise<number> {
   const most = Math.max(1, Math.floor(wanted ?? MAX_REPLICAS));
-  const clustered = typeof (bus.nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
-  let replicas = Math.min(most, clustered ? (allowed.get(bus.nc) ?? most) : 1);
+  const clustered = typeof (natsOf(bus).nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
+  let replicas = Math.min(most, clustered ? (allowed.get(natsOf(bus).nc) ?? most) : 1);
   for (;;) {
     try {
       await create(replicas);
-      if (clustered) allowed.set(bus.nc, replicas);
+      if (clustered) allowed.set(natsOf(bus).nc, replicas);
       return replicas;
     } catch (error) {
       if (replicas <= 1 || !fewerReplicas(error)) throw error;
@@ -66,7 +66,7 @@ export async function waitForJetStream(
 ): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const until = Date.now() + timeoutMs;
-  const jsm = await jetstreamManager(bus.nc, { checkAPI: false, timeout: 2_000 });
+  const jsm = await jetstreamManager(natsOf(bus).nc, { checkAPI: false, timeout: 2_000 });
   let last: unknown;
   for (;;) {
     if (options.signal?.aborted === true) {

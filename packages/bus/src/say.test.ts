@@ -17,6 +17,7 @@ import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { sayCondition, sayKeeps } from "./say.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
 
@@ -39,7 +40,7 @@ before(async () => {
     credentialFor(server, server.admin, { node: "n0", module: "controller" }),
   );
   await ensureLayout(admin);
-  jsm = await jetstreamManager(admin.nc);
+  jsm = await jetstreamManager(natsOf(admin).nc);
   bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
 });
 

@@ -14,6 +14,7 @@ import {
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 export interface KeptState {
   readonly name: string;
@@ -44,7 +45,7 @@ export async function sayKeeps(
   const subject = keepsSubject(node, module);
   const doing = `saying what ${node}.${module} keeps`;
   await withContext({ doing, subject }, () =>
-    abortable(bus.js.publish(subject, JSON.stringify(message)), options.signal, doing),
+    abortable(natsOf(bus).js.publish(subject, JSON.stringify(message)), options.signal, doing),
   );
 }
 
@@ -108,7 +109,7 @@ export async function sayCondition(
   const subject = conditionSubject(module, condition.name);
   const doing = `saying the condition ${condition.name} of ${module}`;
   await withContext({ doing, subject, module }, () =>
-    abortable(bus.js.publish(subject, JSON.stringify(parsed.data)), options.signal, doing),
+    abortable(natsOf(bus).js.publish(subject, JSON.stringify(parsed.data)), options.signal, doing),
   );
   return parsed.data;
 }

@@ -6,6 +6,7 @@ import { ErrorCode, MeshError, inboxPrefix, toolSubject, type Permissions } from
 import { MeshBus } from "./mesh-bus.js";
 import { request, serve, type Served } from "./services.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
 
@@ -179,7 +180,7 @@ describe("serve and request", () => {
   });
 
   it("answers a body that is not JSON with INVALID_INPUT when the handler reads it", async () => {
-    const reply = await calling.nc.request(fail, "{not json", { timeout: PROMPT_MS });
+    const reply = await natsOf(calling).nc.request(fail, "{not json", { timeout: PROMPT_MS });
     assert.equal(reply.headers?.get("Mesh-Error-Code"), ErrorCode.INVALID_INPUT);
   });
 
@@ -200,7 +201,7 @@ describe("serve and request", () => {
   });
 
   it("lists the service and its endpoints' metadata in $SRV discovery", async () => {
-    const infos = await new Svcm(admin.nc).client().info(SERVICE);
+    const infos = await new Svcm(natsOf(admin).nc).client().info(SERVICE);
     const infosList: unknown[] = [];
     for await (const info of infos) infosList.push(info);
     assert.equal(infosList.length, 1);
@@ -224,9 +225,9 @@ describe("serve and request", () => {
 
 describe("a JetStream delivery into an endpoint's subject", () => {
   it("is rejected when it keeps another stream's subject, and the handler never runs", async () => {
-    const jsm = await jetstreamManager(admin.nc);
+    const jsm = await jetstreamManager(natsOf(admin).nc);
     await jsm.streams.add({ name: "FORGED", subjects: ["forged.>"] });
-    await admin.js.publish("forged.command", JSON.stringify({ hello: "from a stream" }));
+    await natsOf(admin).js.publish("forged.command", JSON.stringify({ hello: "from a stream" }));
     const before = handled.length;
     const rejection = nextRejection();
     // The service serves in queue group "q"; a consumer delivering to that group reaches it.
@@ -242,13 +243,13 @@ describe("a JetStream delivery into an endpoint's subject", () => {
   });
 
   it("is rejected when its subject is the endpoint's own (its reply is no inbox), and the handler never runs", async () => {
-    const jsm = await jetstreamManager(admin.nc);
+    const jsm = await jetstreamManager(natsOf(admin).nc);
     // A stream that captures the endpoint's subject stores a message there.
     await jsm.streams.add({ name: "CAPTURED", subjects: [quiet] });
     const before = handled.length;
     // A message without a reply subject is no request either: rejected, and stored.
     let rejection = nextRejection();
-    admin.nc.publish(quiet, JSON.stringify({ hello: "stored" }));
+    natsOf(admin).nc.publish(quiet, JSON.stringify({ hello: "stored" }));
     await deadline(rejection, PROMPT_MS, "the message without a reply being rejected");
     assert.equal(rejected.at(-1)?.subject, quiet);
     // Then it lets go of the subject: the server refuses a consumer that delivers into its

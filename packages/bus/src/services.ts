@@ -12,6 +12,7 @@ import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import { ErrorCode, MeshError, ReplyCode, ReplyHeader, Subject, toReplyCode } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 /** A request as a handler sees it. */
 export interface Request {
@@ -89,7 +90,7 @@ function subjectMatches(subject: string, pattern: string): boolean {
 
 /** Serves endpoints as one NATS service. */
 export async function serve(bus: MeshBus, options: ServeOptions): Promise<Served> {
-  const service: Service = await new Svcm(bus.nc).add({
+  const service: Service = await new Svcm(natsOf(bus).nc).add({
     name: options.name,
     version: options.version,
     ...(options.description === undefined ? {} : { description: options.description }),
@@ -212,7 +213,7 @@ export async function request(
   }
   try {
     reply = await abortable(
-      bus.nc.request(subject, JSON.stringify(body), {
+      natsOf(bus).nc.request(subject, JSON.stringify(body), {
         timeout: options.timeoutMs ?? 5_000,
         ...(sent === undefined ? {} : { headers: sent }),
       }),

@@ -13,6 +13,7 @@ import { MeshBus } from "./mesh-bus.js";
 import { sayCondition } from "./say.js";
 import { readStream, type StreamEvent } from "./stream-reader.js";
 import { deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const WAIT_MS = 5_000;
 const FILTER = `${Subject.conditionsPrefix}.>`;
@@ -144,7 +145,7 @@ describe("readStream", () => {
     });
     try {
       await take(events, (s) => s.length === 1, "the current marker");
-      await admin.js.publish(conditionSubject("hello", "broken"), "not json");
+      await natsOf(admin).js.publish(conditionSubject("hello", "broken"), "not json");
       await sayCondition(admin, { module: "hello", name: "fine", level: "info", message: "ok" });
       const seen = await take(events, (s) => s.length === 2, "the invalid and the good one");
       assert.equal(seen[0]?.type, "invalid");

@@ -14,6 +14,7 @@ import type { z } from "zod";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError, withContext } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 export interface StreamReadOptions<T> {
   /** One subject filter (`mesh.conditions.>`); a reader is granted only filtered consumers. */
@@ -70,7 +71,7 @@ export async function* readStream<T>(
   const deliver = options.deliver ?? "all";
   const consumer = await withContext({ doing }, () =>
     abortable(
-      bus.js.consumers.getPushConsumer(stream, {
+      natsOf(bus).js.consumers.getPushConsumer(stream, {
         filter_subjects: options.filter,
         deliver_policy: DELIVER[deliver],
       }),

@@ -9,6 +9,7 @@ import { Svcm, type ServiceInfo } from "@nats-io/services";
 import { ErrorCode, Subject, parseToolSubject } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
+import { natsOf } from "./mesh-bus.js";
 
 /** Where a tool's endpoint metadata keeps what a caller needs to know. */
 export const ToolMetadata = {
@@ -57,7 +58,7 @@ export async function discoverTools(
   const doing = "discovering the tools on the bus ($SRV.INFO)";
   const infos: ServiceInfo[] = [];
   try {
-    const client = new Svcm(bus.nc).client({
+    const client = new Svcm(natsOf(bus).nc).client({
       strategy: "stall",
       stall: 300,
       maxWait: options.maxWaitMs ?? 2_000,

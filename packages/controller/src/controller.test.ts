@@ -19,7 +19,7 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
 import { KvBucket, MeshBus, readStream, requestJoin } from "@mesh/bus";
-import { deadline, maySubscribe } from "@mesh/bus/testing";
+import { createBucket, deadline, maySubscribe } from "@mesh/bus/testing";
 import { askJoinToken, askSecretSet } from "./controller-api.js";
 import {
   counter,
@@ -52,10 +52,9 @@ describe("the controller with its broker, on a real bus", () => {
   before(async () => {
     mesh = await startMesh();
     // A state bucket is made by the controller's side (the admin here), never by a module.
-    const kvm = mesh.admin.kvm;
-    await kvm.create(stateBucket("counter", "counts"));
-    await kvm.create(stateBucket("counter", "private"));
-    await kvm.create(stateBucket("viewer", "cache"));
+    await createBucket(mesh.admin, stateBucket("counter", "counts"));
+    await createBucket(mesh.admin, stateBucket("counter", "private"));
+    await createBucket(mesh.admin, stateBucket("viewer", "cache"));
     const counts = await KvBucket.openWith(
       mesh.admin,
       stateBucket("counter", "counts"),

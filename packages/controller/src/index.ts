@@ -1,12 +1,18 @@
-export * from "./broker.js";
-export * from "./controller.js";
-export * from "./controller-api.js";
-export * from "./fleet.js";
-export * from "./join-tokens.js";
-export * from "./manifest-intake.js";
-export * from "./node-plan.js";
-export * from "./seal-cache.js";
-export * from "./vault.js";
-export * from "./compose-preview.js";
-export * from "./daemon.js";
-export * from "./secret-endpoints.js";
+/**
+ * `@mesh/controller`: the controller daemon (composition, the broker of credentials, sealing,
+ * joins and secrets) and the asks other processes make of it.
+ */
+export { Controller, type ControllerOptions, type PassReport } from "./controller.js";
+export {
+  JoinTokenAnswer,
+  JoinTokenAsk,
+  MAX_SECRET_BYTES,
+  SecretSetAnswer,
+  SecretSetAsk,
+  askJoinToken,
+  askSecretSet,
+} from "./controller-api.js";
+export { Fleet } from "./fleet.js";
+export { planNode, type NodePlan, type NodeRefusal, type PlanContext } from "./node-plan.js";
+export { previewComposition } from "./compose-preview.js";
+export { runControllerDaemon, runControllerProcess, type DaemonOptions } from "./daemon.js";

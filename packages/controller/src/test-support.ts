@@ -1,5 +1,6 @@
 /**
- * What this package's tests share (never exported from the package): a real bus with the layout,
+ * What this package's tests share, and other packages' tests through `@mesh/controller/testing`
+ * (the controller fixture): a real bus with the layout,
  * a controller on it whose broker reloads the server through its folder, and the manifests,
  * wants and presences the scenarios are made of.
  */
@@ -174,7 +175,7 @@ export async function startMesh(): Promise<Mesh> {
         ...options,
       });
       mesh.controller = controller;
-      void controller.run();
+      void controller.run({ signal: new AbortController().signal });
       await deadline(controller.ready, 20_000, "the controller's first pass");
       return controller;
     },

@@ -1,14 +1,13 @@
-export * from "./host.js";
-export * from "./applied-state.js";
-export * from "./plan.js";
-export * from "./archives.js";
-export * from "./health.js";
-export * from "./provisioner.js";
+/**
+ * `@mesh/host`: the host daemon that applies a node's composition (processes, bundles, needs)
+ * and reports what it has.
+ */
+export { parseHostArgs, runHost } from "./main.js";
+export { Host, type HostOptions } from "./host.js";
 export {
-  Supervisor,
-  DEFAULT_BACKOFF,
-  logFiles,
-  type Backoff,
-  type ProcessSpec,
-} from "./supervisor.js";
-export { runHost, parseHostArgs } from "./main.js";
+  DEFAULT_ARCHIVE_LIMITS,
+  fetchVerified,
+  unpackBeside,
+  type ArchiveLimits,
+  type FetchArtifact,
+} from "./archives.js";

@@ -1,6 +1,13 @@
-export * from "./runtime.js";
-export * from "./module-worker.js";
-export * from "./provisioner.js";
-export * from "./tool-modules.js";
-export * from "./env.js";
-export * from "./process-main.js";
+/**
+ * `@mesh/runtime`: the tool runtime (`node-tools`), every served module in a worker of its own.
+ */
+export { Runtime, type RuntimeOptions, type RuntimeStatus } from "./runtime.js";
+export {
+  DEFAULT_TUNING,
+  ModuleState,
+  type ModuleStatus,
+  type WorkerTuning,
+} from "./module-worker.js";
+export { parseToolModules } from "./tool-modules.js";
+export { StatusEnv } from "./env.js";
+export { runRuntimeProcess, type RuntimeProcessOptions } from "./process-main.js";

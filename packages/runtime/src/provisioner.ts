@@ -16,7 +16,7 @@ import {
   provisionChangedSubject,
   provisionSubject,
 } from "@mesh/protocol";
-import type { ProvisionItem } from "@mesh/sdk";
+import type { ProvisionItem } from "@mesh/sdk/internal";
 
 /** The kinds a module may name; anything else is INVALID_INPUT. */
 const KINDS = ["config", "bound", "secret"] as const;

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, discoverTools, flush, request } from "@mesh/bus";
-import { credentialFor, deadline } from "@mesh/bus/testing";
+import { createBucket, credentialFor, deadline } from "@mesh/bus/testing";
 import { hostGrant, moduleGrant } from "@mesh/core";
 import type { ComposedModule, MeshError } from "@mesh/protocol";
 import {
@@ -83,7 +83,7 @@ describe("the runtime", () => {
         { ...HOST_USER, permissions: hostGrant({ node: NODE }) },
       ],
     });
-    await bus.admin.kvm.create("alpha_notes", { history: 1 });
+    await createBucket(bus.admin, "alpha_notes", { history: 1 });
     provisioner = await startHostClient({ bus, node: NODE, modules: COMPOSED });
     dir = await mkdtemp(join(tmpdir(), "mesh-runtime-"));
     const modules = new Map([

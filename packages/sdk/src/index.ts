@@ -35,26 +35,8 @@ export {
   type ValueKind,
 } from "./define.js";
 export { ToolError, isToolError } from "./tool-error.js";
-export {
-  MODULE_BRAND,
-  PROTOCOL_VERSION,
-  PROVIDED_MODULES,
-  PROVIDED_SPECIFIERS,
-  ToolErrorCode,
-  type AskOp,
-  type AskParams,
-  type BrandedModule,
-  type BrandedTool,
-  type FromWorker,
-  type LogLevel,
-  type ProvisionItem,
-  type ProvisionKind,
-  type ToWorker,
-  type ToolInfo,
-  type WorkerHost,
-  type WorkerSpare,
-  type WorkerStart,
-} from "./worker-protocol.js";
+// The runtime's wire to the worker is in `@mesh/sdk/internal`, not here.
+export { ToolErrorCode, type LogLevel } from "./worker-protocol.js";
 /**
  * The schema library tools are defined with, re-exported so a module uses the same copy as its
  * SDK (schemas convert to JSON Schema with `z.toJSONSchema`).

@@ -14,7 +14,13 @@ import {
   stateBucket,
 } from "@mesh/protocol";
 import { MeshBus, KvBucket, ensureLayout, readStream, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import {
+  createBucket,
+  credentialFor,
+  deadline,
+  startTestServer,
+  type TestServer,
+} from "@mesh/bus/testing";
 import { moduleGrant } from "@mesh/core";
 import { connectProcess } from "./process.js";
 
@@ -40,8 +46,8 @@ before(async () => {
     credentialFor(server, server.admin, { node: "n1", module: "controller" }),
   );
   await ensureLayout(admin);
-  await admin.kvm.create(stateBucket("counter", "counts"), { history: 1 });
-  await admin.kvm.create(stateBucket("other", "secrets"), { history: 1 });
+  await createBucket(admin, stateBucket("counter", "counts"), { history: 1 });
+  await createBucket(admin, stateBucket("other", "secrets"), { history: 1 });
   dir = await mkdtemp(join(tmpdir(), "mesh-sdk-process-"));
   credentialFile = join(dir, "broker.json");
   await writeCredential(

@@ -233,19 +233,25 @@ export function freePort(
   });
 }
 
-/**
- * `promise`, or a TIMEOUT error naming `what` when it has not settled within `ms`. Tests wait
- * for events with this instead of sleeping.
- */
 const TIME_FACTOR = (() => {
   const factor = Number(process.env["MESH_TEST_TIME_FACTOR"] ?? "4");
   return Number.isFinite(factor) && factor > 0 ? factor : 4;
 })();
 
+/**
+ * A deadline as a test writes it (what it takes here), stretched by MESH_TEST_TIME_FACTOR
+ * (default 4) for shared, loaded machines and CI: a deadline catches a hang, never a slow machine.
+ */
+export function stretched(ms: number): number {
+  return ms * TIME_FACTOR;
+}
+
+/**
+ * `promise`, or a TIMEOUT error naming `what` when it has not settled within `ms` (stretched).
+ * Tests wait for events with this instead of sleeping.
+ */
 export function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  // A deadline catches a hang, never a slow machine: the figure a test writes is what it takes
-  // here, stretched by MESH_TEST_TIME_FACTOR (default 4) for shared, loaded machines and CI.
-  const allowed = ms * TIME_FACTOR;
+  const allowed = stretched(ms);
   return new Promise<T>((resolvePromise, reject) => {
     const timer = setTimeout(() => {
       reject(new MeshError(ErrorCode.TIMEOUT, `${what} did not happen within ${allowed} ms`));

@@ -1,6 +1,30 @@
-// `@mesh/bus/testing`: what tests of every package use to get a real bus.
-export * from "./harness.js";
-export * from "./probe.js";
-export * from "./stock-client.js";
-export * from "./cluster.js";
-export * from "./accounts-harness.js";
+/**
+ * `@mesh/bus/testing`: what tests of every package use to get a real bus, wait for what it does,
+ * and set up what only the controller would (buckets, raw records).
+ */
+export {
+  ADMIN_USER,
+  credentialFor,
+  deadline,
+  freePort,
+  startTestServer,
+  stretched,
+  type TestServer,
+  type TestServerOptions,
+  type TestUser,
+} from "./harness.js";
+export { maySubscribe } from "./probe.js";
+export { waitFor, type WaitForOptions } from "./wait-for.js";
+export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
+export {
+  readStockContext,
+  stockSession,
+  type StockContext,
+  type StockSession,
+} from "./stock-client.js";
+export { startTestCluster, type TestCluster, type TestClusterOptions } from "./cluster.js";
+export {
+  startAccountsTestServer,
+  type AccountsTestServer,
+  type SignedLogin,
+} from "./accounts-harness.js";

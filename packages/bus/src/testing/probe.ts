@@ -4,9 +4,10 @@
  * comes before the PONG of the flush that follows, so after the flush the answer is known.
  */
 import type { MeshBus } from "../mesh-bus.js";
+import { natsOf } from "../mesh-bus.js";
 
 export async function maySubscribe(bus: MeshBus, subject: string): Promise<boolean> {
-  const sub = bus.nc.subscribe(subject);
+  const sub = natsOf(bus).nc.subscribe(subject);
   let denied = false;
   const watching = (async () => {
     try {
@@ -17,9 +18,9 @@ export async function maySubscribe(bus: MeshBus, subject: string): Promise<boole
       denied = true;
     }
   })();
-  await bus.nc.flush();
+  await natsOf(bus).nc.flush();
   // A round trip more: the client closes the subscription when it reads the -ERR.
-  await bus.nc.flush();
+  await natsOf(bus).nc.flush();
   if (!sub.isClosed()) sub.unsubscribe();
   await watching;
   return !denied;

@@ -12,7 +12,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import {
+  credentialFor,
+  deadline,
+  publishRaw,
+  startTestServer,
+  type TestServer,
+} from "@mesh/bus/testing";
 import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
 import {
   Bucket,
@@ -164,18 +170,25 @@ describe("the operator's verbs: status, retry, logs, conditions", () => {
         node: "n1",
         at: iso((20 - i) * 1_000),
       };
-      await admin.js.publish(
+      await publishRaw(
+        admin,
         conditionSubject(condition.module, condition.name),
         JSON.stringify(condition),
       );
     }
     for (let i = 1; i <= 5; i++)
-      await admin.js.publish(
+      await publishRaw(
+        admin,
         logsSubject("n1", "hello"),
         JSON.stringify(logLine(`n1 line ${i}`, 10_000 - i)),
       );
-    await admin.js.publish(logsSubject("n2", "hello"), JSON.stringify(logLine("n2 line 1", 5_000)));
-    await admin.js.publish(
+    await publishRaw(
+      admin,
+      logsSubject("n2", "hello"),
+      JSON.stringify(logLine("n2 line 1", 5_000)),
+    );
+    await publishRaw(
+      admin,
       logsSubject("n1", "board"),
       JSON.stringify(logLine("not hello's", 5_000)),
     );
@@ -349,7 +362,7 @@ describe("the operator's verbs: status, retry, logs, conditions", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       await waitFor("n1 line 5");
-      await admin.js.publish(logsSubject("n1", "hello"), JSON.stringify(logLine("fresh", 0)));
+      await publishRaw(admin, logsSubject("n1", "hello"), JSON.stringify(logLine("fresh", 0)));
       await waitFor("fresh");
       assert.doesNotMatch(seen, /n1 line 4/, "only the last --lines before following");
       process.kill(child.pid as number, "SIGINT");

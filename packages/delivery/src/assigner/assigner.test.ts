@@ -7,7 +7,13 @@ import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, ensureLayout, readStream, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import {
+  credentialFor,
+  deadline,
+  destroyBucket,
+  startTestServer,
+  type TestServer,
+} from "@mesh/bus/testing";
 import { assignerGrant, canonicalJson, operatorGrant } from "@mesh/core";
 import {
   Bucket,
@@ -168,7 +174,7 @@ describe("assigner on a real bus", () => {
   it("stops at start, naming the bucket and the grant, when an essential bucket cannot be opened", async () => {
     await freshLayout();
     await seed({ nodes: 1 });
-    await (await admin.kvm.open(Bucket.composed)).destroy();
+    await destroyBucket(admin, Bucket.composed);
     const a = await startAssigner();
     try {
       await assert.rejects(
@@ -242,7 +248,7 @@ describe("assigner on a real bus", () => {
   it("without the puts bucket the wants are still written; once it exists a later pass takes puts", async () => {
     await freshLayout();
     const ids = await seed({ nodes: 1, builds: 2 });
-    await (await admin.kvm.open(Bucket.puts)).destroy();
+    await destroyBucket(admin, Bucket.puts);
     const a = await startAssigner({ putsReopenIntervalMs: 0 });
     try {
       const w = await wants();
