@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       stopProcessesOnStop: true,
       log: () => undefined,
     });
-    const running = host.run();
+    const running = host.run({ signal: new AbortController().signal });
     let generation = 0;
     for (const size of SIZES) {
       const hostMs: number[] = [];

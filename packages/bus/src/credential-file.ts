@@ -3,9 +3,9 @@
  * as itself. A file that others can read is refused: a password anyone on the machine can read
  * is no credential.
  */
-import { chmod, mkdir, open, rename, stat, unlink } from "node:fs/promises";
-import { dirname } from "node:path";
+import { open, stat } from "node:fs/promises";
 import { Credential, ErrorCode, MeshError, Principal, inboxPrefix } from "@mesh/protocol";
+import { writeFileAtomic } from "./kit/atomic-file.js";
 
 /** Reads and checks a credential file. */
 export async function readCredential(path: string): Promise<Credential> {
@@ -71,22 +71,7 @@ export async function readCredential(path: string): Promise<Credential> {
  */
 export async function writeCredential(path: string, credential: Credential): Promise<void> {
   const checked = Credential.parse(credential);
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
-  const handle = await open(temporary, "wx", 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify(checked, null, 2)}\n`, "utf8");
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await chmod(temporary, 0o600); // the umask may have narrowed it further; never wider
-    await rename(temporary, path);
-  } catch (error) {
-    await unlink(temporary).catch(() => undefined);
-    throw error;
-  }
+  await writeFileAtomic(path, `${JSON.stringify(checked, null, 2)}\n`, { mode: 0o600 });
 }
 
 /**

@@ -16,6 +16,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
 import { abortable, toMeshError } from "./bus-errors.js";
+import { Backoff } from "./kit/backoff.js";
 import { credentialInbox, readCredential } from "./credential-file.js";
 
 export interface ConnectOptions {
@@ -56,20 +57,37 @@ export type BusEvent =
   | { readonly type: "reconnected"; readonly server: string }
   | { readonly type: "error"; readonly error: MeshError };
 
-export class MeshBus implements AsyncDisposable {
-  readonly credential: Credential;
-  /** The raw connection, for the helpers in this package. Other packages use the helpers. */
+/**
+ * The raw NATS handles of a connection: for this package's helpers, and for what only a sibling
+ * package's internals or a test may need (`@mesh/bus/internal`). Everything else uses the helpers.
+ */
+export interface NatsHandles {
   readonly nc: NatsConnection;
   /** JetStream without the `$JS.API.INFO` check, which no module credential is granted. */
   readonly js: JetStreamClient;
   readonly kvm: Kvm;
+}
+
+const handles = new WeakMap<MeshBus, NatsHandles>();
+
+/** The raw NATS handles of `bus`. */
+export function natsOf(bus: MeshBus): NatsHandles {
+  const found = handles.get(bus);
+  if (found === undefined)
+    throw new MeshError(ErrorCode.INTERNAL, "not a MeshBus made by connect()");
+  return found;
+}
+
+export class MeshBus implements AsyncDisposable {
+  readonly credential: Credential;
+  readonly #nc: NatsConnection;
   #closed = false;
 
   private constructor(credential: Credential, nc: NatsConnection, say: (line: string) => void) {
     this.credential = credential;
-    this.nc = nc;
-    this.js = jetstream(nc, { checkAPI: false });
-    this.kvm = new Kvm(this.js);
+    this.#nc = nc;
+    const js = jetstream(nc, { checkAPI: false });
+    handles.set(this, { nc, js, kvm: new Kvm(js) });
     void this.#sayTrouble(say);
   }
 
@@ -81,7 +99,7 @@ export class MeshBus implements AsyncDisposable {
   async #sayTrouble(say: (line: string) => void): Promise<void> {
     const who = `${this.credential.node}.${this.credential.module}`;
     let refused = false;
-    for await (const status of this.nc.status()) {
+    for await (const status of this.#nc.status()) {
       if (status.type === "error" && status.error instanceof AuthorizationError && !refused) {
         refused = true;
         say(
@@ -103,18 +121,19 @@ export class MeshBus implements AsyncDisposable {
   static async connect(credential: Credential, options: ConnectOptions = {}): Promise<MeshBus> {
     const doing = `connecting to the bus at ${credential.servers.join(", ")} as ${credential.node}.${credential.module}`;
     const say = options.say ?? ((line: string) => process.stderr.write(`mesh-bus: ${line}\n`));
-    for (let attempt = 0; ; attempt++) {
+    const backoff = new Backoff({ initialMs: RETRY_FIRST_MS, maxMs: RETRY_MAX_MS });
+    for (;;) {
       try {
         return new MeshBus(credential, await connectOnce(credential, options, doing), say);
       } catch (error) {
         if (options.waitForBus !== true || !isRetryable(error)) throw error;
         // A refused login is retried too while waiting: a bus that has just started may know
         // this user only a moment later. Said once, not on every attempt.
-        if (attempt === 0 && isRefusedLogin(error)) {
+        if (backoff.failures === 0 && isRefusedLogin(error)) {
           say(`${doing}: the bus refused the login (${(error as Error).message}); retrying`);
         }
       }
-      await delay(Math.min(RETRY_FIRST_MS * 2 ** attempt, RETRY_MAX_MS), options.signal, doing);
+      await delay(backoff.next(), options.signal, doing);
     }
   }
 
@@ -136,7 +155,7 @@ export class MeshBus implements AsyncDisposable {
   ): AsyncGenerator<BusMessage, void, undefined> {
     const doing = `subscribing to ${subject}${options.queue === undefined ? "" : ` in queue ${options.queue}`}`;
     if (options.signal?.aborted === true) return (async function* () {})();
-    const sub = this.nc.subscribe(
+    const sub = this.#nc.subscribe(
       subject,
       options.queue === undefined ? {} : { queue: options.queue },
     );
@@ -169,7 +188,7 @@ export class MeshBus implements AsyncDisposable {
    * events until the connection closes.
    */
   events(): AsyncGenerator<BusEvent> {
-    const statuses = this.nc.status();
+    const statuses = this.#nc.status();
     return (async function* () {
       for await (const status of statuses) {
         const event = toBusEvent(status);
@@ -180,11 +199,11 @@ export class MeshBus implements AsyncDisposable {
 
   /** Resolves when the connection is closed for good (by close(), or the server refusing it). */
   async closed(): Promise<void> {
-    await this.nc.closed();
+    await this.#nc.closed();
   }
 
   get isClosed(): boolean {
-    return this.#closed || this.nc.isClosed();
+    return this.#closed || this.#nc.isClosed();
   }
 
   readonly #beforeClose = new Set<() => void>();
@@ -211,11 +230,11 @@ export class MeshBus implements AsyncDisposable {
       }
     }
     this.#beforeClose.clear();
-    if (this.nc.isClosed()) return;
+    if (this.#nc.isClosed()) return;
     try {
-      await this.nc.drain();
+      await this.#nc.drain();
     } catch {
-      await this.nc.close();
+      await this.#nc.close();
     }
   }
 

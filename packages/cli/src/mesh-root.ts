@@ -3,9 +3,10 @@
  * store, the users list, each principal's credential, and a lock that says a `mesh up` runs here.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { writeFileAtomic } from "@mesh/bus";
 
 export interface RootPaths {
   readonly root: string;
@@ -56,9 +57,7 @@ export async function readJson(path: string): Promise<unknown> {
 
 /** Writes a JSON file atomically with mode 0600 (these files name users and hashes). */
 export async function writeJson(path: string, value: unknown): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
-  await rename(temporary, path);
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
 }
 
 /**

@@ -1,14 +1,5 @@
-/** The controller's options, states, files and pass report (controller.ts re-exports them). */
+/** The controller's options, files and pass report (controller.ts re-exports them). */
 import type { AccountAuthority, MeshBus, ServerUser, UsersSink } from "@mesh/bus";
-
-export const ControllerState = {
-  starting: "starting",
-  running: "running",
-  stopping: "stopping",
-  stopped: "stopped",
-  failed: "failed",
-} as const;
-export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
 
 /** The files the controller keeps in its folder. */
 export const ControllerFiles = {

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import type { SealedSecret } from "@mesh/protocol";
 import {
   Bucket,
+  MESH_VERSION,
   Principal,
   Subject,
   joinUser,
@@ -26,11 +27,15 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf, hostGrant } from "@mesh/core";
 import {
+  Backoff,
+  DaemonLife,
   KvBucket,
+  Lifecycle,
   ensureStateBucket,
   sayCondition,
   serve,
   type MeshBus,
+  type RunOptions,
   type SayCondition,
   type Served,
 } from "@mesh/bus";
@@ -41,7 +46,6 @@ import { Fleet } from "./fleet.js";
 import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
 import {
   ControllerFiles,
-  ControllerState,
   type ControllerOptions,
   type PassReport,
 } from "./controller-options.js";
@@ -53,7 +57,6 @@ import { Vault } from "./vault.js";
 
 export {
   ControllerFiles,
-  ControllerState,
   type ControllerOptions,
   type PassReport,
 } from "./controller-options.js";
@@ -78,11 +81,10 @@ export class Controller implements AsyncDisposable {
   readonly #problemsSaid = new Map<string, string>();
   readonly #stop = new AbortController();
   readonly #passListeners = new Set<(report: PassReport) => void>();
-  #state: ControllerState = ControllerState.starting;
+  readonly #life: DaemonLife;
   #lock: Promise<unknown> = Promise.resolve();
   #wake: (() => void) | undefined;
   #woken = false;
-  #running: Promise<void> | undefined;
   #served: Served | undefined;
   #feed: FleetFeed | undefined;
   /** Counters: how many compositions were written, how many passes ran. */
@@ -105,6 +107,10 @@ export class Controller implements AsyncDisposable {
     this.#composed = init.composed;
     this.#secretsBucket = init.secrets;
     this.#seals = new SealCache({ dir: join(init.options.dir, ControllerFiles.sealed) });
+    this.#life = new DaemonLife({
+      name: "controller",
+      ...(init.options.log === undefined ? {} : { log: init.options.log }),
+    });
   }
 
   static async create(options: ControllerOptions): Promise<Controller> {
@@ -137,8 +143,8 @@ export class Controller implements AsyncDisposable {
     });
   }
 
-  get state(): ControllerState {
-    return this.#state;
+  get state(): Lifecycle {
+    return this.#life.state;
   }
 
   /** Called after every pass (tests wait on this instead of sleeping). */
@@ -148,13 +154,15 @@ export class Controller implements AsyncDisposable {
   }
 
   /**
-   * Runs until stop(): starts the watches and the endpoints, makes a first pass once every watch
+   * Runs until the signal aborts or stop(): starts the watches and the endpoints, makes a first pass once every watch
    * has handed what stands, then one pass per burst of changes. Resolves when stopped; rejects
    * (state failed) when it cannot go on.
    */
-  run(): Promise<void> {
-    this.#running ??= this.#run();
-    return this.#running;
+  run(options: RunOptions): Promise<void> {
+    const signal = AbortSignal.any([options.signal, this.#stop.signal]);
+    // A stop wakes the loop that waits for changes, so it ends after the pass in progress.
+    signal.addEventListener("abort", () => this.#poke(), { once: true });
+    return this.#life.run({ signal }, () => this.#run(signal));
   }
 
   #readyResolve: (() => void) | undefined;
@@ -163,8 +171,7 @@ export class Controller implements AsyncDisposable {
     this.#readyResolve = resolve;
   });
 
-  async #run(): Promise<void> {
-    const signal = this.#stop.signal;
+  async #run(signal: AbortSignal): Promise<void> {
     const log = this.#options.log ?? (() => undefined);
     try {
       const feed = await startFleetFeed({
@@ -179,7 +186,7 @@ export class Controller implements AsyncDisposable {
       this.#feed = feed;
       this.#served = await serve(this.#bus, {
         name: "mesh-controller",
-        version: "0.1.0",
+        version: MESH_VERSION,
         description: "joins, join tokens, secrets and resolving conditions",
         endpoints: [
           { name: "join", subject: Subject.join, handler: (r) => answerJoin(this.#context(), r) },
@@ -204,7 +211,7 @@ export class Controller implements AsyncDisposable {
       );
       await Promise.race([feed.ready, stopped]);
       if (signal.aborted) return;
-      this.#state = ControllerState.running;
+      this.#life.set(Lifecycle.running);
       // Every node that stands is composed once at start: fingerprints decide what is written.
       for (const node of this.fleet.nodes()) this.fleet.touch(node);
       // And the bus gets the full users list once, whatever it was started with.
@@ -220,26 +227,19 @@ export class Controller implements AsyncDisposable {
         await Promise.race([this.#nextWake(signal), feed.failed]);
       }
     } catch (error) {
-      if (signal.aborted) return;
-      this.#state = ControllerState.failed;
-      log(`controller: failed: ${String((error as Error).stack ?? error)}`);
+      if (!signal.aborted) log(`controller: failed: ${String((error as Error).stack ?? error)}`);
       throw error;
     } finally {
       await this.#served?.stop().catch(() => undefined);
       await this.#feed?.[Symbol.asyncDispose]();
       await this.#seals.flush().catch(() => undefined);
-      if (this.#state !== ControllerState.failed) this.#state = ControllerState.stopped;
     }
   }
 
   /** Stops after the pass in progress; resolves when stopped. Calling it twice is harmless. */
   async stop(): Promise<void> {
-    if (this.#state === ControllerState.running || this.#state === ControllerState.starting) {
-      this.#state = ControllerState.stopping;
-    }
     this.#stop.abort();
-    this.#poke();
-    await this.#running?.catch(() => undefined);
+    await this.#life.finished();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

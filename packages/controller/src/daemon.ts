@@ -13,9 +13,13 @@ import {
   AccountAuthority,
   AccountFiles,
   AuthMode,
+  DEFAULT_GRACE_MS,
+  Lifecycle,
   MeshBus,
   readServerBase,
+  runUntilSignal,
   serverFolderSink,
+  type RunOptions,
 } from "@mesh/bus";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
@@ -32,7 +36,6 @@ export interface DaemonOptions {
   /** How long a stop may take before the process gives up on a clean one; default 10 s. */
   readonly graceMs?: number;
   readonly log?: (line: string) => void;
-  readonly signal?: AbortSignal;
 }
 
 /** The folders and files a controller on `root` uses. */
@@ -48,15 +51,27 @@ export function controllerPaths(root: string, credential?: string, busDir?: stri
   };
 }
 
-/** Runs the controller until the signal aborts (or the process is told to stop). */
-export async function runControllerDaemon(options: DaemonOptions): Promise<void> {
+/** Runs the controller as this process until SIGTERM or SIGINT, within the grace period. */
+export function runControllerProcess(options: DaemonOptions): Promise<void> {
+  return runUntilSignal(
+    {
+      name: "controller",
+      graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
+      ...(options.log === undefined ? {} : { log: (line) => options.log?.(`controller: ${line}`) }),
+    },
+    (signal) => runControllerDaemon({ ...options, signal }),
+  );
+}
+
+/** Runs the controller until the signal aborts. */
+export async function runControllerDaemon(options: DaemonOptions & RunOptions): Promise<void> {
   const paths = controllerPaths(options.root, options.credential, options.busDir);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   await mkdir(paths.dir, { recursive: true, mode: 0o700 });
   const bus = await MeshBus.connectWithFile(paths.credential, {
     name: "controller",
     waitForBus: true,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    signal: options.signal,
   });
   try {
     // The bus as mesh up started it decides the mode: a users list, or the mesh's accounts.
@@ -86,15 +101,10 @@ export async function runControllerDaemon(options: DaemonOptions): Promise<void>
             }),
       log,
     });
-    const stop = (): void => {
-      log(`controller: stopping (state ${controller.state})`);
-      void controller.stop();
-    };
-    options.signal?.addEventListener("abort", stop, { once: true });
-    const running = controller.run();
+    const running = controller.run({ signal: options.signal });
     void controller.ready.then(() => log(`controller: running on ${paths.root}`));
     await running;
-    if (options.signal?.aborted !== true && controller.state === "failed") {
+    if (!options.signal.aborted && controller.state === Lifecycle.failed) {
       throw new MeshError(
         ErrorCode.INTERNAL,
         "the controller failed; its reason is in the log above",
@@ -103,20 +113,4 @@ export async function runControllerDaemon(options: DaemonOptions): Promise<void>
   } finally {
     await bus.close().catch(() => undefined);
   }
-}
-
-/** Stops on SIGTERM/SIGINT with a grace period: a stop that hangs ends the process anyway. */
-export function stopOnSignals(graceMs = 10_000): AbortSignal {
-  const stopping = new AbortController();
-  const onSignal = (): void => {
-    if (stopping.signal.aborted) return;
-    stopping.abort();
-    setTimeout(() => {
-      process.stderr.write(`controller: did not stop within ${graceMs} ms; exiting\n`);
-      process.exit(1);
-    }, graceMs).unref();
-  };
-  process.once("SIGTERM", onSignal);
-  process.once("SIGINT", onSignal);
-  return stopping.signal;
 }

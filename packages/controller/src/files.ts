@@ -1,8 +1,7 @@
 /** The controller's own files: JSON, mode 0600, written atomically so a crash leaves the old one. */
-import { mkdir, readFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { readFile } from "node:fs/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { writeFileAtomically } from "@mesh/bus";
+import { writeFileAtomic } from "@mesh/bus";
 
 /** The file's JSON, or undefined when there is no file. */
 export async function readJsonFile(path: string): Promise<unknown> {
@@ -29,6 +28,5 @@ export async function readJsonFile(path: string): Promise<unknown> {
 }
 
 export async function writeJsonFile(path: string, value: unknown): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  await writeFileAtomically(path, `${JSON.stringify(value, null, 1)}\n`);
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 1)}\n`);
 }

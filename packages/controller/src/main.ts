@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `mesh-controller --root DIR [--credential FILE] [--bus-dir DIR]`: the controller process. */
 import { parseArgs } from "node:util";
-import { runControllerDaemon, stopOnSignals } from "./daemon.js";
+import { runControllerProcess } from "./daemon.js";
 
 const { values } = parseArgs({
   options: {
@@ -11,11 +11,10 @@ const { values } = parseArgs({
   },
 });
 try {
-  await runControllerDaemon({
+  await runControllerProcess({
     root: values.root,
     ...(values.credential === undefined ? {} : { credential: values.credential }),
     ...(values["bus-dir"] === undefined ? {} : { busDir: values["bus-dir"] }),
-    signal: stopOnSignals(),
   });
 } catch (error) {
   process.stderr.write(`mesh-controller: ${(error as Error).message}\n`);

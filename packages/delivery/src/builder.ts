@@ -8,7 +8,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ArtifactStore, Backoff, KvBucket, type MeshBus } from "@mesh/bus";
+import {
+  ArtifactStore,
+  Backoff,
+  DaemonBase,
+  KvBucket,
+  Lifecycle,
+  aborted,
+  type MeshBus,
+} from "@mesh/bus";
 import {
   Bucket,
   ErrorCode,
@@ -19,7 +27,6 @@ import {
   type Candidate,
 } from "@mesh/protocol";
 import { buildSource } from "./build-source.js";
-import { DaemonState, aborted, type Daemon } from "./daemon.js";
 import { materialise } from "./source.js";
 
 export interface BuilderOptions {
@@ -34,8 +41,7 @@ export interface BuilderOptions {
 export const buildIdOf = (candidate: Pick<Candidate, "seq" | "sourceDigest">): string =>
   `${candidate.seq}-${candidate.sourceDigest.slice(0, 8)}`;
 
-export class Builder implements Daemon {
-  #state: DaemonState = DaemonState.starting;
+export class Builder extends DaemonBase {
   readonly #bus: MeshBus;
   readonly #log: (line: string) => void;
   readonly #options: BuilderOptions;
@@ -43,28 +49,25 @@ export class Builder implements Daemon {
   readonly #queued = new Set<string>();
 
   private constructor(options: BuilderOptions) {
+    const log = options.log ?? (() => undefined);
+    super({ log });
     this.#bus = options.bus;
     this.#options = options;
-    this.#log = options.log ?? (() => undefined);
+    this.#log = log;
   }
 
   static create(options: BuilderOptions): Promise<Builder> {
     return Promise.resolve(new Builder(options));
   }
 
-  get state(): DaemonState {
-    return this.#state;
-  }
-
-  async run(options: { signal: AbortSignal }): Promise<void> {
-    const { signal } = options;
+  protected async work(signal: AbortSignal): Promise<void> {
     const candidates = await KvBucket.open(this.#bus, Bucket.candidates);
     const builds = await KvBucket.open(this.#bus, Bucket.builds);
     const manifests = await KvBucket.open(this.#bus, Bucket.manifests);
     const modules = await KvBucket.open(this.#bus, Bucket.modules);
     const artifacts = await ArtifactStore.open(this.#bus, { signal });
     const now = this.#options.now ?? (() => new Date());
-    this.#state = DaemonState.running;
+    this.life.set(Lifecycle.running);
     this.#log("running: building every candidate without a finished build");
 
     const buildOne = async (candidate: Candidate): Promise<void> => {
@@ -198,15 +201,8 @@ export class Builder implements Daemon {
           `the watch of ${Bucket.candidates} or ${Bucket.modules} ended; start the builder again`,
         );
       }
-    } catch (error) {
-      if (!signal.aborted) {
-        this.#state = DaemonState.failed;
-        throw error;
-      }
     } finally {
-      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopping;
       await this.#queue.catch(() => undefined);
-      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
     }
   }
 }

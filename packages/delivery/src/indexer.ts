@@ -8,7 +8,7 @@
  */
 import { join, relative, sep } from "node:path";
 import { watch as chokidarWatch, type FSWatcher } from "chokidar";
-import { KvBucket, sha256, type MeshBus } from "@mesh/bus";
+import { DaemonBase, KvBucket, Lifecycle, aborted, sha256, type MeshBus } from "@mesh/bus";
 import {
   Bucket,
   ErrorCode,
@@ -20,7 +20,6 @@ import {
   type ModuleRegistration,
   type ModuleSource,
 } from "@mesh/protocol";
-import { DaemonState, aborted, type Daemon } from "./daemon.js";
 import { directoryDigest, gitCommit, isDirectory, localPath } from "./source.js";
 
 export interface IndexerOptions {
@@ -63,8 +62,7 @@ export async function revisionOf(
   }
 }
 
-export class Indexer implements Daemon {
-  #state: DaemonState = DaemonState.starting;
+export class Indexer extends DaemonBase {
   readonly #bus: MeshBus;
   readonly #log: (line: string) => void;
   readonly #options: IndexerOptions;
@@ -73,21 +71,18 @@ export class Indexer implements Daemon {
   readonly #chains = new Map<string, Promise<void>>();
 
   private constructor(options: IndexerOptions) {
+    const log = options.log ?? (() => undefined);
+    super({ log });
     this.#bus = options.bus;
     this.#options = options;
-    this.#log = options.log ?? (() => undefined);
+    this.#log = log;
   }
 
   static create(options: IndexerOptions): Promise<Indexer> {
     return Promise.resolve(new Indexer(options));
   }
 
-  get state(): DaemonState {
-    return this.#state;
-  }
-
-  async run(options: { signal: AbortSignal }): Promise<void> {
-    const { signal } = options;
+  protected async work(signal: AbortSignal): Promise<void> {
     const candidates = await KvBucket.open(this.#bus, Bucket.candidates);
     const modules = await KvBucket.open(this.#bus, Bucket.modules);
     // The numbering as it stands, before anything is scanned.
@@ -95,7 +90,7 @@ export class Indexer implements Daemon {
       if (event.type === "current") break;
       if (event.type === "put") this.#noteCandidate(event.key, event.value);
     }
-    this.#state = DaemonState.running;
+    this.life.set(Lifecycle.running);
     this.#log("running: watching registered sources");
     const scan = (module: string): void => {
       const previous = this.#chains.get(module) ?? Promise.resolve();
@@ -121,16 +116,9 @@ export class Indexer implements Daemon {
           ErrorCode.BUCKET_UNAVAILABLE,
           `the watch of ${Bucket.modules} ended; start the indexer again`,
         );
-    } catch (error) {
-      if (!signal.aborted) {
-        this.#state = DaemonState.failed;
-        throw error;
-      }
     } finally {
-      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopping;
       for (const module of [...this.#sources.keys()]) this.#unfollow(module);
       await Promise.allSettled(this.#chains.values());
-      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
     }
   }
 

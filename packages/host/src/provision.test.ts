@@ -67,7 +67,7 @@ before(async () => {
     stopProcessesOnStop: true,
     log: (line) => logged.push(line),
   });
-  running = host.run();
+  running = host.run({ signal: new AbortController().signal });
   const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
   resources = [
     processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),

@@ -28,7 +28,7 @@ async function setUp(
   const exits: ExitInfo[] = [];
   const supervisor = new Supervisor({
     root,
-    backoff: { initialMs: 100, maxMs: 10_000 },
+    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
     healthyMs: options.healthyMs,
     graceMs: options.graceMs,
     tail: DEFAULT_TAIL_LIMITS,

@@ -12,6 +12,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, open, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { Backoff, type BackoffPolicy } from "@mesh/bus";
 import { FileTail, type TailLimits } from "./log-tail.js";
 import { isAlive, signalGroup, type ProcessIdentity } from "./proc.js";
 import { DEFAULT_STANDBY_AFTER_MS, Standby, launch } from "./standby.js";
@@ -38,16 +39,12 @@ export interface ProcessSpec {
   readonly standby?: Readonly<Record<string, string>>;
 }
 
-export interface Backoff {
-  readonly initialMs: number;
-  readonly maxMs: number;
-}
-
-export const DEFAULT_BACKOFF: Backoff = { initialMs: 1_000, maxMs: 5 * 60_000 };
+/** 1 s doubling to 5 min, with the kit's default jitter. */
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 5 * 60_000 };
 
 export interface SupervisorOptions {
   readonly root: string;
-  readonly backoff: Backoff;
+  readonly backoff: BackoffPolicy;
   /** A process that ran this long is healthy, and its next exit starts the backoff again. */
   readonly healthyMs: number;
   readonly graceMs: number;
@@ -91,7 +88,7 @@ interface Unit {
   since: number | undefined;
   exits: number[];
   restarts: number;
-  attempt: number;
+  backoff: Backoff;
   lastError: string | undefined;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
@@ -200,6 +197,7 @@ export class Supervisor implements AsyncDisposable {
     unit.identity = identity;
     unit.restarts = carried?.restarts ?? 0;
     unit.since = carried?.since ?? Date.now();
+    unit.backoff.started(unit.since);
     this.#units.set(spec.id, unit);
     unit.tails = await this.#tails(spec, "end");
   }
@@ -262,7 +260,7 @@ export class Supervisor implements AsyncDisposable {
       since: undefined,
       exits: [],
       restarts: 0,
-      attempt: 0,
+      backoff: new Backoff({ ...this.#options.backoff, healthyMs: this.#options.healthyMs }),
       lastError: undefined,
       timer: undefined,
       stopping: false,
@@ -293,6 +291,7 @@ export class Supervisor implements AsyncDisposable {
     unit.child = child;
     unit.identity = identity;
     unit.since = Date.now();
+    unit.backoff.started(unit.since);
     let markExited = (): void => undefined;
     unit.exited = new Promise<void>((resolve) => (markExited = resolve));
     unit.markExited = markExited;
@@ -313,21 +312,17 @@ export class Supervisor implements AsyncDisposable {
   #exited(unit: Unit, child: ChildProcess | undefined, reason: string): void {
     if (child !== undefined && unit.child !== child) return;
     const now = Date.now();
-    const ranMs = unit.since === undefined ? 0 : now - unit.since;
     unit.identity = undefined;
     unit.child = undefined;
     unit.since = undefined;
     unit.markExited();
     if (unit.stopping) return;
-    if (ranMs >= this.#options.healthyMs) unit.attempt = 0;
     unit.exits = [...unit.exits.slice(-19), now];
     unit.lastError = `${unit.spec.id} ${reason}`;
-    const { initialMs, maxMs } = this.#options.backoff;
-    const delayMs =
-      unit.attempt === 0 && unit.spec.restartAtOnce === true
-        ? 0
-        : Math.min(maxMs, initialMs * 2 ** unit.attempt);
-    unit.attempt += 1;
+    const backoff = unit.backoff.next();
+    // The first exit after a healthy run (or the very first) of a process others need every
+    // moment is restarted at once; the backoff still counts it.
+    const delayMs = unit.backoff.failures === 1 && unit.spec.restartAtOnce === true ? 0 : backoff;
     this.#options.onExit(unit.spec.id, { reason: unit.lastError, delayMs });
     void this.#restart(unit, delayMs);
   }

@@ -407,7 +407,7 @@ export const RuntimeStatusFile = z.object({
   v: z.literal(1),
   node: z.string(),
   pid: z.number().int(),
-  state: z.enum(["starting", "running", "stopping", "stopped"]),
+  state: z.enum(["starting", "running", "stopping", "stopped", "failed"]),
   at: Instant,
   /** Whether the runtime reaches the bus, and since when (absent from runtimes before it). */
   bus: z.object({ connected: z.boolean(), since: Instant }).optional(),

@@ -19,7 +19,7 @@ import {
   type LogLine,
   type ReplyCode as ReplyCodeType,
 } from "@mesh/protocol";
-import type { AskOp, ProvisionItem, ToWorker, ToolInfo } from "@mesh/sdk";
+import type { AskOp, ProvisionItem, ToWorker, ToolInfo } from "@mesh/sdk/internal";
 import type { Provisioner } from "./provisioner.js";
 
 /** The process name a module's tools' `ctx.log` lines carry in `mesh logs <module>`. */

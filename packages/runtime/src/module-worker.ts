@@ -7,9 +7,14 @@
  * bound here, from `MESH_TOOL_MODULES`, and nothing in a worker's messages can change it.
  */
 import { Worker } from "node:worker_threads";
-import { flush, type MeshBus, type Served } from "@mesh/bus";
+import { Backoff, flush, type MeshBus, type Served } from "@mesh/bus";
 import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
-import { PROTOCOL_VERSION, type FromWorker, type ToolInfo, type WorkerStart } from "@mesh/sdk";
+import {
+  PROTOCOL_VERSION,
+  type FromWorker,
+  type ToolInfo,
+  type WorkerStart,
+} from "@mesh/sdk/internal";
 import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
 import type { Provisioner } from "./provisioner.js";
 import { serviceVersion } from "./service-version.js";
@@ -67,8 +72,7 @@ export class ModuleWorker implements AsyncDisposable {
   #restartTimer: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
-  #failuresInRow = 0;
-  #servingSince = 0;
+  readonly #backoff: Backoff;
   #lastCall = 0;
   #lastPong = 0;
   #startedAt = 0;
@@ -85,6 +89,11 @@ export class ModuleWorker implements AsyncDisposable {
   constructor(options: ModuleWorkerOptions) {
     this.module = options.module;
     this.#o = options;
+    this.#backoff = new Backoff({
+      initialMs: options.tuning.initialBackoffMs,
+      maxMs: options.tuning.maxBackoffMs,
+      healthyMs: options.tuning.healthyAfterMs,
+    });
     this.#asks = new ModuleAsks({
       module: options.module,
       node: options.node,
@@ -368,7 +377,7 @@ export class ModuleWorker implements AsyncDisposable {
       if (this.#worker === undefined) await this.#stopServing();
       return;
     }
-    this.#servingSince = Date.now();
+    this.#backoff.started();
     this.#last = {
       loadMs: round(loadedAt - this.#startedAt),
       serveMs: round(performance.now() - loadedAt),
@@ -435,7 +444,7 @@ export class ModuleWorker implements AsyncDisposable {
     this.#endWorker(ending.why);
     if (this.#stopping) return;
     if (ending.idle === true) {
-      this.#servingSince = 0;
+      this.#backoff.ended();
       this.#setStatus({ state: ModuleState.idle, tools: this.#status.tools });
       return;
     }
@@ -444,18 +453,7 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   #restartLater(why: string): void {
-    if (
-      this.#servingSince > 0 &&
-      Date.now() - this.#servingSince >= this.#o.tuning.healthyAfterMs
-    ) {
-      this.#failuresInRow = 0;
-    }
-    this.#servingSince = 0;
-    const delay = Math.min(
-      this.#o.tuning.initialBackoffMs * 2 ** this.#failuresInRow,
-      this.#o.tuning.maxBackoffMs,
-    );
-    this.#failuresInRow += 1;
+    const delay = this.#backoff.next();
     this.#o.log(
       `[node-tools] ${this.module} is failing: ${firstLine(why)}; starting it again in ${delay} ms`,
     );

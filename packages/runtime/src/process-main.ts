@@ -4,7 +4,7 @@
  * then stops every module within a grace period. `main.ts` runs it from this package; the shipped
  * `node-tools` bundle runs it from one file that is also its workers' bootstrap.
  */
-import { MeshBus } from "@mesh/bus";
+import { MeshBus, runUntilSignal } from "@mesh/bus";
 import { Env, ErrorCode, MeshError } from "@mesh/protocol";
 import { Runtime, spareFor } from "./runtime.js";
 import type { SpareWorker } from "./spare-worker.js";
@@ -52,21 +52,17 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
       ? `[node-tools] ${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})\n`
       : `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
   );
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
-  process.stderr.write(
-    `[node-tools] ${signal}: draining (calls in flight finish), then stopping\n`,
-  );
   // The calls in flight have their deadlines; past the longest one, nothing is left to wait for.
   const graceMs = (tuning.maxTimeoutMs ?? DEFAULT_TUNING.maxTimeoutMs) + 5_000;
-  const grace = setTimeout(() => {
-    process.stderr.write(`[node-tools] did not stop within ${graceMs} ms; exiting\n`);
-    process.exit(1);
-  }, graceMs);
-  grace.unref();
-  await runtime.drain();
+  await runUntilSignal(
+    {
+      name: "node-tools",
+      graceMs,
+      doing: "draining (calls in flight finish), then stopping",
+      log: (line) => process.stderr.write(`[node-tools] ${line}\n`),
+    },
+    (signal) => runtime.run({ signal }),
+  );
   await bus.close();
   return 0;
 }

@@ -3,9 +3,16 @@
  * as one NATS service per module, its values asked of the node's provisioner client as that
  * module, and what each module's load came to written where the host reads it.
  */
-import { rename, writeFile } from "node:fs/promises";
-import { Env } from "@mesh/protocol";
-import type { MeshBus } from "@mesh/bus";
+import { Env, MESH_VERSION } from "@mesh/protocol";
+import {
+  DaemonLife,
+  Lifecycle,
+  aborted,
+  writeFileAtomic,
+  type Daemon,
+  type MeshBus,
+  type RunOptions,
+} from "@mesh/bus";
 import {
   DEFAULT_TUNING,
   ModuleState,
@@ -17,27 +24,15 @@ import { Provisioner } from "./provisioner.js";
 import { SpareWorker } from "./spare-worker.js";
 import { StandbyEnv, StatusEnv } from "./env.js";
 
-/** The runtime's version, as its services report it. */
-export const RUNTIME_VERSION = "0.1.0";
-
 /** The version of the status file's shape (README.md, "Reporting"). */
 export const STATUS_VERSION = 1;
-
-/** The runtime's own lifecycle. */
-export const RuntimeState = {
-  starting: "starting",
-  running: "running",
-  stopping: "stopping",
-  stopped: "stopped",
-} as const;
-export type RuntimeState = (typeof RuntimeState)[keyof typeof RuntimeState];
 
 /** What the status file holds. */
 export interface RuntimeStatus {
   readonly v: typeof STATUS_VERSION;
   readonly node: string;
   readonly pid: number;
-  readonly state: RuntimeState;
+  readonly state: Lifecycle;
   /** When this was written (ISO 8601). */
   readonly at: string;
   /** When the process started, and when its runtime was created (connected to the bus). */
@@ -84,14 +79,14 @@ const HIDDEN_FROM_MODULES: readonly string[] = [
   StandbyEnv,
 ];
 
-export class Runtime implements AsyncDisposable {
+export class Runtime implements Daemon, AsyncDisposable {
   readonly node: string;
   readonly provisioner: Provisioner;
   readonly #workers = new Map<string, ModuleWorker>();
   /** One worker booted ahead, for the next module that needs one. */
   readonly #spare: SpareWorker;
   readonly #options: RuntimeOptions;
-  #state: RuntimeState = RuntimeState.starting;
+  readonly #life = new DaemonLife({});
   readonly #started = {
     process: new Date(performance.timeOrigin).toISOString(),
     runtime: new Date().toISOString(),
@@ -127,7 +122,7 @@ export class Runtime implements AsyncDisposable {
           ...idleOf(options.idle, module),
           workerFile,
           env,
-          version: RUNTIME_VERSION,
+          version: MESH_VERSION,
           onStatus: () => this.#changed(),
           onRejected: (why, subject) => {
             log(`[node-tools] rejected a message on ${subject}: ${why}`);
@@ -147,7 +142,7 @@ export class Runtime implements AsyncDisposable {
   static create(options: RuntimeOptions): Runtime {
     const runtime = new Runtime(options);
     for (const worker of runtime.#workers.values()) worker.start();
-    runtime.#state = RuntimeState.running;
+    runtime.#life.set(Lifecycle.running);
     runtime.#changed();
     void runtime.#followBus();
     return runtime;
@@ -163,12 +158,20 @@ export class Runtime implements AsyncDisposable {
       const connected = event.type === "reconnected";
       if (connected === this.#bus.connected) continue;
       this.#bus = { connected, since: new Date().toISOString() };
-      if (this.#state === RuntimeState.running) this.#changed();
+      if (this.#life.state === Lifecycle.running) this.#changed();
     }
   }
 
-  get state(): RuntimeState {
-    return this.#state;
+  get state(): Lifecycle {
+    return this.#life.state;
+  }
+
+  /** Serves until the signal aborts, then drains and stops (as `drain()` does). */
+  run(options: RunOptions): Promise<void> {
+    return this.#life.run(options, async (signal) => {
+      await aborted(signal);
+      await this.drain();
+    });
   }
 
   status(): RuntimeStatus {
@@ -178,7 +181,7 @@ export class Runtime implements AsyncDisposable {
       v: STATUS_VERSION,
       node: this.node,
       pid: process.pid,
-      state: this.#state,
+      state: this.#life.state,
       at: new Date().toISOString(),
       started: this.#started,
       bus: this.#bus,
@@ -212,12 +215,12 @@ export class Runtime implements AsyncDisposable {
 
   #end(how: (worker: ModuleWorker) => Promise<void>): Promise<void> {
     this.#stopping ??= (async () => {
-      this.#state = RuntimeState.stopping;
+      this.#life.set(Lifecycle.stopping);
       this.#changed();
       await this.#spare.close();
       await Promise.all([...this.#workers.values()].map(how));
       await this.provisioner.close();
-      this.#state = RuntimeState.stopped;
+      this.#life.set(Lifecycle.stopped);
       this.#changed();
       await this.#writing;
     })();
@@ -229,17 +232,15 @@ export class Runtime implements AsyncDisposable {
   }
 
   #changed(): void {
-    if (this.#state === RuntimeState.starting) return;
+    if (this.#life.state === Lifecycle.starting) return;
     const status = this.status();
     this.#options.onStatus?.(status);
     const file = this.#options.statusFile;
     if (file === undefined) return;
     // One write at a time, each complete: the host never reads a half-written file.
     this.#writing = this.#writing.then(async () => {
-      const temporary = `${file}.${process.pid}.tmp`;
       try {
-        await writeFile(temporary, `${JSON.stringify(status, null, 2)}\n`, { mode: 0o644 });
-        await rename(temporary, file);
+        await writeFileAtomic(file, `${JSON.stringify(status, null, 2)}\n`, { mode: 0o644 });
       } catch (error) {
         (this.#options.log ?? console.error)(
           `[node-tools] could not write the status file ${file}: ${String(error)}`,

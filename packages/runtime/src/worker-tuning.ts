@@ -50,7 +50,7 @@ export interface WorkerTuning {
   readonly heartbeatMs: number;
   /** A worker that has not answered a ping for this long is hung and is terminated. */
   readonly hangMs: number;
-  /** The first restart's delay; it doubles with each failure in a row, up to `maxBackoffMs`. */
+  /** The first restart's delay; it doubles with each failure in a row (less some jitter), up to `maxBackoffMs`. */
   readonly initialBackoffMs: number;
   readonly maxBackoffMs: number;
   /** A worker that served this long before failing starts its backoff over. */

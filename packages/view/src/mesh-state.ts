@@ -5,7 +5,7 @@
  */
 import type { Bucket } from "@mesh/protocol";
 import { Condition, Stream, Subject, type Build, type MeshError } from "@mesh/protocol";
-import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
+import { Backoff, KvBucket, readStream, type MeshBus } from "@mesh/bus";
 import {
   Source,
   type BuildSummary,
@@ -128,9 +128,15 @@ export class MeshState {
    * is missing, the bus went away for good), the problem is shown and the watch tried again.
    */
   async #follow(source: Source, run: () => Promise<void>): Promise<void> {
-    let wait = this.#options.retryMs ?? 1_000;
+    const first = this.#options.retryMs ?? 1_000;
+    const backoff = new Backoff({
+      initialMs: first,
+      maxMs: Math.max(first, 30_000),
+      healthyMs: 60_000,
+    });
     while (!this.#signal.aborted) {
       try {
+        backoff.started();
         await run();
         if (this.#signal.aborted) return;
       } catch (error) {
@@ -144,8 +150,7 @@ export class MeshState {
         // A page should not wait forever for a source that cannot be read.
         this.#sourceCurrent(source);
       }
-      await pause(wait, this.#signal);
-      wait = Math.min(wait * 2, 30_000);
+      await pause(backoff.next(), this.#signal);
     }
   }
 

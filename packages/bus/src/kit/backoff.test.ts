@@ -71,6 +71,16 @@ describe("Backoff", () => {
     assert.equal(backoff.next(), 2_000, "no run began, so none was healthy");
   });
 
+  test("a run that ended without failing neither counts nor resets", () => {
+    const { backoff, clock } = controlled({ ...host, healthyMs: 30_000, jitter: 0 });
+    assert.equal(backoff.next(), 1_000);
+    backoff.started();
+    clock.now += 60_000;
+    backoff.ended();
+    assert.equal(backoff.failures, 1);
+    assert.equal(backoff.next(), 2_000, "the long run ended quietly, so it did not reset the delays");
+  });
+
   test("reset() starts over", () => {
     const { backoff } = controlled({ ...host, jitter: 0 });
     backoff.next();

@@ -29,6 +29,9 @@ export interface BackoffOptions {
   readonly random?: () => number;
 }
 
+/** The shape of a backoff, without its clock and random source: what a daemon's options carry. */
+export type BackoffPolicy = Pick<BackoffOptions, "initialMs" | "maxMs" | "multiplier" | "jitter">;
+
 export const DEFAULT_MULTIPLIER = 2;
 export const DEFAULT_JITTER = 0.2;
 
@@ -56,9 +59,14 @@ export class Backoff {
     return this.#failures;
   }
 
-  /** A run began now: if it lasts `healthyMs`, the delay after it is the first again. */
-  started(): void {
-    this.#since = this.#o.now();
+  /** A run began (now, or `at`): if it lasts `healthyMs`, the delay after it is the first again. */
+  started(at: number = this.#o.now()): void {
+    this.#since = at;
+  }
+
+  /** A run ended without failing (a module put to sleep): nothing is counted, and it resets nothing. */
+  ended(): void {
+    this.#since = undefined;
   }
 
   /** A run failed (or an attempt did): the delay before the next one, counted as one more failure. */
@@ -83,11 +91,7 @@ export class Backoff {
  * The delay after `failures` failures in a row (0 for the first), with `random` in [0, 1)
  * choosing how much jitter is taken off. Between `initialMs·(1−jitter)` and `maxMs`.
  */
-export function backoffDelay(
-  options: Pick<BackoffOptions, "initialMs" | "maxMs" | "multiplier" | "jitter">,
-  failures: number,
-  random: number,
-): number {
+export function backoffDelay(options: BackoffPolicy, failures: number, random: number): number {
   const multiplier = options.multiplier ?? DEFAULT_MULTIPLIER;
   const jitter = options.jitter ?? DEFAULT_JITTER;
   const base = Math.min(options.maxMs, options.initialMs * multiplier ** failures);

@@ -4,6 +4,7 @@
  */
 export {
   Lifecycle,
+  DaemonBase,
   DaemonLife,
   aborted,
   type Daemon,
@@ -25,5 +26,6 @@ export {
   DEFAULT_MULTIPLIER,
   backoffDelay,
   type BackoffOptions,
+  type BackoffPolicy,
 } from "./backoff.js";
 export { syncFolder, writeFileAtomic, type AtomicWriteOptions } from "./atomic-file.js";

@@ -54,6 +54,7 @@ describe("DaemonLife", () => {
       /no bus/,
     );
     assert.equal(l.state, Lifecycle.failed);
+    await l.finished(); // a failed run is finished too, without throwing again
     l.set(Lifecycle.running);
     assert.equal(l.state, Lifecycle.failed, "failed is final");
     assert.deepEqual(lines, ["d: starting -> failed (no bus)"]);

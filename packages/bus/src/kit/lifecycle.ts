@@ -5,7 +5,7 @@
  *
  * ```ts
  * class Indexer implements Daemon {
- *   readonly #life = new DaemonLife({ name: "indexer", log });
+ *   readonly #life = new DaemonLife({ log });
  *   get state(): Lifecycle { return this.#life.state; }
  *   run(options: RunOptions): Promise<void> {
  *     return this.#life.run(options, async (signal) => {
@@ -40,8 +40,8 @@ export interface Daemon {
 }
 
 export interface DaemonLifeOptions {
-  /** How the daemon is named in its log lines. */
-  readonly name: string;
+  /** Put before each line said (`controller` says `controller: running -> stopping`); nothing when the log names the daemon already. */
+  readonly name?: string;
   /** Where state changes are said; nowhere when omitted. */
   readonly log?: (line: string) => void;
   /** The state before `run()`; `starting` by default. */
@@ -50,13 +50,13 @@ export interface DaemonLifeOptions {
 
 /** A daemon's state, its logged setter and its run-once guard. */
 export class DaemonLife {
-  readonly name: string;
+  readonly #prefix: string;
   readonly #log: ((line: string) => void) | undefined;
   #state: Lifecycle;
   #running: Promise<void> | undefined;
 
   constructor(options: DaemonLifeOptions) {
-    this.name = options.name;
+    this.#prefix = options.name === undefined ? "" : `${options.name}: `;
     this.#log = options.log;
     this.#state = options.initial ?? Lifecycle.starting;
   }
@@ -70,12 +70,17 @@ export class DaemonLife {
     return this.#running !== undefined;
   }
 
+  /** Resolves once the run has ended, however it ended (at once when it never began). */
+  async finished(): Promise<void> {
+    await this.#running?.catch(() => undefined);
+  }
+
   /** Moves to `next` and says so. `failed` is final; setting the state it has is no change. */
   set(next: Lifecycle, why?: string): void {
     if (this.#state === next || this.#state === Lifecycle.failed) return;
     const from = this.#state;
     this.#state = next;
-    this.#log?.(`${this.name}: ${from} -> ${next}${why === undefined ? "" : ` (${why})`}`);
+    this.#log?.(`${this.#prefix}${from} -> ${next}${why === undefined ? "" : ` (${why})`}`);
   }
 
   /**
@@ -95,7 +100,7 @@ export class DaemonLife {
         this.set(Lifecycle.stopping);
       }
     };
-    this.set(Lifecycle.starting);
+    if (this.#state === Lifecycle.stopped) this.set(Lifecycle.starting);
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
     try {
@@ -110,6 +115,29 @@ export class DaemonLife {
       this.set(Lifecycle.stopped);
     }
   }
+}
+
+/**
+ * The base of a daemon whose whole work is one body: `state` and `run({ signal })` come from here;
+ * the daemon writes `work(signal)`, sets `running` when it is ready, and returns once the signal
+ * aborted.
+ */
+export abstract class DaemonBase implements Daemon {
+  protected readonly life: DaemonLife;
+
+  protected constructor(options: DaemonLifeOptions) {
+    this.life = new DaemonLife(options);
+  }
+
+  get state(): Lifecycle {
+    return this.life.state;
+  }
+
+  run(options: RunOptions): Promise<void> {
+    return this.life.run(options, (signal) => this.work(signal));
+  }
+
+  protected abstract work(signal: AbortSignal): Promise<void>;
 }
 
 /** Resolves when the signal aborts (at once when it has). */

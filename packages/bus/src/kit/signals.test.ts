@@ -23,7 +23,7 @@ describe("stopOnSignals", () => {
     assert.deepEqual(p.exits, []);
     p.source.emit("SIGINT", "SIGINT");
     assert.deepEqual(p.exits, [130]);
-    assert.deepEqual(p.lines, ["d: SIGTERM: stopping", "d: SIGINT again: exiting without waiting"]);
+    assert.deepEqual(p.lines, ["SIGTERM: stopping", "SIGINT again: exiting without waiting"]);
   });
 
   test("a stop that outlasts its grace exits with 1", async () => {

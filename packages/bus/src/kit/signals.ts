@@ -17,12 +17,14 @@ export interface SignalSource {
 }
 
 export interface SignalStopOptions {
-  /** How the process is named in what it says. */
+  /** How the process is named in what it says on stderr. */
   readonly name: string;
   /** How long a stop may take after the first signal before the process exits anyway; default 10 s. */
   readonly graceMs?: number;
-  /** Where the stop is said; stderr by default. */
+  /** Where the stop is said (without the name); `<name>: …` on stderr by default. */
   readonly log?: (line: string) => void;
+  /** What the first signal starts, as said after it (`SIGTERM: stopping`); `stopping` by default. */
+  readonly doing?: string;
   /** The signals that stop; SIGINT and SIGTERM by default. */
   readonly signals?: readonly NodeJS.Signals[];
   /** Ends the process when it did not stop in time; `process.exit` by default. */
@@ -49,20 +51,20 @@ export function stopOnSignals(options: SignalStopOptions): SignalStop {
   const source = options.source ?? process;
   const signals = options.signals ?? ["SIGINT", "SIGTERM"];
   const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${options.name}: ${line}\n`));
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const stopping = new AbortController();
   let grace: NodeJS.Timeout | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping.signal.aborted) {
-      log(`${options.name}: ${signal} again: exiting without waiting`);
+      log(`${signal} again: exiting without waiting`);
       exit(signalExitCode(signal));
       return;
     }
-    log(`${options.name}: ${signal}: stopping`);
+    log(`${signal}: ${options.doing ?? "stopping"}`);
     stopping.abort(signal);
     grace = setTimeout(() => {
-      log(`${options.name}: did not stop within ${graceMs} ms; exiting`);
+      log(`did not stop within ${graceMs} ms; exiting`);
       exit(1);
     }, graceMs);
     grace.unref();

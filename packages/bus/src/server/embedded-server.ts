@@ -8,10 +8,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { connect as connectTcp } from "node:net";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { writeFileAtomic } from "../kit/atomic-file.js";
+import { Lifecycle } from "../kit/lifecycle.js";
 import { findServer, type NatsServerBinary } from "./find-server.js";
 import type { ServerAccounts } from "./accounts.js";
 import {
@@ -44,16 +46,6 @@ export type ServerBase = Omit<ServerConfigOptions, "users" | "accounts"> & {
   /** Absent in files written before accounts mode: a users list. */
   readonly auth?: AuthMode;
 };
-
-/** The lifecycle: `failed` is a server that exited without being asked to. */
-export const ServerState = {
-  starting: "starting",
-  running: "running",
-  stopping: "stopping",
-  stopped: "stopped",
-  failed: "failed",
-} as const;
-export type ServerState = (typeof ServerState)[keyof typeof ServerState];
 
 export interface EmbeddedServerOptions {
   /** The server's folder: config, log, pid file and (by default) the JetStream store. */
@@ -146,7 +138,7 @@ export class EmbeddedServer implements AsyncDisposable {
   readonly #output: ServerOutput;
   readonly #base: ServerBase;
   readonly #pidPath: string;
-  #state: ServerState = ServerState.running;
+  #state: Lifecycle = Lifecycle.running;
   #configText: string;
   #reloads: Promise<unknown> = Promise.resolve();
   #stopping: Promise<void> | undefined;
@@ -175,7 +167,7 @@ export class EmbeddedServer implements AsyncDisposable {
     this.logPath = join(init.dir, ServerFiles.log);
     this.#pidPath = join(init.dir, ServerFiles.pid);
     this.exited = init.output.exited.then((exit) => {
-      if (this.#state === ServerState.running) this.#state = ServerState.failed;
+      if (this.#state === Lifecycle.running) this.#state = Lifecycle.failed;
       return exit;
     });
   }
@@ -217,8 +209,8 @@ export class EmbeddedServer implements AsyncDisposable {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await mkdir(base.storeDir, { recursive: true, mode: 0o700 });
     await refuseIfRunning(pidPath, configPath);
-    await writeFileAtomically(configPath, configText);
-    await writeFileAtomically(join(dir, ServerFiles.options), `${JSON.stringify(base)}\n`);
+    await writeFileAtomic(configPath, configText);
+    await writeFileAtomic(join(dir, ServerFiles.options), `${JSON.stringify(base)}\n`);
 
     throwIfAborted(signal, "starting nats-server");
     const log = createWriteStream(join(dir, ServerFiles.log), { flags: "a", mode: 0o600 });
@@ -258,11 +250,12 @@ export class EmbeddedServer implements AsyncDisposable {
         { path: configPath, cause: error },
       );
     }
-    if (child.pid !== undefined) await writeFileAtomically(pidPath, `${child.pid}\n`);
+    if (child.pid !== undefined) await writeFileAtomic(pidPath, `${child.pid}\n`);
     return new EmbeddedServer({ child, output, base, configText, dir, host, port: address.port });
   }
 
-  get state(): ServerState {
+  /** The kit's lifecycle; `failed` is a server that exited without being asked to. */
+  get state(): Lifecycle {
     return this.#state;
   }
 
@@ -296,7 +289,7 @@ export class EmbeddedServer implements AsyncDisposable {
         { path: this.configPath },
       );
     }
-    if (this.#state !== ServerState.running) {
+    if (this.#state !== Lifecycle.running) {
       throw new MeshError(
         ErrorCode.SERVER_RELOAD_FAILED,
         `nats-server (pid ${this.pid}) is ${this.#state}, so it cannot take a new users list; start it again`,
@@ -306,7 +299,7 @@ export class EmbeddedServer implements AsyncDisposable {
     // Rendering first: a list the mesh cannot write leaves the file and the server untouched.
     const text = renderServerConfig({ ...this.#base, users });
     const previous = this.#configText;
-    await writeFileAtomically(this.configPath, text);
+    await writeFileAtomic(this.configPath, text);
     const timeoutMs = options.timeoutMs ?? DEFAULT_RELOAD_TIMEOUT_MS;
     // Listen before signalling: the answer can come within a millisecond.
     const outcome = this.#output.waitForLine(
@@ -329,7 +322,7 @@ export class EmbeddedServer implements AsyncDisposable {
     }
     const failed = RELOAD_FAILED.exec(line);
     if (failed !== null) {
-      await writeFileAtomically(this.configPath, previous);
+      await writeFileAtomic(this.configPath, previous);
       throw new MeshError(
         ErrorCode.SERVER_RELOAD_FAILED,
         `nats-server refused the new users list and keeps running the previous one: ` +
@@ -351,7 +344,7 @@ export class EmbeddedServer implements AsyncDisposable {
   }
 
   async #stop(options: StopOptions): Promise<void> {
-    if (this.#state === ServerState.running) this.#state = ServerState.stopping;
+    if (this.#state === Lifecycle.running) this.#state = Lifecycle.stopping;
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     if (!this.#output.hasExited()) {
       this.#child.kill("SIGTERM");
@@ -361,7 +354,7 @@ export class EmbeddedServer implements AsyncDisposable {
     await this.exited;
     await this.#output.close();
     await rm(this.#pidPath, { force: true });
-    if (this.#state === ServerState.stopping) this.#state = ServerState.stopped;
+    if (this.#state === Lifecycle.stopping) this.#state = Lifecycle.stopped;
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -662,24 +655,6 @@ async function refuseIfRunning(pidPath: string, configPath: string): Promise<voi
         `started it) before starting another on the same folder`,
       { path: configPath },
     );
-  }
-}
-
-/** Writes a temporary file beside `path`, flushes it, and renames it over `path`. */
-export async function writeFileAtomically(path: string, text: string): Promise<void> {
-  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
-  const handle = await open(temporary, "w", 0o600);
-  try {
-    await handle.writeFile(text, "utf8");
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(temporary, path);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
   }
 }
 

@@ -16,7 +16,8 @@ import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { ServerFiles, writeFileAtomically, type ServerBase } from "./embedded-server.js";
+import { writeFileAtomic } from "../kit/atomic-file.js";
+import { ServerFiles, type ServerBase } from "./embedded-server.js";
 import { AuthMode, renderServerConfig, type ServerUser } from "./server-config.js";
 
 export interface ReloadServerUsersOptions {
@@ -144,11 +145,11 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
     (s) => s.size,
     () => 0,
   );
-  await writeFileAtomically(configPath, text);
+  await writeFileAtomic(configPath, text);
   try {
     process.kill(pid, "SIGHUP");
   } catch (error) {
-    await writeFileAtomically(configPath, previous);
+    await writeFileAtomic(configPath, previous);
     if (options.skipIfDown === true) return "down";
     throw new MeshError(
       ErrorCode.SERVER_RELOAD_FAILED,
@@ -159,7 +160,7 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   const line = await waitForLogLine(logPath, offset, options.timeoutMs ?? 10_000, signal);
   const failed = RELOAD_FAILED.exec(line);
   if (failed !== null) {
-    await writeFileAtomically(configPath, previous);
+    await writeFileAtomic(configPath, previous);
     throw new MeshError(
       ErrorCode.SERVER_RELOAD_FAILED,
       `nats-server refused the new users list and keeps running the previous one: ${failed[1] ?? line}. ` +

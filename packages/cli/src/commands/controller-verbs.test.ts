@@ -5,25 +5,14 @@
  * the value on stdin.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import { Bucket, nodeModuleKey, parseJoinToken } from "@mesh/protocol";
-import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
-import {
-  FULL_PERMISSIONS,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  generateNodeKeys,
-  hashPassword,
-  writeCredential,
-} from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { Controller } from "@mesh/controller";
+import { checkManifest, fingerprintOf } from "@mesh/core";
+import { KvBucket, generateNodeKeys, writeCredential, type MeshBus } from "@mesh/bus";
+import { startMesh, type Mesh } from "@mesh/controller/testing";
 import { runMesh } from "../testing/run-mesh.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../core/test-fixtures/", import.meta.url));
@@ -63,50 +52,19 @@ describe("mesh manifest check", () => {
 });
 
 describe("mesh compose, join-token and secret set, on a real bus", () => {
-  let server: TestServer;
   let admin: MeshBus;
-  let controller: Controller;
+  let mesh: Mesh;
   let dir: string;
   let credential: string;
   const keys = generateNodeKeys();
 
   before(async () => {
-    server = await startTestServer();
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-controller-"));
-    admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
-    );
-    await ensureLayout(admin);
-    const operatorPassword = "operator-password";
-    const statics = [
-      {
-        user: server.admin.user,
-        passwordHash: await hashPassword(server.admin.password),
-        permissions: FULL_PERMISSIONS,
-      },
-      {
-        user: "hub.operator",
-        passwordHash: await hashPassword(operatorPassword),
-        permissions: operatorGrant({ node: "hub" }),
-      },
-    ];
+    // The controller fixture: a real bus with the layout, and a controller running on it.
+    mesh = await startMesh();
+    await mesh.startController();
+    ({ admin, dir } = mesh);
     credential = join(dir, "operator.json");
-    await writeCredential(
-      credential,
-      credentialFor(
-        server,
-        { user: "hub.operator", password: operatorPassword },
-        { node: "hub", module: "operator" },
-      ),
-    );
-    controller = await Controller.create({
-      bus: admin,
-      dir: join(dir, "controller"),
-      sink: server.server,
-      staticUsers: () => Promise.resolve(statics),
-    });
-    void controller.run();
-    await deadline(controller.ready, 20_000, "the controller's first pass");
+    await writeCredential(credential, mesh.operator);
 
     const hello = checkManifest({
       module: "hello",
@@ -149,12 +107,7 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
     });
   });
 
-  after(async () => {
-    await controller?.stop();
-    await admin?.close();
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => mesh?.[Symbol.asyncDispose]());
 
   it("mesh compose prints what a node would be sent", async () => {
     const run = await runMesh(["compose", "--node", "n1", "--credential", credential, "--json"]);

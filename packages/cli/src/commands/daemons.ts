@@ -3,7 +3,7 @@
  * delivery's `mesh indexer|builder|assigner`, each on its own credential until SIGTERM.
  */
 import { Option, type Command } from "commander";
-import { runControllerDaemon, stopOnSignals } from "@mesh/controller";
+import { runControllerProcess } from "@mesh/controller";
 import { DELIVERY_DAEMONS, runDeliveryDaemon } from "@mesh/delivery";
 import { ExitCode } from "../output.js";
 import { rootOf } from "../find-mesh.js";
@@ -26,11 +26,10 @@ export function registerDaemonVerbs(program: Command): void {
         "the bus is not the mesh's own (mesh up --bus): write no users list, issue the controller's login",
       ),
     async (options: { root: string; credential?: string; sharedLogin?: boolean }) => {
-      await runControllerDaemon({
+      await runControllerProcess({
         root: options.root,
         ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
         ...(options.credential === undefined ? {} : { credential: options.credential }),
-        signal: stopOnSignals(),
       });
       return ExitCode.ok;
     },

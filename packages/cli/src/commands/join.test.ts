@@ -6,24 +6,14 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { Bucket, Env, ErrorCode, isMeshError } from "@mesh/protocol";
-import { operatorGrant } from "@mesh/core";
-import {
-  FULL_PERMISSIONS,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  hashPassword,
-  readCredential,
-  writeCredential,
-} from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { Controller } from "@mesh/controller";
+import { KvBucket, MeshBus, readCredential, writeCredential } from "@mesh/bus";
+import { deadline, type TestServer } from "@mesh/bus/testing";
+import { startMesh, type Mesh } from "@mesh/controller/testing";
 import { runMesh } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -31,7 +21,7 @@ const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 describe("mesh join", () => {
   let server: TestServer;
   let admin: MeshBus;
-  let controller: Controller;
+  let mesh: Mesh;
   let dir: string;
   let operator: string;
 
@@ -42,50 +32,15 @@ describe("mesh join", () => {
   };
 
   before(async () => {
-    server = await startTestServer();
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-join-"));
-    admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
-    );
-    await ensureLayout(admin);
-    const operatorPassword = "operator-password";
-    const statics = [
-      {
-        user: server.admin.user,
-        passwordHash: await hashPassword(server.admin.password),
-        permissions: FULL_PERMISSIONS,
-      },
-      {
-        user: "hub.operator",
-        passwordHash: await hashPassword(operatorPassword),
-        permissions: operatorGrant({ node: "hub" }),
-      },
-    ];
+    // The controller fixture: a real bus with the layout, and a controller running on it.
+    mesh = await startMesh();
+    await mesh.startController();
+    ({ server, admin, dir } = mesh);
     operator = join(dir, "operator.json");
-    await writeCredential(
-      operator,
-      credentialFor(
-        server,
-        { user: "hub.operator", password: operatorPassword },
-        { node: "hub", module: "operator" },
-      ),
-    );
-    controller = await Controller.create({
-      bus: admin,
-      dir: join(dir, "controller"),
-      sink: server.server,
-      staticUsers: () => Promise.resolve(statics),
-    });
-    void controller.run();
-    await deadline(controller.ready, 20_000, "the controller's first pass");
+    await writeCredential(operator, mesh.operator);
   });
 
-  after(async () => {
-    await controller?.stop();
-    await admin?.close();
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => mesh?.[Symbol.asyncDispose]());
 
   it("--no-run joins with a token: a 0600 credential that reads its own composition only; the token works once", async () => {
     const t = await token();

@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { Principal, checkNodeName, isName } from "@mesh/protocol";
-import { AuthMode, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { AuthMode, MeshBus, ensureLayout, stopOnSignals, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
 import { clusterSize } from "../up/bus-shape.js";
 import { readState, startUpBus, type UpBus } from "../up/up-bus.js";
@@ -68,6 +68,9 @@ export interface UpOptions extends MachineOptions {
 
 export const DEFAULT_BUS_PORT = 4222;
 
+/** How long stopping the children, the view and the bus may take before `mesh up` exits anyway. */
+const UP_STOP_GRACE_MS = 60_000;
+
 export async function up(options: UpOptions): Promise<ExitCode> {
   const paths = rootPaths(options.root);
   const release = await lockRoot(paths);
@@ -80,13 +83,8 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   let operatorBus: MeshBus | undefined;
   let view: View | undefined;
   const children = new Children({ logs: join(paths.root, "logs", "mesh"), say: log });
-  const stopping = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    log(`${signal}: stopping`);
-    stopping.abort();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  // Ctrl-C stops everything cleanly; a second one, or a stop past the grace, exits at once.
+  using stopping = stopOnSignals({ name: "mesh up", graceMs: UP_STOP_GRACE_MS, log });
   try {
     const previous = await readState(paths);
     const node = checkNodeName(options.node ?? previous?.node ?? nodeFromHostname());
@@ -231,8 +229,6 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     }
     return ExitCode.ok;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
     await view?.close().catch(() => undefined);
     await children.stop();
     await operatorBus?.close().catch(() => undefined);

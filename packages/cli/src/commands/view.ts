@@ -4,6 +4,7 @@
  * and then a token (`--token`, `MESH_VIEW_TOKEN`, or one made up and printed in the URL).
  */
 import { userInfo } from "node:os";
+import { aborted, stopOnSignals } from "@mesh/bus";
 import { Option, type Command } from "commander";
 import { newViewToken, startView } from "@mesh/view";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
@@ -24,45 +25,32 @@ export interface ViewCliOptions extends FindMeshOptions {
 export const VIEW_TOKEN_ENV = "MESH_VIEW_TOKEN";
 
 export async function view(options: ViewCliOptions): Promise<ExitCode> {
-  const stopping = new AbortController();
-  const onSignal = (): void => stopping.abort();
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  try {
-    await using bus = await connectToMesh({ ...options, signal: stopping.signal });
-    const fromEnv = process.env[VIEW_TOKEN_ENV];
-    const token =
-      options.token ??
-      (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv) ??
-      (options.expose === true ? newViewToken() : undefined);
-    await using page = await startView({
-      bus,
-      ...(options.host === undefined ? {} : { host: options.host }),
-      ...(options.port === undefined ? {} : { port: options.port }),
-      ...(options.expose === undefined ? {} : { expose: options.expose }),
-      ...(token === undefined ? {} : { token }),
-      actor: `${safeUser()} (view)`,
-      onProblem: (what, error) =>
-        process.stderr.write(`mesh view: ${what}: ${(error as Error).message}\n`),
-    });
-    if (options.json === true) printJson({ ok: true, url: page.url });
-    else {
-      process.stdout.write(`The view is at ${page.url}\n`);
-      if (options.exitWhenReady !== true) process.stdout.write("Press Ctrl-C to stop.\n");
-    }
-    if (options.exitWhenReady !== true) {
-      await Promise.race([
-        new Promise<void>((resolve) =>
-          stopping.signal.addEventListener("abort", () => resolve(), { once: true }),
-        ),
-        bus.closed(),
-      ]);
-    }
-    return ExitCode.ok;
-  } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+  using stopping = stopOnSignals({ name: "mesh view", log: () => undefined });
+  await using bus = await connectToMesh({ ...options, signal: stopping.signal });
+  const fromEnv = process.env[VIEW_TOKEN_ENV];
+  const token =
+    options.token ??
+    (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv) ??
+    (options.expose === true ? newViewToken() : undefined);
+  await using page = await startView({
+    bus,
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.port === undefined ? {} : { port: options.port }),
+    ...(options.expose === undefined ? {} : { expose: options.expose }),
+    ...(token === undefined ? {} : { token }),
+    actor: `${safeUser()} (view)`,
+    onProblem: (what, error) =>
+      process.stderr.write(`mesh view: ${what}: ${(error as Error).message}\n`),
+  });
+  if (options.json === true) printJson({ ok: true, url: page.url });
+  else {
+    process.stdout.write(`The view is at ${page.url}\n`);
+    if (options.exitWhenReady !== true) process.stdout.write("Press Ctrl-C to stop.\n");
   }
+  if (options.exitWhenReady !== true) {
+    await Promise.race([aborted(stopping.signal), bus.closed()]);
+  }
+  return ExitCode.ok;
 }
 
 function safeUser(): string {

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { Backoff } from "@mesh/bus";
 
 export interface ChildSpec {
   /** A short name for logs: `controller`, `assigner`, … */
@@ -31,7 +32,7 @@ interface Running {
   readonly spec: ChildSpec;
   child: ChildProcess | undefined;
   startedAt: number;
-  delayMs: number;
+  readonly backoff: Backoff;
   restarts: number;
   timer: NodeJS.Timeout | undefined;
   log: WriteStream;
@@ -64,7 +65,11 @@ export class Children implements AsyncDisposable {
       spec,
       child: undefined,
       startedAt: 0,
-      delayMs: this.#options.initialBackoffMs,
+      backoff: new Backoff({
+        initialMs: this.#options.initialBackoffMs,
+        maxMs: this.#options.maxBackoffMs,
+        healthyMs: this.#options.healthyMs,
+      }),
       restarts: 0,
       timer: undefined,
       log,
@@ -94,6 +99,7 @@ export class Children implements AsyncDisposable {
     });
     running.child = child;
     running.startedAt = Date.now();
+    running.backoff.started(running.startedAt);
     child.stdout?.pipe(running.log, { end: false });
     child.stderr?.pipe(running.log, { end: false });
     running.exited = new Promise((resolve) => {
@@ -101,17 +107,16 @@ export class Children implements AsyncDisposable {
         resolve();
         if (this.#stopping) return;
         const ranMs = Date.now() - running.startedAt;
-        if (ranMs >= this.#options.healthyMs) running.delayMs = this.#options.initialBackoffMs;
+        const delayMs = running.backoff.next();
         running.restarts += 1;
         this.#options.say(
           `${running.spec.name} stopped (${signal ?? `code ${String(code)}`}) after ${Math.round(ranMs / 1000)} s; ` +
-            `restarting in ${Math.round(running.delayMs / 1000)} s (see its log: ${join(this.#options.logs, `${running.spec.name}.log`)})`,
+            `restarting in ${Math.round(delayMs / 1000)} s (see its log: ${join(this.#options.logs, `${running.spec.name}.log`)})`,
         );
         running.timer = setTimeout(() => {
           running.timer = undefined;
           if (!this.#stopping) this.#spawn(running);
-        }, running.delayMs);
-        running.delayMs = Math.min(running.delayMs * 2, this.#options.maxBackoffMs);
+        }, delayMs);
       });
     });
   }

@@ -70,7 +70,7 @@ export async function startHostClient(options: {
     pollMs: 100,
     log: () => undefined,
   });
-  const running = host.run();
+  const running = host.run({ signal: new AbortController().signal });
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
