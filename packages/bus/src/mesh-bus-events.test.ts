@@ -190,7 +190,7 @@ describe("a refused login is retried, and said", () => {
       await server.setUsers(await withLate());
       // Each refused round may also say disconnected; what matters is that it comes back.
       while ((await nextChange(events, RECONNECT_MS * 2, "the reconnect")) !== "reconnected");
-      await bus.kvm.create("refused_then_known");
+      await natsOf(bus).kvm.create("refused_then_known");
       assert.ok(
         said.some((line) => line.includes("accepts n0.late again")),
         said.join("\n"),

@@ -1,7 +1,9 @@
 /**
  * `@mesh/controller`: the controller daemon (composition, the broker of credentials, sealing,
- * joins and secrets) and the asks other processes make of it.
+ * joins and secrets) and the asks other processes make of it. Its test fixture is
+ * `@mesh/controller/testing`.
  */
+export { serverUsersOnDisk } from "./broker.js";
 export { Controller, type ControllerOptions, type PassReport } from "./controller.js";
 export {
   JoinTokenAnswer,

@@ -1,13 +1,35 @@
-export * from "./start-view.js";
+/**
+ * `@mesh/view`: the operator's web page — its server (`startView`), the state it mirrors from the
+ * bus, and what the server and the page say to each other.
+ */
 export { MeshState, type StateEvent } from "./mesh-state.js";
 export { isLoopback } from "./http-guard.js";
-export type * from "./browser/wire.js";
 export {
-  Source,
-  ViewEvent,
   CSRF_HEADER,
   CSRF_VALUE,
-  PAGE_SOURCES,
   FLEET_SOURCES,
+  GRID_MAX_MODULES,
+  GRID_MAX_NODES,
+  PAGE_SOURCES,
+  Source,
+  ViewEvent,
+  type AnswerRequest,
+  type BuildSummary,
+  type BusState,
+  type CallRequest,
+  type CallResult,
+  type CellVerdict,
+  type Change,
+  type FleetSummary,
+  type GridCell,
+  type GridColumn,
+  type GridPage,
+  type GridQuery,
+  type GridRow,
+  type NodeState,
+  type Snapshot,
+  type SourceProblem,
+  type ToolEntry,
 } from "./browser/wire.js";
+export { newViewToken, startView, type View, type ViewOptions } from "./start-view.js";
 export { gridPage, gridQuery, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
