@@ -12,7 +12,7 @@ import { gzipSync } from "node:zlib";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
 import { ArtifactStore, MeshBus, ensureLayout } from "@mesh/bus";
-import { startTestServer, type TestServer } from "@mesh/bus/testing";
+import { startTestServer, waitFor as waitUntil, type TestServer } from "@mesh/bus/testing";
 import {
   ObjectStore,
   Principal,
@@ -245,28 +245,13 @@ export function composedOf(
   };
 }
 
-/** Waits until `check` returns a value other than undefined/false, polling, within `ms`. */
-export async function waitFor<T>(
+/** Waits until `check` returns a value other than undefined/false, polling, within `ms` (stretched). */
+export function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
   ms = 30_000,
 ): Promise<T> {
-  const until = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) {
-      throw new Error(
-        `${what} did not happen within ${ms} ms${last === undefined ? "" : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return waitUntil(check, { what, timeout: ms });
 }
 
 /** A script that runs until it is ended, writing a line when it starts. */
