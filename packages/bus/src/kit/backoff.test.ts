@@ -78,7 +78,11 @@ describe("Backoff", () => {
     clock.now += 60_000;
     backoff.ended();
     assert.equal(backoff.failures, 1);
-    assert.equal(backoff.next(), 2_000, "the long run ended quietly, so it did not reset the delays");
+    assert.equal(
+      backoff.next(),
+      2_000,
+      "the long run ended quietly, so it did not reset the delays",
+    );
   });
 
   test("reset() starts over", () => {
