@@ -7,7 +7,7 @@ export {
   ModuleState,
   type ModuleStatus,
   type WorkerTuning,
-} from "./module-worker.js";
+} from "./worker-tuning.js";
 export { parseToolModules } from "./tool-modules.js";
 export { StatusEnv } from "./env.js";
 export { runRuntimeProcess, type RuntimeProcessOptions } from "./process-main.js";

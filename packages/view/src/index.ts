@@ -31,5 +31,5 @@ export {
   type SourceProblem,
   type ToolEntry,
 } from "./browser/wire.js";
-export { newViewToken, startView, type View, type ViewOptions } from "./start-view.js";
 export { gridPage, gridQuery, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
+export { newViewToken, startView, type View, type ViewOptions } from "./start-view.js";
