@@ -10,7 +10,7 @@
  * to that module alone.
  */
 import { Worker, type ResourceLimits } from "node:worker_threads";
-import type { FromWorker, WorkerSpare } from "@mesh/sdk";
+import type { FromWorker, WorkerSpare } from "@mesh/sdk/internal";
 
 export interface SpareOptions {
   readonly workerFile: URL;
