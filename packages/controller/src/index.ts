@@ -12,7 +12,9 @@ export {
   SecretSetAnswer,
   SecretSetAsk,
   askJoinToken,
+  askSecretList,
   askSecretSet,
+  askSecretUnset,
 } from "./controller-api.js";
 export { Fleet } from "./fleet.js";
 export { planNode, type NodePlan, type NodeRefusal, type PlanContext } from "./node-plan.js";

@@ -38,7 +38,8 @@ import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
 import { Reporter } from "./report.js";
 import { pruneRuntimeStatus, runtimeStatusPath } from "./runtime-handover.js";
-import { DEFAULT_BACKOFF, Supervisor, type Backoff } from "./supervisor.js";
+import type { BackoffPolicy } from "@mesh/bus";
+import { DEFAULT_BACKOFF, Supervisor } from "./supervisor.js";
 import { Watches } from "./watches.js";
 
 export { HOST_PROCESS_MARKER } from "./apply.js";
@@ -65,7 +66,7 @@ export interface HostOptions {
   /** The host's bus credential, or the path of its file. */
   readonly credential: Credential | string;
   readonly health?: Partial<HealthRules>;
-  readonly backoff?: Backoff;
+  readonly backoff?: BackoffPolicy;
   /** Between TERM and KILL when a process is stopped. */
   readonly graceMs?: number;
   /**

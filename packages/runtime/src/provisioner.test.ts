@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { MeshBus, flush, publish, serve, type Served } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError, provisionChangedSubject, provisionSubject } from "@mesh/protocol";
-import type { ProvisionItem } from "@mesh/sdk";
+import type { ProvisionItem } from "@mesh/sdk/internal";
 import { Provisioner } from "./provisioner.js";
 
 const NODE = "n1";

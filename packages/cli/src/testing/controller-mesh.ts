@@ -69,7 +69,7 @@ export async function startControllerMesh(): Promise<ControllerMesh> {
     sink: server.server,
     staticUsers: () => Promise.resolve(statics),
   });
-  void controller.run();
+  void controller.run({ signal: new AbortController().signal });
   await deadline(controller.ready, 20_000, "the controller's first pass");
   const put = async (bucket: string, key: string, value: unknown): Promise<void> => {
     await (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
