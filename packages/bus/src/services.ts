@@ -113,7 +113,7 @@ export async function serve(bus: MeshBus, options: ServeOptions): Promise<Served
   // The endpoints' subscriptions are sent, not yet known to the server: a round trip makes sure
   // they are, so a request made once this returns finds a responder (a loaded machine showed
   // "no responders" right after serve()).
-  await bus.nc.flush();
+  await natsOf(bus).nc.flush();
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
