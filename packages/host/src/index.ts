@@ -11,3 +11,4 @@ export {
   type ArchiveLimits,
   type FetchArtifact,
 } from "./archives.js";
+export { DEFAULT_HEALTH_RULES, runtimeUnreachable } from "./health.js";
