@@ -1,12 +1,20 @@
-export * from "./pack.js";
-export * from "./source.js";
-export * from "./build-source.js";
-export * from "./daemon.js";
-export * from "./assigner/assigner.js";
-export * from "./builder.js";
-export * from "./indexer.js";
-export * from "./run.js";
-export * from "./register.js";
+/**
+ * `@mesh/delivery`: registering module sources and the three delivery daemons (indexer,
+ * builder, assigner) that turn them into builds and assignments.
+ */
 export { checkArchiveBytes } from "./archive-check.js";
+export { directoryDigest, readRegularFile, unpackArchive } from "./source.js";
+export { buildSource, type BuiltArchive, type SourceBuild } from "./build-source.js";
+export { Assigner, type AssignerOptions } from "./assigner/assigner.js";
+export { Builder, type BuilderOptions } from "./builder.js";
+export { Indexer, type IndexerOptions } from "./indexer.js";
+export {
+  DELIVERY_DAEMONS,
+  runDelivery,
+  runDeliveryDaemon,
+  type DeliveryDaemon,
+  type DeliveryProcessOptions,
+} from "./run.js";
+export { parseSourceArgument, readSourceManifest, registerModule } from "./register.js";
 /** For tests (here and in the CLI): hand-made hostile archives. */
 export { rawTar, rawTarStream, type RawEntry } from "./test-archives.js";

@@ -6,6 +6,7 @@ export { parseHostArgs, runHost } from "./main.js";
 export { Host, type HostOptions } from "./host.js";
 export {
   DEFAULT_ARCHIVE_LIMITS,
+  checkArchive,
   fetchVerified,
   unpackBeside,
   type ArchiveLimits,
