@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { MeshBus, request } from "@mesh/bus";
+import { natsOf } from "@mesh/bus/internal";
 import { deadline } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { ReplyHeader, toolSubject } from "@mesh/protocol";
@@ -150,7 +151,7 @@ describe("fuzzing tool inputs", () => {
     const codes = new Map<string, number>();
     const bad: string[] = [];
     for (const body of samples) {
-      const reply = await bus.admin.nc.request(subject, body, { timeout: 15_000 });
+      const reply = await natsOf(bus.admin).nc.request(subject, body, { timeout: 15_000 });
       const code = reply.headers?.get(ReplyHeader.code) ?? "";
       const outcome = code === "" ? "answer" : code;
       codes.set(outcome, (codes.get(outcome) ?? 0) + 1);
