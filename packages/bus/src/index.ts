@@ -1,24 +1,126 @@
-export * from "./bus-errors.js";
-export * from "./credential-file.js";
-export * from "./mesh-bus.js";
-export * from "./kv-bucket.js";
-export * from "./services.js";
-export * from "./say.js";
-export * from "./artifacts.js";
-export * from "./layout-setup.js";
-export * from "./server/find-server.js";
-export * from "./server/server-config.js";
-export * from "./server/embedded-server.js";
-export * from "./sealing.js";
-export * from "./publish.js";
-export * from "./server/reload-users.js";
-export * from "./server/accounts.js";
-export * from "./server/account-authority.js";
-export * from "./join-client.js";
-export * from "./stream-reader.js";
-export * from "./tool-discovery.js";
-export * from "./kit/index.js";
-export * from "./mirror/index.js";
+/**
+ * `@mesh/bus`: the only package that speaks NATS — credentials, connections, KV, object store and
+ * service helpers, the embedded nats-server, and the daemon kit (lifecycle, signal stop, backoff,
+ * atomic write). The raw NATS handles are in `@mesh/bus/internal`, the test harness in
+ * `@mesh/bus/testing`.
+ */
+export { isTransient } from "./bus-errors.js";
+export { credentialInbox, readCredential, writeCredential } from "./credential-file.js";
+export {
+  MeshBus,
+  type BusEvent,
+  type BusMessage,
+  type ConnectOptions,
+  type SubscribeOptions,
+} from "./mesh-bus.js";
+export {
+  KvBucket,
+  type CallOptions,
+  type Entry,
+  type WatchEvent,
+  type WatchOptions,
+} from "./kv-bucket.js";
+export {
+  request,
+  serve,
+  type EndpointSpec,
+  type Request,
+  type RequestOptions,
+  type ServeOptions,
+  type Served,
+} from "./services.js";
+export { keepSayingKeeps, sayCondition, type KeptState, type SayCondition } from "./say.js";
+export { ArtifactStore, sha256, type ArtifactInfo } from "./artifacts.js";
+export {
+  ensureLayout,
+  ensureStateBucket,
+  type LayoutOptions,
+  type LayoutReport,
+} from "./layout-setup.js";
+export { findServer, type FindServerOptions, type NatsServerBinary } from "./server/find-server.js";
+export {
+  FULL_PERMISSIONS,
+  hashPassword,
+  verifyPassword,
+  type ServerTls,
+  type ServerUser,
+} from "./server/server-config.js";
+export {
+  EmbeddedServer,
+  ServerFiles,
+  type EmbeddedServerOptions,
+  type ServerExit,
+} from "./server/embedded-server.js";
+export { generateNodeKeys, loadOrCreateNodeKeys, seal, unseal, type NodeKeys } from "./sealing.js";
+export { flush, publish, type PublishOptions } from "./publish.js";
+export {
+  reloadServerUsers,
+  serverFolderSink,
+  type ReloadServerUsersOptions,
+  type UsersSink,
+} from "./server/reload-users.js";
+export { requestJoin, type JoinOptions } from "./join-client.js";
+export { readStream, type StreamEvent, type StreamReadOptions } from "./stream-reader.js";
+export { discoverTools, type DiscoverOptions, type DiscoveredTool } from "./tool-discovery.js";
+export { ALL, type Touched } from "./mirror/dirty.js";
+export { Mirror, type MirrorSource } from "./mirror/mirror.js";
+// The daemon kit (./kit/index.ts).
+export {
+  aborted,
+  Backoff,
+  backoffDelay,
+  DaemonBase,
+  DaemonLife,
+  DEFAULT_GRACE_MS,
+  DEFAULT_JITTER,
+  DEFAULT_MULTIPLIER,
+  Lifecycle,
+  runUntilSignal,
+  signalExitCode,
+  stopOnSignals,
+  syncFolder,
+  writeFileAtomic,
+  type AtomicWriteOptions,
+  type BackoffOptions,
+  type BackoffPolicy,
+  type Daemon,
+  type DaemonLifeOptions,
+  type RunOptions,
+  type SignalSource,
+  type SignalStop,
+  type SignalStopOptions,
+} from "./kit/index.js";
+export {
+  AccountKeys,
+  MESH_ACCOUNT_NAME,
+  SYSTEM_USER,
+  ensureAccountKeys,
+  formatCreds,
+  isCurrentUserJwt,
+  issueUserJwt,
+  jwtIssuedAt,
+  makeAccountKeys,
+  meshAccountJwt,
+  newUserKey,
+  publicKeyOf,
+  readAccountKeys,
+  readRevocations,
+  serverAccounts,
+  systemUser,
+  userPermissionClaims,
+  writeSecretJson,
+  type Revocations,
+  type ServerAccounts,
+} from "./server/accounts.js";
+export {
+  AccountAuthority,
+  AccountFiles,
+  pushAccountJwt,
+  type AccountAuthorityOptions,
+} from "./server/account-authority.js";
+export { AuthMode, type ServerAccountsConfig } from "./server/server-config.js";
+export { type ServerBase } from "./server/embedded-server.js";
+export { readServerBase } from "./server/reload-users.js";
 export { WATCH_STALL_MS } from "./kv-watch.js";
 export {
   MAX_REPLICAS,

@@ -10,6 +10,7 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { natsOf } from "./mesh-bus.js";
 
 const Value = z.object({ n: z.number() }).strict();
 const NOTICED_WITHIN_MS = 10_000;
@@ -50,7 +51,7 @@ function watchUntilEnd(bucket: KvBucket<unknown>): {
 
 describe("a long-lived watch notices its end", () => {
   it("an idle watch on a running server is not ended: its 3 s heartbeats keep it for 20 s and more", async () => {
-    await admin.kvm.create("idle_watch", { history: 1 });
+    await natsOf(admin).kvm.create("idle_watch", { history: 1 });
     const bucket = await KvBucket.openWith(admin, "idle_watch", Value);
     const stop = new AbortController();
     const seen: number[] = [];
@@ -80,7 +81,7 @@ describe("a long-lived watch notices its end", () => {
   });
 
   it("a watch whose bucket is deleted ends with WATCH_ENDED in under 10 s", async (t) => {
-    const kv = await admin.kvm.create("deleted_under_watch", { history: 1 });
+    const kv = await natsOf(admin).kvm.create("deleted_under_watch", { history: 1 });
     await kv.put("a", JSON.stringify({ n: 1 }));
     const bucket = await KvBucket.openWith(admin, "deleted_under_watch", Value);
     const { current, end } = watchUntilEnd(bucket);
@@ -98,7 +99,7 @@ describe("a long-lived watch notices its end", () => {
   });
 
   it("a watch under a server stopped with SIGSTOP ends with WATCH_ENDED in under 10 s, saying the server went silent", async (t) => {
-    await admin.kvm.create("stalled_under_watch", { history: 1 });
+    await natsOf(admin).kvm.create("stalled_under_watch", { history: 1 });
     const bucket = await KvBucket.openWith(admin, "stalled_under_watch", Value);
     const { current, end } = watchUntilEnd(bucket);
     await deadline(current, 5_000, "the standing values");

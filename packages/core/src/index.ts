@@ -1,12 +1,82 @@
-export * from "./manifest-problem.js";
-export * from "./manifest-check.js";
-export * from "./config-schema.js";
-export * from "./manifest-text.js";
-export * from "./bundle-run.js";
-export * from "./composition.js";
-export * from "./fingerprint.js";
-export * from "./permissions.js";
-export * from "./assigner/index.js";
-export * from "./fleet/index.js";
-export * from "./archive-entry.js";
-export { closest, oneOf } from "./suggest.js";
+/**
+ * `@mesh/core`: the pure decisions — manifest checks, composition, permissions from manifests,
+ * the assigner's chain of rules, the fleet's read model, fingerprints. Deterministic: no clock,
+ * bus, disk or process.
+ */
+export { closest } from "./suggest.js";
+export {
+  formatProblem,
+  problem,
+  type ManifestPath,
+  type ManifestProblem,
+  type ManifestRuleId,
+} from "./manifest-problem.js";
+export { checkManifest, refused, type ManifestCheck } from "./manifest-check.js";
+export { checkConfigValue, describeConfigViolations } from "./config-schema.js";
+export {
+  MANIFEST_FILE_NAMES,
+  MAX_MANIFEST_TEXT,
+  manifestFormatOf,
+  parseManifestText,
+  type ManifestFormat,
+} from "./manifest-text.js";
+export { builtEntrypoint } from "./bundle-run.js";
+export {
+  compose,
+  type Composition,
+  type CompositionRefusal,
+  type CompositionRuleId,
+  type LeftOut,
+  type NodeResolution,
+} from "./composition.js";
+export { canonicalJson, fingerprintOf } from "./fingerprint.js";
+export {
+  assignerGrant,
+  controllerGrant,
+  deliveryGrant,
+  hostGrant,
+  moduleGrant,
+  operatorGrant,
+  runtimeGrant,
+  type DerivedGrant,
+  type GrantManifest,
+  type GrantProblem,
+  type OwnerStates,
+  type Owners,
+  type RuntimeGrant,
+  type ServedManifest,
+  type StateDeclaration,
+} from "./permissions.js";
+export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
+export { mcpGrant } from "./permissions/mcp.js";
+export {
+  CELL_RULES,
+  NODE_RULES,
+  RULES,
+  assign,
+  emptySnapshot,
+  marksOf,
+  type AssignOptions,
+  type AssignResult,
+  type AssignerCondition,
+  type AssignerOwn,
+  type AssignerSnapshot,
+  type AssignerWrite,
+  type HaveRecord,
+  type HaveReport,
+  type Unwanted,
+} from "./assigner/index.js";
+export {
+  assignedCells,
+  cellReason,
+  emptyFleetState,
+  nodeState,
+  readFleet,
+  type CellReason,
+  type CellState,
+  type FleetNode,
+  type FleetState,
+  type FleetView,
+  type NodeState,
+} from "./fleet/index.js";
+export { ArchiveEntryCheck, DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from "./archive-entry.js";

@@ -10,6 +10,7 @@ import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
 import { ALL, Mirror, type Dirty } from "./mirror.js";
+import { natsOf } from "../mesh-bus.js";
 
 const Value = z.object({ n: z.number() }).strict();
 type Value = z.infer<typeof Value>;
@@ -34,7 +35,7 @@ after(async () => {
 /** A new bucket with these values standing. */
 async function bucketWith(values: Record<string, number>): Promise<KvBucket<Value>> {
   const name = `mirrored_${++names}`;
-  await admin.kvm.create(name, { history: 5 });
+  await natsOf(admin).kvm.create(name, { history: 5 });
   const bucket = await KvBucket.openWith(admin, name, Value);
   for (const [key, n] of Object.entries(values)) await bucket.put(key, { n });
   return bucket;
@@ -140,7 +141,7 @@ describe("bucket mirror", () => {
     });
     await deadline(mirror.ready, 10_000, "ready");
     assert.equal(mirror.isOpen("later"), false);
-    const kv = await admin.kvm.create("made_later", { history: 1 });
+    const kv = await natsOf(admin).kvm.create("made_later", { history: 1 });
     await kv.put("l", JSON.stringify({ n: 2 }));
     await deadline(
       (async () => {
@@ -167,10 +168,10 @@ describe("bucket mirror", () => {
       retry: { initialMs: 100, maxMs: 500 },
     });
     await deadline(mirror.ready, 5_000, "ready");
-    const kv = await admin.kvm.open(b.name);
+    const kv = await natsOf(admin).kvm.open(b.name);
     const deletedAt = Date.now();
     await kv.destroy();
-    const remade = await admin.kvm.create(b.name, { history: 5 });
+    const remade = await natsOf(admin).kvm.create(b.name, { history: 5 });
     await remade.put("kept", JSON.stringify({ n: 1 }));
     await remade.put("new", JSON.stringify({ n: 3 }));
     const { keys } = await takeUntil(

@@ -10,6 +10,7 @@ import { assignerGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
 import { Assigner } from "./assigner.js";
 import { NODE, emptyLayout, presenceOf, seedFleet } from "./test-fleet.js";
+import { natsOf } from "@mesh/bus/internal";
 
 let server: TestServer;
 let admin: MeshBus;
@@ -61,7 +62,7 @@ describe("assigner on a real bus: a watch that ends (issue 14.5)", () => {
         );
       await wanted("n1");
       // Deleted and created again, as `mesh up` makes a missing bucket.
-      await (await admin.kvm.open(Bucket.presence)).destroy();
+      await (await natsOf(admin).kvm.open(Bucket.presence)).destroy();
       await ensureLayout(admin);
       const presence = await KvBucket.open(admin, Bucket.presence);
       await presence.put("n1", presenceOf("n1"));

@@ -1,6 +1,7 @@
 /** A small fleet on a test bus for the assigner's tests: one module, hello, assigned to all. */
 import { KvBucket, ensureLayout, type MeshBus } from "@mesh/bus";
 import { Bucket, type Manifest } from "@mesh/protocol";
+import { natsOf } from "@mesh/bus/internal";
 
 export const NODE = "n0";
 export const T0 = "2026-01-01T00:00:00.000Z";
@@ -8,7 +9,7 @@ export const T0 = "2026-01-01T00:00:00.000Z";
 /** A fresh layout: every bucket emptied by destroying and creating it again. */
 export async function emptyLayout(admin: MeshBus): Promise<void> {
   for (const bucket of Object.values(Bucket)) {
-    const kv = await admin.kvm.open(bucket);
+    const kv = await natsOf(admin).kvm.open(bucket);
     await kv.destroy().catch(() => undefined);
   }
   await ensureLayout(admin);
