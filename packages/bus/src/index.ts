@@ -62,8 +62,17 @@ export {
 export { requestJoin, type JoinOptions } from "./join-client.js";
 export { readStream, type StreamEvent, type StreamReadOptions } from "./stream-reader.js";
 export { discoverTools, type DiscoverOptions, type DiscoveredTool } from "./tool-discovery.js";
-export { ALL, type Touched } from "./mirror/dirty.js";
-export { Mirror, type MirrorSource } from "./mirror/mirror.js";
+export {
+  ALL,
+  Mirror,
+  type Dirty,
+  type Kept,
+  type MirrorChange,
+  type MirrorOptions,
+  type MirrorSource,
+  type Sources,
+  type Touched,
+} from "./mirror/index.js";
 // The daemon kit (./kit/index.ts).
 export {
   aborted,

@@ -27,7 +27,6 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf, hostGrant } from "@mesh/core";
 import {
-  Backoff,
   DaemonLife,
   KvBucket,
   Lifecycle,
@@ -44,22 +43,14 @@ import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
 import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
-import {
-  ControllerFiles,
-  type ControllerOptions,
-  type PassReport,
-} from "./controller-options.js";
+import { ControllerFiles, type ControllerOptions, type PassReport } from "./controller-options.js";
 import { answerJoin, answerJoinToken, type EndpointContext } from "./endpoints.js";
 import { JoinTokens } from "./join-tokens.js";
 import { DEFAULT_ARTIFACT_STORE, planNode, type NodePlan, type NodeRefusal } from "./node-plan.js";
 import { SealCache } from "./seal-cache.js";
 import { Vault } from "./vault.js";
 
-export {
-  ControllerFiles,
-  type ControllerOptions,
-  type PassReport,
-} from "./controller-options.js";
+export { ControllerFiles, type ControllerOptions, type PassReport } from "./controller-options.js";
 
 export class Controller implements AsyncDisposable {
   readonly fleet = new Fleet();
