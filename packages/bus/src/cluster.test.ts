@@ -10,7 +10,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Bucket, ObjectStore, Stream, kvStreamName, objStreamName } from "@mesh/protocol";
 import { isTransient } from "./bus-errors.js";
 import { ensureLayout, ensureStateBucket } from "./layout-setup.js";
-import { MeshBus } from "./mesh-bus.js";
+import { MeshBus, natsOf } from "./mesh-bus.js";
 import { FULL_PERMISSIONS, hashPassword } from "./server/server-config.js";
 import { serverFolderSink } from "./server/reload-users.js";
 import { startTestCluster, type TestCluster } from "./testing/cluster.js";
@@ -35,7 +35,7 @@ describe("a three-server cluster", () => {
   it("creates every bucket, store and stream of the layout with 3 replicas", async () => {
     const report = await ensureLayout(admin);
     assert.equal(report.replicas, 3);
-    const jsm = await jetstreamManager(admin.nc, { checkAPI: false });
+    const jsm = await jetstreamManager(natsOf(admin).nc, { checkAPI: false });
     const names = [
       ...Object.values(Bucket).map(kvStreamName),
       ...Object.values(ObjectStore).map(objStreamName),
@@ -81,8 +81,8 @@ describe("a three-server cluster", () => {
       { say: () => undefined },
     );
     try {
-      await (await admin.kvm.open(Bucket.presence)).put("n-reload", "{}");
-      const read = await through.kvm.open(Bucket.presence);
+      await (await natsOf(admin).kvm.open(Bucket.presence)).put("n-reload", "{}");
+      const read = await natsOf(through).kvm.open(Bucket.presence);
       assert.notEqual(await read.get("n-reload"), null);
     } finally {
       await through.close();
@@ -90,11 +90,11 @@ describe("a three-server cluster", () => {
   });
 
   it("loses no acknowledged write when the stream's leader is killed with SIGKILL, and writes go on", async () => {
-    const jsm = await jetstreamManager(admin.nc, { checkAPI: false });
+    const jsm = await jetstreamManager(natsOf(admin).nc, { checkAPI: false });
     const stream = kvStreamName(Bucket.presence);
     const leaderName = (await jsm.streams.info(stream)).cluster?.leader;
     const victim = [0, 1, 2].find((i) => `mesh-test-s${i + 1}` === leaderName) ?? 0;
-    const kv = await admin.kvm.open(Bucket.presence);
+    const kv = await natsOf(admin).kvm.open(Bucket.presence);
     const acked: string[] = [];
     let failed = 0;
     let stop = false;

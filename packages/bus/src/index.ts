@@ -42,6 +42,7 @@ export {
   FULL_PERMISSIONS,
   hashPassword,
   verifyPassword,
+  type ServerCluster,
   type ServerTls,
   type ServerUser,
 } from "./server/server-config.js";
@@ -56,6 +57,8 @@ export { flush, publish, type PublishOptions } from "./publish.js";
 export {
   reloadServerUsers,
   serverFolderSink,
+  serverFolders,
+  type ReloadOutcome,
   type ReloadServerUsersOptions,
   type UsersSink,
 } from "./server/reload-users.js";

@@ -32,7 +32,8 @@ export async function withAllowedReplicas(
   create: (replicas: number) => Promise<unknown>,
 ): Promise<number> {
   const most = Math.max(1, Math.floor(wanted ?? MAX_REPLICAS));
-  const clustered = typeof (natsOf(bus).nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
+  const clustered =
+    typeof (natsOf(bus).nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
   let replicas = Math.min(most, clustered ? (allowed.get(natsOf(bus).nc) ?? most) : 1);
   for (;;) {
     try {
