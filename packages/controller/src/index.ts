@@ -6,11 +6,14 @@
 export { serverUsersOnDisk } from "./broker.js";
 export { Controller, type ControllerOptions, type PassReport } from "./controller.js";
 export {
+  ConditionResolveAnswer,
+  ConditionResolveAsk,
   JoinTokenAnswer,
   JoinTokenAsk,
   MAX_SECRET_BYTES,
   SecretSetAnswer,
   SecretSetAsk,
+  askConditionResolve,
   askJoinToken,
   askSecretList,
   askSecretSet,

@@ -50,10 +50,13 @@ export {
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
 export { mcpGrant } from "./permissions/mcp.js";
 export {
+  AssignerConditionKind,
   CELL_RULES,
   NODE_RULES,
   RULES,
   assign,
+  cellConditionName,
+  conditionName,
   emptySnapshot,
   marksOf,
   type AssignOptions,
@@ -64,6 +67,7 @@ export {
   type AssignerWrite,
   type HaveRecord,
   type HaveReport,
+  type OpenCondition,
   type Unwanted,
 } from "./assigner/index.js";
 export {
