@@ -4,7 +4,7 @@
  * atomic write). The raw NATS handles are in `@mesh/bus/internal`, the test harness in
  * `@mesh/bus/testing`.
  */
-export { isTransient } from "./bus-errors.js";
+export { isBusTrouble, isTransient } from "./bus-errors.js";
 export { credentialInbox, readCredential, writeCredential } from "./credential-file.js";
 export {
   MeshBus,
@@ -41,8 +41,10 @@ export { findServer, type FindServerOptions, type NatsServerBinary } from "./ser
 export {
   FULL_PERMISSIONS,
   hashPassword,
+  renderServerConfig,
   verifyPassword,
   type ServerCluster,
+  type ServerConfigOptions,
   type ServerTls,
   type ServerUser,
 } from "./server/server-config.js";

@@ -19,7 +19,7 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
 import { KvBucket, MeshBus, readStream, requestJoin } from "@mesh/bus";
-import { createBucket, deadline, maySubscribe } from "@mesh/bus/testing";
+import { createBucket, deadline, maySubscribe, publishRaw } from "@mesh/bus/testing";
 import { askJoinToken, askSecretSet } from "./controller-api.js";
 import {
   counter,
@@ -190,7 +190,7 @@ describe("the controller with its broker, on a real bus", () => {
         ],
         at: new Date().toISOString(),
       };
-      await mesh.admin.js.publish(keepsSubject("n2", "counter"), JSON.stringify(keeps));
+      await publishRaw(mesh.admin, keepsSubject("n2", "counter"), JSON.stringify(keeps));
       // Then n1's facts move: its pass is the sentinel that the controller went on.
       await mesh.put(Bucket.presence, "n1", presenceOf("n1", n1, "0.1.2"));
       await deadline(passed, 10_000, "a pass over n1");

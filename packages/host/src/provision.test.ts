@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { KvBucket, MeshBus, flush, request, type BusMessage } from "@mesh/bus";
+import { natsOf } from "@mesh/bus/internal";
 import { deadline } from "@mesh/bus/testing";
 import {
   Bucket,
@@ -134,7 +135,7 @@ describe("provision asks", () => {
 
   test("the host watches only the mesh-wide config keys and its own node's, never another node's", async () => {
     // What the server delivers is bounded by each consumer's filter: read them off the stream.
-    const jsm = await bus.admin.js.jetstreamManager();
+    const jsm = await natsOf(bus.admin).js.jetstreamManager();
     const filters: string[] = [];
     await waitFor("the host's two config watches", async () => {
       filters.length = 0;
