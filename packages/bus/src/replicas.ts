@@ -103,7 +103,7 @@ export interface StreamPlacement {
 
 /** A stream's (or a bucket's, by its stream name) copies and leader; needs STREAM.INFO. */
 export async function streamPlacement(bus: MeshBus, stream: string): Promise<StreamPlacement> {
-  const jsm = await jetstreamManager(bus.nc, { checkAPI: false });
+  const jsm = await jetstreamManager(natsOf(bus).nc, { checkAPI: false });
   const info = await jsm.streams.info(stream);
   return { replicas: info.config.num_replicas, leader: info.cluster?.leader };
 }
