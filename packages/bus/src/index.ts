@@ -143,5 +143,11 @@ export {
   withAllowedReplicas,
   type StreamPlacement,
 } from "./replicas.js";
-export * from "./tls-pin.js";
-export * from "./server/self-signed.js";
+export { busAddress, fetchPinnedCertificate, type FetchPinnedOptions } from "./tls-pin.js";
+export {
+  certificateFingerprint,
+  keyMatches,
+  makeSelfSigned,
+  type SelfSigned,
+  type SelfSignedOptions,
+} from "./server/self-signed.js";

@@ -69,6 +69,8 @@ export {
   parseCandidateKey,
   parseConfigKey,
   parseJoinToken,
+  pinJoinToken,
+  unpinJoinToken,
   parseNodeModuleKey,
   parseProvisionModuleSubject,
   parseSecretKey,
