@@ -8,6 +8,7 @@
  * (a stub runner whose processes start at once and are healthy at once), serve provision asks.
  */
 import { KvBucket, MeshBus, generateNodeKeys, requestJoin, unseal } from "@mesh/bus";
+import { natsOf } from "@mesh/bus/internal";
 import { desiredOf } from "@mesh/host";
 import { Bucket, type Composed, type Have } from "@mesh/protocol";
 
@@ -60,7 +61,7 @@ export class SimNode {
 
   /** Messages this node's connection sent and received so far. */
   messages(): number {
-    const s = this.bus.nc.stats();
+    const s = natsOf(this.bus).nc.stats();
     return s.inMsgs + s.outMsgs;
   }
 

@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus } from "@mesh/bus";
+import { natsOf } from "@mesh/bus/internal";
 import { freePort } from "@mesh/bus/testing";
 import { askJoinToken } from "@mesh/controller";
 import { SimNode } from "./fleet-sim.js";
@@ -266,7 +267,7 @@ async function main(): Promise<void> {
   try {
     const report = await ready;
     const operator = await MeshBus.connectWithFile(report.credentials.operator);
-    const rtt = await timeEach(20, () => operator.nc.flush());
+    const rtt = await timeEach(20, () => natsOf(operator).nc.flush());
     const joined = await joinFleet(operator, report.bus.url);
     sims.push(...joined.sims);
     const flush = { what: "a bare bus round trip (flush) p50", value: quantile(rtt, 0.5) };

@@ -13,3 +13,4 @@ export {
   type FetchArtifact,
 } from "./archives.js";
 export { DEFAULT_HEALTH_RULES, runtimeUnreachable } from "./health.js";
+export { desiredOf, type Desired, type DesiredProcess } from "./plan.js";
