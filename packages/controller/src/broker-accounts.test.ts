@@ -2,6 +2,7 @@
  * The broker in accounts mode (decision 0080), against a real nats-server trusting the mesh's
  * operator: users are signed, never reloaded; taking one away is one account update.
  */
+import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -96,7 +97,7 @@ describe("Broker in accounts mode", () => {
     const last = await MeshBus.connect(broker.credential("n999.host"));
     await last.close();
     const closed = (async () => {
-      for await (const s of first.nc.status()) if (s.type === "disconnect") return;
+      for await (const s of natsOf(first).nc.status()) if (s.type === "disconnect") return;
     })();
     const pushed = server.authority.updatesPushed;
     const revoking = Date.now();

@@ -4,6 +4,7 @@
  * to core's grants, and a module no longer wanted is revoked by an account update; nothing is
  * ever reloaded.
  */
+import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -50,7 +51,7 @@ describe("the controller in accounts mode", () => {
       credentialFor(server, operatorLogin, { node: "hub", module: "operator" }),
     );
     controller = await Controller.create({ bus: admin, dir, accounts: server.authority });
-    void controller.run();
+    void controller.run({ signal: AbortSignal.any([]) });
     await deadline(controller.ready, 20_000, "the controller's first pass");
   });
   after(async () => {
@@ -115,7 +116,7 @@ describe("the controller in accounts mode", () => {
       isMeshError(e, ErrorCode.PERMISSION_DENIED),
     );
     const closed = (async () => {
-      for await (const s of bus.nc.status()) if (s.type === "disconnect") return;
+      for await (const s of natsOf(bus).nc.status()) if (s.type === "disconnect") return;
     })();
     await (await KvBucket.open(admin, Bucket.wants)).delete(nodeModuleKey("n1", "viewer"));
     await deadline(closed, 10_000, "the unwanted viewer's connection closing");

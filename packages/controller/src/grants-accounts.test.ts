@@ -5,6 +5,7 @@
  * and for subjects beyond it — and that verdict is core's `isAllowed` wherever the grant allows
  * something on that side.
  */
+import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
@@ -58,13 +59,13 @@ function probes(p: Permissions, side: "publish" | "subscribe"): string[] {
 async function mayPublish(bus: MeshBus, subject: string): Promise<boolean> {
   let denied = false;
   const watching = (async () => {
-    for await (const s of bus.nc.status()) {
+    for await (const s of natsOf(bus).nc.status()) {
       if (s.type === "error" && String(s.error).includes(`"${subject}"`)) denied = true;
     }
   })();
-  bus.nc.publish(subject);
-  await bus.nc.flush();
-  await bus.nc.flush();
+  natsOf(bus).nc.publish(subject);
+  await natsOf(bus).nc.flush();
+  await natsOf(bus).nc.flush();
   void watching;
   return !denied;
 }

@@ -3,7 +3,8 @@
  * joins and secrets) and the asks other processes make of it. Its test fixture is
  * `@mesh/controller/testing`.
  */
-export { serverUsersOnDisk } from "./broker.js";
+export { BROKER_USERS_FILE, Broker, PrincipalKind, serverUsersOnDisk } from "./broker.js";
+export { Vault } from "./vault.js";
 export { Controller, type ControllerOptions, type PassReport } from "./controller.js";
 export {
   ConditionResolveAnswer,

@@ -6,7 +6,7 @@
  */
 import type { Permissions } from "@mesh/protocol";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import { MeshBus } from "../mesh-bus.js";
+import { MeshBus, natsOf } from "../mesh-bus.js";
 import {
   SYSTEM_USER,
   issueUserJwt,
@@ -157,7 +157,7 @@ export async function pushAccountJwt(options: {
   });
   let answer: string;
   try {
-    const reply = await bus.nc.request(subject, new TextEncoder().encode(options.jwt), {
+    const reply = await natsOf(bus).nc.request(subject, new TextEncoder().encode(options.jwt), {
       timeout: options.timeoutMs ?? 10_000,
     });
     answer = reply.string();

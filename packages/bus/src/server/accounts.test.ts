@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import { decode } from "@nats-io/jwt";
 import { ErrorCode, isMeshError, type Permissions } from "@mesh/protocol";
-import { MeshBus } from "../mesh-bus.js";
+import { MeshBus, natsOf } from "../mesh-bus.js";
 import { startAccountsTestServer, type AccountsTestServer } from "../testing/accounts-harness.js";
 import { credentialFor, deadline } from "../testing/harness.js";
 import { userPermissionClaims } from "./accounts.js";
@@ -58,7 +58,7 @@ describe("accounts mode on a real nats-server", () => {
 
   it("lets a signed user use JetStream, and holds a narrower user to its grant", async () => {
     const admin = await MeshBus.connect(credentialFor(server, server.admin, as("admin")));
-    const kv = await admin.kvm.create("cfg");
+    const kv = await natsOf(admin).kvm.create("cfg");
     await kv.put("a", "1");
     const reader: Permissions = {
       publish: { allow: ["$JS.API.STREAM.MSG.GET.KV_cfg"] },
@@ -66,7 +66,7 @@ describe("accounts mode on a real nats-server", () => {
     };
     const login = await server.issue("n1.reader", reader);
     const bus = await MeshBus.connect(credentialFor(server, login, as("reader")));
-    const mine = await bus.kvm.open("cfg");
+    const mine = await natsOf(bus).kvm.open("cfg");
     assert.equal((await mine.get("a"))?.string(), "1");
     await assert.rejects(mine.put("a", "2"), /Permissions Violation/);
     // A service user: no publish allowed, but it may answer what it is asked.
@@ -76,13 +76,13 @@ describe("accounts mode on a real nats-server", () => {
       allowResponses: true,
     });
     const svc = await MeshBus.connect(credentialFor(server, service, as("svc")));
-    const sub = svc.nc.subscribe("svc.n1.echo", {
+    const sub = natsOf(svc).nc.subscribe("svc.n1.echo", {
       callback: (_e, m) => {
         m.respond(m.data);
       },
     });
-    await svc.nc.flush();
-    const reply = await admin.nc.request("svc.n1.echo", "hi", { timeout: 5_000 });
+    await natsOf(svc).nc.flush();
+    const reply = await natsOf(admin).nc.request("svc.n1.echo", "hi", { timeout: 5_000 });
     assert.equal(reply.string(), "hi");
     sub.unsubscribe();
     await Promise.all([svc.close(), bus.close(), admin.close()]);
@@ -99,7 +99,7 @@ describe("accounts mode on a real nats-server", () => {
     const kept = await server.issue("n1.kept", { publish: { allow: [">"] }, subscribe: {} });
     const keptBus = await MeshBus.connect(credentialFor(server, kept, as("kept")));
     const disconnected = (async () => {
-      for await (const s of bus.nc.status()) if (s.type === "disconnect") return;
+      for await (const s of natsOf(bus).nc.status()) if (s.type === "disconnect") return;
     })();
     const started = Date.now();
     await server.authority.revoke({ [login.publicKey]: Math.floor(Date.now() / 1000) });
@@ -109,8 +109,8 @@ describe("accounts mode on a real nats-server", () => {
       MeshBus.connect(credentialFor(server, login, as("gone"))),
       (e: unknown) => isMeshError(e) && /Authorization|revoked/i.test(e.message),
     );
-    keptBus.nc.publish("x.still");
-    await keptBus.nc.flush();
+    natsOf(keptBus).nc.publish("x.still");
+    await natsOf(keptBus).nc.flush();
     const log = await readFile(server.server.logPath, "utf8");
     assert.doesNotMatch(log, /Reloaded/);
     await bus.close().catch(() => undefined);
@@ -146,7 +146,7 @@ describe("accounts mode on a real nats-server", () => {
     try {
       await assert.rejects(MeshBus.connect(credentialFor(again, login, as("old"))));
       const admin = await MeshBus.connect(credentialFor(again, server.admin, as("admin")));
-      assert.equal((await (await admin.kvm.open("cfg")).get("a"))?.string(), "1");
+      assert.equal((await (await natsOf(admin).kvm.open("cfg")).get("a"))?.string(), "1");
       await admin.close();
     } finally {
       await again.stop();
