@@ -77,8 +77,8 @@ export {
   type MirrorSource,
   type Sources,
   type Touched,
-} from "./mirror/index.js";
-// The daemon kit (./kit/index.ts).
+} from "./mirror/mirror.js";
+// The daemon kit (./kit/).
 export {
   aborted,
   Backoff,
