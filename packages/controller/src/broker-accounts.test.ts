@@ -38,8 +38,14 @@ describe("Broker in accounts mode", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const open = (sub: string) =>
-    Broker.open({ dir: join(dir, sub), vault, accounts: server.authority, servers: [server.url] });
+  const open = (sub: string, supersededGraceMs?: number) =>
+    Broker.open({
+      dir: join(dir, sub),
+      vault,
+      accounts: server.authority,
+      servers: [server.url],
+      ...(supersededGraceMs === undefined ? {} : { supersededGraceMs }),
+    });
 
   const serverLog = () => readFile(server.server.logPath, "utf8");
 
@@ -60,8 +66,8 @@ describe("Broker in accounts mode", () => {
     assert.doesNotMatch(await serverLog(), /Reloaded/);
   });
 
-  it("gives moved permissions a new JWT for the same key and revokes the older one", async () => {
-    const broker = await open("moved");
+  it("gives moved permissions a new JWT for the same key, and revokes the older one after a grace", async () => {
+    const broker = await open("moved", 1_500);
     const principal = (publish: string[]): DesiredPrincipal => ({
       user: "n1.m",
       node: "n1",
@@ -77,12 +83,24 @@ describe("Broker in accounts mode", () => {
     const after = broker.credential("n1.m");
     assert.equal(after.seed, before.seed, "the same key");
     assert.notEqual(after.jwt, before.jwt);
+    // A process holding the old one (a runtime handing over) goes on until it has drained.
+    const old = await MeshBus.connect(before);
+    await old.close();
+    assert.equal(broker.pending, false, "nothing due yet");
+    const due = broker.nextDueAt();
+    assert.ok(due !== undefined && due > Date.now());
+    const bus = await MeshBus.connect(after);
+    await bus.close();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now()) + 50));
+    assert.equal(broker.pending, true, "the old JWT is due");
+    assert.equal(await broker.commit(), true);
+    assert.equal(broker.nextDueAt(), undefined);
     await assert.rejects(
       MeshBus.connect(before),
       (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
     );
-    const bus = await MeshBus.connect(after);
-    await bus.close();
+    const still = await MeshBus.connect(after);
+    await still.close();
   });
 
   it("issues and revokes 1,000 principals with no reload, and a revoked credential is refused within 2 s", async () => {

@@ -117,7 +117,21 @@ export interface BrokerOptions {
   /** Where grants are written; absent: not written (tests of the broker alone). */
   readonly grants?: KvBucket<Grant>;
   readonly now?: () => Date;
+  /**
+   * Accounts mode: how long a JWT whose permissions moved stays good beside its successor
+   * ({@link SUPERSEDED_GRACE_MS} by default).
+   */
+  readonly supersededGraceMs?: number;
 }
+
+/**
+ * How long a superseded JWT stays good: a process that holds it (the runtime, handing over to
+ * one started with the new JWT) drains its calls before it stops, for up to the longest call
+ * deadline (300 s) and 10 s more. Revoking it at once closed the old runtime's connection in the
+ * middle of the handover, and its tools had no responder until the new one served them.
+ * A user taken away (`revoke`) is revoked at once.
+ */
+export const SUPERSEDED_GRACE_MS = 320_000;
 
 export const BROKER_USERS_FILE = "broker-users.json";
 
@@ -132,6 +146,8 @@ export class Broker {
   readonly #revoked = new Set<string>();
   /** Accounts mode: user keys whose JWTs up to a second go in the next account update. */
   readonly #revocations = new Map<string, number>();
+  /** Accounts mode: superseded JWTs, revoked (up to `before`) once `due` (epoch ms) has come. */
+  readonly #superseded = new Map<string, { readonly before: number; readonly due: number }>();
   #dirty = false;
   /** How many passwords were hashed; a test checks nothing is hashed twice. */
   hashesMade = 0;
@@ -221,7 +237,11 @@ export class Broker {
     if (same && JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)) return false;
     const signed = await signUser(accounts, this.#options.vault, p, same ? kept : undefined);
     if (same && kept.publicKey !== undefined) {
-      this.#revocations.set(kept.publicKey, staleBefore(signed.issuedAt));
+      const grace = this.#options.supersededGraceMs ?? SUPERSEDED_GRACE_MS;
+      this.#superseded.set(kept.publicKey, {
+        before: staleBefore(signed.issuedAt),
+        due: this.#now().getTime() + grace,
+      });
     }
     this.#users.set(p.user, signed);
     this.#touch(p.user);
@@ -234,6 +254,7 @@ export class Broker {
     if (kept === undefined) return false;
     if (kept.publicKey !== undefined) {
       this.#revocations.set(kept.publicKey, Math.floor(this.#now().getTime() / 1000));
+      this.#superseded.delete(kept.publicKey);
     }
     this.#users.delete(user);
     this.#changed.delete(user);
@@ -325,7 +346,19 @@ export class Broker {
 
   /** Whether something is staged that `commit` would apply. */
   get pending(): boolean {
-    return this.#dirty;
+    return this.#dirty || this.#dueSuperseded().length > 0;
+  }
+
+  /** When the next superseded JWT is due to be revoked (epoch ms), if one waits. */
+  nextDueAt(): number | undefined {
+    let next: number | undefined;
+    for (const { due } of this.#superseded.values()) next = Math.min(next ?? due, due);
+    return next;
+  }
+
+  #dueSuperseded(): string[] {
+    const now = this.#now().getTime();
+    return [...this.#superseded].filter(([, s]) => s.due <= now).map(([key]) => key);
   }
 
   /**
@@ -333,6 +366,12 @@ export class Broker {
    * deletes grants. Nothing staged: nothing is done (no reload).
    */
   async commit(options: { readonly signal?: AbortSignal } = {}): Promise<boolean> {
+    for (const key of this.#dueSuperseded()) {
+      const before = this.#superseded.get(key)?.before ?? 0;
+      this.#revocations.set(key, Math.max(before, this.#revocations.get(key) ?? 0));
+      this.#superseded.delete(key);
+      this.#dirty = true;
+    }
     if (!this.#dirty) return false;
     const changed = [...this.#changed];
     const revoked = [...this.#revoked];

@@ -249,9 +249,14 @@ export class Controller implements AsyncDisposable {
       this.#woken = false;
       return;
     }
+    // A superseded credential due to be revoked wakes a pass too (accounts mode).
+    const due = this.broker.nextDueAt();
+    let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.#wake = resolve;
+      if (due !== undefined) timer = setTimeout(resolve, Math.max(0, due - Date.now()) + 50);
     });
+    if (timer !== undefined) clearTimeout(timer);
     this.#wake = undefined;
     this.#woken = false;
   }

@@ -66,9 +66,13 @@ async function ask(module: string, n = 0, timeoutMs = 10_000): Promise<Answer> {
   )) as Answer;
 }
 
-/** Polls `probe` until it gives something; a timeout carries `mesh status`. */
+/**
+ * Polls `probe` until it gives something; a timeout carries `mesh status`. A probe that throws
+ * (nothing serves the tool yet: no responders) has nothing yet; the load's calls are what count
+ * failures, not the probes.
+ */
 const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
-  waitUntil(probe, ms, what, { explain: () => statusOf(root) });
+  waitUntil(() => probe().catch(() => undefined), ms, what, { explain: () => statusOf(root) });
 
 async function mesh(args: readonly string[]): Promise<void> {
   const run = await runMesh([...args, "--root", root], { deadlineMs: 300_000 });
