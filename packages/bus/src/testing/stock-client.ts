@@ -1,6 +1,7 @@
 /**
  * Speaks to a mesh the way the stock `nats` CLI does with a context `mesh context` wrote: a plain
- * connection with the context's url, user and password and NATS's default inbox (no mesh
+ * connection with the context's url, its user and password or its `.creds` file (accounts mode), and
+ * NATS's default inbox (no mesh
  * helpers, no inbox prefix unless the context names one), and the CLI's own calls: `kv ls` lists
  * bucket streams, `kv get` reads the stream's info and then gets the key (directly when the stream
  * allows it, as the Go client does), `stream ls` lists streams, `micro ls` asks `$SRV.INFO`, and
@@ -8,14 +9,17 @@
  */
 import { readFile } from "node:fs/promises";
 import { connect } from "@nats-io/transport-node";
+import { credsAuthenticator } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Svcm } from "@nats-io/services";
 
 export interface StockContext {
   readonly url: string;
-  readonly user: string;
-  readonly password: string;
+  readonly user?: string;
+  readonly password?: string;
+  /** Accounts mode: the `.creds` file (user JWT and nkey seed), as the nats CLI reads it. */
+  readonly creds?: string;
   readonly inbox_prefix?: string;
 }
 
@@ -44,10 +48,13 @@ export async function readStockContext(path: string): Promise<StockContext> {
 }
 
 export async function stockSession(context: StockContext): Promise<StockSession> {
+  const auth =
+    context.creds === undefined
+      ? { user: context.user ?? "", pass: context.password ?? "" }
+      : { authenticator: credsAuthenticator(await readFile(context.creds)) };
   const nc = await connect({
     servers: context.url.split(","),
-    user: context.user,
-    pass: context.password,
+    ...auth,
     ...(context.inbox_prefix === undefined ? {} : { inboxPrefix: context.inbox_prefix }),
   });
   // Like the CLI: the default JetStream manager checks the API first ($JS.API.INFO); made when a
