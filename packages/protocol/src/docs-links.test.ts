@@ -78,4 +78,38 @@ describe("the docs stand on their own", () => {
     }
     assert.deepEqual(problems, []);
   });
+
+  test("no source cites a document the repository does not hold (notes/nats.md, DESIGN.md)", () => {
+    const cited = [...OUTSIDE, /\bnotes\/nats\.md\b/, /\bnotes §/];
+    const problems: string[] = [];
+    // This file names them to look for them.
+    const self = fileURLToPath(import.meta.url).replace(/[\\/]dist[\\/](.*)\.js$/, "/src/$1.ts");
+    for (const file of sources().filter((f) => resolve(f) !== resolve(self))) {
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, index) => {
+          for (const pattern of cited)
+            if (pattern.test(line))
+              problems.push(`${relative(ROOT, file)}:${index + 1} cites ${pattern.source}`);
+        });
+    }
+    assert.deepEqual(problems, [], "cite docs/nats.md or docs/design.md instead");
+  });
 });
+
+/** The repository's own code: packages/*\/src, bench/src and scripts (.ts, .js). */
+function sources(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(ts|js)$/.test(entry.name)) out.push(path);
+    }
+  };
+  for (const pkg of readdirSync(join(ROOT, "packages"))) walk(join(ROOT, "packages", pkg, "src"));
+  walk(join(ROOT, "bench", "src"));
+  walk(join(ROOT, "scripts"));
+  return out;
+}
