@@ -25,7 +25,7 @@ import {
   registerAndAssignEverywhere,
 } from "../up/modules.js";
 import { waitHealthy } from "../up/wait-healthy.js";
-import { rootOf } from "../find-mesh.js";
+import { DEFAULT_ROOT, rootOf } from "../find-mesh.js";
 import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, portNumber } from "../verb.js";
@@ -257,7 +257,7 @@ function printReady(
   staying: boolean,
   demo: boolean,
 ): void {
-  const root = paths.root === resolve("./.mesh") ? "" : ` --root ${paths.root}`;
+  const root = paths.root === resolve(DEFAULT_ROOT) ? "" : ` --root ${paths.root}`;
   const lines = [
     "",
     "The mesh is up.",
@@ -347,9 +347,6 @@ async function pickPort(): Promise<number> {
   return (await tryListen(DEFAULT_BUS_PORT)) ?? (await tryListen(0)) ?? DEFAULT_BUS_PORT;
 }
 
-/** `--root`'s default: `MESH_ROOT`, else `./.mesh` in the current folder. */
-export const DEFAULT_ROOT = rootOf({});
-
 export function registerUpVerb(program: Command): void {
   act(
     machineOptions(program.command("up"))
@@ -357,7 +354,7 @@ export function registerUpVerb(program: Command): void {
       .option(
         "--root <dir>",
         "where the mesh keeps its bus, data and credentials (or MESH_ROOT)",
-        DEFAULT_ROOT,
+        rootOf({}), // MESH_ROOT, else ./.mesh
       )
       .option("--node <name>", "this machine's node name (default: from the hostname)")
       .addOption(
