@@ -4,11 +4,19 @@
  * says when the bus goes and comes back. What runs keeps running without it.
  */
 import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
-import { Bucket, PROVISION_SERVICE, nodeKey, type Credential, type Have } from "@mesh/protocol";
+import {
+  Bucket,
+  MESH_VERSION,
+  PROVISION_SERVICE,
+  nodeKey,
+  type Credential,
+  type Have,
+} from "@mesh/protocol";
 import { presenceOf } from "./presence.js";
 import { provisionEndpoints, type Provisioner } from "./provisioner.js";
 
-export const HOST_VERSION = "0.1.0";
+/** The version a host reports in its presence: the mesh's own. */
+export const HOST_VERSION = MESH_VERSION;
 
 /** Between presence heartbeats, unless told otherwise; readers judge a node gone from it. */
 export const DEFAULT_HEARTBEAT_MS = 15_000;

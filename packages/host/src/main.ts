@@ -6,22 +6,14 @@
  * without the CLI.
  */
 import { parseArgs } from "node:util";
+import { runUntilSignal } from "@mesh/bus";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { Host, type HostOptions } from "./host.js";
 
 /** Runs a host until SIGTERM/SIGINT; resolves when it has stopped. */
 export async function runHost(options: HostOptions): Promise<void> {
   const host = await Host.create(options);
-  const stop = new AbortController();
-  const onSignal = (): void => stop.abort();
-  process.once("SIGTERM", onSignal);
-  process.once("SIGINT", onSignal);
-  try {
-    await host.run({ signal: stop.signal });
-  } finally {
-    process.removeListener("SIGTERM", onSignal);
-    process.removeListener("SIGINT", onSignal);
-  }
+  await runUntilSignal({ name: "mesh-host" }, (signal) => host.run({ signal }));
 }
 
 /** The options of the command line; numbers only for tests and tuning. */

@@ -10,8 +10,7 @@
  * resolver with `resolver_preload`, JetStream enabled by the account's limits, a revocation
  * closing the user's live connections at once and refusing new ones.
  */
-import { chmod, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
-import { dirname } from "node:path";
+import { readFile } from "node:fs/promises";
 import {
   decode,
   encodeAccount,
@@ -20,6 +19,7 @@ import {
   fmtCreds,
   type User,
 } from "@nats-io/jwt";
+import { writeFileAtomic } from "../kit/atomic-file.js";
 import { KeyRole, newKey, nodeKeyPair, type SigningKeyPair } from "./nkey-codec.js";
 import { z } from "zod";
 import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/protocol";
@@ -234,24 +234,9 @@ export async function readRevocations(path: string): Promise<Record<string, numb
   return parsed.data.revocations;
 }
 
-/** Writes a JSON file with mode 0600, atomically (temporary file, then rename). */
+/** Writes a JSON file with mode 0600, atomically (the kit's write: fsynced file and folder). */
 export async function writeSecretJson(path: string, value: unknown): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
-  const handle = await open(temporary, "wx", 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`, "utf8");
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await chmod(temporary, 0o600);
-    await rename(temporary, path);
-  } catch (error) {
-    await unlink(temporary).catch(() => undefined);
-    throw error;
-  }
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** The keys in `path`, made and kept there (0600) when the file does not exist yet. */

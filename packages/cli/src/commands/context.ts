@@ -7,11 +7,11 @@
  * mode (decision 0080) it names a `.creds` file beside it (the user JWT and nkey seed, 0600)
  * instead of a user and password.
  */
-import { mkdir, writeFile, chmod, rename } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { formatCreds } from "@mesh/bus";
+import { formatCreds, writeFileAtomic } from "@mesh/bus";
 import { credentialInbox, readCredential } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";
 import { credentialFileFor, rootOf, type FindMeshOptions } from "../find-mesh.js";
@@ -118,10 +118,7 @@ export async function context(options: ContextOptions): Promise<ExitCode> {
 }
 
 async function writePrivate(path: string, text: string): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, text, { mode: 0o600 });
-  await chmod(temporary, 0o600);
-  await rename(temporary, path);
+  await writeFileAtomic(path, text, { mode: 0o600 });
 }
 
 export function registerContextVerb(program: Command): void {
