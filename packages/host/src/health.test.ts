@@ -1,6 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { moduleHealth, runtimeUnreachable, type ProcessFacts, type ToolsFacts } from "./health.js";
+import {
+  crashLoop,
+  moduleHealth,
+  runtimeUnreachable,
+  type ProcessFacts,
+  type ToolsFacts,
+} from "./health.js";
 
 const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000, unreachableMs: 10_000 };
 const NOW = 1_000_000;
@@ -27,6 +33,19 @@ const table: Array<[string, string | undefined, ProcessFacts[], string]> = [
   ["three exits in the window", undefined, [crashed(3)], "failing"],
   ["three exits, then a healthy run", undefined, [crashed(3, 15_000)], "healthy"],
   ["three exits long ago", undefined, [{ ...crashed(0, 100), exits: [1, 2, 3] }], "starting"],
+  // Issue 14: a backoff grown past the window spaces the exits out; in a row they still count.
+  [
+    "three exits in a row, spaced past the window",
+    undefined,
+    [{ ...crashed(0), exits: [NOW - 500_000, NOW - 250_000, NOW - 1_000], exitsInARow: 9 }],
+    "failing",
+  ],
+  [
+    "three exits in a row, then a healthy run",
+    undefined,
+    [{ ...crashed(3, 15_000), exitsInARow: 3 }],
+    "healthy",
+  ],
 ];
 
 for (const [what, applyError, processes, health] of table) {
@@ -36,6 +55,41 @@ for (const [what, applyError, processes, health] of table) {
     if (health === "failing") assert.ok(result.lastError !== undefined);
   });
 }
+
+// A crash loop is said whatever the health, until a run lasts the healthy time (issue 14).
+const loopTable: Array<[string, ProcessFacts[], { inARow: number; last: number } | undefined]> = [
+  ["never exited", [up(100)], undefined],
+  [
+    "exited once, restarting",
+    [{ ...crashed(1), exitsInARow: 1 }],
+    { inARow: 1, last: NOW - 1_000 },
+  ],
+  [
+    "two processes, the one looping counts",
+    [up(60_000), { ...crashed(2, 200), exitsInARow: 2 }],
+    { inARow: 2, last: NOW - 1_000 },
+  ],
+  ["looped, now ran healthy", [{ ...crashed(3, 15_000), exitsInARow: 3 }], undefined],
+];
+for (const [what, processes, expected] of loopTable) {
+  test(`crash loop: ${what}`, () => {
+    assert.deepEqual(crashLoop(processes, NOW, rules), expected);
+    const health = moduleHealth({ applyError: undefined, processes, now: NOW, rules });
+    assert.deepEqual(health.exits, expected);
+  });
+}
+
+test("a module waiting for a secret is no crash loop", () => {
+  const health = moduleHealth({
+    applyError: undefined,
+    waitingFor: { what: "waiting for secret `token`" },
+    processes: [{ ...crashed(2), exitsInARow: 2 }],
+    now: NOW,
+    rules,
+  });
+  assert.equal(health.health, "starting");
+  assert.equal(health.exits, undefined);
+});
 
 // A module whose tools the runtime serves here: healthy once they load.
 const toolsTable: Array<[string, ToolsFacts | undefined, ProcessFacts[], string]> = [

@@ -3,13 +3,17 @@
  * rule is tested as a table.
  *
  * - `failing`: its last apply failed (bad digest, refused archive, missing bundle, a need that
- *   could not be written), one of its processes exited `failingExits` times within the window,
- *   or the runtime says its tools fail to load (a throw at load, a crash, a hang);
+ *   could not be written), one of its processes exited `failingExits` times within the window
+ *   or in a row without a run lasting `healthyMs`, or the runtime says its tools fail to load
+ *   (a throw at load, a crash, a hang);
  * - `healthy`: every process has run at least `healthyMs` (a module with no process: applied),
  *   and, for a module whose tools the runtime serves, the runtime says they loaded (serving, or
  *   idle: loaded before, its worker stopped until the next call);
  * - `starting`: otherwise;
  * - `stopped`: it is no longer composed here (decided by the caller).
+ *
+ * Whatever the health, a process exiting in a row is said as a crash loop (`exits`): between
+ * its restarts a module is not simply starting.
  */
 import type { Health } from "@mesh/protocol";
 
@@ -50,8 +54,17 @@ export function runtimeUnreachable(input: {
 export interface ProcessFacts {
   readonly running: boolean;
   readonly since: number | undefined;
+  /** When each recent exit happened. */
   readonly exits: readonly number[];
+  /** Exits in a row since a run last lasted the healthy time (absent: none counted). */
+  readonly exitsInARow?: number;
   readonly lastError: string | undefined;
+}
+
+/** A crash loop as the have says it: exits in a row, and when the last one was. */
+export interface CrashLoop {
+  readonly inARow: number;
+  readonly last: number;
 }
 
 /**
@@ -72,10 +85,55 @@ export function moduleHealth(input: {
   readonly rules: HealthRules;
   /** For a module whose tools the runtime serves here: what it said of them. */
   readonly tools?: ToolsFacts | undefined;
-}): { health: Health; lastError: string | undefined } {
+}): ModuleHealth {
   const { applyError, processes, now, rules } = input;
   if (applyError !== undefined) return { health: "failing", lastError: applyError };
   if (input.waitingFor !== undefined) return { health: "starting", lastError: undefined };
+  const exits = crashLoop(processes, now, rules);
+  const health = ownHealth(input);
+  return exits === undefined ? health : { ...health, exits };
+}
+
+export interface ModuleHealth {
+  readonly health: Health;
+  readonly lastError: string | undefined;
+  /** Set while a process exits again and again without a run lasting the healthy time. */
+  readonly exits?: CrashLoop;
+}
+
+/**
+ * The crash loop of a module's processes: the most exits in a row of one process that has not
+ * run healthy since, and the latest exit among them; undefined when none has exited in a row.
+ */
+export function crashLoop(
+  processes: readonly ProcessFacts[],
+  now: number,
+  rules: Pick<HealthRules, "healthyMs">,
+): CrashLoop | undefined {
+  let found: CrashLoop | undefined;
+  for (const p of processes) {
+    const inARow = p.exitsInARow ?? 0;
+    const last = p.exits.length === 0 ? undefined : Math.max(...p.exits);
+    if (inARow === 0 || last === undefined || ranHealthy(p, now, rules)) continue;
+    found = {
+      inARow: Math.max(inARow, found?.inARow ?? 0),
+      last: Math.max(last, found?.last ?? 0),
+    };
+  }
+  return found;
+}
+
+const ranHealthy = (p: ProcessFacts, now: number, rules: Pick<HealthRules, "healthyMs">) =>
+  p.running && p.since !== undefined && now - p.since >= rules.healthyMs;
+
+function ownHealth(input: {
+  readonly applyError: string | undefined;
+  readonly processes: readonly ProcessFacts[];
+  readonly now: number;
+  readonly rules: HealthRules;
+  readonly tools?: ToolsFacts | undefined;
+}): { health: Health; lastError: string | undefined } {
+  const { applyError, processes, now, rules } = input;
   // A tools module is healthy once its tools load, failing when the runtime says they do not.
   if ("tools" in input) {
     const tools = input.tools;
@@ -83,23 +141,23 @@ export function moduleHealth(input: {
       return { health: "failing", lastError: tools.error ?? "its tools failed to load" };
     }
     if (tools?.state !== "serving" && tools?.state !== "idle") {
-      const own = moduleHealth({ applyError, processes, now, rules });
+      const own = ownHealth({ applyError, processes, now, rules });
       return {
         health: own.health === "failing" ? "failing" : "starting",
         lastError: own.lastError,
       };
     }
   }
-  const ranHealthy = (p: ProcessFacts): boolean =>
-    p.running && p.since !== undefined && now - p.since >= rules.healthyMs;
-  // Exits in the window make it failing until a run lasts the healthy time again.
+  // Exits in the window, or in a row (a backoff grown past the window spaces them out), make
+  // it failing until a run lasts the healthy time again.
   const failing = processes.find(
     (p) =>
-      !ranHealthy(p) &&
-      p.exits.filter((t) => now - t <= rules.windowMs).length >= rules.failingExits,
+      !ranHealthy(p, now, rules) &&
+      ((p.exitsInARow ?? 0) >= rules.failingExits ||
+        p.exits.filter((t) => now - t <= rules.windowMs).length >= rules.failingExits),
   );
   if (failing !== undefined) return { health: "failing", lastError: failing.lastError };
   const lastError = processes.find((p) => p.lastError !== undefined)?.lastError;
-  const healthy = processes.every(ranHealthy);
+  const healthy = processes.every((p) => ranHealthy(p, now, rules));
   return { health: healthy ? "healthy" : "starting", lastError };
 }

@@ -31,10 +31,11 @@ export interface ReporterOptions {
   readonly log: (line: string) => void;
 }
 
-type Said = Omit<Have, "since" | "build" | "lastError" | "waitingFor"> & {
+type Said = Omit<Have, "since" | "build" | "lastError" | "waitingFor" | "exits"> & {
   build: string | undefined;
   lastError: string | undefined;
   waitingFor?: Waiting | undefined;
+  exits?: Have["exits"] | undefined;
 };
 
 export class Reporter {
@@ -106,9 +107,10 @@ export class Reporter {
         running: s?.running ?? false,
         since: s?.since,
         exits: s?.exits ?? [],
+        exitsInARow: s?.exitsInARow ?? 0,
         lastError: s?.lastError,
       }));
-      const { health, lastError } = moduleHealth({
+      const { health, lastError, exits } = moduleHealth({
         applyError: applyErrors.get(module),
         waitingFor: waiting.get(module),
         processes: facts,
@@ -120,7 +122,15 @@ export class Reporter {
         (this.#restartBase.get(module) ?? 0) + statuses.reduce((n, s) => n + (s?.restarts ?? 0), 0);
       const build = composed?.modules?.[module]?.build;
       const waitingFor = waiting.get(module);
-      await this.#write(module, { build, fingerprint, health, restarts, lastError, waitingFor });
+      await this.#write(module, {
+        build,
+        fingerprint,
+        health,
+        restarts,
+        lastError,
+        waitingFor,
+        exits: exits && { inARow: exits.inARow, last: new Date(exits.last).toISOString() },
+      });
     }
     for (const module of [...this.#reported.keys()]) {
       if (modules.has(module)) continue;
@@ -182,7 +192,8 @@ export class Reporter {
       last.fingerprint === now.fingerprint &&
       last.restarts === now.restarts &&
       last.lastError === now.lastError &&
-      last.waitingFor?.what === now.waitingFor?.what;
+      last.waitingFor?.what === now.waitingFor?.what &&
+      last.exits?.inARow === now.exits?.inARow;
     if (same) return;
     const value: Have = {
       ...(now.build === undefined ? {} : { build: now.build }),
@@ -196,6 +207,7 @@ export class Reporter {
       restarts: now.restarts,
       ...(now.lastError === undefined ? {} : { lastError: now.lastError.slice(0, 2000) }),
       ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
+      ...(now.exits === undefined ? {} : { exits: now.exits }),
     };
     try {
       await have.put(nodeModuleKey(this.#o.node, module), value, { signal: this.#o.signal });

@@ -77,6 +77,8 @@ export interface ProcessStatus {
   readonly since: number | undefined;
   /** When each recent exit happened. */
   readonly exits: readonly number[];
+  /** Exits in a row since a run last lasted the healthy time (a crash loop's count). */
+  readonly exitsInARow: number;
   readonly restarts: number;
   readonly lastError: string | undefined;
 }
@@ -123,6 +125,7 @@ export class Supervisor implements AsyncDisposable {
       running: unit.identity !== undefined,
       since: unit.since,
       exits: [...unit.exits],
+      exitsInARow: unit.backoff.failures,
       restarts: unit.restarts,
       lastError: unit.lastError,
     };

@@ -164,6 +164,11 @@ export const Have = z
      * ends the wait; its health is `starting` meanwhile, never `failing`.
      */
     waitingFor: z.object({ what: z.string(), fix: z.string() }).strict().optional(),
+    /**
+     * A crash loop: how many times its processes exited in a row since they last ran healthy,
+     * and when the last exit was (its reason is `lastError`). Absent once a run lasts.
+     */
+    exits: z.object({ inARow: z.number().int().positive(), last: Instant }).strict().optional(),
   })
   .strict();
 export type Have = z.infer<typeof Have>;

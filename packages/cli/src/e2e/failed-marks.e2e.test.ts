@@ -1,5 +1,6 @@
 /**
- * Issue 14, cases 3 and 4, on a real mesh from `mesh up --demo`: a first build that crashes stays
+ * Issue 14, cases 3 and 4, on a real mesh from `mesh up --demo`: a daemon that exits at once is
+ * said to crash-loop (not `starting`) with its fixes; a first build that crashes stays
  * wanted, failing, and `mesh status` says why and what fixes it, and a fixed build runs by itself;
  * a put holds while the assigner is killed with kill -9 and started again by `mesh up`, with
  * 3,000 puts standing — the put's want is never rewritten.
@@ -12,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
-import { Bucket, nodeModuleKey, type Want } from "@mesh/protocol";
+import { Bucket, nodeModuleKey, type Have, type Want } from "@mesh/protocol";
 import { DemoMesh, until } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 
@@ -48,18 +49,69 @@ async function wantOf(module: string): Promise<Want | undefined> {
   return (await (await bucket(Bucket.wants)).get(nodeModuleKey(NODE, module)))?.value;
 }
 
+/** `broken`'s source as a module of its own named `name`, in the given mode. */
+async function copyOfBroken(name: string, mode: "crash" | "steady"): Promise<string> {
+  const folder = join(sources, name);
+  await cp(join(EXAMPLES, "broken"), folder, { recursive: true });
+  const yaml = join(folder, "mesh.yaml");
+  await writeFile(
+    yaml,
+    (await readFile(yaml, "utf8")).replace("module: broken", `module: ${name}`),
+  );
+  await writeFile(join(folder, "src", "mode.json"), `{ "mode": "${mode}" }\n`);
+  return folder;
+}
+
 describe("failed marks and puts on a real mesh (issue 14)", () => {
+  test("a daemon that exits at once is said to crash-loop, between its restarts too: status lists it under attention with its exits, the last exit's reason and the fixes", async () => {
+    await mesh$(["module", "add", await copyOfBroken("looper", "crash")]);
+    await mesh$(["assign", "looper", "--all"]);
+    const have = await bucket(Bucket.have);
+    // Every report of looper's: between its first restarts the host says `starting`, and says
+    // the exits with it.
+    const reports: Have[] = [];
+    const ac = new AbortController();
+    const watching = (async () => {
+      for await (const e of have.watch({ key: nodeModuleKey(NODE, "looper"), signal: ac.signal }))
+        if (e.type === "put") reports.push(e.value);
+    })().catch(() => undefined);
+    try {
+      await until(
+        async () =>
+          ((await have.get(nodeModuleKey(NODE, "looper")))?.value.exits?.inARow ?? 0) >= 2 ||
+          undefined,
+        150_000,
+        "looper to exit twice in a row",
+      );
+      const status = (await mesh$(["status"])) as {
+        attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
+      };
+      const cell = status.attention.find((c) => c.module === "looper" && c.node === NODE);
+      assert.ok(
+        cell !== undefined,
+        `status lists looper under attention: ${JSON.stringify(status)}`,
+      );
+      assert.match(cell.reason, /crash-loops on marks-1: \d+ exits in a row, the last at /);
+      assert.match(cell.reason, /exited with code 1/, "the last exit's reason");
+      assert.match(cell.fix ?? "", /mesh logs looper --node marks-1/);
+      assert.match(cell.fix ?? "", /mesh put looper .* --node marks-1/);
+      assert.ok(
+        reports.some((r) => r.health === "starting" && (r.exits?.inARow ?? 0) >= 1),
+        `between restarts the host reports starting with the exits: ${JSON.stringify(reports)}`,
+      );
+      const text = await runMesh(["status", "--root", root]);
+      assert.match(text.stdout, /NEEDS ATTENTION[\s\S]*looper[\s\S]*crash-loops/);
+    } finally {
+      ac.abort();
+      await watching;
+      await mesh$(["unassign", "looper", "--all"]);
+    }
+  });
+
   test("a first build that crashes stays wanted and failing, status says why and the fix, and a fixed build runs by itself", async () => {
     // broken's source as a module of its own (the demo runs broken itself, healthy), whose first
     // build crashes: there is no healthy build to go back to.
-    const folder = join(sources, "fragile");
-    await cp(join(EXAMPLES, "broken"), folder, { recursive: true });
-    const yaml = join(folder, "mesh.yaml");
-    await writeFile(
-      yaml,
-      (await readFile(yaml, "utf8")).replace("module: broken", "module: fragile"),
-    );
-    await writeFile(join(folder, "src", "mode.json"), '{ "mode": "crash" }\n');
+    const folder = await copyOfBroken("fragile", "crash");
     await mesh$(["module", "add", folder]);
     await mesh$(["assign", "fragile", "--all"]);
     const have = await bucket(Bucket.have);
@@ -86,7 +138,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     };
     const cell = status.attention.find((c) => c.module === "fragile" && c.node === NODE);
     assert.ok(cell !== undefined, "status lists fragile as needing attention");
-    assert.match(cell.reason, /fails on/);
+    assert.match(cell.reason, /crash-loops on marks-1: \d+ exits in a row/);
     assert.match(cell.fix ?? "", /mesh retry fragile --node/);
     // The fix: a steady build, wanted and running without anything else done.
     await writeFile(join(folder, "src", "mode.json"), '{ "mode": "steady" }\n');

@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { PRESENCE_GONE_MS, type Build, type Have, type Health } from "@mesh/protocol";
+import type { CellState } from "./reason.js";
 import { assignedCells, readFleet } from "./read-model.js";
-import { cellReason } from "./reason.js";
+import { CRASH_LOOP_EXITS, cellReason } from "./reason.js";
 import { emptyFleetState, nodeState, type FleetState } from "./state.js";
 
 const NODES = ["n1", "n2", "n3"];
@@ -41,6 +42,7 @@ const fleet = fc.record({
       c: cell,
       health: fc.constantFrom<Health>("starting", "healthy", "failing", "stopped"),
       error: fc.option(fc.constant("exited with 1"), { nil: undefined }),
+      exits: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
     }),
   ),
   differences: fc.array(cell),
@@ -88,7 +90,7 @@ function materialise(d: Drawn): FleetState {
     ]),
   );
   s.have = m(
-    d.have.map(({ c, health, error }): [string, Have] => [
+    d.have.map(({ c, health, error, exits }): [string, Have] => [
       `${c.node}.${c.module}`,
       {
         build: c.build,
@@ -97,6 +99,9 @@ function materialise(d: Drawn): FleetState {
         since: at(NOW),
         restarts: 1,
         ...(error === undefined ? {} : { lastError: error }),
+        ...(exits === undefined || health === "healthy"
+          ? {}
+          : { exits: { inARow: exits, last: at(NOW - 500) } }),
       },
     ]),
   );
@@ -198,6 +203,34 @@ describe("the fleet's read model: properties over generated fleets", () => {
     );
   });
 
+  it("a wanted build that exits in a row is never starting: it crash-loops, with the fixes (issue 14)", () => {
+    fc.assert(
+      fc.property(fleet, (d) => {
+        const s = materialise(d);
+        for (const c of readFleet(s).cells) {
+          const key = `${c.node}.${c.module}`;
+          const have = s.have.get(key);
+          const exits = have?.exits?.inARow ?? 0;
+          if (
+            nodeState(s.presence.get(c.node), s.now) !== "present" ||
+            have?.build !== s.wants.get(key)?.build ||
+            (have?.health !== "starting" && have?.health !== "failing") ||
+            exits < CRASH_LOOP_EXITS
+          )
+            continue;
+          assert.equal(c.state, "not-running", `${key}: ${c.reason}`);
+          assert.match(c.reason, new RegExp(`crash-loops on ${c.node}: ${exits} exits in a row`));
+          assert.match(c.fix ?? "", new RegExp(`mesh logs ${c.module} --node ${c.node}`));
+          assert.match(c.fix ?? "", /mesh put /);
+          assert.ok(
+            readFleet(s).attention.cells.some((a) => a.node === c.node && a.module === c.module),
+          );
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it("is a function of the state: the same state gives the same view", () => {
     fc.assert(
       fc.property(fleet, (d) => {
@@ -248,6 +281,87 @@ describe("the fleet's read model: each reason", () => {
     s = base();
     haveIt(s, "healthy", "0-old");
     assert.match(cellReason(s, "n1", "alpha").reason, /still runs 0-old/);
+  });
+
+  // Issue 14: between the restarts of a daemon that exits at once, the have says `starting`.
+  const loopTable: Array<[string, Health, number | undefined, CellState, RegExp, RegExp]> = [
+    ["started, never exited", "starting", undefined, "starting", /is starting$/, /mesh logs/],
+    [
+      "exited once, restarted",
+      "starting",
+      1,
+      "starting",
+      /starting again: it exited at .*: boom/,
+      /mesh logs alpha --node n1/,
+    ],
+    [
+      "two exits in a row, between restarts",
+      "starting",
+      2,
+      "not-running",
+      /crash-loops on n1: 2 exits in a row, the last at .*: boom; .*2 restarts in all/,
+      /mesh logs alpha --node n1.*mesh put alpha 0-older --node n1.*mesh retry alpha --node n1/,
+    ],
+    [
+      "seven exits, the backoff past the window",
+      "starting",
+      7,
+      "not-running",
+      /crash-loops on n1: 7 exits in a row/,
+      /mesh put alpha 0-older --node n1/,
+    ],
+    [
+      "failing, exiting in a row",
+      "failing",
+      3,
+      "not-running",
+      /crash-loops on n1: 3 exits in a row/,
+      /mesh retry alpha --node n1/,
+    ],
+  ];
+  for (const [what, health, inARow, state, reason, fix] of loopTable) {
+    it(`a crash loop: ${what} → ${state}`, () => {
+      const s = base();
+      (s.builds as Map<string, Build>).set("alpha.0-older", {
+        ...(s.builds.get("alpha.1-aaaaaaaa") as Build),
+        build: "0-older",
+      });
+      (s.builds as Map<string, Build>).set("alpha.1-aaaaaaaa", {
+        ...(s.builds.get("alpha.1-aaaaaaaa") as Build),
+        candidate: 2,
+      });
+      (s.have as Map<string, Have>).set("n1.alpha", {
+        build: "1-aaaaaaaa",
+        fingerprint: "f",
+        health,
+        since: at(NOW),
+        restarts: 2,
+        ...(inARow === undefined
+          ? {}
+          : { lastError: "boom", exits: { inARow, last: at(NOW - 1000) } }),
+      });
+      const c = cellReason(s, "n1", "alpha");
+      assert.equal(c.state, state, c.reason);
+      assert.match(c.reason, reason);
+      assert.match(c.fix ?? "", fix);
+      assert.equal(
+        readFleet(s).attention.cells.some((a) => a.module === "alpha"),
+        state === "not-running",
+      );
+    });
+  }
+
+  it("a crash loop with no older build names `mesh builds` to find one", () => {
+    const s = base();
+    haveIt(s, "starting");
+    (s.have as Map<string, Have>).set("n1.alpha", {
+      ...(s.have.get("n1.alpha") as Have),
+      exits: { inARow: 4, last: at(NOW) },
+    });
+    assert.match(
+      cellReason(s, "n1", "alpha").fix ?? "",
+      /mesh builds alpha.*mesh put alpha <build> --node n1/,
+    );
   });
 
   it("a node gone by the one threshold, and just within it", () => {

@@ -71,12 +71,19 @@ function runningWanted(
       if (have.waitingFor !== undefined) {
         return notRunning(`build ${want.build} is ${have.waitingFor.what}`, have.waitingFor.fix);
       }
+      // Between the restarts of a crash loop a module is not starting: it exits again.
+      if ((have.exits?.inARow ?? 0) >= CRASH_LOOP_EXITS)
+        return crashLooping(state, node, module, want, have);
       return {
         state: "starting",
-        reason: `build ${want.build} is starting`,
+        reason:
+          have.exits === undefined
+            ? `build ${want.build} is starting`
+            : `build ${want.build} is starting again: it exited at ${have.exits.last}${error(have)}`,
         fix: `wait, then \`mesh status\`; if it stays starting: ${logs}`,
       };
     case "failing":
+      if (have.exits !== undefined) return crashLooping(state, node, module, want, have);
       return notRunning(
         `build ${want.build} fails on ${node}${error(have)}; the host restarts it with backoff (${have.restarts} restarts)`,
         `read ${logs}; fix the module (a new build is wanted by itself), or once the cause is gone: \`mesh retry ${module} --node ${node}\``,
@@ -90,6 +97,41 @@ function runningWanted(
         )
       );
   }
+}
+
+/** Exits in a row from which a module is crash-looping, not starting. */
+export const CRASH_LOOP_EXITS = 2;
+
+/** The wanted build exits again and again: how often, the last exit's reason, and the fixes. */
+function crashLooping(
+  state: FleetState,
+  node: string,
+  module: string,
+  want: Want,
+  have: Have,
+): Verdict {
+  const exits = have.exits?.inARow ?? 0;
+  const older = olderBuild(state, module, want.build);
+  const put =
+    older === undefined
+      ? `put an older build (\`mesh builds ${module}\` lists them): \`mesh put ${module} <build> --node ${node}\``
+      : `put an older build: \`mesh put ${module} ${older} --node ${node}\``;
+  return notRunning(
+    `build ${want.build} crash-loops on ${node}: ${exits} exits in a row` +
+      `${have.exits === undefined ? "" : `, the last at ${have.exits.last}`}${error(have)}; ` +
+      `the host restarts it with backoff (${have.restarts} restarts in all)`,
+    `read \`mesh logs ${module} --node ${node}\`; fix the module (a new build is wanted by itself), ` +
+      `or ${put}; once the cause is gone: \`mesh retry ${module} --node ${node}\``,
+  );
+}
+
+/** The newest finished build of the module from before `build`, to put while it is fixed. */
+function olderBuild(state: FleetState, module: string, build: string): string | undefined {
+  const builds = [...state.builds.values()].filter((b) => b.module === module);
+  const wanted = builds.find((b) => b.build === build)?.candidate ?? Number.POSITIVE_INFINITY;
+  return builds
+    .filter((b) => b.status === "built" && b.build !== build && b.candidate <= wanted)
+    .sort((a, b) => b.candidate - a.candidate || (a.build < b.build ? 1 : -1))[0]?.build;
 }
 
 /** Wanted, but the node reports another build or nothing. */
