@@ -75,8 +75,8 @@ const PHASE_NAMES = [
   ["assigner", "assigner pass (assign → want written)"],
   ["controller", "controller composition + users reload (→ composed)"],
   ["archive", "host: archive fetch + verify + unpack (composed → unpacked)"],
-  ["apply", "host: rest of the apply (unpacked → runtime spawned)"],
-  ["runtime", "runtime start (spawned → connected, created)"],
+  ["apply", "host: rest of the apply (unpacked → runtime told to serve)"],
+  ["runtime", "runtime start (told → connected, created)"],
   ["worker", "worker start (hello's worker → its tools loaded)"],
   ["register", "service registration (loaded → subscribed, flushed)"],
   ["rest", "the rest (worker queued, status, the caller's poll)"],
@@ -93,13 +93,14 @@ async function phasesOf(dir: string, start: number, answered: number, seen: Seen
       () => undefined,
     )
   )?.mtimeMs;
+  // The status is written just after the service subscribes: read once it says so.
   let status: RuntimeSeen | undefined;
-  for (const name of await readdir(join(dir, "run"))) {
-    if (!/^node-tools\.\d+\.status\.json$/.test(name)) continue;
-    const s = JSON.parse(await readFile(join(dir, "run", name), "utf8")) as RuntimeSeen;
-    if (s.modules["hello"]?.state === "serving") status = s;
+  for (let tries = 0; status === undefined && tries < 200; tries++) {
+    status = await servingStatus(dir);
+    if (status === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  const spawned = Date.parse(status?.started.process ?? "");
+  // A standby taking over was spawned long before: its start on this path is the takeover.
+  const spawned = Date.parse(status?.started.takeover ?? status?.started.process ?? "");
   const created = Date.parse(status?.started.runtime ?? "");
   const last = status?.modules["hello"]?.last;
   const archive = (unpacked ?? Number.NaN) - composed.at;
@@ -116,8 +117,36 @@ async function phasesOf(dir: string, start: number, answered: number, seen: Seen
   return { ...phases, rest: answered - created - phases.worker - phases.register };
 }
 
+/** The status of the newest runtime serving hello, once it says so. */
+async function servingStatus(dir: string): Promise<RuntimeSeen | undefined> {
+  let newest: RuntimeSeen | undefined;
+  for (const name of await readdir(join(dir, "run"))) {
+    if (!/^node-tools\.\d+\.status\.json$/.test(name)) continue;
+    const text = await readFile(join(dir, "run", name), "utf8").catch(() => "");
+    const s = text === "" ? undefined : (JSON.parse(text) as RuntimeSeen);
+    if (s?.modules["hello"]?.state !== "serving" || s.modules["hello"].last === undefined) continue;
+    if (newest === undefined || s.started.runtime > newest.started.runtime) newest = s;
+  }
+  return newest;
+}
+
+/**
+ * Whether the node is at rest: the runtime's standby (booted after each handover) says it is
+ * ready, and has not taken over since. A change that lands while it still boots waits for it.
+ */
+async function standbyReady(dir: string): Promise<boolean> {
+  const log = await readFile(join(dir, "logs", "node-tools", "node-tools.stderr.log"), "utf8");
+  const standing = [...log.matchAll(/standing by \(pid (\d+)\)/g)].at(-1);
+  if (standing?.index === undefined) return false;
+  return !log.slice(standing.index).includes(`taking over (pid ${standing[1]})`);
+}
+
 interface RuntimeSeen {
-  readonly started: { readonly process: string; readonly runtime: string };
+  readonly started: {
+    readonly process: string;
+    readonly takeover?: string;
+    readonly runtime: string;
+  };
   readonly modules: Record<string, { state: string; last?: { loadMs: number; serveMs: number } }>;
 }
 
@@ -160,6 +189,7 @@ try {
   const cycle = async (): Promise<Phases> => {
     await assignments.delete(key);
     await waitFor(async () => !(await answers(bus)), 120_000, "hello to stop answering");
+    await waitFor(() => standbyReady(root), 120_000, "the runtime's standby");
     const start = Date.now();
     await assign();
     await waitFor(() => answers(bus), 120_000, "hello to answer again");
@@ -184,12 +214,8 @@ try {
   );
   console.log("phases, p50 of each (ms):");
   for (const [name, what] of PHASE_NAMES) {
-    console.log(
-      `  ${what.padEnd(58)} ${quantile(
-        phases.map((p) => p[name]),
-        0.5,
-      ).toFixed(1)}`,
-    );
+    const known = phases.map((p) => p[name]).filter(Number.isFinite);
+    console.log(`  ${what.padEnd(58)} ${quantile(known, 0.5).toFixed(1)}`);
   }
   await bus.close();
 } finally {

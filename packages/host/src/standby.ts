@@ -3,8 +3,10 @@
  * **standby**: one more process of a unit booted ahead, for a process every module on the machine
  * depends on at every moment (the runtime). The standby is started with the unit's environment
  * and the variables its spec names; it does everything a start needs but serve (loads its code,
- * connects, boots a worker) and waits. When the running process exits, the supervisor sends the
- * standby SIGUSR2 and it takes over, so a crash costs a signal instead of a start.
+ * connects, boots a worker) and waits. When the running process exits, or the unit is replaced
+ * with only its environment moved (the runtime's composition), the supervisor hands the standby
+ * the unit's environment now over its IPC channel and it takes over, so a crash or a handover
+ * costs a message instead of a start.
  *
  * A standby carries the unit's marker like the process itself: a host that starts after a crash
  * ends it as a process it has no record of.
@@ -24,7 +26,8 @@ export async function launch(
   root: string,
   spec: ProcessSpec,
   extraEnv: Readonly<Record<string, string>> = {},
-): Promise<{ child: ChildProcess; identity: ProcessIdentity }> {
+  ipc = false,
+): Promise<Launched> {
   const account =
     spec.user !== undefined && runningAsRoot() ? await lookupAccount(spec.user) : undefined;
   if (spec.user !== undefined && account === undefined && userInfo().username !== spec.user) {
@@ -51,7 +54,8 @@ export async function launch(
       cwd: spec.cwd,
       env,
       detached: true,
-      stdio: ["ignore", out.fd, err.fd],
+      // A standby has an IPC channel to its host (it says when it is ready, and is told to serve).
+      stdio: ipc ? ["ignore", out.fd, err.fd, "ipc"] : ["ignore", out.fd, err.fd],
       ...(account === undefined ? {} : { uid: account.uid, gid: account.gid }),
     });
     const pid = await new Promise<number>((resolve, reject) => {
@@ -66,13 +70,24 @@ export async function launch(
   }
 }
 
-/** One process of a unit booted ahead, waiting for SIGUSR2 to take over. */
+/** A process the supervisor started, and who it is. */
+export interface Launched {
+  readonly child: ChildProcess;
+  readonly identity: ProcessIdentity;
+}
+
+/**
+ * One process of a unit booted ahead. It says over its IPC channel when it is ready (loaded,
+ * connected, a spare worker booted); told `{t: "serve", env}` it takes that environment (the
+ * unit's spec now, which may have moved since it was booted) and serves.
+ */
 export class Standby {
   readonly #root: string;
   readonly #spec: ProcessSpec;
-  #ready: { child: ChildProcess; identity: ProcessIdentity } | undefined;
+  /** The one booted (or booting): launched, and whether it said it is ready. */
+  #booted: Promise<Launched | undefined> | undefined;
+  #said: Promise<boolean> | undefined;
   #timer: NodeJS.Timeout | undefined;
-  #starting: Promise<void> | undefined;
   #stopped = false;
 
   constructor(root: string, spec: ProcessSpec) {
@@ -80,61 +95,119 @@ export class Standby {
     this.#spec = spec;
   }
 
+  /** The spec the standby is booted as. */
+  get spec(): ProcessSpec {
+    return this.#spec;
+  }
+
   /** Boots one after `ms`, unless one is there or on its way. */
   prepareAfter(ms: number): void {
-    if (this.#stopped || this.#ready !== undefined || this.#timer !== undefined) return;
+    if (this.#stopped || this.#booted !== undefined || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#starting = this.#boot();
+      this.#boot();
     }, ms);
     this.#timer.unref();
   }
 
-  async #boot(): Promise<void> {
-    if (this.#stopped || this.#ready !== undefined) return;
-    try {
-      const launched = await launch(this.#root, this.#spec, this.#spec.standby ?? {});
-      launched.child.once("exit", () => {
-        if (this.#ready?.child === launched.child) this.#ready = undefined;
-      });
-      if (this.#stopped) await end(launched.identity);
-      else this.#ready = launched;
-    } catch {
-      // No standby this time: the next exit is a plain restart.
-    }
+  /** Boots one now, unless one is there or on its way. */
+  prepareNow(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#boot();
+  }
+
+  #boot(): void {
+    if (this.#stopped || this.#booted !== undefined) return;
+    let said: (ready: boolean) => void = () => undefined;
+    this.#said = new Promise((resolve) => (said = resolve));
+    const booted = (async (): Promise<Launched | undefined> => {
+      try {
+        const launched = await launch(this.#root, this.#spec, this.#spec.standby ?? {}, true);
+        launched.child.channel?.unref();
+        launched.child.on("message", (m: { t?: string }) => {
+          if (m?.t === "standby-ready") said(true);
+        });
+        launched.child.on("error", () => undefined); // a channel write to a process gone
+        launched.child.once("exit", () => {
+          said(false);
+          if (this.#booted === booted) this.#booted = undefined;
+        });
+        if (this.#stopped) {
+          await endStandby(launched.identity);
+          return undefined;
+        }
+        return launched;
+      } catch {
+        said(false);
+        return undefined; // no standby this time: the next exit is a plain start
+      }
+    })();
+    this.#booted = booted;
   }
 
   /**
-   * The standby, told to take over (SIGUSR2), or undefined when none is ready. Ready means it
-   * catches SIGUSR2 (the kernel says so in /proc): it sets its handler only once it has loaded
-   * and connected, and a signal before that would end it.
+   * The standby, told to take over as `spec` (its environment handed over), or undefined when
+   * none is ready within `waitMs` (one booting, or due to boot, is waited for: it is ahead of a
+   * start). Ready means it said so and catches SIGUSR2 (the kernel says so in /proc).
    */
-  async take(): Promise<{ child: ChildProcess; identity: ProcessIdentity } | undefined> {
-    const ready = this.#ready;
-    this.#ready = undefined;
-    if (ready === undefined || ready.child.exitCode !== null) return undefined;
-    if (!(await catches(ready.identity.pid, SIGUSR2))) {
-      await end(ready.identity);
+  async take(spec: ProcessSpec, waitMs: number): Promise<Launched | undefined> {
+    if (this.#stopped) return undefined;
+    if (this.#booted === undefined && this.#timer !== undefined && waitMs > 0) this.prepareNow();
+    const booted = this.#booted;
+    const said = this.#said;
+    this.#booted = undefined;
+    this.#said = undefined;
+    const launched = await booted;
+    if (launched === undefined || launched.child.exitCode !== null) return undefined;
+    const ready = await Promise.race([
+      said ?? Promise.resolve(false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), waitMs).unref()),
+    ]);
+    const { child, identity } = launched;
+    if (!ready || !child.connected || !(await catches(identity.pid, SIGUSR2))) {
+      await endStandby(identity);
       return undefined;
     }
-    ready.child.removeAllListeners("exit");
-    try {
-      process.kill(ready.identity.pid, "SIGUSR2");
-    } catch {
+    child.removeAllListeners("exit");
+    child.removeAllListeners("message");
+    const env = handedOver(this.#spec, spec);
+    const sent = await new Promise<boolean>((resolve) =>
+      child.send({ t: "serve", env }, (error) => resolve(error === null)),
+    );
+    if (!sent) {
+      await endStandby(identity);
       return undefined;
     }
-    return ready;
+    return launched; // it closes the channel itself once it has read the message
   }
 
   /** Ends the standby (TERM: it has nothing to drain), and boots none again. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#starting;
-    const ready = this.#ready;
-    this.#ready = undefined;
-    if (ready !== undefined) await end(ready.identity);
+    const launched = await this.#booted;
+    this.#booted = undefined;
+    if (launched !== undefined) await endStandby(launched.identity);
   }
+}
+
+/** Whether a standby booted as `booted` can take over as `spec`: only its environment differs. */
+export function canTakeOver(booted: ProcessSpec, spec: ProcessSpec): boolean {
+  return (
+    JSON.stringify([booted.argv, booted.cwd, booted.user, booted.marker, booted.standby]) ===
+    JSON.stringify([spec.argv, spec.cwd, spec.user, spec.marker, spec.standby])
+  );
+}
+
+/** The variables a standby booted as `booted` sets and removes to run as `spec`. */
+function handedOver(
+  booted: ProcessSpec,
+  spec: ProcessSpec,
+): { set: Record<string, string>; unset: string[] } {
+  const before = new Set([...Object.keys(booted.env), ...Object.keys(booted.standby ?? {})]);
+  for (const name of Object.keys(spec.env)) before.delete(name);
+  return { set: { ...spec.env }, unset: [...before].sort() };
 }
 
 const SIGUSR2 = 12;
@@ -146,7 +219,8 @@ async function catches(pid: number, signal: number): Promise<boolean> {
   return mask !== undefined && (BigInt(`0x${mask}`) & (1n << BigInt(signal - 1))) !== 0n;
 }
 
-async function end(identity: ProcessIdentity): Promise<void> {
+/** Ends a standby's process group: TERM (it has nothing to drain), then KILL after 5 s. */
+export async function endStandby(identity: ProcessIdentity): Promise<void> {
   await signalGroup(identity, "SIGTERM");
   for (let waited = 0; waited < 5_000; waited += 50) {
     if (!(await isAlive(identity))) return;

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { Backoff, type BackoffPolicy } from "@mesh/bus";
 import { FileTail, type TailLimits } from "./log-tail.js";
 import { isAlive, signalGroup, type ProcessIdentity } from "./proc.js";
-import { DEFAULT_STANDBY_AFTER_MS, Standby, launch } from "./standby.js";
+import { DEFAULT_STANDBY_AFTER_MS, Standby, canTakeOver, endStandby, launch } from "./standby.js";
 
 export interface ProcessSpec {
   readonly id: string;
@@ -53,6 +53,8 @@ export interface SupervisorOptions {
   readonly pollMs: number;
   /** How long after a process starts its standby is booted (default 5 s). */
   readonly standbyAfterMs?: number;
+  /** How long a standby still booting is waited for rather than a process started (default 30 s). */
+  readonly standbyWaitMs?: number;
   /** A process was spawned (also on each restart); the host records its identity. */
   readonly onSpawned: (id: string, identity: ProcessIdentity) => void;
   /** A process exited (or could not be started); it is restarted after `delayMs`. */
@@ -174,8 +176,16 @@ export class Supervisor implements AsyncDisposable {
       if (this.#retiring.get(spec.id)?.unit === old) this.#retiring.delete(spec.id);
     });
     try {
-      await this.#spawn(unit);
+      // A standby booted ahead takes the new environment: the replacement costs a message.
+      const taken =
+        old.standby !== undefined && canTakeOver(old.standby.spec, spec)
+          ? await old.standby.take(spec, this.#standbyWaitMs)
+          : undefined;
+      if (taken !== undefined) this.#attach(unit, taken.child, taken.identity);
+      else await this.#spawn(unit);
       if (unit.identity !== undefined) await ready(unit.identity);
+      // The next change finds one booted: prepared now the new one serves, not 5 s later.
+      unit.standby?.prepareNow();
     } finally {
       endOld();
     }
@@ -251,6 +261,10 @@ export class Supervisor implements AsyncDisposable {
     await Promise.all(this.ids().map((id) => this.stop(id)));
     await Promise.all([...this.#retiring.values()].map((r) => r.done));
     await this[Symbol.asyncDispose]();
+  }
+
+  get #standbyWaitMs(): number {
+    return this.#options.standbyWaitMs ?? 30_000;
   }
 
   #newUnit(spec: ProcessSpec): Unit {
@@ -332,9 +346,14 @@ export class Supervisor implements AsyncDisposable {
 
   /** Starts the unit again after `delayMs`; at once through its standby when one is ready. */
   async #restart(unit: Unit, delayMs: number): Promise<void> {
-    // A standby booted ahead takes over: the restart costs a signal, not a start.
-    const standby = delayMs === 0 ? await unit.standby?.take() : undefined;
-    if (unit.stopping) return;
+    // A standby booted ahead takes over: the restart costs a message, not a start.
+    const standby =
+      delayMs === 0 ? await unit.standby?.take(unit.spec, this.#standbyWaitMs) : undefined;
+    if (unit.stopping) {
+      // Stopped while the standby was being taken: it serves now, so it is ended as the unit was.
+      if (standby !== undefined) await endStandby(standby.identity);
+      return;
+    }
     if (standby !== undefined) {
       unit.restarts += 1;
       this.#attach(unit, standby.child, standby.identity);

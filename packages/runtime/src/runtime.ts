@@ -35,8 +35,15 @@ export interface RuntimeStatus {
   readonly state: Lifecycle;
   /** When this was written (ISO 8601). */
   readonly at: string;
-  /** When the process started, and when its runtime was created (connected to the bus). */
-  readonly started: { readonly process: string; readonly runtime: string };
+  /**
+   * When the process started, when a standby was told to take over (a standby only), and when
+   * its runtime was created (connected to the bus).
+   */
+  readonly started: {
+    readonly process: string;
+    readonly takeover?: string;
+    readonly runtime: string;
+  };
   /** Whether the runtime reaches the bus now, and since when (ISO 8601). */
   readonly bus: { readonly connected: boolean; readonly since: string };
   readonly modules: Readonly<Record<string, ModuleStatus>>;
@@ -69,6 +76,8 @@ export interface RuntimeOptions {
   readonly workerFile?: URL;
   /** A spare worker booted ahead (`spareFor`); one is made when omitted. */
   readonly spare?: SpareWorker;
+  /** When the process, a standby until then, was told to take over (ISO 8601). */
+  readonly takeover?: string;
 }
 
 /** Variables module code must not see: the runtime's credential and its wiring. */
@@ -87,10 +96,7 @@ export class Runtime implements Daemon, AsyncDisposable {
   readonly #spare: SpareWorker;
   readonly #options: RuntimeOptions;
   readonly #life = new DaemonLife({});
-  readonly #started = {
-    process: new Date(performance.timeOrigin).toISOString(),
-    runtime: new Date().toISOString(),
-  };
+  readonly #started: RuntimeStatus["started"];
   /** Connected when created (the caller hands a connected bus); moves with its events. */
   #bus: { connected: boolean; since: string } = {
     connected: true,
@@ -101,6 +107,11 @@ export class Runtime implements Daemon, AsyncDisposable {
 
   private constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#started = {
+      process: new Date(performance.timeOrigin).toISOString(),
+      ...(options.takeover === undefined ? {} : { takeover: options.takeover }),
+      runtime: new Date().toISOString(),
+    };
     this.node = options.node ?? options.bus.credential.node;
     const log = options.log ?? ((text: string) => process.stderr.write(`${text}\n`));
     this.provisioner = new Provisioner({ bus: options.bus, node: this.node, log });
@@ -240,7 +251,11 @@ export class Runtime implements Daemon, AsyncDisposable {
     // One write at a time, each complete: the host never reads a half-written file.
     this.#writing = this.#writing.then(async () => {
       try {
-        await writeFileAtomic(file, `${JSON.stringify(status, null, 2)}\n`, { mode: 0o644 });
+        // Not fsynced: it says what this process does now, nothing a power cut should keep.
+        await writeFileAtomic(file, `${JSON.stringify(status, null, 2)}\n`, {
+          mode: 0o644,
+          durable: false,
+        });
       } catch (error) {
         (this.#options.log ?? console.error)(
           `[node-tools] could not write the status file ${file}: ${String(error)}`,
@@ -255,7 +270,8 @@ export function settled(status: RuntimeStatus): boolean {
   return Object.values(status.modules).every((m) => m.state !== ModuleState.starting);
 }
 
-function moduleEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+/** The environment module code sees: the runtime's, without its credential and wiring. */
+export function moduleEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     if (value !== undefined && !HIDDEN_FROM_MODULES.includes(key)) out[key] = value;

@@ -24,6 +24,8 @@ export class SpareWorker {
   #spare: Worker | undefined;
   #ready = false;
   #closed = false;
+  /** Told when the spare now booting says it is ready (or ends before). */
+  #onReady: Array<() => void> = [];
 
   constructor(options: SpareOptions) {
     this.#o = options;
@@ -46,10 +48,14 @@ export class SpareWorker {
     // A spare that ends before it is taken (it should not) is simply not there any more.
     worker.once("exit", () => {
       if (this.#spare === worker) this.#spare = undefined;
+      this.#told();
     });
     worker.on("error", () => undefined);
     worker.on("message", (message: FromWorker) => {
-      if (message.t === "spare-ready" && this.#spare === worker) this.#ready = true;
+      if (message.t === "spare-ready" && this.#spare === worker) {
+        this.#ready = true;
+        this.#told();
+      }
     });
     worker.unref();
     this.#spare = worker;
@@ -59,6 +65,24 @@ export class SpareWorker {
   /** Whether the spare has booted (what a bench waits for before it times a cold start). */
   get ready(): boolean {
     return this.#ready;
+  }
+
+  /** Resolves once the spare is ready, there is none booting, or after `ms`. */
+  whenReady(ms: number): Promise<void> {
+    if (this.#ready || this.#spare === undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#onReady.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  #told(): void {
+    const waiting = this.#onReady;
+    this.#onReady = [];
+    for (const tell of waiting) tell();
   }
 
   /** The spare, taken, or undefined when there is none. */
@@ -71,6 +95,7 @@ export class SpareWorker {
     worker.removeAllListeners("message");
     worker.ref();
     this.#ready = false;
+    this.#told();
     return worker;
   }
 
@@ -79,6 +104,7 @@ export class SpareWorker {
     this.#closed = true;
     const worker = this.#spare;
     this.#spare = undefined;
+    this.#told();
     await worker?.terminate();
   }
 }

@@ -14,6 +14,11 @@ export interface AtomicWriteOptions {
   readonly folderMode?: number;
   /** Owner to give the file (root only). */
   readonly owner?: { readonly uid: number; readonly gid: number };
+  /**
+   * false: no fsync of the file or its folder (still never half-written), for a file that
+   * reports what a running process does and means nothing after a power cut (a status file).
+   */
+  readonly durable?: boolean;
 }
 
 export async function writeFileAtomic(
@@ -28,7 +33,7 @@ export async function writeFileAtomic(
   const handle = await open(temporary, "wx", mode);
   try {
     await handle.writeFile(data);
-    await handle.sync();
+    if (options.durable !== false) await handle.sync();
   } finally {
     await handle.close();
   }
@@ -40,7 +45,7 @@ export async function writeFileAtomic(
     await unlink(temporary).catch(() => undefined);
     throw error;
   }
-  await syncFolder(folder);
+  if (options.durable !== false) await syncFolder(folder);
 }
 
 /** fsync a folder, so a rename in it survives a power cut. */

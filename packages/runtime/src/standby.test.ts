@@ -1,0 +1,134 @@
+/**
+ * A standby runtime process as the host boots one: started with MESH_RUNTIME_STANDBY=1 and an IPC
+ * channel, it says it is ready, serves nothing, and when told to serve takes the environment it
+ * is handed (its modules, its status file, a credential with a wider grant: connected again with
+ * it); a standby whose host goes away (its channel closes) ends.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { request, writeCredential } from "@mesh/bus";
+import { credentialFor, deadline } from "@mesh/bus/testing";
+import { hostGrant, runtimeGrant } from "@mesh/core";
+import { Env, RUNTIME_MODULE, toolSubject } from "@mesh/protocol";
+import { ModuleState } from "./module-worker.js";
+import { StandbyEnv, StatusEnv } from "./env.js";
+import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
+import { ALPHA_TOOLS, writeModule } from "./test-support/modules.js";
+import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { statusUntil } from "./test-support/status-file.js";
+
+const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
+const WAIT = 30_000;
+/** A runtime user granted no module: what the runtime held before alpha was assigned. */
+const BEFORE = { user: "runtime-before", password: "runtime-before-password-for-tests" };
+
+describe("a standby runtime", () => {
+  let bus: TestBus;
+  let dir: string;
+  let provisioner: HostClient;
+  const children: ChildProcess[] = [];
+
+  before(async () => {
+    bus = await startTestBus({
+      modules: [served("alpha")],
+      users: [
+        { ...HOST_USER, permissions: hostGrant({ node: NODE }) },
+        {
+          ...BEFORE,
+          permissions: runtimeGrant({ node: NODE, modules: [], owners: {} }).permissions,
+        },
+      ],
+    });
+    provisioner = await startHostClient({
+      bus,
+      node: NODE,
+      modules: { alpha: { config: { greeting: { default: "Hello" } }, bound: {} } },
+    });
+    dir = await mkdtemp(join(tmpdir(), "mesh-runtime-standby-"));
+  });
+
+  after(async () => {
+    for (const child of children)
+      if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGKILL");
+    await provisioner?.stop();
+    await bus?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Starts a standby with the credential granted nothing; resolves once it says it is ready. */
+  async function startStandby(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+    const credential = join(dir, "broker-before.json");
+    await writeCredential(
+      credential,
+      credentialFor(bus.server, BEFORE, { node: NODE, module: RUNTIME_MODULE }),
+    );
+    const child = spawn(process.execPath, [MAIN], {
+      env: {
+        ...process.env,
+        [Env.toolModules]: "",
+        [Env.brokerFile]: credential,
+        [StandbyEnv]: "1",
+      },
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
+    children.push(child);
+    const exited = new Promise<number | null>((resolve) =>
+      child.once("exit", (code) => resolve(code)),
+    );
+    const ready = new Promise<void>((resolve) =>
+      child.on("message", (m: { t?: string }) => {
+        if (m?.t === "standby-ready") resolve();
+      }),
+    );
+    await deadline(ready, WAIT, "the standby saying it is ready");
+    return { child, exited };
+  }
+
+  test("told to serve with a new environment, it serves its modules as the new credential", async () => {
+    const { child, exited } = await startStandby();
+    const subject = toolSubject(NODE, "alpha", "greet");
+    await assert.rejects(request(bus.admin, subject, { name: "Ada" }, { timeoutMs: 1_000 }));
+    const [tools] = await writeModule(dir, "alpha", { "tools.mjs": ALPHA_TOOLS });
+    const credential = join(dir, "broker.json");
+    await writeCredential(credential, bus.runtimeCredential);
+    const statusFile = join(dir, "node-tools.{pid}.status.json");
+    const closed = new Promise<void>((resolve) => child.once("disconnect", resolve));
+    child.send({
+      t: "serve",
+      env: {
+        set: {
+          [Env.toolModules]: `alpha=${tools}`,
+          [Env.brokerFile]: credential,
+          [StatusEnv]: statusFile,
+        },
+        unset: [StandbyEnv],
+      },
+    });
+    const status = await deadline(
+      statusUntil(
+        statusFile.replace("{pid}", String(child.pid)),
+        (s) => s.modules["alpha"]?.state === ModuleState.serving,
+      ),
+      WAIT,
+      "alpha served by the standby that took over",
+    );
+    assert.ok(status.started.takeover !== undefined, "the status says when it took over");
+    assert.ok(status.started.process <= status.started.takeover);
+    assert.deepEqual(await request(bus.admin, subject, { name: "Ada" }), { text: "Hello, Ada" });
+    await deadline(closed, WAIT, "the standby closing its channel to the host");
+    assert.ok(child.pid !== undefined);
+    process.kill(child.pid, "SIGTERM");
+    assert.equal(await deadline(exited, WAIT, "the runtime exiting"), 0);
+  });
+
+  test("a standby whose host goes away (its channel closes) ends", async () => {
+    const { child, exited } = await startStandby();
+    child.disconnect();
+    assert.equal(await deadline(exited, WAIT, "the standby ending"), 0);
+  });
+});

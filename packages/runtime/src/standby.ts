@@ -1,0 +1,61 @@
+/**
+ * A standby runtime's wait (README.md, "Standby"): loaded, connected, its spare worker booted, it
+ * says so and waits to be told to serve. The host tells it over the IPC channel it started it
+ * with (`{t: "serve", env}`: the environment of the runtime's composition now, which the
+ * standby takes before it reads its modules), or with SIGUSR2 (serve as started). SIGTERM or
+ * SIGINT, or the host's channel closing (the host is gone, and the next one ends what it did not
+ * record), end it.
+ */
+import type { SpareWorker } from "./spare-worker.js";
+
+/** What the host says to a standby over its IPC channel. */
+export interface ServeMessage {
+  readonly t: "serve";
+  /** The variables to set and to remove before the standby reads its environment. */
+  readonly env?: {
+    readonly set: Readonly<Record<string, string>>;
+    readonly unset: readonly string[];
+  };
+}
+
+/** What a standby says to the host once it is ready to take over. */
+export const STANDBY_READY = { t: "standby-ready" } as const;
+
+/** How a standby was told to serve; undefined when it was told to leave. */
+export interface Handover {
+  readonly env?: ServeMessage["env"];
+}
+
+/** How long a standby waits for its spare worker before it says it is ready without one. */
+const SPARE_WAIT_MS = 10_000;
+
+/**
+ * Waits to be told to serve or to leave. The SIGUSR2 handler is set, and the host told, only once
+ * the spare worker is booted: the host, which reads whether that handler is set, never signals a
+ * standby that would not survive it.
+ */
+export async function standBy(spare: SpareWorker): Promise<Handover | undefined> {
+  spare.prepare();
+  await spare.whenReady(SPARE_WAIT_MS);
+  let resolve: (handover: Handover | undefined) => void = () => undefined;
+  const told = new Promise<Handover | undefined>((r) => (resolve = r));
+  const serve = (): void => resolve({});
+  const leave = (): void => resolve(undefined);
+  const message = (m: Partial<ServeMessage> | null): void => {
+    if (m?.t === "serve") resolve(m.env === undefined ? {} : { env: m.env });
+  };
+  process.on("SIGUSR2", serve).on("SIGTERM", leave).on("SIGINT", leave);
+  if (process.send !== undefined) {
+    process.on("message", message).on("disconnect", leave);
+    process.send(STANDBY_READY);
+  }
+  process.stderr.write(`[node-tools] standing by (pid ${process.pid})\n`);
+  const handover = await told;
+  process.off("SIGUSR2", serve).off("SIGTERM", leave).off("SIGINT", leave);
+  process.off("message", message).off("disconnect", leave);
+  // From here on the process is the runtime: it outlives the host that started it.
+  if (process.connected) process.disconnect();
+  if (handover !== undefined)
+    process.stderr.write(`[node-tools] taking over (pid ${process.pid})\n`);
+  return handover;
+}
