@@ -6,15 +6,23 @@
  */
 import { Option, type Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { runHost } from "@mesh/host";
+import { runHost, type HostOptions } from "@mesh/host";
 import { ExitCode } from "../output.js";
 
-/** How the machine is set up, as `mesh host`, `mesh join` and `mesh up` take it (`--account`, `--adopted`). */
+/**
+ * How the machine is set up, as `mesh host`, `mesh join` and `mesh up` take it (`--account`,
+ * `--adopted`, `--tools-idle`).
+ */
 export interface MachineOptions {
   /** The machine's operator account: the runtime runs as it (and under its home). */
   readonly account?: string;
   /** The machine is adopted: its own setup stays its administration's (filtered modules are left out). */
   readonly adopted?: boolean;
+  /**
+   * This node's idle time for tools modules (seconds; 0: never idle): a module not called for
+   * this long has its worker stopped until its next call. A module's own `tools-idle` wins.
+   */
+  readonly toolsIdle?: number;
 }
 
 /** A user name as useradd takes it (and a trailing $ for machine accounts), as core checks it. */
@@ -30,9 +38,27 @@ function parseAccount(value: string): string {
   return value;
 }
 
-/** Adds `--account NAME` and `--adopted` to a verb that runs (or starts) a host. */
+/** Whole seconds, 0 included, up to a year: `--tools-idle`. */
+function parseIdleSeconds(value: string): number {
+  const seconds = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(seconds) || seconds > 366 * 24 * 3600) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--tools-idle ${JSON.stringify(value)} is not a whole number of seconds (0 to a year); give e.g. --tools-idle 300 (5 min), or 0 to keep every module's worker running`,
+    );
+  }
+  return seconds;
+}
+
+/** Adds `--account NAME`, `--adopted` and `--tools-idle S` to a verb that runs (or starts) a host. */
 export function machineOptions(command: Command): Command {
   return command
+    .addOption(
+      new Option(
+        "--tools-idle <seconds>",
+        "this node's idle time for tools modules: a module not called for this long has its worker stopped until its next call (default 600; 0: never; a module's own tools-idle wins)",
+      ).argParser(parseIdleSeconds),
+    )
     .addOption(
       new Option(
         "--account <name>",
@@ -50,6 +76,7 @@ export function machineArgs(options: MachineOptions): string[] {
   return [
     ...(options.account === undefined ? [] : ["--account", options.account]),
     ...(options.adopted === true ? ["--adopted"] : []),
+    ...(options.toolsIdle === undefined ? [] : ["--tools-idle", String(options.toolsIdle)]),
   ];
 }
 
@@ -61,15 +88,21 @@ export interface HostCliOptions extends MachineOptions {
   readonly stopProcessesOnExit?: boolean;
 }
 
-export async function host(options: HostCliOptions): Promise<ExitCode> {
-  await runHost({
+/** The host's options from the verb's. */
+export function hostOptionsOf(options: HostCliOptions): HostOptions {
+  return {
     node: options.node,
     root: options.root,
     credential: options.credential,
     ...(options.stopProcessesOnExit === true ? { stopProcessesOnStop: true } : {}),
     ...(options.account === undefined ? {} : { account: { name: options.account } }),
     ...(options.adopted === true ? { adopted: true } : {}),
-  });
+    ...(options.toolsIdle === undefined ? {} : { runtimeIdleMs: options.toolsIdle * 1_000 }),
+  };
+}
+
+export async function host(options: HostCliOptions): Promise<ExitCode> {
+  await runHost(hostOptionsOf(options));
   return ExitCode.ok;
 }
 

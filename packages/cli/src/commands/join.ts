@@ -125,6 +125,7 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
     ...(stopAll ? { stopProcessesOnExit: true } : {}),
     ...(options.account === undefined ? {} : { account: options.account }),
     ...(options.adopted === true ? { adopted: true } : {}),
+    ...(options.toolsIdle === undefined ? {} : { toolsIdle: options.toolsIdle }),
   });
   say(`the host of ${node} stopped`);
   return code;
