@@ -73,7 +73,7 @@ async function watchTimes(bus: MeshBus): Promise<Seen> {
 
 const PHASE_NAMES = [
   ["assigner", "assigner pass (assign → want written)"],
-  ["controller", "controller pass (want → composed; no reload in accounts mode)"],
+  ["controller", "controller pass (want → composed, no reload)"],
   ["archive", "host: archive fetch + verify + unpack (composed → unpacked)"],
   ["apply", "host: rest of the apply (unpacked → runtime told to serve)"],
   ["runtime", "runtime start (told → connected, created)"],
