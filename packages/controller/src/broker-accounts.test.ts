@@ -78,6 +78,13 @@ describe("Broker in accounts mode", () => {
     await broker.ensure(principal(["svc.a.>"]));
     await broker.commit();
     const before = broker.credential("n1.m");
+    // The process that holds it (a runtime being replaced), connected across the change.
+    const holder = await MeshBus.connect(before, { say: () => undefined });
+    const holderClosed = (async () => {
+      for await (const s of natsOf(holder).nc.status())
+        if (s.type === "disconnect") return Date.now();
+      return Date.now();
+    })();
     assert.equal(await broker.ensure(principal(["svc.a.>", "svc.b.>"])), true);
     await broker.commit();
     const after = broker.credential("n1.m");
@@ -91,10 +98,16 @@ describe("Broker in accounts mode", () => {
     assert.ok(due !== undefined && due > Date.now());
     const bus = await MeshBus.connect(after);
     await bus.close();
+    // Still connected and speaking during the grace: its calls in flight get their answers.
+    await natsOf(holder).nc.flush();
+    assert.equal(natsOf(holder).nc.isClosed(), false);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now()) + 50));
     assert.equal(broker.pending, true, "the old JWT is due");
     assert.equal(await broker.commit(), true);
     assert.equal(broker.nextDueAt(), undefined);
+    const closedAt = await deadline(holderClosed, 10_000, "the holder's connection closing");
+    assert.ok(closedAt >= due, "closed once its JWT was revoked, not when it was superseded");
+    await holder.close().catch(() => undefined);
     await assert.rejects(
       MeshBus.connect(before),
       (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),

@@ -126,12 +126,13 @@ export interface BrokerOptions {
 
 /**
  * How long a superseded JWT stays good: a process that holds it (the runtime, handing over to
- * one started with the new JWT) drains its calls before it stops, for up to the longest call
- * deadline (300 s) and 10 s more. Revoking it at once closed the old runtime's connection in the
- * middle of the handover, and its tools had no responder until the new one served them.
- * A user taken away (`revoke`) is revoked at once.
+ * one started with the new JWT) serves until its successor serves (the host waits up to 30 s for
+ * that), then drains its calls before it stops, for up to the longest call deadline (300 s) and
+ * 10 s more; 20 s more for the host to apply the composition. Revoking it at once closed the old
+ * runtime's connection in the middle of the handover, and its tools had no responder until the
+ * new one served them. A user taken away (`revoke`) is revoked at once.
  */
-export const SUPERSEDED_GRACE_MS = 320_000;
+export const SUPERSEDED_GRACE_MS = 360_000;
 
 export const BROKER_USERS_FILE = "broker-users.json";
 
