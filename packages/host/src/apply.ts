@@ -379,6 +379,7 @@ export class Applier {
         : {}),
       cwd: resource.path,
       user: resource.user,
+      code: resource.digest,
       marker: { name: HOST_PROCESS_MARKER, value: `${this.#o.marker}:${resource.id}` },
     };
   }

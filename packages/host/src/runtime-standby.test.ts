@@ -2,7 +2,8 @@
  * The host's runtime against a real bus, with a stand-in runtime that speaks the standby's
  * protocol: the node's idle time (`runtimeIdleMs`, `mesh host --tools-idle`) reaches the runtime's
  * environment, and a composition that moves only the runtime's environment is taken over by the
- * standby booted ahead (no process started), which is handed the new environment.
+ * standby booted ahead (no process started), which is handed the new environment; a new build of
+ * the runtime is started anew.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -78,12 +79,12 @@ test("the node's idle time reaches the runtime, and a new environment is handed 
   try {
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": RUNTIME }))).digest;
     const out = join(root, "runtime-out");
-    const runtime = (version: number) => ({
+    const runtime = (version: number, code = digest) => ({
       ...processResource({
         root,
         module: RUNTIME_MODULE,
         name: "runtime",
-        digest,
+        digest: code,
         env: { VERSION: String(version), OUT: out },
       }),
       id: RUNTIME_PROCESS_ID,
@@ -103,6 +104,12 @@ test("the node's idle time reaches the runtime, and a new environment is handed 
     assert.notEqual(second["pid"], first["pid"]);
     assert.equal(second["idle"], "1500");
     assert.equal(second["standby"], null, "MESH_RUNTIME_STANDBY is taken away when it serves");
+    // A new build of the runtime itself: a standby booted from the old code never takes over.
+    const rebuilt = await bundleOf({ "main.js": `${RUNTIME}\n// build 2\n` });
+    const code = (await bus.artifacts.put(rebuilt)).digest;
+    await composed.put("n1", composedOf("n1", [runtime(3, code)]));
+    const third = await served(3);
+    assert.equal(third["stoodBy"], false, "the new build was started, not a standby of the old");
   } finally {
     await host.stop();
     await running;

@@ -192,12 +192,14 @@ export class Standby {
   }
 }
 
-/** Whether a standby booted as `booted` can take over as `spec`: only its environment differs. */
+/**
+ * Whether a standby booted as `booted` can take over as `spec`: only its environment differs (the
+ * same code, command, folder, user and marker).
+ */
 export function canTakeOver(booted: ProcessSpec, spec: ProcessSpec): boolean {
-  return (
-    JSON.stringify([booted.argv, booted.cwd, booted.user, booted.marker, booted.standby]) ===
-    JSON.stringify([spec.argv, spec.cwd, spec.user, spec.marker, spec.standby])
-  );
+  const what = (s: ProcessSpec): string =>
+    JSON.stringify([s.code ?? null, s.argv, s.cwd, s.user ?? null, s.marker, s.standby ?? null]);
+  return what(booted) === what(spec);
 }
 
 /** The variables a standby booted as `booted` sets and removes to run as `spec`. */

@@ -33,6 +33,11 @@ export interface ProcessSpec {
    */
   readonly restartAtOnce?: boolean;
   /**
+   * What code it runs (its bundle's digest): a standby booted with other code never takes over
+   * (it would go on running what it loaded).
+   */
+  readonly code?: string;
+  /**
    * Keep one more process of it booted ahead, started with these variables added and told to
    * take over with SIGUSR2 when the running one exits (standby.ts).
    */
