@@ -32,7 +32,7 @@ import { AppliedStore } from "./applied-state.js";
 import { Applier } from "./apply.js";
 import { Connection, DEFAULT_HEARTBEAT_MS } from "./connection.js";
 import { DEFAULT_HEALTH_RULES, type HealthRules } from "./health.js";
-import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-tail.js";
+import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-lines.js";
 import type { ArchiveLimits } from "./archives.js";
 import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";

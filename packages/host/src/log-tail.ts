@@ -1,37 +1,16 @@
 /**
- * A process's output goes to files, not pipes: `<root>/logs/<module>/<process>.log` (stdout) and
- * `<process>.stderr.log`, opened for appending and handed to the process. A pipe would tie the
- * process to the host — a host that is killed would take its processes' output (and, through
- * SIGPIPE, the processes) with it; a file outlives the host, and a restarted host picks up the
- * process and its file again.
- *
- * The host tails each file into `mesh.logs.<node>.<module>`, bounded: lines are cut at a length
- * and at most so many lines a second are sent (the rest are counted and said in one line). The
- * file itself is bounded by rotation: once it reaches the limit, its last `maxFileBytes` are
- * copied to `.1` and it is truncated (the process appends, so it goes on writing at the new end).
- *
- * Rotation keeps up with any writer: it is decided by the file's size, not by how far the tail
- * has read, and it is looked at on every change of the file (inotify through `fs.watch`) as well
- * as on the host's poll. So `.1` never holds more than the limit, and the file itself only what
- * the writer adds between two looks. A tail that falls behind skips ahead and says how much.
+ * The output of a process whose stdout and stderr are the log files themselves: one a host
+ * started before the host kept output through pipes (log-pipe.ts), adopted by a newer host. The
+ * host tails each file into `mesh.logs.<node>.<module>` and bounds it by rotation: once it
+ * reaches the limit, its last `maxFileBytes` are copied to `.1` and it is truncated (the process
+ * appends, so it goes on writing at the new end). Rotation is looked at on every change of the
+ * file (inotify through `fs.watch`) and on the host's poll, so `.1` never holds more than the
+ * limit; the file itself holds what the writer adds between two looks, which no reader of a file
+ * can bound. A tail that falls behind skips ahead and says how much.
  */
 import { watch, type FSWatcher } from "node:fs";
 import { open, rename, stat, truncate } from "node:fs/promises";
-
-export interface TailLimits {
-  /** A file longer than this is rotated. */
-  readonly maxFileBytes: number;
-  /** Longer lines are cut to this many characters. */
-  readonly maxLineChars: number;
-  /** Lines sent per second and file; the rest are dropped and counted. */
-  readonly linesPerSecond: number;
-}
-
-export const DEFAULT_TAIL_LIMITS: TailLimits = {
-  maxFileBytes: 10 * 1024 * 1024,
-  maxLineChars: 4096,
-  linesPerSecond: 200,
-};
+import { LineSender, type TailLimits } from "./log-lines.js";
 
 /** The most a poll reads: more behind than this is skipped (the line cap would drop it anyway). */
 const READ_AT_MOST = 1024 * 1024;
@@ -40,12 +19,8 @@ const READ_AT_MOST = 1024 * 1024;
 export class FileTail {
   readonly path: string;
   readonly #limits: TailLimits;
-  readonly #onLine: (line: string) => void;
+  readonly #lines: LineSender;
   #offset: number;
-  #partial = "";
-  #windowStart = 0;
-  #sentInWindow = 0;
-  #dropped = 0;
   #busy = false;
   /** A change came while a poll ran: poll once more when it ends. */
   #again = false;
@@ -56,7 +31,7 @@ export class FileTail {
     this.path = path;
     this.#offset = offset;
     this.#limits = limits;
-    this.#onLine = onLine;
+    this.#lines = new LineSender(limits, onLine);
   }
 
   /** Reads what was appended since the last poll, hands its lines, and rotates when due. */
@@ -85,7 +60,7 @@ export class FileTail {
   }
 
   async #pollOnce(): Promise<void> {
-    this.#window(Date.now());
+    this.#lines.window(Date.now());
     const size = (await stat(this.path).catch(() => undefined))?.size;
     if (size === undefined) return;
     if (size < this.#offset) this.#offset = 0; // truncated by someone
@@ -94,16 +69,16 @@ export class FileTail {
     if (size >= 2 * this.#limits.maxFileBytes) {
       const unread = size - this.#offset;
       await this.#rotate(size);
-      this.#partial = "";
-      this.#onLine(`[mesh host: ${unread} bytes skipped: written faster than they are read]`);
+      this.#lines.forgetPartial();
+      this.#lines.say(`[mesh host: ${unread} bytes skipped: written faster than they are read]`);
       return;
     }
     // Far behind a fast writer: what the line cap would drop anyway is skipped unread.
     if (size - this.#offset > READ_AT_MOST) {
       const skipped = size - READ_AT_MOST - this.#offset;
       this.#offset = size - READ_AT_MOST;
-      this.#partial = "";
-      this.#onLine(`[mesh host: ${skipped} bytes skipped: written faster than they are read]`);
+      this.#lines.forgetPartial();
+      this.#lines.say(`[mesh host: ${skipped} bytes skipped: written faster than they are read]`);
     }
     if (size > this.#offset) {
       const handle = await open(this.path, "r");
@@ -112,7 +87,7 @@ export class FileTail {
         const buffer = Buffer.alloc(length);
         const { bytesRead } = await handle.read(buffer, 0, length, this.#offset);
         this.#offset += bytesRead;
-        this.#take(buffer.subarray(0, bytesRead).toString("utf8"));
+        this.#lines.take(buffer.subarray(0, bytesRead));
       } finally {
         await handle.close();
       }
@@ -171,51 +146,6 @@ export class FileTail {
       this.#watcher = watcher;
     } catch {
       // No file yet: the interval's poll tries again.
-    }
-  }
-
-  /** Starts a new second when the last one is over, saying how many lines it dropped. */
-  #window(now: number): void {
-    if (now - this.#windowStart < 1000) return;
-    if (this.#dropped > 0) {
-      this.#onLine(
-        `[mesh host: ${this.#dropped} line(s) dropped: more than ${this.#limits.linesPerSecond} a second]`,
-      );
-      this.#dropped = 0;
-    }
-    this.#windowStart = now;
-    this.#sentInWindow = 0;
-  }
-
-  #take(text: string): void {
-    const parts = (this.#partial + text).split("\n");
-    this.#partial = parts.pop() ?? "";
-    if (this.#partial.length > this.#limits.maxLineChars) {
-      parts.push(this.#partial);
-      this.#partial = "";
-    }
-    const now = Date.now();
-    if (now - this.#windowStart >= 1000) {
-      if (this.#dropped > 0) {
-        this.#onLine(
-          `[mesh host: ${this.#dropped} line(s) dropped: more than ${this.#limits.linesPerSecond} a second]`,
-        );
-        this.#dropped = 0;
-      }
-      this.#windowStart = now;
-      this.#sentInWindow = 0;
-    }
-    for (const line of parts) {
-      if (this.#sentInWindow >= this.#limits.linesPerSecond) {
-        this.#dropped += 1;
-        continue;
-      }
-      this.#sentInWindow += 1;
-      this.#onLine(
-        line.length > this.#limits.maxLineChars
-          ? `${line.slice(0, this.#limits.maxLineChars)}… [cut at ${this.#limits.maxLineChars} characters]`
-          : line,
-      );
     }
   }
 }

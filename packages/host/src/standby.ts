@@ -1,5 +1,6 @@
 /**
- * Starting a process as the supervisor does (its own group, its user, its output in files), and a
+ * Starting a process as the supervisor does (its own group, its user, its output through pipes the
+ * host reads into files: log-pipe.ts), and a
  * **standby**: one more process of a unit booted ahead, for a process every module on the machine
  * depends on at every moment (the runtime). The standby is started with the unit's environment
  * and the variables its spec names; it does everything a start needs but serve (loads its code,
@@ -12,9 +13,10 @@
  * ends it as a process it has no record of.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, open, readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
+import { openForProcess, pipeOf } from "./log-pipe.js";
 import { isAlive, signalGroup, startTimeOf, type ProcessIdentity } from "./proc.js";
 import { logFiles, type ProcessSpec } from "./supervisor.js";
 
@@ -38,8 +40,8 @@ export async function launch(
   }
   const files = logFiles(root, spec);
   await mkdir(files.folder, { recursive: true, mode: 0o750 });
-  const out = await open(files.stdout, "a", 0o640);
-  const err = await open(files.stderr, "a", 0o640);
+  const out = await openForProcess(pipeOf(files.stdout));
+  const err = await openForProcess(pipeOf(files.stderr));
   try {
     const env: Record<string, string> = {
       PATH: process.env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",

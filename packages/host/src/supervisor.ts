@@ -1,7 +1,7 @@
 /**
  * Runs and watches processes: each in its own process group (so a stop reaches everything it
- * started), as its user, with its environment and working folder, its output in files the host
- * tails; restarted on exit after a delay that doubles from 1 s to 5 min and starts again at 1 s
+ * started), as its user, with its environment and working folder, its output through pipes the
+ * host reads into bounded files (log-pipe.ts); restarted on exit after a delay that doubles from 1 s to 5 min and starts again at 1 s
  * once it ran healthy (at 0 for a process that asks to be restarted at once); stopped with TERM
  * to the group, a grace period, then KILL; replaced without a gap (the new one started and ready
  * before the old one is stopped) when the caller asks.
@@ -10,10 +10,12 @@
  * only its parent could wait for it.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdir, open, stat } from "node:fs/promises";
+import { mkdir, readlink, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Backoff, type BackoffPolicy } from "@mesh/bus";
-import { FileTail, type TailLimits } from "./log-tail.js";
+import type { TailLimits } from "./log-lines.js";
+import { LogPipe } from "./log-pipe.js";
+import { FileTail } from "./log-tail.js";
 import { isAlive, signalGroup, type ProcessIdentity } from "./proc.js";
 import { DEFAULT_STANDBY_AFTER_MS, Standby, canTakeOver, endStandby, launch } from "./standby.js";
 
@@ -101,7 +103,7 @@ interface Unit {
   lastError: string | undefined;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
-  tails: FileTail[];
+  tails: OutputTail[];
   exited: Promise<void>;
   markExited: () => void;
   /** For a process that keeps one booted ahead (the runtime): it. */
@@ -217,7 +219,8 @@ export class Supervisor implements AsyncDisposable {
     unit.since = carried?.since ?? Date.now();
     unit.backoff.started(unit.since);
     this.#units.set(spec.id, unit);
-    unit.tails = await this.#tails(spec, "end");
+    unit.tails = await this.#tails(spec, identity.pid);
+    for (const tail of unit.tails) await tail.watch();
   }
 
   /** Stops the process and forgets it: TERM to its group, the grace period, then KILL. */
@@ -297,10 +300,13 @@ export class Supervisor implements AsyncDisposable {
     unit.timer = undefined;
     if (unit.stopping) return;
     try {
-      if (unit.tails.length === 0) unit.tails = await this.#tails(spec, "end");
-      // Watched before the process can write a byte: rotation keeps up from its first write.
-      await touchLogFiles(this.#options.root, spec);
-      for (const tail of unit.tails) tail.watch();
+      // A process adopted with its output in files was read there; the new one writes a pipe.
+      if (unit.tails.length === 0 || unit.tails.some((t) => t instanceof FileTail)) {
+        for (const tail of unit.tails) tail.close();
+        unit.tails = await this.#tails(spec);
+      }
+      // Read before the process can write a byte.
+      for (const tail of unit.tails) await tail.watch();
       const { child, identity } = await launch(this.#options.root, spec);
       this.#attach(unit, child, identity);
     } catch (error) {
@@ -387,16 +393,26 @@ export class Supervisor implements AsyncDisposable {
     return !(await isAlive(identity));
   }
 
-  async #tails(spec: ProcessSpec, from: "end"): Promise<FileTail[]> {
-    void from;
+  /**
+   * A reader of each of the process's outputs: its pipe; or, for a process adopted from a host
+   * that handed it the log files themselves (`pid`'s stdout is the file), the file.
+   */
+  async #tails(spec: ProcessSpec, pid?: number): Promise<OutputTail[]> {
     const files = logFiles(this.#options.root, spec);
-    const make = async (path: string, stream: "stdout" | "stderr"): Promise<FileTail> => {
+    await mkdir(files.folder, { recursive: true, mode: 0o750 });
+    const make = async (fd: 1 | 2, path: string): Promise<OutputTail> => {
+      const stream = fd === 1 ? "stdout" : "stderr";
+      const onLine = (line: string): void =>
+        this.#options.onLine(spec.module, spec.name, stream, line);
+      const target =
+        pid === undefined
+          ? undefined
+          : await readlink(`/proc/${pid}/fd/${fd}`).catch(() => undefined);
+      if (target !== path) return new LogPipe(path, this.#options.tail, onLine);
       const size = (await stat(path).catch(() => undefined))?.size ?? 0;
-      return new FileTail(path, size, this.#options.tail, (line) =>
-        this.#options.onLine(spec.module, spec.name, stream, line),
-      );
+      return new FileTail(path, size, this.#options.tail, onLine);
     };
-    return [await make(files.stdout, "stdout"), await make(files.stderr, "stderr")];
+    return [await make(1, files.stdout), await make(2, files.stderr)];
   }
 
   async #poll(): Promise<void> {
@@ -411,14 +427,11 @@ export class Supervisor implements AsyncDisposable {
   }
 }
 
-/** Makes the process's output files (and their folder) if they are not there yet. */
-async function touchLogFiles(
-  root: string,
-  spec: Pick<ProcessSpec, "module" | "name">,
-): Promise<void> {
-  const files = logFiles(root, spec);
-  await mkdir(files.folder, { recursive: true, mode: 0o750 });
-  for (const path of [files.stdout, files.stderr]) await (await open(path, "a", 0o640)).close();
+/** What reads one of a process's outputs: its pipe (log-pipe.ts), or its file (log-tail.ts). */
+interface OutputTail {
+  watch(): void | Promise<void>;
+  poll(): Promise<void>;
+  close(): void;
 }
 
 export function logFiles(
