@@ -8,7 +8,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DEFAULT_TAIL_LIMITS } from "./log-tail.js";
+import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
 import { isAlive } from "./proc.js";
 import { Supervisor, logFiles, type ExitInfo, type ProcessSpec } from "./supervisor.js";
 import { tempRoot, waitFor } from "./test-support.js";
