@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -64,6 +64,46 @@ describe("reloadServerUsers", () => {
     const sink = serverFolderSink(server.dir);
     await sink.setUsers([admin]);
     await assert.rejects(connectAs("n1.ada", "ada-password"), /Authorization/i);
+  });
+
+  it("waits for its own verdict when the reload before it timed out (a late Reloaded is not its own)", async () => {
+    // A reload re-checks the bcrypt password of every connected client (~60 ms each): with 40
+    // connected it takes seconds, so the first reload below gives up long before its verdict.
+    const load: ServerUser = {
+      user: "n1.load",
+      passwordHash: await hashPassword("load-password"),
+      permissions: { publish: { allow: ["probe.>"] }, subscribe: { allow: ["_INBOX.>"] } },
+    };
+    const late = (user: string): Promise<ServerUser> =>
+      hashPassword(`${user}-password`).then((passwordHash) => ({
+        user,
+        passwordHash,
+        permissions: load.permissions,
+      }));
+    const [first, second] = [await late("n1.first"), await late("n1.second")];
+    await reloadServerUsers({ dir: server.dir, users: [admin, load] });
+    const clients: NatsConnection[] = [];
+    try {
+      for (let i = 0; i < 40; i++) clients.push(await connectAs("n1.load", "load-password"));
+      const log = join(server.dir, "nats-server.log");
+      const before = (await readFile(log)).length;
+      await assert.rejects(
+        reloadServerUsers({ dir: server.dir, users: [admin, load, first], timeoutMs: 100 }),
+        (error) => isMeshError(error, ErrorCode.SERVER_RELOAD_FAILED),
+      );
+      await reloadServerUsers({
+        dir: server.dir,
+        users: [admin, load, first, second],
+        timeoutMs: 120_000,
+      });
+      // It resolved on its own verdict, the second after the one it waited for, not on the first.
+      const verdicts = (await readFile(log)).subarray(before).toString("utf8");
+      assert.equal(verdicts.match(/Reloaded server configuration/g)?.length, 2, verdicts);
+      const joined = await connectAs("n1.second", "n1.second-password");
+      await joined.close();
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
   });
 
   it("refuses a folder with no running server, saying so", async () => {

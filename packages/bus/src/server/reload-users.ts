@@ -12,10 +12,10 @@
  * server reads only its own file, so each is rewritten and signalled. A server that is down at
  * that moment is skipped; its keeper starts it again with the users list on disk.
  */
-import { open, readdir, readFile, stat } from "node:fs/promises";
+import { open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { ErrorCode, MeshError } from "@mesh/protocol";
+import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import { writeFileAtomic } from "../kit/atomic-file.js";
 import { ServerFiles, type ServerBase } from "./embedded-server.js";
 import { AuthMode, renderServerConfig, type ServerUser } from "./server-config.js";
@@ -134,13 +134,18 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
   }
   // Rendering first: a list the mesh cannot write leaves the file and the server untouched.
   const text = renderServerConfig({ ...base, users: options.users });
+  const logPath = join(dir, ServerFiles.log);
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  // A reload the server has not answered yet gets its verdict first: taken as this one's, it
+  // would say the server runs this list while it still reloads the one before.
+  const late = await settleUnanswered(dir, logPath, pid, timeoutMs, signal);
   const previous = await readFile(configPath, "utf8");
   // The server runs what its file says (it was started with it, or reloaded with it, and a
   // refused reload puts the previous file back), so the same list needs no reload. Each reload
   // leaves JetStream without a responder for a moment; the one a controller asks for at start
-  // is usually of the list the bus was started with.
-  if (text === previous) return "unchanged";
-  const logPath = join(dir, ServerFiles.log);
+  // is usually of the list the bus was started with. A late refusal left its file in place.
+  const lateRefusal = late !== undefined && RELOAD_FAILED.test(late);
+  if (text === previous && !lateRefusal) return "unchanged";
   const offset = await stat(logPath).then(
     (s) => s.size,
     () => 0,
@@ -157,7 +162,14 @@ export async function reloadServerUsers(options: ReloadServerUsersOptions): Prom
       { path: configPath, cause: error },
     );
   }
-  const line = await waitForLogLine(logPath, offset, options.timeoutMs ?? 10_000, signal);
+  let line: string;
+  try {
+    line = await waitForLogLine(logPath, offset, timeoutMs, signal);
+  } catch (error) {
+    // The server may still answer; the next reload waits for that verdict before its own.
+    await writeFileAtomic(join(dir, UNANSWERED_FILE), `${JSON.stringify({ pid, offset })}\n`);
+    throw error;
+  }
   const failed = RELOAD_FAILED.exec(line);
   if (failed !== null) {
     await writeFileAtomic(configPath, previous);
@@ -218,6 +230,49 @@ async function runningPid(dir: string, configPath: string): Promise<number> {
     );
   }
   return pid;
+}
+
+/**
+ * A reload whose verdict did not come in time, kept in the server's folder: the server's pid and
+ * the log's size when it was signalled. nats-server answers every SIGHUP it takes, in order, with
+ * one verdict line; the next reload (of this process or a controller started again) waits for
+ * that late verdict before it signals, so it never takes it for its own.
+ */
+const UNANSWERED_FILE = "nats-server.reload-unanswered.json";
+
+/**
+ * Waits for the verdict of the reload this folder still owes, if any, and returns it. A server
+ * started since (another pid) owes nothing. One that does not answer within `timeoutMs` is not signalled again
+ * (its reload in progress read the file before this list): SERVER_RELOAD_FAILED, try later.
+ */
+async function settleUnanswered(
+  dir: string,
+  logPath: string,
+  pid: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  const path = join(dir, UNANSWERED_FILE);
+  const owed = await readFile(path, "utf8")
+    .then((text) => JSON.parse(text) as { pid?: unknown; offset?: unknown } | null)
+    .catch(() => undefined);
+  if (owed === undefined) return undefined;
+  let verdict: string | undefined;
+  if (owed?.pid === pid && typeof owed.offset === "number") {
+    try {
+      verdict = await waitForLogLine(logPath, owed.offset, timeoutMs, signal);
+    } catch (error) {
+      if (isMeshError(error, ErrorCode.ABORTED)) throw error;
+      throw new MeshError(
+        ErrorCode.SERVER_RELOAD_FAILED,
+        `nats-server (pid ${pid}) has not yet answered the reload asked before this one (nothing in ${logPath} within ${timeoutMs} ms), so it is not asked again; ` +
+          "the new users list applies once it has — try again in a moment",
+        { path: logPath, cause: error },
+      );
+    }
+  }
+  await unlink(path).catch(() => undefined);
+  return verdict;
 }
 
 /** The first reload verdict the log gets after `offset`. */
