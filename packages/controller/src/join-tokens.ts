@@ -1,7 +1,7 @@
 /**
  * One-time join tokens: `<id>.<secret>`. The controller keeps only the SHA-256 of the secret (the
  * secret is 32 random bytes, so a fast hash suffices) with its expiry and, once used, when and by
- * which node; in a file of its own (0600, atomic writes). The bus knows the token too, as the join
+ * which node; in a file of its own (0600: a snapshot and a journal, record-file.ts). The bus knows the token too, as the join
  * user `join.<id>` whose password is the secret (its bcrypt hash, kept by the broker): a joining
  * node has no other way onto the bus. See docs/decisions/0041-join-tokens.md.
  */
@@ -9,7 +9,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, parseJoinToken } from "@mesh/protocol";
-import { readJsonFile, writeJsonFile } from "./files.js";
+import { RecordFile, type RecordFileOptions } from "./record-file.js";
 import { sha256Hex } from "./seal-cache.js";
 
 const TokenRecord = z
@@ -28,28 +28,42 @@ export const JOIN_TOKENS_FILE = "join-tokens.json";
 export const DEFAULT_JOIN_TOKEN_TTL_MS = 60 * 60 * 1000;
 export const MAX_JOIN_TOKEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
-export class JoinTokens {
-  readonly #path: string;
-  readonly #tokens = new Map<string, TokenRecord>();
-
-  private constructor(path: string) {
-    this.#path = path;
-  }
-
-  static async open(dir: string): Promise<JoinTokens> {
-    const store = new JoinTokens(join(dir, JOIN_TOKENS_FILE));
-    const raw = await readJsonFile(store.#path);
-    if (raw !== undefined) {
+/** The tokens' file: a snapshot (`{version, tokens}`, by id) and a journal of changes since. */
+function tokensFile(path: string): RecordFileOptions<TokenRecord> {
+  return {
+    path,
+    fromSnapshot: (raw) => {
       const parsed = TokensFile.safeParse(raw);
       if (!parsed.success) {
         throw new MeshError(
           ErrorCode.INVALID_VALUE,
-          `${store.#path} is not a join-token file this controller wrote; move it away (every unused token then stops working)`,
-          { path: store.#path },
+          `${path} is not a join-token file this controller wrote; move it away (every unused token then stops working)`,
+          { path },
         );
       }
-      for (const t of parsed.data.tokens) store.#tokens.set(t.id, t);
-    }
+      return parsed.data.tokens;
+    },
+    toSnapshot: (tokens) => ({
+      version: 1,
+      tokens: [...tokens].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    }),
+    parseRecord: (raw) => TokenRecord.parse(raw),
+    keyOf: (t) => t.id,
+  };
+}
+
+export class JoinTokens {
+  readonly #file: RecordFile<TokenRecord>;
+  readonly #tokens = new Map<string, TokenRecord>();
+
+  private constructor(file: RecordFile<TokenRecord>) {
+    this.#file = file;
+  }
+
+  static async open(dir: string): Promise<JoinTokens> {
+    const file = await RecordFile.open(tokensFile(join(dir, JOIN_TOKENS_FILE)));
+    const store = new JoinTokens(file);
+    for (const t of file.records()) store.#tokens.set(t.id, t);
     return store;
   }
 
@@ -64,8 +78,7 @@ export class JoinTokens {
     const id = `${randomBytes(1)[0]! % 10}${randomBytes(6).toString("hex").slice(0, 11)}`;
     const secret = randomBytes(32).toString("base64url");
     const expiresAt = new Date(options.now.getTime() + options.ttlMs).toISOString();
-    this.#tokens.set(id, { id, hash: sha256Hex(secret), expiresAt });
-    await this.#save();
+    await this.#set({ id, hash: sha256Hex(secret), expiresAt });
     return { token: `${id}.${secret}`, id, secret, expiresAt };
   }
 
@@ -78,8 +91,7 @@ export class JoinTokens {
     if (record === undefined || record.usedAt !== undefined) {
       throw new MeshError(ErrorCode.NOT_FOUND, `there is no unused join token ${id}`, { key: id });
     }
-    this.#tokens.set(id, { ...record, hash: sha256Hex(secret) });
-    await this.#save();
+    await this.#set({ ...record, hash: sha256Hex(secret) });
     return `${id}.${secret}`;
   }
 
@@ -113,8 +125,7 @@ export class JoinTokens {
         node,
       );
     }
-    this.#tokens.set(record.id, { ...record, usedAt: now.toISOString(), node });
-    await this.#save();
+    await this.#set({ ...record, usedAt: now.toISOString(), node });
     return { id: record.id };
   }
 
@@ -127,21 +138,20 @@ export class JoinTokens {
 
   /** Forgets expired tokens (used ones are kept a while, so their refusal says "used"). */
   async prune(now: Date): Promise<void> {
-    let changed = false;
+    const gone: string[] = [];
     for (const t of [...this.#tokens.values()]) {
       if (Date.parse(t.expiresAt) + MAX_JOIN_TOKEN_TTL_MS <= now.getTime()) {
         this.#tokens.delete(t.id);
-        changed = true;
+        gone.push(t.id);
       }
     }
-    if (changed) await this.#save();
+    if (gone.length > 0) await this.#file.save([], gone);
   }
 
-  async #save(): Promise<void> {
-    await writeJsonFile(this.#path, {
-      version: 1,
-      tokens: [...this.#tokens.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
-    });
+  /** Keeps `record` in memory and on disk (one journal line). */
+  async #set(record: TokenRecord): Promise<void> {
+    this.#tokens.set(record.id, record);
+    await this.#file.save([record]);
   }
 }
 

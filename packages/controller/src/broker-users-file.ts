@@ -1,0 +1,118 @@
+/**
+ * The broker's users on disk, `<controller dir>/broker-users.json`: a snapshot and a journal of
+ * the users set or taken away since (record-file.ts), so a commit writes what it changed, not
+ * every user. Also what `mesh up` reads to start a users-list bus with every issued user.
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import { ErrorCode, MeshError, Permissions } from "@mesh/protocol";
+import type { ServerUser } from "@mesh/bus";
+import { readJsonFile } from "./files.js";
+import { readRecords, type RecordFileOptions } from "./record-file.js";
+
+const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
+
+export const IssuedUser = z
+  .object({
+    user: z.string().min(1),
+    node: z.string().min(1),
+    module: z.string().min(1),
+    kind: z.enum(["host", "runtime", "module", "join"]),
+    /** Users-list mode: the password's bcrypt hash, and the password sealed (context: the user). */
+    passwordHash: z.string().min(1).optional(),
+    password: Sealed.optional(),
+    /** Accounts mode: the user's public nkey, its seed sealed, its JWT and when it was signed. */
+    publicKey: z.string().min(1).optional(),
+    seed: Sealed.optional(),
+    jwt: z.string().min(1).optional(),
+    issuedAt: z.number().int().optional(),
+    permissions: Permissions,
+    /** Join users only: when the token stops working. */
+    expiresAt: z.string().optional(),
+  })
+  .strict();
+export type IssuedUser = z.infer<typeof IssuedUser>;
+
+const UsersFile = z.object({ version: z.literal(1), users: z.array(IssuedUser) }).strict();
+
+export const BROKER_USERS_FILE = "broker-users.json";
+
+/** The broker's users file: a snapshot (`{version, users}`, by name) and its journal. */
+export function usersFile(path: string): RecordFileOptions<IssuedUser> {
+  return {
+    path,
+    fromSnapshot: (raw) => {
+      const parsed = UsersFile.safeParse(raw);
+      if (!parsed.success) {
+        throw new MeshError(
+          ErrorCode.INVALID_VALUE,
+          `${path} is not a users file this controller wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); restore it from a backup, or move it away to issue every credential again`,
+          { path },
+        );
+      }
+      return parsed.data.users;
+    },
+    toSnapshot: (users) => ({
+      version: 1,
+      users: [...users].sort((a, b) => (a.user < b.user ? -1 : 1)),
+    }),
+    parseRecord: (raw) => IssuedUser.parse(raw),
+    keyOf: (u) => u.user,
+  };
+}
+
+/** The users a broker issued, as kept in its file; none when there is no file yet. */
+async function readIssuedUsers(path: string): Promise<IssuedUser[]> {
+  return [...(await readRecords(usersFile(path))).records.values()];
+}
+
+/**
+ * The users a bus started on `controllerDir`'s mesh must know from its first second: `statics`
+ * (mesh up's principals) and every user the broker issued and kept. Starting the bus with the
+ * statics alone would refuse every host, runtime and module until the controller reloads
+ * (issue 15: a refused login in that window left processes disconnected for good).
+ */
+export async function serverUsersOnDisk(
+  controllerDir: string,
+  statics: readonly ServerUser[],
+): Promise<ServerUser[]> {
+  return withIssued(statics, await readIssuedUsers(join(controllerDir, BROKER_USERS_FILE)));
+}
+
+/** The static users, then the issued ones by name (a static user of the same name wins). */
+export function withIssued(
+  statics: readonly ServerUser[],
+  issued: readonly IssuedUser[],
+): ServerUser[] {
+  const names = new Set(statics.map((u) => u.user));
+  const rest = issued
+    .filter((u): u is IssuedUser & { passwordHash: string } => u.passwordHash !== undefined)
+    .filter((u) => !names.has(u.user))
+    .sort((a, b) => (a.user < b.user ? -1 : 1))
+    .map((u) => ({ user: u.user, passwordHash: u.passwordHash, permissions: u.permissions }));
+  return [...statics, ...rest];
+}
+
+/** Reads mesh up's users list (`<root>/users.json`): the static users the broker keeps. */
+export async function readStaticUsers(path: string): Promise<ServerUser[]> {
+  const raw = await readJsonFile(path);
+  const parsed = z
+    .object({
+      users: z.array(
+        z.object({ user: z.string(), passwordHash: z.string(), permissions: Permissions }),
+      ),
+    })
+    .safeParse(raw);
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${path} is not the users list mesh up writes (${raw === undefined ? "there is no file" : (parsed.error.issues[0]?.message ?? "bad shape")}); start the controller with the --root of a mesh that is up`,
+      { path },
+    );
+  }
+  return parsed.data.users.map((u) => ({
+    user: u.user,
+    passwordHash: u.passwordHash,
+    permissions: u.permissions,
+  }));
+}
