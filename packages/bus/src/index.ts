@@ -118,7 +118,6 @@ export {
   newUserKey,
   publicKeyOf,
   readAccountKeys,
-  readRevocations,
   serverAccounts,
   systemUser,
   userPermissionClaims,
@@ -126,6 +125,14 @@ export {
   type Revocations,
   type ServerAccounts,
 } from "./server/accounts.js";
+export {
+  REVOCATION_PRUNE_MARGIN_S,
+  addRevocation,
+  pruneRevocations,
+  readRevocationList,
+  readRevocations,
+  type RevocationList,
+} from "./server/revocations.js";
 export {
   AccountAuthority,
   AccountFiles,

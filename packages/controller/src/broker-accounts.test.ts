@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import { hostGrant } from "@mesh/core";
 import { AccountAuthority, MeshBus } from "@mesh/bus";
 import { deadline, startAccountsTestServer, type AccountsTestServer } from "@mesh/bus/testing";
@@ -156,6 +157,58 @@ describe("Broker in accounts mode", () => {
     assert.ok(refusedMs < 2_000 * 4, `revoked in ${refusedMs} ms`);
   });
 
+  it("prunes a join user's revocation once its JWT expired; a host's stays; both stay refused", async () => {
+    await using own = await startAccountsTestServer();
+    const authority = await AccountAuthority.open({
+      keysPath: own.keysPath,
+      revocationsPath: own.revocationsPath,
+      servers: [own.url],
+      pruneMarginS: 0,
+    });
+    try {
+      const broker = await Broker.open({
+        dir: join(dir, "prune"),
+        vault,
+        accounts: authority,
+        servers: [own.url],
+      });
+      const expiresAt = new Date(Date.now() + 3_000).toISOString();
+      await broker.ensure({
+        user: "join.tok",
+        node: "join",
+        module: "tok",
+        kind: PrincipalKind.join,
+        permissions: { publish: { allow: ["mesh.join"] }, subscribe: { allow: ["_INBOX.>"] } },
+        expiresAt,
+      });
+      await broker.ensure(host("n1"));
+      await broker.commit();
+      const joinCredential = broker.credential("join.tok");
+      const hostCredential = broker.credential("n1.host");
+      await (await MeshBus.connect(joinCredential)).close();
+      const joinKey = broker.get("join.tok")?.publicKey ?? "";
+      const hostKey = broker.get("n1.host")?.publicKey ?? "";
+      broker.revoke("join.tok");
+      await broker.commit();
+      assert.deepEqual(Object.keys(authority.revocations), [joinKey]);
+      await assert.rejects(MeshBus.connect(joinCredential), /Authorization|expired/i);
+      // Past the join JWT's expiry the server refuses it on its own: its revocation goes with
+      // the next update, the host's revocation stays.
+      await delay(Math.max(0, Date.parse(expiresAt) + 1_500 - Date.now()));
+      broker.revoke("n1.host");
+      await broker.commit();
+      assert.deepEqual(Object.keys(authority.revocations), [hostKey]);
+      const kept = JSON.parse(await readFile(own.revocationsPath, "utf8")) as {
+        revocations: Record<string, number>;
+      };
+      assert.deepEqual(Object.keys(kept.revocations), [hostKey]);
+      await assert.rejects(MeshBus.connect(joinCredential), /Authorization|expired/i);
+      await assert.rejects(MeshBus.connect(hostCredential), /Authorization/i);
+    } finally {
+      await authority.close();
+    }
+  });
+
   it("fails a commit the bus cannot take as ACCOUNT_UPDATE_FAILED, and keeps it staged", async () => {
     const broker = await Broker.open({
       dir: join(dir, "down"),
@@ -175,5 +228,35 @@ describe("Broker in accounts mode", () => {
       isMeshError(e, ErrorCode.ACCOUNT_UPDATE_FAILED),
     );
     assert.equal(broker.pending, true);
+  });
+
+  it("with onUpdateDeferred, an update the bus cannot take waits for a retry; the commit issues its users", async () => {
+    const deferred: Array<{ code: string; inMs: number }> = [];
+    const broker = await Broker.open({
+      dir: join(dir, "deferred"),
+      vault,
+      accounts: await AccountAuthority.open({
+        keysPath: server.keysPath,
+        revocationsPath: join(dir, "deferred-revocations.json"),
+        servers: ["nats://127.0.0.1:1"],
+        timeoutMs: 500,
+      }),
+      servers: [server.url],
+      onUpdateDeferred: (error, inMs) => deferred.push({ code: error.code, inMs }),
+    });
+    await broker.ensure(host("n1"));
+    await broker.commit();
+    broker.revoke("n1.host");
+    await broker.ensure(host("n2"));
+    const before = Date.now();
+    assert.equal(await broker.commit(), true);
+    assert.deepEqual(deferred, [{ code: ErrorCode.ACCOUNT_UPDATE_FAILED, inMs: 1_000 }]);
+    assert.equal(broker.pending, true, "the revocation stays staged");
+    const due = broker.nextDueAt() ?? 0;
+    assert.ok(due >= before + 1_000 && due <= Date.now() + 1_000, `due at ${due}`);
+    // n2 needs no update: its credential works on the real bus at once.
+    await (await MeshBus.connect(broker.credential("n2.host"))).close();
+    await broker.commit();
+    assert.equal(deferred.at(-1)?.inMs, 2_000, "the wait doubles");
   });
 });

@@ -18,11 +18,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { z } from "zod";
 import {
   ErrorCode,
   MeshError,
-  Permissions,
+  isMeshError,
   nodeModuleKey,
   type Credential,
   type Grant,
@@ -36,7 +35,8 @@ import {
   type UsersSink,
 } from "@mesh/bus";
 import { signUser, signedCredential, staleBefore } from "./signed-users.js";
-import { readJsonFile, writeJsonFile } from "./files.js";
+import { BROKER_USERS_FILE, usersFile, withIssued, type IssuedUser } from "./broker-users-file.js";
+import { RecordFile } from "./record-file.js";
 import type { Vault } from "./vault.js";
 
 export const PrincipalKind = {
@@ -47,30 +47,12 @@ export const PrincipalKind = {
 } as const;
 export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
 
-const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
-
-const IssuedUser = z
-  .object({
-    user: z.string().min(1),
-    node: z.string().min(1),
-    module: z.string().min(1),
-    kind: z.enum(["host", "runtime", "module", "join"]),
-    /** Users-list mode: the password's bcrypt hash, and the password sealed (context: the user). */
-    passwordHash: z.string().min(1).optional(),
-    password: Sealed.optional(),
-    /** Accounts mode: the user's public nkey, its seed sealed, its JWT and when it was signed. */
-    publicKey: z.string().min(1).optional(),
-    seed: Sealed.optional(),
-    jwt: z.string().min(1).optional(),
-    issuedAt: z.number().int().optional(),
-    permissions: Permissions,
-    /** Join users only: when the token stops working. */
-    expiresAt: z.string().optional(),
-  })
-  .strict();
-export type IssuedUser = z.infer<typeof IssuedUser>;
-
-const UsersFile = z.object({ version: z.literal(1), users: z.array(IssuedUser) }).strict();
+export {
+  BROKER_USERS_FILE,
+  readStaticUsers,
+  serverUsersOnDisk,
+  type IssuedUser,
+} from "./broker-users-file.js";
 
 /** The one login of a bus the mesh does not own: a user and password, or a signed user. */
 export type SharedLogin =
@@ -122,7 +104,29 @@ export interface BrokerOptions {
    * ({@link SUPERSEDED_GRACE_MS} by default).
    */
   readonly supersededGraceMs?: number;
+  /**
+   * Accounts mode: told when the bus did not take an account update. Given, a commit does not
+   * fail for it: new users need no update (their JWTs work at once), so they are issued and
+   * kept, and the revocations stay staged for a retry ({@link Broker.nextDueAt}) 1 s later,
+   * doubling up to 30 s. Not given, the commit fails with ACCOUNT_UPDATE_FAILED.
+   */
+  readonly onUpdateDeferred?: (error: MeshError, retryInMs: number) => void;
 }
+
+/** A revocation waiting for the next commit: up to which second, and when the JWTs expire. */
+interface StagedRevocation {
+  readonly at: number;
+  readonly expiresAt?: number;
+}
+
+/** The longest wait before an account update the bus did not take is pushed again. */
+const UPDATE_RETRY_MAX_MS = 30_000;
+
+/** What the controller logs when an account update waits for a retry. */
+export const sayDeferred =
+  (log: ((line: string) => void) | undefined) =>
+  (error: MeshError, inMs: number): void =>
+    log?.(`controller: ${error.message}; the revocations stay staged, pushed again in ${inMs} ms`);
 
 /**
  * How long a superseded JWT stays good: a process that holds it (the runtime, handing over to
@@ -134,26 +138,31 @@ export interface BrokerOptions {
  */
 export const SUPERSEDED_GRACE_MS = 360_000;
 
-export const BROKER_USERS_FILE = "broker-users.json";
-
 /** `<node>.<module>`: the bus user of a node's principal. */
 export const principalUser = (node: string, module: string): string => nodeModuleKey(node, module);
 
 export class Broker {
   readonly #options: BrokerOptions;
-  readonly #path: string;
+  readonly #file: RecordFile<IssuedUser>;
   readonly #users = new Map<string, IssuedUser>();
+  /** Users set or taken away since the file last kept them. */
+  readonly #unsaved = new Set<string>();
   readonly #changed = new Set<string>();
   readonly #revoked = new Set<string>();
   /** Accounts mode: user keys whose JWTs up to a second go in the next account update. */
-  readonly #revocations = new Map<string, number>();
+  readonly #revocations = new Map<string, StagedRevocation>();
   /** Accounts mode: superseded JWTs, revoked (up to `before`) once `due` (epoch ms) has come. */
   readonly #superseded = new Map<string, { readonly before: number; readonly due: number }>();
   #dirty = false;
+  /** Accounts mode: when an update the bus did not take is due again, and the last wait. */
+  #updateRetryAt: number | undefined;
+  #updateRetryMs = 0;
+  /** What the last commit did to the bus, for the controller's log (", bus reloaded", …). */
+  commitNote = "";
   /** How many passwords were hashed; a test checks nothing is hashed twice. */
   hashesMade = 0;
 
-  private constructor(options: BrokerOptions) {
+  private constructor(options: BrokerOptions, file: RecordFile<IssuedUser>) {
     if (
       options.accounts === undefined &&
       options.shared === undefined &&
@@ -165,12 +174,13 @@ export class Broker {
       );
     }
     this.#options = options;
-    this.#path = join(options.dir, BROKER_USERS_FILE);
+    this.#file = file;
   }
 
   static async open(options: BrokerOptions): Promise<Broker> {
-    const broker = new Broker(options);
-    for (const u of await readIssuedUsers(broker.#path)) broker.#users.set(u.user, u);
+    const file = await RecordFile.open(usersFile(join(options.dir, BROKER_USERS_FILE)));
+    const broker = new Broker(options, file);
+    for (const u of file.records()) broker.#users.set(u.user, u);
     return broker;
   }
 
@@ -254,10 +264,18 @@ export class Broker {
     const kept = this.#users.get(user);
     if (kept === undefined) return false;
     if (kept.publicKey !== undefined) {
-      this.#revocations.set(kept.publicKey, Math.floor(this.#now().getTime() / 1000));
+      const at = Math.floor(this.#now().getTime() / 1000);
+      // A join user's JWT expires with its token: its revocation is pruned once past that.
+      const expiresAt =
+        kept.expiresAt === undefined ? undefined : Math.ceil(Date.parse(kept.expiresAt) / 1000);
+      this.#stageRevocation(kept.publicKey, {
+        at,
+        ...(expiresAt === undefined ? {} : { expiresAt }),
+      });
       this.#superseded.delete(kept.publicKey);
     }
     this.#users.delete(user);
+    this.#unsaved.add(user);
     this.#changed.delete(user);
     if (kept.kind !== "join") this.#revoked.add(user);
     this.#dirty = true;
@@ -269,6 +287,7 @@ export class Broker {
   }
 
   #touch(user: string): void {
+    this.#unsaved.add(user);
     this.#revoked.delete(user);
     if (this.#users.get(user)?.kind !== "join") this.#changed.add(user);
     this.#dirty = true;
@@ -350,9 +369,12 @@ export class Broker {
     return this.#dirty || this.#dueSuperseded().length > 0;
   }
 
-  /** When the next superseded JWT is due to be revoked (epoch ms), if one waits. */
+  /**
+   * When the next superseded JWT is due to be revoked, or a deferred account update to be
+   * pushed again (epoch ms), if one waits.
+   */
   nextDueAt(): number | undefined {
-    let next: number | undefined;
+    let next = this.#dirty ? this.#updateRetryAt : undefined;
     for (const { due } of this.#superseded.values()) next = Math.min(next ?? due, due);
     return next;
   }
@@ -362,44 +384,88 @@ export class Broker {
     return [...this.#superseded].filter(([, s]) => s.due <= now).map(([key]) => key);
   }
 
+  /** Stages `r` for `key`: the later second, and an expiry only while every one has one. */
+  #stageRevocation(key: string, r: StagedRevocation): void {
+    const had = this.#revocations.get(key);
+    const at = Math.max(r.at, had?.at ?? 0);
+    const expiresAt =
+      r.expiresAt === undefined || (had !== undefined && had.expiresAt === undefined)
+        ? undefined
+        : Math.max(r.expiresAt, had?.expiresAt ?? 0);
+    this.#revocations.set(key, expiresAt === undefined ? { at } : { at, expiresAt });
+  }
+
+  /** Accounts mode: pushes the revocations; with onUpdateDeferred, a failed push waits. */
+  async #pushRevocations(
+    accounts: AccountAuthority,
+    staged: ReadonlyMap<string, StagedRevocation>,
+    call: { readonly signal?: AbortSignal },
+  ): Promise<void> {
+    const revocations: Record<string, number> = {};
+    const expires: Record<string, number> = {};
+    for (const [key, r] of staged) {
+      revocations[key] = r.at;
+      if (r.expiresAt !== undefined) expires[key] = r.expiresAt;
+    }
+    try {
+      const started = performance.now();
+      await accounts.revoke(revocations, { ...call, expires });
+      const n = staged.size;
+      const ms = Math.round(performance.now() - started);
+      this.commitNote = n === 0 ? "" : `, ${n} revoked (account update ${ms} ms)`;
+      this.#updateRetryAt = undefined;
+      this.#updateRetryMs = 0;
+    } catch (error) {
+      const defer = this.#options.onUpdateDeferred;
+      if (defer === undefined || !isMeshError(error, ErrorCode.ACCOUNT_UPDATE_FAILED)) throw error;
+      for (const [key, r] of staged) this.#stageRevocation(key, r);
+      this.#dirty = true;
+      this.#updateRetryMs = Math.min(UPDATE_RETRY_MAX_MS, Math.max(1_000, this.#updateRetryMs * 2));
+      this.#updateRetryAt = this.#now().getTime() + this.#updateRetryMs;
+      this.commitNote = ", account update deferred";
+      defer(error, this.#updateRetryMs);
+    }
+  }
+
   /**
    * Applies what is staged: keeps the file, reloads the bus with the full list, then writes and
    * deletes grants. Nothing staged: nothing is done (no reload).
    */
   async commit(options: { readonly signal?: AbortSignal } = {}): Promise<boolean> {
     for (const key of this.#dueSuperseded()) {
-      const before = this.#superseded.get(key)?.before ?? 0;
-      this.#revocations.set(key, Math.max(before, this.#revocations.get(key) ?? 0));
+      this.#stageRevocation(key, { at: this.#superseded.get(key)?.before ?? 0 });
       this.#superseded.delete(key);
       this.#dirty = true;
     }
     if (!this.#dirty) return false;
     const changed = [...this.#changed];
     const revoked = [...this.#revoked];
-    const revocations = Object.fromEntries(this.#revocations);
+    const revocations = new Map(this.#revocations);
+    const unsaved = [...this.#unsaved];
+    this.#unsaved.clear();
     this.#dirty = false;
     this.#changed.clear();
     this.#revoked.clear();
     this.#revocations.clear();
     const call = options.signal === undefined ? {} : { signal: options.signal };
     try {
-      await writeJsonFile(this.#path, {
-        version: 1,
-        users: [...this.#users.values()].sort((a, b) => (a.user < b.user ? -1 : 1)),
-      });
+      await this.#file.save(
+        unsaved.flatMap((u) => this.#users.get(u) ?? []),
+        unsaved.filter((u) => !this.#users.has(u)),
+      );
       if (this.#options.accounts !== undefined) {
-        await this.#options.accounts.revoke(revocations, call);
+        await this.#pushRevocations(this.#options.accounts, revocations, call);
       } else if (this.#options.shared === undefined) {
         await this.#options.sink?.setUsers(await this.serverUsers(), call);
+        this.commitNote = ", bus reloaded";
       }
     } catch (error) {
       // Staged again, so the next commit retries it.
       this.#dirty = true;
+      for (const u of unsaved) this.#unsaved.add(u);
       for (const u of changed) if (this.#users.has(u)) this.#changed.add(u);
       for (const u of revoked) this.#revoked.add(u);
-      for (const [k, at] of Object.entries(revocations)) {
-        this.#revocations.set(k, Math.max(at, this.#revocations.get(k) ?? 0));
-      }
+      for (const [key, r] of revocations) this.#stageRevocation(key, r);
       throw error;
     }
     const grants = this.#options.grants;
@@ -418,67 +484,4 @@ export class Broker {
     }
     return true;
   }
-}
-
-/** The users a broker issued, as kept in its file; none when there is no file yet. */
-async function readIssuedUsers(path: string): Promise<IssuedUser[]> {
-  const raw = await readJsonFile(path);
-  if (raw === undefined) return [];
-  const parsed = UsersFile.safeParse(raw);
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_VALUE,
-      `${path} is not a users file this controller wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); restore it from a backup, or move it away to issue every credential again`,
-      { path },
-    );
-  }
-  return parsed.data.users;
-}
-
-/**
- * The users a bus started on `controllerDir`'s mesh must know from its first second: `statics`
- * (mesh up's principals) and every user the broker issued and kept. Starting the bus with the
- * statics alone would refuse every host, runtime and module until the controller reloads
- * (issue 15: a refused login in that window left processes disconnected for good).
- */
-export async function serverUsersOnDisk(
-  controllerDir: string,
-  statics: readonly ServerUser[],
-): Promise<ServerUser[]> {
-  return withIssued(statics, await readIssuedUsers(join(controllerDir, BROKER_USERS_FILE)));
-}
-
-/** The static users, then the issued ones by name (a static user of the same name wins). */
-function withIssued(statics: readonly ServerUser[], issued: readonly IssuedUser[]): ServerUser[] {
-  const names = new Set(statics.map((u) => u.user));
-  const rest = issued
-    .filter((u): u is IssuedUser & { passwordHash: string } => u.passwordHash !== undefined)
-    .filter((u) => !names.has(u.user))
-    .sort((a, b) => (a.user < b.user ? -1 : 1))
-    .map((u) => ({ user: u.user, passwordHash: u.passwordHash, permissions: u.permissions }));
-  return [...statics, ...rest];
-}
-
-/** Reads mesh up's users list (`<root>/users.json`): the static users the broker keeps. */
-export async function readStaticUsers(path: string): Promise<ServerUser[]> {
-  const raw = await readJsonFile(path);
-  const parsed = z
-    .object({
-      users: z.array(
-        z.object({ user: z.string(), passwordHash: z.string(), permissions: Permissions }),
-      ),
-    })
-    .safeParse(raw);
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_VALUE,
-      `${path} is not the users list mesh up writes (${raw === undefined ? "there is no file" : (parsed.error.issues[0]?.message ?? "bad shape")}); start the controller with the --root of a mesh that is up`,
-      { path },
-    );
-  }
-  return parsed.data.users.map((u) => ({
-    user: u.user,
-    passwordHash: u.passwordHash,
-    permissions: u.permissions,
-  }));
 }

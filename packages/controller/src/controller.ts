@@ -38,7 +38,7 @@ import {
   type SayCondition,
   type Served,
 } from "@mesh/bus";
-import { Broker, PrincipalKind, principalUser, sharedLoginOf } from "./broker.js";
+import { Broker, PrincipalKind, principalUser, sayDeferred, sharedLoginOf } from "./broker.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
@@ -116,7 +116,7 @@ export class Controller implements AsyncDisposable {
             ...(options.sink === undefined ? {} : { sink: options.sink }),
             ...(options.staticUsers === undefined ? {} : { staticUsers: options.staticUsers }),
           }
-        : { accounts: options.accounts }),
+        : { accounts: options.accounts, onUpdateDeferred: sayDeferred(options.log) }),
       servers: options.servers ?? credential.servers,
       ...(options.sharedLogin === true ? { shared: sharedLoginOf(credential) } : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
@@ -339,7 +339,7 @@ export class Controller implements AsyncDisposable {
     this.passes += 1;
     const report: PassReport = { nodes, written, refused, reloaded };
     this.#options.log?.(
-      `controller: pass ${this.passes}: ${nodes.length} node(s), ${written.length} written, ${refused.length} refused${reloaded ? ", bus reloaded" : ""} in ${Math.round(performance.now() - started)} ms`,
+      `controller: pass ${this.passes}: ${nodes.length} node(s), ${written.length} written, ${refused.length} refused${reloaded ? this.broker.commitNote : ""} in ${Math.round(performance.now() - started)} ms`,
     );
     for (const listener of this.#passListeners) listener(report);
   }

@@ -73,28 +73,31 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
     waitForBus: true,
     signal: options.signal,
   });
+  let accounts: AccountAuthority | undefined;
   try {
     // The bus as mesh up started it decides the mode: a users list, or the mesh's accounts.
     const auth =
       options.sharedLogin === true ? AuthMode.users : (await readServerBase(paths.bus)).auth;
     const { credential } = bus;
+    accounts =
+      options.sharedLogin !== true && auth === AuthMode.accounts
+        ? await AccountAuthority.open({
+            keysPath: join(paths.accounts, AccountFiles.keys),
+            revocationsPath: join(paths.accounts, AccountFiles.revocations),
+            servers: credential.servers,
+            ...(credential.fingerprint === undefined
+              ? {}
+              : { fingerprint: credential.fingerprint }),
+            ...(credential.ca === undefined ? {} : { ca: credential.ca }),
+          })
+        : undefined;
     const controller = await Controller.create({
       bus,
       dir: paths.dir,
       ...(options.sharedLogin === true
         ? { sharedLogin: true }
-        : auth === AuthMode.accounts
-          ? {
-              accounts: await AccountAuthority.open({
-                keysPath: join(paths.accounts, AccountFiles.keys),
-                revocationsPath: join(paths.accounts, AccountFiles.revocations),
-                servers: credential.servers,
-                ...(credential.fingerprint === undefined
-                  ? {}
-                  : { fingerprint: credential.fingerprint }),
-                ...(credential.ca === undefined ? {} : { ca: credential.ca }),
-              }),
-            }
+        : accounts !== undefined
+          ? { accounts }
           : {
               sink: serverFolderSink(paths.bus),
               staticUsers: () => readStaticUsers(paths.users),
@@ -111,6 +114,7 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
       );
     }
   } finally {
+    await accounts?.close();
     await bus.close().catch(() => undefined);
   }
 }

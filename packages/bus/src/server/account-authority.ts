@@ -13,11 +13,17 @@ import {
   meshAccountJwt,
   publicKeyOf,
   readAccountKeys,
-  readRevocations,
   systemUser,
   writeSecretJson,
   type AccountKeys,
 } from "./accounts.js";
+import {
+  REVOCATION_PRUNE_MARGIN_S,
+  addRevocation,
+  pruneRevocations,
+  readRevocationList,
+  type RevocationList,
+} from "./revocations.js";
 
 /** Where accounts mode keeps its files, in `mesh up`'s root: `<root>/accounts/…`. */
 export const AccountFiles = {
@@ -34,19 +40,23 @@ export interface AccountAuthorityOptions {
   readonly ca?: string;
   /** How long the server may take to answer an update; default 10 s. */
   readonly timeoutMs?: number;
+  /** How long past its last expiry a revocation is kept ({@link REVOCATION_PRUNE_MARGIN_S}). */
+  readonly pruneMarginS?: number;
 }
 
 export class AccountAuthority {
   readonly #options: AccountAuthorityOptions;
   readonly #keys: AccountKeys;
-  readonly #revocations: Record<string, number>;
+  readonly #revocations: RevocationList;
+  /** The system user's connection the updates go on, kept between them; made when first needed. */
+  #system: Promise<MeshBus> | undefined;
   /** How many account updates were pushed; a test checks a pass pushes at most one. */
   updatesPushed = 0;
 
   private constructor(
     options: AccountAuthorityOptions,
     keys: AccountKeys,
-    revocations: Record<string, number>,
+    revocations: RevocationList,
   ) {
     this.#options = options;
     this.#keys = keys;
@@ -62,7 +72,7 @@ export class AccountAuthority {
         { path: options.keysPath },
       );
     }
-    return new AccountAuthority(options, keys, await readRevocations(options.revocationsPath));
+    return new AccountAuthority(options, keys, await readRevocationList(options.revocationsPath));
   }
 
   /** The mesh account's public key. */
@@ -82,56 +92,102 @@ export class AccountAuthority {
 
   /** Whether `publicKey`'s JWTs issued at `issuedAt` (unix seconds) are revoked. */
   isRevoked(publicKey: string, issuedAt: number): boolean {
-    const at = this.#revocations[publicKey];
+    const at = this.#revocations.revocations[publicKey];
     return at !== undefined && issuedAt <= at;
   }
 
+  /** The revocations the account JWT carries now. */
+  get revocations(): Readonly<Record<string, number>> {
+    return { ...this.#revocations.revocations };
+  }
+
   /**
-   * Revokes every JWT of each key issued at or before its second, keeps the list, and pushes
-   * the account JWT with it to the bus. Resolves once the server says it took it.
+   * Revokes every JWT of each key issued at or before its second, drops the revocations that
+   * no longer matter, keeps the list, and pushes the account JWT with it to the bus. Resolves
+   * once the server says it took it. `expires`: for keys whose JWTs all carry an expiry, the
+   * last of them (unix seconds); the revocation is pruned some time after it.
    */
   async revoke(
     entries: Readonly<Record<string, number>>,
-    options: { readonly signal?: AbortSignal } = {},
+    options: {
+      readonly signal?: AbortSignal;
+      readonly expires?: Readonly<Record<string, number>>;
+    } = {},
   ): Promise<void> {
     if (Object.keys(entries).length === 0) return;
     for (const [key, at] of Object.entries(entries)) {
-      this.#revocations[key] = Math.max(at, this.#revocations[key] ?? 0);
+      addRevocation(this.#revocations, key, at, options.expires?.[key]);
     }
-    await writeSecretJson(this.#options.revocationsPath, { revocations: this.#revocations });
-    await this.push(options);
+    pruneRevocations(
+      this.#revocations,
+      Math.floor(Date.now() / 1000),
+      this.#options.pruneMarginS ?? REVOCATION_PRUNE_MARGIN_S,
+    );
+    await writeSecretJson(this.#options.revocationsPath, this.#revocations);
+    await this.push(options.signal === undefined ? {} : { signal: options.signal });
   }
 
-  /** Pushes the account JWT as the revocations stand now. */
+  /**
+   * Pushes the account JWT as the revocations stand now, on the system user's connection (kept:
+   * a connection per update cost a login, an nkey signature in pure JavaScript, each time).
+   */
   async push(options: { readonly signal?: AbortSignal } = {}): Promise<void> {
-    const jwt = await meshAccountJwt(this.#keys, this.#revocations);
-    await pushAccountJwt({
-      ...this.#options,
-      keys: this.#keys,
-      jwt,
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-    });
+    if (options.signal?.aborted === true) {
+      throw new MeshError(ErrorCode.ABORTED, "the mesh account's update was aborted", {
+        cause: options.signal.reason,
+      });
+    }
+    const jwt = await meshAccountJwt(this.#keys, this.#revocations.revocations);
+    // Kept past this call, so not bound to its signal; connecting gives up after the timeout.
+    this.#system ??= connectSystemUser({ ...this.#options, keys: this.#keys });
+    const system = this.#system;
+    try {
+      await requestUpdate(await system, this.#keys, jwt, this.#options.timeoutMs);
+    } catch (error) {
+      // The next update connects again: this connection may be what failed.
+      if (this.#system === system) this.#system = undefined;
+      void system.then((bus) => bus.close()).catch(() => undefined);
+      throw error;
+    }
     this.updatesPushed += 1;
   }
+
+  /** Closes the system user's connection; closing twice is harmless. */
+  async close(): Promise<void> {
+    const system = this.#system;
+    this.#system = undefined;
+    await system?.then((bus) => bus.close()).catch(() => undefined);
+  }
+}
+
+interface UpdateTarget {
+  readonly servers: readonly string[];
+  readonly keys: AccountKeys;
+  readonly fingerprint?: string;
+  readonly ca?: string;
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
 }
 
 /**
  * Sends an account JWT on `$SYS.REQ.ACCOUNT.<account>.CLAIMS.UPDATE` as a system user and waits
  * for the server's verdict (`{"data":{"code":200,…}}`, or `{"error":{…}}`).
  */
-export async function pushAccountJwt(options: {
-  readonly servers: readonly string[];
-  readonly keys: AccountKeys;
-  readonly jwt: string;
-  readonly fingerprint?: string;
-  readonly ca?: string;
-  readonly timeoutMs?: number;
-  readonly signal?: AbortSignal;
-}): Promise<void> {
-  const account = publicKeyOf(options.keys.account);
+export async function pushAccountJwt(
+  options: UpdateTarget & { readonly jwt: string },
+): Promise<void> {
+  const bus = await connectSystemUser(options);
+  try {
+    await requestUpdate(bus, options.keys, options.jwt, options.timeoutMs);
+  } finally {
+    await bus.close().catch(() => undefined);
+  }
+}
+
+/** A connection as a system-account user that may send account updates. */
+async function connectSystemUser(options: UpdateTarget): Promise<MeshBus> {
   const system = await systemUser(options.keys);
-  const subject = `$SYS.REQ.ACCOUNT.${account}.CLAIMS.UPDATE`;
-  const bus = await MeshBus.connect(
+  return MeshBus.connect(
     {
       servers: [...options.servers],
       user: "mesh-system",
@@ -155,10 +211,23 @@ export async function pushAccountJwt(options: {
       { cause: error },
     );
   });
+}
+
+/**
+ * Sends `jwt` on `$SYS.REQ.ACCOUNT.<account>.CLAIMS.UPDATE` and waits for the server's verdict
+ * (`{"data":{"code":200,…}}`, or `{"error":{…}}`).
+ */
+async function requestUpdate(
+  bus: MeshBus,
+  keys: AccountKeys,
+  jwt: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const subject = `$SYS.REQ.ACCOUNT.${publicKeyOf(keys.account)}.CLAIMS.UPDATE`;
   let answer: string;
   try {
-    const reply = await natsOf(bus).nc.request(subject, new TextEncoder().encode(options.jwt), {
-      timeout: options.timeoutMs ?? 10_000,
+    const reply = await natsOf(bus).nc.request(subject, new TextEncoder().encode(jwt), {
+      timeout: timeoutMs,
     });
     answer = reply.string();
   } catch (error) {
@@ -167,8 +236,6 @@ export async function pushAccountJwt(options: {
       `the bus did not answer the mesh account's update on ${subject} (${(error as Error).message}); revoked credentials connect until it does — check that the bus runs with the mesh's operator`,
       { cause: error },
     );
-  } finally {
-    await bus.close().catch(() => undefined);
   }
   const verdict = parseVerdict(answer);
   if (verdict.code !== 200) {

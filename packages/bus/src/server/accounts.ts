@@ -23,6 +23,9 @@ import { writeFileAtomic } from "../kit/atomic-file.js";
 import { KeyRole, newKey, nodeKeyPair, type SigningKeyPair } from "./nkey-codec.js";
 import { z } from "zod";
 import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/protocol";
+import type { Revocations } from "./revocations.js";
+
+export type { Revocations } from "./revocations.js";
 
 /** The mesh's nkey seeds (`SO…`, `SA…`); whoever holds them can issue any user. */
 export const AccountKeys = z
@@ -35,9 +38,6 @@ export const AccountKeys = z
   })
   .strict();
 export type AccountKeys = z.infer<typeof AccountKeys>;
-
-/** Revoked user keys: a user JWT issued at or before the second given no longer connects. */
-export type Revocations = Readonly<Record<string, number>>;
 
 /** What the server's config needs in accounts mode. */
 export interface ServerAccounts {
@@ -217,21 +217,6 @@ export async function readAccountKeys(path: string): Promise<AccountKeys | undef
     );
   }
   return parsed.data;
-}
-
-/** The revocations kept beside the keys; none when there is no file yet. */
-export async function readRevocations(path: string): Promise<Record<string, number>> {
-  const raw = await readJsonIfThere(path);
-  if (raw === undefined) return {};
-  const parsed = z.object({ revocations: z.record(z.string(), z.number().int()) }).safeParse(raw);
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_VALUE,
-      `${path} is not the revocations file the controller writes; restore it from a backup`,
-      { path },
-    );
-  }
-  return parsed.data.revocations;
 }
 
 /** Writes a JSON file with mode 0600, atomically (the kit's write: fsynced file and folder). */

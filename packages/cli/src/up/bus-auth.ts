@@ -10,7 +10,9 @@ import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
 import {
   AccountFiles,
   AuthMode,
+  addRevocation,
   ensureAccountKeys,
+  readRevocationList,
   readRevocations,
   serverAccounts,
   writeSecretJson,
@@ -73,11 +75,9 @@ export async function busAuth(
   const revocationsPath = join(dir, AccountFiles.revocations);
   const signed = await ensureSignedPrincipals(paths, { ...options, keys });
   if (Object.keys(signed.revocations).length > 0) {
-    const revocations = await readRevocations(revocationsPath);
-    for (const [key, at] of Object.entries(signed.revocations)) {
-      revocations[key] = Math.max(at, revocations[key] ?? 0);
-    }
-    await writeSecretJson(revocationsPath, { revocations });
+    const list = await readRevocationList(revocationsPath);
+    for (const [key, at] of Object.entries(signed.revocations)) addRevocation(list, key, at);
+    await writeSecretJson(revocationsPath, list);
   }
   return {
     credentials: signed.credentials,
