@@ -1,7 +1,8 @@
 /**
  * A real three-server JetStream cluster for tests (docs/nats.md §5): each server a child
  * process on its own client and route ports and its own store, routes between all of them, the
- * same users on each. A test kills a server with SIGKILL and starts it again on the same folder.
+ * same users (or the same operator and accounts) on each. A test kills a server with SIGKILL
+ * and starts it again on the same folder.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Credential } from "@mesh/protocol";
 import { EmbeddedServer } from "../server/embedded-server.js";
+import type { ServerAccounts } from "../server/accounts.js";
 import type { NatsServerBinary } from "../server/find-server.js";
 import type { ServerTls, ServerUser } from "../server/server-config.js";
 import { freePort, hashUsers, type TestUser } from "./harness.js";
@@ -20,6 +22,11 @@ export interface TestClusterOptions {
   readonly binary?: NatsServerBinary;
   /** Clients and routes over TLS with this certificate (its own authority for the routes). */
   readonly tls?: ServerTls;
+  /**
+   * Accounts mode (decision 0080): every server trusts this operator and keeps the accounts in
+   * its full resolver; `users` and `admin` are then not used (sign users with the account keys).
+   */
+  readonly accounts?: ServerAccounts;
 }
 
 export interface TestCluster extends AsyncDisposable {
@@ -57,7 +64,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     EmbeddedServer.start({
       dir: join(dir, `s${index + 1}`),
       port: ports[index] ?? 0,
-      users: list,
+      ...(options.accounts === undefined ? { users: list } : { accounts: options.accounts }),
       serverName: `mesh-test-s${index + 1}`,
       cluster: {
         name: "mesh-test",
