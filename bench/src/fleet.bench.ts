@@ -10,7 +10,12 @@
  *   healthy; the controller's and the assigner's passes meanwhile (from their logs);
  * - bus messages per node per minute at rest (heartbeats, watches' idle heartbeats), counted on
  *   the simulated nodes' own connections;
- * - `mesh status` and `mesh status --json`: time and size of what they print.
+ * - `mesh status` and `mesh status --json`: time and size of what they print; the view's first
+ *   paint (its state and first grid page answered);
+ * - the broker: a join-token ask (one user signed and kept) and each account update
+ *   (revocations) the controller logs, early and late in the joins; the controller's pass time
+ *   per node while joining, early and late;
+ * - the longest run of joins in a row that all succeeded.
  *
  *   npm run build && npm run bench -- fleet                      # N = 100
  *   BENCH_FLEET_N=1000 npm run bench -- fleet                    # N = 1,000 (long)
@@ -110,7 +115,11 @@ async function mesh(
 interface Joined {
   readonly sims: SimNode[];
   readonly ms: number[];
+  /** The join-token asks alone: the broker signs a join user and keeps it. */
+  readonly tokenMs: number[];
   readonly failures: string[];
+  /** The longest run of joins, in the order they began, that all succeeded. */
+  readonly longestRun: number;
   readonly wallMs: number;
 }
 
@@ -118,7 +127,9 @@ interface Joined {
 async function joinFleet(operator: MeshBus, url: string): Promise<Joined> {
   const sims: SimNode[] = [];
   const ms: number[] = [];
+  const tokenMs: number[] = [];
   const failures: string[] = [];
+  const ok: boolean[] = [];
   let next = 0;
   const started = Date.now();
   const worker = async (): Promise<void> => {
@@ -128,28 +139,85 @@ async function joinFleet(operator: MeshBus, url: string): Promise<Joined> {
       const t = performance.now();
       try {
         const { token } = await askJoinToken(operator, {}, { timeoutMs: 300_000 });
+        tokenMs.push(performance.now() - t);
         sims.push(await SimNode.join({ servers: [url], token, node, heartbeatMs: HEARTBEAT_MS }));
         ms.push(performance.now() - t);
+        ok[i] = true;
       } catch (error) {
         failures.push(`${node}: ${(error as Error).message}`);
+        ok[i] = false;
       }
       if ((i + 1) % Math.max(1, Math.round(N / 10)) === 0)
         console.error(`  joined ${sims.length} of ${i + 1} in ${Date.now() - started} ms`);
     }
   };
   await Promise.all(Array.from({ length: AT_ONCE }, worker));
-  return { sims, ms, failures, wallMs: Date.now() - started };
+  let run = 0;
+  let longestRun = 0;
+  for (const o of ok) {
+    run = o === true ? run + 1 : 0;
+    longestRun = Math.max(longestRun, run);
+  }
+  return { sims, ms, tokenMs, failures, longestRun, wallMs: Date.now() - started };
 }
 
 /** The passes the controller and the assigner logged since `from` (their log lines). */
 async function passesSince(root: string, name: string, from: number): Promise<number[]> {
+  return (await passLines(root, name, from)).map((p) => p.ms);
+}
+
+/** Each pass logged since `from`: its time, how many nodes it took, its account update's time. */
+async function passLines(
+  root: string,
+  name: string,
+  from: number,
+): Promise<Array<{ ms: number; nodes: number; updateMs?: number }>> {
   const text = await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "");
-  const out: number[] = [];
+  const out: Array<{ ms: number; nodes: number; updateMs?: number }> = [];
   for (const l of text.slice(from).split("\n")) {
     const m = / in (\d+) ms$/.exec(l);
-    if (m !== null && /pass \d+:/.test(l)) out.push(Number(m[1]));
+    if (m === null || !/pass \d+:/.test(l)) continue;
+    const nodes = Number(/: (\d+) node/.exec(l)?.[1] ?? Number.NaN);
+    const update = /account update (\d+) ms/.exec(l)?.[1];
+    out.push({
+      ms: Number(m[1]),
+      nodes,
+      ...(update === undefined ? {} : { updateMs: Number(update) }),
+    });
   }
   return out;
+}
+
+/** The controller's passes while the fleet joined: early and late, and the account updates. */
+async function joinPasses(root: string, flush: { what: string; value: number }): Promise<void> {
+  const passes = (await passLines(root, "controller", 0)).filter((p) => p.nodes < 50);
+  const tenth = Math.max(1, Math.floor(passes.length / 10));
+  const perNode = (ps: typeof passes) =>
+    quantile(
+      ps.map((p) => p.ms / Math.max(1, p.nodes)),
+      0.5,
+    );
+  console.log(
+    `  controller passes while joining: ${passes.length}; per node of a pass, p50: first tenth ${perNode(passes.slice(0, tenth)).toFixed(1)} ms, last tenth ${perNode(passes.slice(-tenth)).toFixed(1)} ms`,
+  );
+  const updates = passes.flatMap((p) => (p.updateMs === undefined ? [] : [p.updateMs]));
+  const uTenth = Math.max(1, Math.floor(updates.length / 10));
+  console.log(
+    line(
+      "broker revoke (one account update), first tenth p50",
+      quantile(updates.slice(0, uTenth), 0.5),
+      "ms",
+      flush,
+    ),
+  );
+  console.log(
+    line(
+      "broker revoke (one account update), last tenth p50",
+      quantile(updates.slice(-uTenth), 0.5),
+      "ms",
+      flush,
+    ),
+  );
 }
 
 const logSize = async (root: string, name: string): Promise<number> =>
@@ -241,11 +309,58 @@ async function atRest(sims: readonly SimNode[]): Promise<void> {
   console.log(line("bus messages per node per minute at rest", perNode, "msgs", heartbeat));
 }
 
+/**
+ * The view's first paint: from `mesh view` starting to its page's state and first grid page
+ * answered (what a page fetches before it can draw), and how many bytes they are.
+ */
+async function viewFirstPaint(root: string, base: { what: string; value: number }): Promise<void> {
+  const runs: Array<{ ms: number; bytes: number }> = [];
+  for (let i = 0; i < 3; i++) {
+    const start = performance.now();
+    const child = spawn(process.execPath, [CLI, "view", "--json", "--root", root], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        child.stdout.setEncoding("utf8");
+        child.stdout.on("data", (chunk: string) => {
+          out += chunk;
+          const m = /"url":\s*"([^"]+)"/.exec(out);
+          if (m?.[1] !== undefined) resolve(m[1]);
+        });
+        child.once("exit", (code) => reject(new Error(`mesh view exited ${String(code)}`)));
+      });
+      const at = (path: string) => {
+        const u = new URL(url);
+        const [pathname, query] = path.split("?");
+        u.pathname = pathname ?? "/";
+        for (const [k, v] of new URLSearchParams(query ?? "")) u.searchParams.set(k, v);
+        return fetch(u).then((r) => r.text());
+      };
+      const [state, grid] = await Promise.all([at("/api/state"), at("/api/grid?from=0&count=50")]);
+      runs.push({ ms: performance.now() - start, bytes: state.length + grid.length });
+    } finally {
+      child.kill("SIGINT");
+      await new Promise((r) => child.once("close", r));
+    }
+  }
+  const p50 = quantile(
+    runs.map((r) => r.ms),
+    0.5,
+  );
+  console.log(
+    line("the view's first paint (start + state + first grid page), p50 of 3", p50, "ms", base),
+  );
+  console.log(`  first paint bytes: ${runs[0]?.bytes ?? 0}`);
+}
+
 /** `mesh status` and `--json`: the time each takes and the size of what it prints. */
 async function statusFigures(root: string): Promise<void> {
   const bare: number[] = [];
   for (let i = 0; i < 3; i++) bare.push((await mesh(root, ["--version"])).ms);
   const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
+  await viewFirstPaint(root, base);
   for (const args of [["status"], ["status", "--json"]]) {
     const runs: Array<{ ms: number; out: string }> = [];
     for (let i = 0; i < 3; i++) runs.push(await mesh(root, args));
@@ -275,7 +390,25 @@ async function main(): Promise<void> {
       `nodes: ${joined.sims.length} of ${N} joined, ${joined.failures.length} failed, ${AT_ONCE} at once`,
     );
     for (const f of joined.failures.slice(0, 5)) console.log(`  failed: ${f}`);
+    console.log(`  the longest run of joins in a row that all succeeded: ${joined.longestRun}`);
     console.log(line("join throughput", (joined.sims.length * 1000) / joined.wallMs, "joins/s"));
+    const tenthT = Math.max(1, Math.floor(joined.tokenMs.length / 10));
+    console.log(
+      line(
+        "broker issue (a join-token ask: one user signed and kept), first tenth p50",
+        quantile(joined.tokenMs.slice(0, tenthT), 0.5),
+        "ms",
+        flush,
+      ),
+    );
+    console.log(
+      line(
+        "broker issue (a join-token ask: one user signed and kept), last tenth p50",
+        quantile(joined.tokenMs.slice(-tenthT), 0.5),
+        "ms",
+        flush,
+      ),
+    );
     const tenth = Math.max(1, Math.floor(joined.ms.length / 10));
     console.log(
       line(
@@ -298,6 +431,7 @@ async function main(): Promise<void> {
       900_000,
       "node-tools on every node",
     );
+    await joinPasses(root, flush);
     await assignEverywhere(root, report.credentials.operator, sims);
     await atRest(sims);
     await statusFigures(root);
