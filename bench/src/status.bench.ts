@@ -1,0 +1,183 @@
+/**
+ * `mesh status` and the view against a big fleet's real bucket entries (issue 13): a test
+ * nats-server holding, for N nodes × M modules (default 10,000 × 20), a presence per node and a
+ * want and a have per cell, each module assigned everywhere with its registration — every
+ * entry written through the bus, as the assigner and the hosts write them. Measured, against
+ * the CLI's start (`mesh --version`) in the same run: `mesh status`, `mesh status --json`, and
+ * the view's first paint (`mesh view` up, its page's state and first grid page answered), with
+ * the size of what each printed or sent.
+ *
+ *   npm run build && npm run bench -- status
+ *   BENCH_STATUS_NODES=1000 BENCH_STATUS_MODULES=5 npm run bench -- status   # a small one
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { credentialFor, startTestServer } from "@mesh/bus/testing";
+import { operatorGrant } from "@mesh/core";
+import { Bucket, Principal } from "@mesh/protocol";
+import { line, quantile } from "./measure.js";
+
+const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
+const NODES = Number(process.env["BENCH_STATUS_NODES"] ?? 10_000);
+const MODULES = Number(process.env["BENCH_STATUS_MODULES"] ?? 20);
+const HUB = "hub";
+const RUNS = 3;
+
+/** Runs the CLI; what it printed and how long it took (to its exit). */
+async function mesh(args: readonly string[]): Promise<{ ms: number; out: string; code: number }> {
+  const start = performance.now();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "ignore"] });
+  let out = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (out += chunk));
+  const code = await new Promise<number>((r) => child.once("close", (c) => r(c ?? -1)));
+  return { ms: performance.now() - start, out, code };
+}
+
+/** Writes the fleet: presence, and a want and a have per cell, 2,000 puts at a time. */
+async function fill(admin: MeshBus): Promise<number> {
+  const at = new Date().toISOString();
+  const modules = Array.from({ length: MODULES }, (_, i) => `m${String(i).padStart(2, "0")}`);
+  const by = { by: "ada", at };
+  const registrations = await KvBucket.open(admin, Bucket.modules);
+  const assignments = await KvBucket.open(admin, Bucket.assignments);
+  for (const module of modules) {
+    await registrations.put(module, { module, source: { kind: "directory", path: "/src" }, ...by });
+    await assignments.put(`all.${module}`, by);
+  }
+  const presence = await KvBucket.open(admin, Bucket.presence);
+  const wants = await KvBucket.open(admin, Bucket.wants);
+  const have = await KvBucket.open(admin, Bucket.have);
+  const build = "1-0123abcd";
+  const puts: Array<() => Promise<unknown>> = [];
+  for (let i = 0; i < NODES; i++) {
+    const node = `n${String(i).padStart(5, "0")}`;
+    puts.push(() =>
+      presence.put(node, {
+        node,
+        facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
+        publicKey: "k",
+        heartbeat: at,
+      }),
+    );
+    for (const module of modules) {
+      const key = `${node}.${module}`;
+      puts.push(() =>
+        wants.put(key, {
+          build,
+          manifestDigest: "d".repeat(64),
+          fingerprint: "f".repeat(16),
+          rule: "newest",
+          reason: `the build of ${module}'s newest candidate (1)`,
+        }),
+      );
+      puts.push(() =>
+        have.put(key, {
+          build,
+          fingerprint: "f".repeat(16),
+          health: i % 97 === 0 ? "failing" : "healthy",
+          since: at,
+          restarts: 0,
+        }),
+      );
+    }
+  }
+  for (let i = 0; i < puts.length; i += 2_000) {
+    await Promise.all(puts.slice(i, i + 2_000).map((put) => put()));
+  }
+  return puts.length + 2 * modules.length;
+}
+
+/** The view's first paint: `mesh view` up, then its state and first grid page answered. */
+async function viewFirstPaint(credential: string): Promise<{ ms: number; bytes: number }> {
+  const start = performance.now();
+  const child = spawn(process.execPath, [CLI, "view", "--json", "--credential", credential], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => {
+        out += chunk;
+        const m = /"url":\s*"([^"]+)"/.exec(out);
+        if (m?.[1] !== undefined) resolve(m[1]);
+      });
+      child.once("exit", (code) => reject(new Error(`mesh view exited ${String(code)}`)));
+    });
+    const get = (path: string, query: Record<string, string> = {}) => {
+      const u = new URL(url);
+      u.pathname = path;
+      for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+      return fetch(u).then((r) => r.text());
+    };
+    const [state, grid] = await Promise.all([
+      get("/api/state"),
+      get("/api/grid", { from: "0", count: "50" }),
+    ]);
+    return { ms: performance.now() - start, bytes: state.length + grid.length };
+  } finally {
+    child.kill("SIGINT");
+    await new Promise((r) => child.once("close", r));
+  }
+}
+
+async function main(): Promise<void> {
+  const server = await startTestServer({
+    users: [
+      { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
+    ],
+  });
+  const dir = await mkdtemp(join(tmpdir(), "mesh-bench-status-"));
+  try {
+    await using admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: HUB, module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const started = performance.now();
+    const entries = await fill(admin);
+    console.log(
+      `${NODES} nodes × ${MODULES} modules: ${entries} bucket entries written in ${Math.round(performance.now() - started)} ms`,
+    );
+    const credential = join(dir, "operator.json");
+    await writeCredential(
+      credential,
+      credentialFor(
+        server,
+        { user: "operator", password: "operator-pw" },
+        { node: HUB, module: Principal.operator },
+      ),
+    );
+    const bare: number[] = [];
+    for (let i = 0; i < RUNS; i++) bare.push((await mesh(["--version"])).ms);
+    const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
+    for (const args of [["status"], ["status", "--json"]]) {
+      const runs: Array<{ ms: number; out: string; code: number }> = [];
+      for (let i = 0; i < RUNS; i++) runs.push(await mesh([...args, "--credential", credential]));
+      if (runs.some((r) => r.code !== 0)) throw new Error(`mesh ${args.join(" ")} failed`);
+      const p50 = quantile(
+        runs.map((r) => r.ms),
+        0.5,
+      );
+      console.log(line(`mesh ${args.join(" ")}, p50 of ${RUNS}`, p50, "ms", base));
+      console.log(`  printed ${runs[0]?.out.length ?? 0} bytes`);
+    }
+    const paints: Array<{ ms: number; bytes: number }> = [];
+    for (let i = 0; i < RUNS; i++) paints.push(await viewFirstPaint(credential));
+    const p50 = quantile(
+      paints.map((p) => p.ms),
+      0.5,
+    );
+    console.log(line(`the view's first paint, p50 of ${RUNS}`, p50, "ms", base));
+    console.log(`  state + first grid page: ${paints[0]?.bytes ?? 0} bytes`);
+  } finally {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
