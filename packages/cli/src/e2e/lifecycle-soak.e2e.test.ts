@@ -149,10 +149,9 @@ function check(model: SoakModel, report: StatusReport, history: readonly string[
 async function twice(m: DemoMesh): Promise<string[]> {
   const counts = new Map<string, number>();
   for (const p of await m.processes()) {
+    // The runtime's standby (booted ahead to take over) is a kind of its own: runtime-standby.
     let what: string = p.kind;
     const env = (await readFile(`/proc/${p.pid}/environ`, "utf8").catch(() => "")).split("\0");
-    // The runtime's standby (booted ahead to take over on a crash) is one more of its own kind.
-    if (p.kind === "runtime" && env.includes(`${Env.runtimeStandby}=1`)) what = "runtime standby";
     if (p.kind === "module" || p.kind === "counter") {
       what = env.find((v) => v.startsWith(`${Env.brokerFile}=`)) ?? `module ${p.pid}`;
     }

@@ -4,7 +4,8 @@
  * tools, take a snapshot of what it holds, and stop it leaving nothing behind.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { Bucket, Env, nodeModuleKey, toolSubject } from "@mesh/protocol";
@@ -161,9 +162,20 @@ export class DemoMesh {
       const env = (await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "")).split("\0");
       const mine =
         cmdline.some((arg) => arg.includes(this.root)) || env.some((v) => v.includes(this.root));
-      if (mine) found.push({ pid: Number(entry), kind: kindOf(cmdline, env) });
+      if (!mine) continue;
+      let kind = kindOf(cmdline, env);
+      // A standby that took over still shows the variables it was started with in /proc; it
+      // serves once it has written a status file of its own.
+      if (kind === "runtime-standby" && (await this.#statusOf(Number(entry)))) kind = "runtime";
+      found.push({ pid: Number(entry), kind });
     }
     return found;
+  }
+
+  /** Whether the runtime with `pid` has written a status file (a standby writes none). */
+  async #statusOf(pid: number): Promise<boolean> {
+    const file = join(this.root, "run", `node-tools.${pid}.status.json`);
+    return (await stat(file).catch(() => undefined)) !== undefined;
   }
 
   /** The pids of one kind of process. */
