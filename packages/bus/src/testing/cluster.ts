@@ -4,6 +4,7 @@
  * same users (or the same operator and accounts) on each. A test kills a server with SIGKILL
  * and starts it again on the same folder.
  */
+import { reapWithMe } from "./reaper.js";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -78,6 +79,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       startTimeoutMs: 30_000,
       ref: false,
       ...(options.binary === undefined ? {} : { binary: options.binary }),
+    }).then((server) => {
+      // Also when this process is killed before its exit hooks run (a runner's timeout).
+      reapWithMe(server.pid, { group: false, graceMs: 2_000, root: dir });
+      return server;
     });
   const servers: EmbeddedServer[] = [];
   try {

@@ -22,6 +22,7 @@ import {
   type Credential,
   type Permissions,
 } from "@mesh/protocol";
+import { reapWithMe } from "./reaper.js";
 import { EmbeddedServer, type ReloadOptions } from "../server/embedded-server.js";
 import type { NatsServerBinary } from "../server/find-server.js";
 import {
@@ -111,6 +112,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 
 /** Stops the server and removes its folder once, also when the test process just ends. */
 export function stopper(server: EmbeddedServer, dir: string): () => Promise<void> {
+  // Also when this process is killed before its exit hooks run (a runner's timeout).
+  reapWithMe(server.pid, { group: false, graceMs: 2_000, root: dir });
   const removeOnExit = (): void => {
     try {
       rmSync(dir, { recursive: true, force: true });

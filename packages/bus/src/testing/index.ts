@@ -14,6 +14,7 @@ export {
   type TestUser,
 } from "./harness.js";
 export { maySubscribe } from "./probe.js";
+export { reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
 export {

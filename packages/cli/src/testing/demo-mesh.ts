@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, reapWithMe } from "@mesh/bus/testing";
 import { Bucket, Env, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { MESH_MAIN } from "./run-mesh.js";
 
@@ -94,6 +94,9 @@ export class DemoMesh {
       },
     );
     this.#child = child;
+    // Ctrl-C to its group, and everything under its root after, also when the test process is
+    // killed before it can call stop().
+    reapWithMe(child.pid, { signal: "SIGINT", root: this.root });
     this.#exit = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
     let out = "";
     let err = "";

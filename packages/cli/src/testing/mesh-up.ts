@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import { Env } from "@mesh/protocol";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { deadline, freePort, reapWithMe } from "@mesh/bus/testing";
 import { MESH_MAIN } from "./run-mesh.js";
 
 export interface MeshUpReport {
@@ -57,6 +57,9 @@ export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> 
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     },
   );
+  // Stopped with Ctrl-C, and everything under its root after, also when the test process is
+  // killed before its after() runs.
+  reapWithMe(child.pid, { signal: "SIGINT", group: false, root: options.root });
   const exited = new Promise<number | null>((resolve) =>
     child.once("exit", (code) => resolve(code)),
   );

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, reapWithMe } from "@mesh/bus/testing";
 import { Env } from "@mesh/protocol";
 
 export const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -31,6 +31,7 @@ export function run(
     env: { ...process.env, [Env.credential]: "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  reapWithMe(child.pid, { group: false, graceMs: 5_000 });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Env } from "@mesh/protocol";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, reapWithMe } from "@mesh/bus/testing";
 
 /** The CLI's entry file, as built. */
 export const MESH_MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -41,6 +41,7 @@ export function runMesh(args: readonly string[], options: RunMeshOptions = {}): 
       child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
       child.once("error", reject);
       child.once("close", (code) => resolve({ code, stdout, stderr }));
+      reapWithMe(child.pid, { group: false, graceMs: 5_000 });
       if (options.input !== undefined) child.stdin?.end(options.input);
     }),
     options.deadlineMs ?? 60_000,
@@ -66,6 +67,13 @@ export function startMesh(args: readonly string[], options: RunMeshOptions = {})
   const child = spawn(process.execPath, [MESH_MAIN, ...args], {
     env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
+  });
+  // A foreground host's processes name its root: they go after it.
+  const root = args[args.indexOf("--root") + 1];
+  reapWithMe(child.pid, {
+    group: false,
+    graceMs: 10_000,
+    ...(args.includes("--root") && root !== undefined ? { root } : {}),
   });
   let stdout = "";
   let stderr = "";

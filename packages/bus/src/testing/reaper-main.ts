@@ -1,0 +1,89 @@
+/**
+ * The reaper's process (reaper.ts): reads what to reap from stdin, one JSON line per process,
+ * and when stdin ends — the test process that started it is gone, however it went (a runner's
+ * timeout, SIGKILL, or a normal end) — ends each one still alive: the signal it was given, a
+ * grace, then SIGKILL to it and to every process that names its root. A process is recognised
+ * by its pid and start time, so a reused pid is never signalled.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { createInterface } from "node:readline";
+
+interface Entry {
+  readonly pid: number;
+  readonly startTime: string;
+  readonly signal: NodeJS.Signals;
+  /** Signal its process group (when it leads one) rather than itself alone. */
+  readonly group: boolean;
+  readonly graceMs: number;
+  /** A folder: every process whose command line or environment names it is killed after. */
+  readonly root?: string;
+}
+
+async function startTimeOf(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  if (stat === undefined) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return fields[0] === "Z" ? undefined : fields[19];
+}
+
+async function groupOf(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  return stat === undefined
+    ? undefined
+    : Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+}
+
+function kill(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // gone meanwhile
+  }
+}
+
+async function alive(entry: Entry): Promise<boolean> {
+  return (await startTimeOf(entry.pid)) === entry.startTime;
+}
+
+async function under(root: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+    const environ = await readFile(`/proc/${name}/environ`, "utf8").catch(() => "");
+    if (cmdline.includes(root) || environ.includes(root)) found.push(Number(name));
+  }
+  return found;
+}
+
+async function reap(entry: Entry): Promise<void> {
+  if (!(await alive(entry))) return;
+  const leads = entry.group && (await groupOf(entry.pid)) === entry.pid;
+  kill(leads ? -entry.pid : entry.pid, entry.signal);
+  const until = Date.now() + entry.graceMs;
+  while (Date.now() < until && (await alive(entry))) await new Promise((r) => setTimeout(r, 100));
+  if (await alive(entry)) kill(leads ? -entry.pid : entry.pid, "SIGKILL");
+}
+
+/** Each process first (so a mesh stops its own), then whatever still names a root. */
+async function reapAll(): Promise<void> {
+  await Promise.all(entries.map((e) => reap(e).catch(() => undefined)));
+  const roots = new Set(entries.flatMap((e) => (e.root === undefined ? [] : [e.root])));
+  for (const root of roots) for (const pid of await under(root)) kill(pid, "SIGKILL");
+}
+
+const entries: Entry[] = [];
+const lines = createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  try {
+    entries.push(JSON.parse(line) as Entry);
+  } catch {
+    // not ours
+  }
+});
+lines.once("close", () => {
+  void reapAll().finally(() => process.exit(0));
+});
+// Ctrl-C of the test's terminal reaches its group, not this one; anything else must not stop it
+// before it has reaped.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => undefined);
