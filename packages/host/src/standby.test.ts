@@ -78,7 +78,7 @@ async function setUp(options: { standbyAfterMs: number }) {
     });
   const said = (line: string): Promise<true> =>
     waitFor(`"${line}"`, async () => (await readFile(log, "utf8")).includes(line) || undefined);
-  return { supervisor, spec, exits, standby, said };
+  return { supervisor, spec, exits, standby, said, root };
 }
 
 test("a standby booted ahead takes over at once when the process exits after a healthy run", async () => {
@@ -151,6 +151,42 @@ test("a replacement that moves the command starts a process and ends the standby
       return text === "" || / Z /.test(text); // gone, or a zombie not yet reaped
     });
   } finally {
+    await supervisor.stopAll();
+  }
+});
+
+test("a runtime adopted by a new host is backed by a standby of that host's", async () => {
+  const { supervisor, spec, standby, said, root } = await setUp({ standbyAfterMs: 60_000 });
+  const next = new Supervisor({
+    root,
+    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
+    healthyMs: 200,
+    graceMs: 1_000,
+    tail: DEFAULT_TAIL_LIMITS,
+    pollMs: 50,
+    standbyAfterMs: 50,
+    onSpawned: () => undefined,
+    onExit: () => undefined,
+    onLine: () => undefined,
+  });
+  try {
+    await supervisor.start(spec);
+    const first = supervisor.identity(spec.id);
+    assert.ok(first !== undefined);
+    await said(`serving ${first.pid} as 1`);
+    await supervisor[Symbol.asyncDispose](); // the host goes; its process keeps running
+    await next.adopt(spec, first);
+    const standbyPid = await standby(1);
+    await next.replace(
+      { ...spec, env: { VERSION: "2" } },
+      async () => {
+        await said("as 2");
+      },
+      5_000,
+    );
+    assert.equal(next.identity(spec.id)?.pid, standbyPid, "the new host's standby took over");
+  } finally {
+    await next.stopAll();
     await supervisor.stopAll();
   }
 });

@@ -221,6 +221,8 @@ export class Supervisor implements AsyncDisposable {
     this.#units.set(spec.id, unit);
     unit.tails = await this.#tails(spec, identity.pid);
     for (const tail of unit.tails) await tail.watch();
+    // An adopted runtime is backed by a standby of this host's, as one it started is.
+    this.#prepareStandby(unit);
   }
 
   /** Stops the process and forgets it: TERM to its group, the grace period, then KILL. */
@@ -331,10 +333,14 @@ export class Supervisor implements AsyncDisposable {
       );
     });
     this.#options.onSpawned(unit.spec.id, identity);
-    if (unit.spec.standby !== undefined) {
-      unit.standby ??= new Standby(this.#options.root, unit.spec);
-      unit.standby.prepareAfter(this.#options.standbyAfterMs ?? DEFAULT_STANDBY_AFTER_MS);
-    }
+    this.#prepareStandby(unit);
+  }
+
+  /** For a process that keeps one booted ahead (the runtime): boots it after the delay. */
+  #prepareStandby(unit: Unit): void {
+    if (unit.spec.standby === undefined) return;
+    unit.standby ??= new Standby(this.#options.root, unit.spec);
+    unit.standby.prepareAfter(this.#options.standbyAfterMs ?? DEFAULT_STANDBY_AFTER_MS);
   }
 
   #exited(unit: Unit, child: ChildProcess | undefined, reason: string): void {
