@@ -44,6 +44,8 @@ export const PrincipalKind = {
   runtime: "runtime",
   module: "module",
   join: "join",
+  /** `mesh mcp --allow`: an mcp credential narrowed to some modules, kept until the root goes. */
+  mcp: "mcp",
 } as const;
 export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
 

@@ -16,18 +16,19 @@ import {
   Credential,
   ErrorCode,
   isMeshError,
+  mcpSealContext,
   nodeModuleKey,
   stateBucket,
 } from "@mesh/protocol";
-import { operatorGrant, fingerprintOf } from "@mesh/core";
-import { KvBucket, MeshBus, ensureLayout, requestJoin } from "@mesh/bus";
+import { mcpPrincipal, operatorGrant, fingerprintOf } from "@mesh/core";
+import { KvBucket, MeshBus, ensureLayout, request, requestJoin, unseal } from "@mesh/bus";
 import {
   credentialFor,
   deadline,
   startAccountsTestServer,
   type AccountsTestServer,
 } from "@mesh/bus/testing";
-import { askJoinToken } from "./controller-api.js";
+import { askJoinToken, askMcpCredential } from "./controller-api.js";
 import { Controller } from "./controller.js";
 import { counter, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-support.js";
 
@@ -123,5 +124,42 @@ describe("the controller in accounts mode", () => {
     await assert.rejects(MeshBus.connect(viewerCredential), /Authorization/i);
     await bus.close().catch(() => undefined);
     assert.doesNotMatch(await readFile(server.server.logPath, "utf8"), /Reloaded/);
+  });
+  it("issues mesh mcp --allow's credential, held by the server to those modules' tools", async () => {
+    const keys = newKeys();
+    const ask = { modules: ["notes", "hello"], publicKey: keys.publicKey };
+    const answer = await askMcpCredential(operator, ask);
+    assert.equal(answer.principal, mcpPrincipal(["hello", "notes"]));
+    assert.deepEqual(answer.modules, ["hello", "notes"]);
+    const opened = unseal(keys.privateKey, answer.sealed, mcpSealContext(answer.principal));
+    const credential = Credential.parse(JSON.parse(opened.toString()));
+    assert.deepEqual([credential.node, credential.module], ["hub", answer.principal]);
+    const greet = natsOf(admin).nc.subscribe("mesh.tools.n1.hello.greet", {
+      callback: (_error, m) => void m.respond(JSON.stringify({ text: "hi" })),
+    });
+    await natsOf(admin).nc.flush();
+    try {
+      await using mcp = await MeshBus.connect(credential, { say: () => undefined });
+      assert.deepEqual(await request(mcp, "mesh.tools.n1.hello.greet", {}), { text: "hi" });
+      await assert.rejects(request(mcp, "mesh.tools.n1.counter.add", {}), (e: unknown) =>
+        isMeshError(e, ErrorCode.PERMISSION_DENIED),
+      );
+    } finally {
+      greet.unsubscribe();
+    }
+    // Asked again, the same user: one principal per allow-set, not one per start.
+    const again = await askMcpCredential(operator, { ...ask, modules: ["hello", "notes"] });
+    const second = Credential.parse(
+      JSON.parse(unseal(keys.privateKey, again.sealed, mcpSealContext(again.principal)).toString()),
+    );
+    assert.equal(second.user, credential.user);
+    assert.equal(second.jwt, credential.jwt);
+  });
+
+  it("refuses an mcp-credential ask with no modules", async () => {
+    await assert.rejects(
+      askMcpCredential(operator, { modules: [], publicKey: newKeys().publicKey }),
+      (e: unknown) => isMeshError(e, ErrorCode.INVALID_INPUT),
+    );
   });
 });

@@ -64,6 +64,31 @@ export const SecretUnsetAnswer = z
   .strict();
 export type SecretUnsetAnswer = z.infer<typeof SecretUnsetAnswer>;
 
+/**
+ * `mesh.controller.mcp-credential`: an mcp credential narrowed to `modules` (`mesh mcp --allow`),
+ * sealed to `publicKey` (X25519, as a join's) so that only the asker opens it.
+ */
+export const McpCredentialAsk = z
+  .object({
+    modules: z.array(z.string().regex(NAME_PATTERN)).min(1),
+    publicKey: z.string().min(1),
+  })
+  .strict();
+export type McpCredentialAsk = z.infer<typeof McpCredentialAsk>;
+/** `principal`: `mcp-<digest>`; `sealed`: the credential file's content, for `mcpSealContext`. */
+export const McpCredentialAnswer = z
+  .object({ principal: z.string(), modules: z.array(z.string()), sealed: z.string().min(1) })
+  .strict();
+export type McpCredentialAnswer = z.infer<typeof McpCredentialAnswer>;
+
+export async function askMcpCredential(
+  bus: MeshBus,
+  ask: McpCredentialAsk,
+  options: { readonly signal?: AbortSignal; readonly timeoutMs?: number } = {},
+): Promise<McpCredentialAnswer> {
+  return McpCredentialAnswer.parse(await request(bus, Subject.mcpCredential, ask, options));
+}
+
 export async function askJoinToken(
   bus: MeshBus,
   ask: JoinTokenAsk,

@@ -18,7 +18,6 @@ import {
   Bucket,
   MESH_VERSION,
   Principal,
-  Subject,
   joinUser,
   secretKey,
   stateBucket,
@@ -44,7 +43,7 @@ import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
 import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
 import { ControllerFiles, type ControllerOptions, type PassReport } from "./controller-options.js";
-import { answerJoin, answerJoinToken, type EndpointContext } from "./endpoints.js";
+import { userEndpoints, type EndpointContext } from "./endpoints.js";
 import { JoinTokens } from "./join-tokens.js";
 import { DEFAULT_ARTIFACT_STORE, planNode, type NodePlan, type NodeRefusal } from "./node-plan.js";
 import { SealCache } from "./seal-cache.js";
@@ -178,14 +177,9 @@ export class Controller implements AsyncDisposable {
       this.#served = await serve(this.#bus, {
         name: "mesh-controller",
         version: MESH_VERSION,
-        description: "joins, join tokens, secrets and resolving conditions",
+        description: "joins, join tokens, mcp credentials, secrets and resolving conditions",
         endpoints: [
-          { name: "join", subject: Subject.join, handler: (r) => answerJoin(this.#context(), r) },
-          {
-            name: "join-token",
-            subject: Subject.joinToken,
-            handler: (r) => answerJoinToken(this.#context(), r),
-          },
+          ...userEndpoints(() => this.#context()),
           ...secretEndpoints({
             bucket: this.#secretsBucket,
             vault: this.#vault,

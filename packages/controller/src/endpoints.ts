@@ -1,6 +1,6 @@
 /**
- * The controller's endpoints that change users: joins and join tokens. Each takes the
- * controller's lock, so the users list is never written by two at once.
+ * The controller's endpoints that change users: joins, join tokens and narrowed mcp credentials.
+ * Each takes the controller's lock, so the users list is never written by two at once.
  */
 import {
   ErrorCode,
@@ -11,12 +11,18 @@ import {
   joinInbox,
   joinSealContext,
   joinUser,
+  mcpSealContext,
   type JoinAnswer,
 } from "@mesh/protocol";
-import { hostGrant } from "@mesh/core";
-import { flush, seal, type MeshBus, type Request } from "@mesh/bus";
+import { allowedModules, hostGrant, mcpGrant, mcpPrincipal } from "@mesh/core";
+import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
 import { PrincipalKind, principalUser, type Broker } from "./broker.js";
-import { JoinTokenAsk, type JoinTokenAnswer } from "./controller-api.js";
+import {
+  JoinTokenAsk,
+  McpCredentialAsk,
+  type JoinTokenAnswer,
+  type McpCredentialAnswer,
+} from "./controller-api.js";
 import type { Fleet } from "./fleet.js";
 import { DEFAULT_JOIN_TOKEN_TTL_MS, type JoinTokens } from "./join-tokens.js";
 
@@ -30,6 +36,23 @@ export interface EndpointContext {
   now(): Date;
   /** A pass is due. */
   poke(): void;
+}
+
+/** The endpoints that issue users: joins, join tokens, narrowed mcp credentials. */
+export function userEndpoints(context: () => EndpointContext): EndpointSpec[] {
+  return [
+    { name: "join", subject: Subject.join, handler: (r) => answerJoin(context(), r) },
+    {
+      name: "join-token",
+      subject: Subject.joinToken,
+      handler: (r) => answerJoinToken(context(), r),
+    },
+    {
+      name: "mcp-credential",
+      subject: Subject.mcpCredential,
+      handler: (r) => answerMcpCredential(context(), r),
+    },
+  ];
 }
 
 /** mesh.join: a new node with a join token gets its host credential, sealed to its key. */
@@ -127,5 +150,50 @@ export async function answerJoinToken(
     // When it expires unused, a pass drops its join user even if nothing else moves by then.
     setTimeout(() => c.poke(), ttlMs + 1_000).unref();
     return { token, id: made.id, expiresAt: made.expiresAt };
+  });
+}
+
+/**
+ * The operator's ask for an mcp credential narrowed to some modules (`mesh mcp --allow`): the
+ * user `<node>.mcp-<digest>` with `mcpGrant({ modules })`, issued once per allow-set on the
+ * controller's node and kept, sealed to the asker's key. The bus then holds it to those modules'
+ * tools, whatever the server in front of it offers.
+ */
+export async function answerMcpCredential(
+  c: EndpointContext,
+  request: Request,
+): Promise<McpCredentialAnswer> {
+  const parsed = McpCredentialAsk.safeParse(request.json());
+  if (!parsed.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `an mcp-credential ask is {modules: [module names, at least one], publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  const modules = allowedModules(parsed.data.modules);
+  const principal = mcpPrincipal(modules);
+  const node = c.bus.credential.node;
+  const context = mcpSealContext(principal);
+  try {
+    seal(parsed.data.publicKey, "check", context);
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `${(error as Error).message} (the ask's publicKey)`,
+      { cause: error },
+    );
+  }
+  return c.exclusive(async () => {
+    const user = principalUser(node, principal);
+    await c.broker.ensure({
+      user,
+      node,
+      module: principal,
+      kind: PrincipalKind.mcp,
+      permissions: mcpGrant({ node, modules }),
+    });
+    await c.broker.commit();
+    const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
+    return { principal, modules, sealed: seal(parsed.data.publicKey, credential, context) };
   });
 }

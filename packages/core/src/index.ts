@@ -48,7 +48,7 @@ export {
   type StateDeclaration,
 } from "./permissions.js";
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
-export { mcpGrant } from "./permissions/mcp.js";
+export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
 export {
   AssignerConditionKind,
   CELL_RULES,

@@ -36,6 +36,11 @@ const table: { name: string; input: unknown; want: string[] }[] = [
     want: ["module-name-reserved@module"],
   },
   {
+    name: "a module named as a narrowed mcp credential",
+    input: { module: "mcp-hello", bundles: [tools] },
+    want: ["module-name-reserved@module"],
+  },
+  {
     name: "an unknown field",
     input: { module: "hello", bundles: [tools], tools: [] },
     want: ["unknown-field@tools"],

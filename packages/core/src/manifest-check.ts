@@ -10,6 +10,7 @@
 import {
   BROKER_SECRET,
   Manifest,
+  NARROWED_MCP_PREFIX,
   RESERVED_MODULE_NAMES,
   RESTART_ON_CONFIG,
   RESTART_ON_PATTERN,
@@ -156,25 +157,34 @@ interface Bundle {
   readonly raw: Record<string, unknown>;
 }
 
+/** A module named as one of the mesh's own principals, `all`, or a narrowed mcp credential. */
+function reservedName(module: string): ManifestProblem[] {
+  const narrowedMcp = module.startsWith(NARROWED_MCP_PREFIX);
+  if (!RESERVED_MODULE_NAMES.has(module) && !narrowedMcp) return [];
+  const why =
+    module === "all"
+      ? `${quote(module)} means every node in assignments and puts, so it cannot name a module`
+      : narrowedMcp
+        ? `names starting ${quote(NARROWED_MCP_PREFIX)} are the credentials of \`mesh mcp --allow\`, whose inbox it would share`
+        : `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`;
+  return [
+    problem(
+      "module-name-reserved",
+      ["module"],
+      { value: module },
+      why,
+      `pick another name, e.g. ${quote(`my-${module}`)}; the reserved names are ${oneOf([...RESERVED_MODULE_NAMES].sort())} and every name starting ${quote(NARROWED_MCP_PREFIX)}`,
+    ),
+  ];
+}
+
 function crossFieldProblems(input: unknown): ManifestProblem[] {
   const m = record(input);
   if (m === undefined) return [];
   const out: ManifestProblem[] = [];
   const module = typeof m.module === "string" ? m.module : undefined;
 
-  if (module !== undefined && RESERVED_MODULE_NAMES.has(module)) {
-    out.push(
-      problem(
-        "module-name-reserved",
-        ["module"],
-        { value: module },
-        module === "all"
-          ? `${quote(module)} means every node in assignments and puts, so it cannot name a module`
-          : `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`,
-        `pick another name, e.g. ${quote(`${module}-module`)}; the reserved names are ${oneOf([...RESERVED_MODULE_NAMES].sort())}`,
-      ),
-    );
-  }
+  if (module !== undefined) out.push(...reservedName(module));
 
   const bundles = listOf(m.bundles)
     .map((raw, index): Bundle | undefined => {

@@ -21,7 +21,8 @@ export const ManifestRule = {
   "number-range": "a number is a whole number of 0 or more",
   "name-valid":
     "a name is a lowercase letter, then lowercase letters, digits or -, at most 63 characters",
-  "module-name-reserved": "a module is not named after one of the mesh's own principals",
+  "module-name-reserved":
+    "a module is not named after one of the mesh's own principals, nor starts `mcp-` (a narrowed mcp credential)",
   "language-known": 'a bundle\'s language is "typescript" or "prebuilt"',
   "digest-valid": "a digest is the lowercase hex SHA-256 of the archive: 64 characters of 0-9a-f",
   "bundle-path-relative": 'a path inside a bundle is relative, with no empty, "." or ".." part',

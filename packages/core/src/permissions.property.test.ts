@@ -16,6 +16,7 @@ import {
   hostGrant,
   isAllowed,
   mcpGrant,
+  mcpPrincipal,
   moduleGrant,
   operatorGrant,
   runtimeGrant,
@@ -142,12 +143,19 @@ function everyGrant(world: readonly Manifest[], node: string): [string, Permissi
     ["host", hostGrant({ node })],
     ["operator", operatorGrant({ node })],
     ["mcp", mcpGrant({ node })],
-    ["mcp-narrowed", mcpGrant({ node, modules: world.filter(isModule).map((m) => m.module) })],
+    ...narrowedMcp(world, node),
     ["assigner", assignerGrant({ node })],
     ["delivery", deliveryGrant({ node })],
     // A credential with no rights at all: both sides must come out as `deny: [">"]`.
     ["nobody", toPermissions(NO_RIGHTS)],
   ];
+}
+
+/** `mesh mcp --allow` for the world's modules, under its own principal (none when there are none). */
+function narrowedMcp(world: readonly Manifest[], node: string): [string, Permissions][] {
+  const modules = world.filter(isModule).map((m) => m.module);
+  if (modules.length === 0) return [];
+  return [[mcpPrincipal(modules), mcpGrant({ node, modules })]];
 }
 
 const allowLists = (p: Permissions) => [p.publish.allow, p.subscribe.allow];
@@ -342,10 +350,9 @@ describe("permissions, for any set of manifests", () => {
         const grants = everyGrant(world, node);
         for (const [who, p] of grants) {
           for (const [other] of grants) {
-            const owner = other.startsWith("mcp") ? "mcp" : other;
-            const principal = who.startsWith("mcp") ? "mcp" : who;
-            if (owner === principal || owner === "operator") continue;
-            const theirs = `_INBOX.${node}.${owner}.nuid.1`;
+            // A narrowed mcp credential has an inbox of its own: the full one hears none of it.
+            if (other === who || other === "operator") continue;
+            const theirs = `_INBOX.${node}.${other}.nuid.1`;
             // The server matches a subscription literally: `*` admits `>`, so ask both.
             const widened = ["_INBOX.>", `_INBOX.${node}.>`, `_INBOX.*.>`, `_INBOX.*.*.>`];
             const admitted = widened.filter((s) => isAllowed(p, "subscribe", s));

@@ -62,7 +62,7 @@ import {
 } from "./permissions/rights.js";
 
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
-export { mcpGrant } from "./permissions/mcp.js";
+export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
 
 /** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */
 export interface StateDeclaration {
@@ -417,6 +417,8 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
       // Join tokens and secrets (set, list names, unset) go through the controller, which alone
       // holds the broker and vault.
       publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
+      // `mesh mcp --allow`: a credential narrowed to some modules, which the broker issues.
+      publishTo(Subject.mcpCredential),
       // `mesh conditions resolve`: the controller says it resolved (the operator does not
       // speak as a module).
       publishTo(Subject.conditionResolve),

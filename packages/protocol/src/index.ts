@@ -39,6 +39,8 @@ export {
   PROVISION_SERVICE,
   Principal,
   RESERVED_MODULE_NAMES,
+  NARROWED_MCP_PREFIX,
+  mcpSealContext,
   RUNTIME_MODULE,
   RUNTIME_PROCESS_ID,
   Stream,

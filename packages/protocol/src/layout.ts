@@ -108,6 +108,8 @@ export const Subject = {
   secretUnset: "mesh.controller.secret-unset",
   /** An operator's word that a condition's cause has ended (`mesh conditions resolve`). */
   conditionResolve: "mesh.controller.condition-resolve",
+  /** The operator's ask for a `mesh mcp` credential narrowed to some modules (`--allow`). */
+  mcpCredential: "mesh.controller.mcp-credential",
 } as const;
 
 /**
@@ -492,6 +494,17 @@ export const Principal = {
   mcp: "mcp",
 } as const;
 export type Principal = (typeof Principal)[keyof typeof Principal];
+
+/**
+ * A `mesh mcp` credential narrowed to some modules (`mesh mcp --allow`) is the principal
+ * `mcp-<digest of the modules>`. No module name may start so, so a narrowed credential never
+ * shares a module's bus user or inbox.
+ */
+export const NARROWED_MCP_PREFIX = `${Principal.mcp}-`;
+
+/** What the answer to an ask for a narrowed mcp credential is sealed for. */
+export const mcpSealContext = (principal: string): string =>
+  `${Subject.mcpCredential}.${checkName("module", principal)}`;
 
 /** Names no module may take: the mesh's own principals, and `all` (every node, in a target). */
 export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set([

@@ -21,7 +21,10 @@ import {
   ToolListChangedNotificationSchema,
   type CallToolResult,
 } from "@modelcontextprotocol/sdk/types.js";
+import { MeshBus, request } from "@mesh/bus";
 import { deadline, freePort, readStockContext, stockSession } from "@mesh/bus/testing";
+import { mcpPrincipal } from "@mesh/core";
+import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { runMesh, MESH_MAIN } from "../testing/run-mesh.js";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
@@ -192,6 +195,44 @@ describe("mesh mcp over stdio, driven by the official SDK client", () => {
     ]);
     assert.equal(run.code, 3, run.stderr);
     assert.match(run.stderr, /REFUSED/);
+  });
+});
+
+describe("mesh mcp --allow, held by the bus", () => {
+  test("the narrowed credential calls hello; a direct request to counter's tool is a permission violation", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MESH_MAIN, "mcp", "--allow", "hello", "--root", mesh.root],
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "mesh-test-allow", version: "1.0.0" });
+    try {
+      await deadline(client.connect(transport), 60_000, "the MCP client to connect");
+      const { tools } = await client.listTools();
+      assert.deepEqual([...new Set(tools.map((t) => t.name.split("__")[0]))], ["hello"]);
+    } finally {
+      const pid = transport.pid;
+      await client.close().catch(() => undefined);
+      if (pid !== null) process.kill(pid, "SIGKILL");
+    }
+    const file = join(mesh.root, "credentials", `${mcpPrincipal(["hello"])}.json`);
+    await using bus = await MeshBus.connectWithFile(file);
+    assert.equal(bus.credential.module, mcpPrincipal(["hello"]));
+    const answer = await request(bus, `mesh.tools.${NODE}.hello.greet`, { name: "Eve" });
+    assert.deepEqual(answer, { text: "Hello, Eve!" });
+    await assert.rejects(
+      request(bus, `mesh.tools.${NODE}.counter.increment`, {}, { timeoutMs: 20_000 }),
+      (error: unknown) => isMeshError(error, ErrorCode.PERMISSION_DENIED),
+    );
+  });
+
+  test("a module in --allow that is not registered is refused, naming it and the known ones", async () => {
+    const run = await runMesh(["mcp", "--allow", "hello,helo-world", "--root", mesh.root]);
+    assert.equal(run.code, 3, run.stderr);
+    assert.match(run.stderr, /REFUSED/);
+    assert.match(run.stderr, /"helo-world"/);
+    assert.match(run.stderr, /registered: counter, hello/);
+    assert.match(run.stderr, /mesh module add/);
   });
 });
 

@@ -1,11 +1,13 @@
 /**
- * What `mesh mcp` does: connects as the `mcp` principal (never the operator), follows the tools
+ * What `mesh mcp` does: connects as the `mcp` principal (never the operator; with `--allow`, a
+ * credential the broker narrowed to those modules), follows the tools
  * the mesh serves, and serves MCP over stdio (what an agent's configuration starts) or Streamable
  * HTTP until the agent hangs up or Ctrl-C. stdout belongs to the protocol; everything said goes
  * to stderr.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { MeshBus } from "@mesh/bus";
+import { allowedModules } from "@mesh/core";
 import { ErrorCode, MeshError, Principal, checkName } from "@mesh/protocol";
 import { credentialPath, rootPaths } from "../mesh-root.js";
 import { rootOf } from "../find-mesh.js";
@@ -14,6 +16,7 @@ import { DEFAULT_MCP_CALL_TIMEOUT_MS, MCP_TOKEN_ENV } from "../commands/mcp.js";
 import { createMcpServer } from "./mcp-server.js";
 import { serveMcpHttp } from "./mcp-http.js";
 import { ToolCatalogue } from "./tool-catalogue.js";
+import { narrowedMcpCredential } from "./narrowed-credential.js";
 
 export interface McpCliOptions {
   readonly root?: string;
@@ -35,7 +38,17 @@ export async function runMcp(options: McpCliOptions & { version: string }): Prom
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   try {
-    const file = options.credential ?? credentialPath(rootPaths(rootOf(options)), Principal.mcp);
+    const allow = allowOf(options);
+    // With --allow, a credential the bus holds to those modules (unless one is named).
+    const file =
+      options.credential ??
+      (allow === undefined
+        ? credentialPath(rootPaths(rootOf(options)), Principal.mcp)
+        : await narrowedMcpCredential({
+            root: rootOf(options),
+            modules: allow,
+            signal: stopping.signal,
+          }));
     await using bus = await MeshBus.connectWithFile(file, {
       name: "mesh-mcp",
       signal: stopping.signal,
@@ -48,7 +61,7 @@ export async function runMcp(options: McpCliOptions & { version: string }): Prom
     }
     await using catalogue = await ToolCatalogue.start({
       bus,
-      ...modulesOf(options),
+      ...modulesOf(options, allow),
       ...(options.node === undefined ? {} : { node: checkName("node", options.node) }),
       log: say,
     });
@@ -94,16 +107,22 @@ export async function runMcp(options: McpCliOptions & { version: string }): Prom
   }
 }
 
+/** `--allow`'s modules, or undefined without it. */
+function allowOf(options: McpCliOptions): string[] | undefined {
+  if (options.allow === undefined) return undefined;
+  return allowedModules(
+    options.allow
+      .split(",")
+      .map((m) => m.trim())
+      .filter((m) => m !== ""),
+  );
+}
+
 /** `--allow` and `--module` together: the modules in both; neither: every module. */
-function modulesOf(options: McpCliOptions): { modules?: string[] } {
-  const allow =
-    options.allow === undefined
-      ? undefined
-      : options.allow
-          .split(",")
-          .map((m) => m.trim())
-          .filter((m) => m !== "")
-          .map((m) => checkName("module", m));
+function modulesOf(
+  options: McpCliOptions,
+  allow: readonly string[] | undefined,
+): { modules?: readonly string[] } {
   const only = options.module === undefined ? undefined : checkName("module", options.module);
   if (allow === undefined) return only === undefined ? {} : { modules: [only] };
   if (only === undefined) return { modules: allow };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ErrorCode, isMeshError, type Permissions } from "@mesh/protocol";
 import { isAllowed } from "./match.js";
-import { mcpGrant } from "./mcp.js";
+import { mcpGrant, mcpPrincipal } from "./mcp.js";
 
 const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
 const hears = (p: Permissions, subject: string): boolean => isAllowed(p, "subscribe", subject);
@@ -78,6 +78,38 @@ describe("mcpGrant", () => {
         false,
       );
     }
+  });
+
+  test("narrowed: its own principal and inbox, the same for the same modules in any order", () => {
+    const principal = mcpPrincipal(["notes", "hello"]);
+    assert.match(principal, /^mcp-[0-9a-f]{12}$/);
+    assert.equal(mcpPrincipal(["hello", "notes", "hello"]), principal);
+    assert.notEqual(mcpPrincipal(["hello"]), principal);
+    assert.equal(mcpPrincipal(), "mcp");
+    const narrowed = mcpGrant({ node: "laptop", modules: ["notes", "hello"] });
+    assert.deepEqual(narrowed, mcpGrant({ node: "laptop", modules: ["hello", "notes"] }));
+    assert.ok(hears(narrowed, `_INBOX.laptop.${principal}.abc.1`));
+    assert.equal(hears(narrowed, "_INBOX.laptop.mcp.abc.1"), false, "the full mcp's replies");
+    const full = mcpGrant({ node: "laptop" });
+    assert.equal(hears(full, `_INBOX.laptop.${principal}.abc.1`), false);
+  });
+
+  test("narrowed to one module: another module's tool subject on any node is not granted", () => {
+    const p = mcpGrant({ node: "laptop", modules: ["hello"] });
+    for (const node of ["laptop", "n2"]) {
+      assert.ok(can(p, `mesh.tools.${node}.hello.greet`));
+      assert.equal(can(p, `mesh.tools.${node}.notes.add`), false);
+      assert.equal(can(p, `mesh.tools.${node}.hello-two.greet`), false, "a module named alike");
+    }
+    assert.equal(can(p, "$SRV.PING"), false);
+    assert.equal(can(p, "$SRV.STATS.hello"), false);
+  });
+
+  test("an empty allow-set is a usage error", () => {
+    assert.throws(
+      () => mcpGrant({ node: "laptop", modules: [] }),
+      (error: unknown) => isMeshError(error, ErrorCode.USAGE),
+    );
   });
 
   test("a module that is not a name is refused", () => {
