@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { bundleCli } from "./cli-bundle.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outArg = process.argv.indexOf("--out");
@@ -94,54 +94,11 @@ async function versionsOf(nodeModules, names) {
   return out;
 }
 
-/** The host's entry runs itself when it is the main module: never inside the one-file CLI. */
-const noSelfRun = {
-  name: "no-self-run",
-  setup(b) {
-    b.onLoad({ filter: /packages\/host\/dist\/main\.js$/ }, async (args) => ({
-      contents: (await readFile(args.path, "utf8")).replace(
-        /\nif \(import\.meta\.url === `file:\/\/\$\{process\.argv\[1\] \?\? ""\}`\) \{[\s\S]*$/,
-        "\n",
-      ),
-      loader: "js",
-    }));
-  },
-};
-
 async function packCli(version) {
   const stage = join(out, "stage-cli");
   await rm(stage, { recursive: true, force: true });
-  // One CommonJS file (no top-level await, no import.meta), so the loader can compile it through
-  // V8's code cache; import.meta.url becomes the bundle's own file URL.
-  await build({
-    stdin: {
-      contents: 'export { runCli } from "./dist/program.js";',
-      resolveDir: pkg("cli"),
-      sourcefile: "mesh-entry.js",
-    },
-    outfile: join(stage, "dist", "mesh.cjs"),
-    bundle: true,
-    format: "cjs",
-    platform: "node",
-    target: "node20",
-    minify: true,
-    keepNames: true,
-    external: ["esbuild", "typescript"],
-    define: {
-      "process.env.MESH_PACKED": '"1"',
-      "import.meta.url": "__meshFileUrl",
-      "import.meta.resolve": "__meshResolve",
-    },
-    banner: {
-      js: [
-        'var __meshFileUrl = require("node:url").pathToFileURL(__filename).href;',
-        'var __meshResolve = (s) => require("node:url").pathToFileURL(require.resolve(s)).href;',
-      ].join(" "),
-    },
-    plugins: [noSelfRun],
-    logLevel: "warning",
-  });
-  await cp(join(root, "scripts", "pack", "loader.js"), join(stage, "dist", "mesh.js"));
+  // One CommonJS bundle through V8's code cache (scripts/cli-bundle.js), import.meta.url its own.
+  await bundleCli({ outdir: join(stage, "dist"), packed: true });
   // What the bundle finds beside itself: the view's page, the runtime module and the examples.
   await cp(join(pkg("view"), "static"), join(stage, "static"), { recursive: true });
   await cp(join(pkg("view"), "dist", "browser"), join(stage, "dist", "browser"), {

@@ -11,7 +11,10 @@ if ! command -v node >/dev/null 2>&1; then
   say "Node.js is not installed. Install Node.js 20 or newer (https://nodejs.org or your system's packages), then run this again."
   exit 1
 fi
-major=$(node -p 'process.versions.node.split(".")[0]')
+# `node --version` answers before the JavaScript engine starts: ./mesh runs this at every verb.
+version=$(node --version)
+major=${version#v}
+major=${major%%.*}
 if [ "$major" -lt 20 ]; then
   say "Node.js $(node -v) is too old: the mesh needs 20 or newer."
   exit 1
@@ -64,9 +67,14 @@ if [ -f "$stamp" ]; then
     \( -name node_modules -o -name dist \) -prune -o \
     \( -name '*.ts' -o -name '*.json' -o -name '*.css' -o -name '*.html' \) -newer "$stamp" -print 2>/dev/null | head -n 1)
 fi
+# The CLI bundle ./mesh runs is made from tsc's output by the same step, so it is never older than
+# what it bundles; if it cannot be made, ./mesh runs tsc's output (the folder is gone by then).
 if [ -n "$changed" ] || [ ! -f packages/cli/dist/main.js ]; then
   npx --no-install tsc -b >&2
   npx --no-install tsc -p examples >&2
   npx --no-install tsc -p packages/runtime/node-tools >&2
+  node scripts/cli-bundle.js >&2 || say "the CLI bundle was not made; ./mesh runs packages/cli/dist/main.js"
   touch "$stamp"
+elif [ ! -f packages/cli/dist/bundle/mesh.cjs ]; then
+  node scripts/cli-bundle.js >&2 || say "the CLI bundle was not made; ./mesh runs packages/cli/dist/main.js"
 fi

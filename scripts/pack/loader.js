@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// The packed `mesh` command. The CLI is one CommonJS bundle (mesh.cjs) compiled through V8's code
-// cache: the first run keeps the compiled code in $XDG_CACHE_HOME/mesh (or ~/.cache/mesh), and
-// every later run starts without parsing the bundle again — most of a verb's start-up cost. A
-// cache that cannot be read or written is no error: the CLI then compiles as usual.
+// The `mesh` command as one CommonJS bundle (mesh.cjs, scripts/cli-bundle.js) compiled through
+// V8's code cache: the first run keeps the compiled code in $XDG_CACHE_HOME/mesh (or
+// ~/.cache/mesh) — the repository's bundle keeps it beside itself, in a folder its build
+// replaces — and every later run starts without parsing the bundle again, most of a verb's
+// start-up cost. A cache that cannot be read or written is no error: the CLI then compiles as
+// usual. What escapes a verb is told as one coded line and an exit code, as main.js does.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -11,6 +13,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script, constants } from "node:vm";
 
+/** The repository's build sets this: the cache goes beside the bundle, not in the user's home. */
+const CACHE_BESIDE = false;
+
 const filename = fileURLToPath(new URL("./mesh.cjs", import.meta.url));
 const source = readFileSync(filename, "utf8");
 const key = createHash("sha256")
@@ -18,7 +23,9 @@ const key = createHash("sha256")
   .digest("hex")
   .slice(0, 32);
 const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
-const cacheFile = join(cacheHome, "mesh", `cli-${key}.v8`);
+const cacheFile = CACHE_BESIDE
+  ? join(dirname(filename), "cache", `cli-${key}.v8`)
+  : join(cacheHome, "mesh", `cli-${key}.v8`);
 let cachedData;
 try {
   cachedData = readFileSync(cacheFile);
@@ -43,7 +50,14 @@ const script = new Script(wrapped, {
 const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename));
 const needsCache = cachedData === undefined || script.cachedDataRejected;
-process.exitCode = await module.exports.runCli(process.argv);
+const { runCli, reportError } = module.exports;
+const escaped = (error) => {
+  process.exitCode = reportError(error, process.argv.includes("--json"));
+  process.exit();
+};
+process.on("uncaughtException", escaped);
+process.on("unhandledRejection", escaped);
+process.exitCode = await runCli(process.argv);
 // Made after the verb ran, so the functions it compiled lazily are in the cache too.
 if (needsCache) {
   try {

@@ -213,7 +213,11 @@ describe("mesh mcp --allow, held by the bus", () => {
     } finally {
       const pid = transport.pid;
       await client.close().catch(() => undefined);
-      if (pid !== null) process.kill(pid, "SIGKILL");
+      try {
+        if (pid !== null) process.kill(pid, "SIGKILL");
+      } catch {
+        // closing the client ended it
+      }
     }
     const file = join(mesh.root, "credentials", `${mcpPrincipal(["hello"])}.json`);
     await using bus = await MeshBus.connectWithFile(file);
