@@ -207,15 +207,26 @@ export async function readFleetState(
   options: { readonly now: Date; readonly signal?: AbortSignal },
 ): Promise<{ state: FleetState; conditions: Array<Condition & { subject: string }> }> {
   const read = <B extends Bucket>(bucket: B) => KvBucket.open(bus, bucket).then((b) => readAll(b));
-  const [presence, wants, have, differences, asks, answers] = await Promise.all([
+  // All at once: each read is a few round trips to the server, and a verb's start waits on them.
+  const [
+    presence,
+    wants,
+    have,
+    differences,
+    asks,
+    answers,
+    assignments,
+    registrations,
+    builds,
+    compositions,
+    conditions,
+  ] = await Promise.all([
     read(Bucket.presence),
     read(Bucket.wants),
     read(Bucket.have),
     read(Bucket.differences),
     read(Bucket.asks),
     read(Bucket.answers),
-  ]);
-  const [assignments, registrations, builds, compositions, conditions] = await Promise.all([
     read(Bucket.assignments),
     read(Bucket.modules),
     read(Bucket.builds),
