@@ -118,7 +118,11 @@ function load(): { stop(): Promise<{ answered: number; failed: string[]; pids: S
 
 /** What the test reads of a runtime's status file. */
 interface NewRuntime {
-  readonly started: { readonly process: string; readonly runtime: string };
+  readonly started: {
+    readonly process: string;
+    readonly takeover?: string;
+    readonly runtime: string;
+  };
   readonly modules: Record<
     string,
     { state: string; since: string; last?: { loadMs: number; serveMs: number } }
@@ -254,8 +258,13 @@ describe("the runtime changes under load", () => {
     );
     const alpha = status.modules["alpha"];
     const servingMs = Date.parse(alpha?.since ?? "") - killedAt;
+    // A standby booted ahead was told to take over; a process started anew has no takeover.
+    const told =
+      status.started.takeover === undefined
+        ? `new process ${Date.parse(status.started.process) - killedAt}`
+        : `standby told ${Date.parse(status.started.takeover) - killedAt}`;
     console.log(
-      `kill -9 → new process ${Date.parse(status.started.process) - killedAt} ms → runtime connected ${Date.parse(status.started.runtime) - killedAt} ms → alpha serving ${servingMs} ms (its worker's load ${alpha?.last?.loadMs} ms, its service ${alpha?.last?.serveMs} ms)`,
+      `kill -9 → ${told} ms → runtime connected ${Date.parse(status.started.runtime) - killedAt} ms → alpha serving ${servingMs} ms (its worker's load ${alpha?.last?.loadMs} ms, its service ${alpha?.last?.serveMs} ms)`,
     );
     await until(
       async () => ((await ask("alpha", 0, 2_500)).pid !== pid ? true : undefined),
