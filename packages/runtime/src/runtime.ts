@@ -86,6 +86,8 @@ const HIDDEN_FROM_MODULES: readonly string[] = [
   Env.toolModules,
   StatusEnv,
   StandbyEnv,
+  // Moves with the composition: a standby taking over keeps its spare worker when only this moved.
+  Env.toolIdle,
 ];
 
 export class Runtime implements Daemon, AsyncDisposable {
