@@ -130,6 +130,12 @@ export async function runFault(mesh: DemoMesh, fault: Fault): Promise<FaultResul
     BACK_MS,
     "counter's total to move",
   );
+  // Every tool of the demo answers, board's too (it reads what counter keeps).
+  await until(
+    async () => (await mesh.call("board", "show", {})) ?? undefined,
+    BACK_MS,
+    "board to answer",
+  );
   const backAfterMs = Date.now() - startedAt;
   const calls = await load.stop();
   const after = await snapshot(mesh);
