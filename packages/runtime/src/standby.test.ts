@@ -2,7 +2,8 @@
  * A standby runtime process as the host boots one: started with MESH_RUNTIME_STANDBY=1 and an IPC
  * channel, it says it is ready, serves nothing, and when told to serve takes the environment it
  * is handed (its modules, its status file, a credential with a wider grant: connected again with
- * it); a standby whose host goes away (its channel closes) ends.
+ * it; module code sees the new environment, without the runtime's wiring); a standby whose host
+ * goes away (its channel closes) ends.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -24,6 +25,25 @@ import { statusUntil } from "./test-support/status-file.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 const WAIT = 30_000;
+/** alpha's second entry: a tool that says what of the environment module code sees. */
+const ENV_TOOL = `
+import { defineModule, defineTool, z } from "@SDK@";
+const WIRING = ["${Env.brokerFile}", "${Env.toolModules}", "${StatusEnv}", "${StandbyEnv}", "${Env.toolIdle}"];
+export default defineModule({
+  tools: [
+    defineTool({
+      name: "env",
+      description: "Says MESH_TEST_SEEN and which of the runtime's own variables it sees.",
+      input: z.object({}),
+      handler: async () => ({
+        seen: process.env.MESH_TEST_SEEN ?? null,
+        hidden: WIRING.filter((name) => process.env[name] !== undefined),
+      }),
+    }),
+  ],
+});
+`;
+
 /** A runtime user granted no module: what the runtime held before alpha was assigned. */
 const BEFORE = { user: "runtime-before", password: "runtime-before-password-for-tests" };
 
@@ -73,6 +93,7 @@ describe("a standby runtime", () => {
         [Env.toolModules]: "",
         [Env.brokerFile]: credential,
         [StandbyEnv]: "1",
+        MESH_TEST_SEEN: "as booted",
       },
       stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
@@ -93,7 +114,10 @@ describe("a standby runtime", () => {
     const { child, exited } = await startStandby();
     const subject = toolSubject(NODE, "alpha", "greet");
     await assert.rejects(request(bus.admin, subject, { name: "Ada" }, { timeoutMs: 1_000 }));
-    const [tools] = await writeModule(dir, "alpha", { "tools.mjs": ALPHA_TOOLS });
+    const [tools, env] = await writeModule(dir, "alpha", {
+      "tools.mjs": ALPHA_TOOLS,
+      "env.mjs": ENV_TOOL,
+    });
     const credential = join(dir, "broker.json");
     await writeCredential(credential, bus.runtimeCredential);
     const statusFile = join(dir, "node-tools.{pid}.status.json");
@@ -102,9 +126,11 @@ describe("a standby runtime", () => {
       t: "serve",
       env: {
         set: {
-          [Env.toolModules]: `alpha=${tools}`,
+          [Env.toolModules]: `alpha=${env},alpha=${tools}`,
           [Env.brokerFile]: credential,
           [StatusEnv]: statusFile,
+          [Env.toolIdle]: "alpha=600000",
+          MESH_TEST_SEEN: "handed over",
         },
         unset: [StandbyEnv],
       },
@@ -120,6 +146,12 @@ describe("a standby runtime", () => {
     assert.ok(status.started.takeover !== undefined, "the status says when it took over");
     assert.ok(status.started.process <= status.started.takeover);
     assert.deepEqual(await request(bus.admin, subject, { name: "Ada" }), { text: "Hello, Ada" });
+    // Module code sees the environment handed over (its spare booted again for it), without
+    // the runtime's wiring.
+    assert.deepEqual(await request(bus.admin, toolSubject(NODE, "alpha", "env"), {}), {
+      seen: "handed over",
+      hidden: [],
+    });
     await deadline(closed, WAIT, "the standby closing its channel to the host");
     assert.ok(child.pid !== undefined);
     process.kill(child.pid, "SIGTERM");
