@@ -12,8 +12,23 @@ import {
   OwnSecret,
   RESERVED_ENV_PREFIX,
 } from "@mesh/protocol";
-import { problem, quote, type ManifestPath, type ManifestProblem } from "./manifest-problem.js";
-import { closest, nameLike, oneOf } from "./suggest.js";
+import {
+  problem,
+  quote,
+  type ManifestPath,
+  type ManifestProblem,
+  type ManifestRuleId,
+} from "./manifest-problem.js";
+import {
+  closest,
+  envLike,
+  keyLike,
+  lastPart,
+  nameLike,
+  oneOf,
+  refLike,
+  relativeLike,
+} from "./suggest.js";
 
 /** What this file reads of a schema issue; the schema library's issues have this shape. */
 export interface SchemaIssue {
@@ -45,195 +60,208 @@ export function schemaProblems(issues: readonly SchemaIssue[], input: unknown): 
 
 function oneProblem(issue: SchemaIssue, at: ManifestPath): ManifestProblem {
   const value = issue.input;
-  const found = { value };
-  const last = at[at.length - 1];
-  const field = typeof last === "string" ? last : "entry";
   switch (issue.code) {
-    case "invalid_type": {
-      const expected = issue.expected ?? "value";
-      if (value === undefined) {
-        return problem(
-          "required",
-          at,
-          { missing: true },
-          `${describeField(at)} is missing`,
-          `add ${exampleOf(at)}`,
-        );
-      }
-      if (at.length === 0) {
-        return problem(
-          "type",
-          at,
-          found,
-          `a manifest is a mapping of fields, and this one is ${kindOfValue(value)}`,
-          'start from "module: <name>" at the top level, then the fields the module needs',
-        );
-      }
-      return problem(
-        "type",
-        at,
-        found,
-        `${describeField(at)} is ${kindOfValue(value)} ${quote(value)}, where ${article(expected)} is expected`,
-        typeFix(expected, value, at),
-      );
-    }
+    case "invalid_type":
+      return typeProblem(at, value, issue.expected ?? "value");
     case "invalid_format":
       return formatProblem(at, value);
     case "invalid_key":
       return keyProblem(at, value);
     case "invalid_value":
-      if (field === "language") {
-        return problem(
-          "language-known",
-          at,
-          found,
-          `the language ${quote(value)} is not one the mesh builds or takes`,
-          `write ${oneOf((issue.values ?? []).map(String))}${typeof value === "string" && /^(ts|js|javascript|node)$/i.test(value) ? ' (for TypeScript and JavaScript: "typescript")' : ""}`,
-        );
-      }
-      return problem(
-        "value",
-        at,
-        found,
-        `${describeField(at)} is ${quote(value)}`,
-        `write ${oneOf((issue.values ?? []).map(String))}`,
-      );
+      return valueProblem(at, value, (issue.values ?? []).map(String));
     case "too_small":
-      if (issue.origin === "number") {
-        return problem(
-          "number-range",
-          at,
-          found,
-          `${describeField(at)} is ${quote(value)}`,
-          "write a whole number of 0 or more",
-        );
-      }
-      return problem(
-        "not-empty",
-        at,
-        found,
-        `${describeField(at)} is empty`,
-        field === "run"
-          ? 'give the command, e.g. ["node", "main.js"], or leave run out to run the first entrypoint'
-          : `give a value, or leave ${JSON.stringify(field)} out`,
-      );
+      return issue.origin === "number" ? rangeProblem(at, value) : emptyProblem(at, value);
     case "too_big":
     case "not_multiple_of":
-      return problem(
-        "number-range",
-        at,
-        found,
-        `${describeField(at)} is ${quote(value)}`,
-        "write a whole number of 0 or more",
-      );
+      return rangeProblem(at, value);
     default:
       return problem(
         "value",
         at,
-        found,
+        { value },
         `${describeField(at)} is ${quote(value)}, which the schema does not allow`,
         "see docs/manifest.schema.json for what this field takes",
       );
   }
 }
 
-/** A pattern the value does not match: which pattern depends on where the value is. */
-function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
-  const found = { value };
-  const [top, , field] = at;
-  const last = at[at.length - 1];
-  if (at.length === 1 && top === "module") {
+/** A value of the wrong kind, or none where one is required. */
+function typeProblem(at: ManifestPath, value: unknown, expected: string): ManifestProblem {
+  if (value === undefined) {
     return problem(
-      "name-valid",
+      "required",
       at,
-      found,
-      `the module name ${quote(value)} is not a valid name`,
-      `write e.g. ${quote(nameLike(value, "hello"))}`,
+      { missing: true },
+      `${describeField(at)} is missing`,
+      `add ${exampleOf(at)}`,
     );
   }
-  if (last === "name" || (top === "processes" && field === "bundle")) {
-    const kind =
-      top === "bundles" || field === "bundle"
-        ? "bundle"
-        : top === "processes"
-          ? "process"
-          : "state";
-    const example = kind === "bundle" ? "tools" : kind === "process" ? "daemon" : "counts";
+  if (at.length === 0) {
     return problem(
-      "name-valid",
+      "type",
       at,
-      found,
-      `the ${kind} name ${quote(value)} is not a valid name`,
-      `write e.g. ${quote(nameLike(value, example))}`,
-    );
-  }
-  if (top === "reads") {
-    return problem(
-      "read-well-formed",
-      at,
-      found,
-      `the read ${quote(value)} does not name a state as "<module>/<state>"`,
-      `write e.g. ${quote(refLike(value, "counter/counts"))}: the module that keeps the state, a /, then the state's name`,
-    );
-  }
-  if (top === "calls") {
-    return problem(
-      "call-well-formed",
-      at,
-      found,
-      `the call ${quote(value)} does not name a tool as "<module>/<tool>"`,
-      `write e.g. ${quote(refLike(value, "hello/greet"))}: the module that serves the tool, a /, then the tool's name`,
-    );
-  }
-  if (last === "digest") {
-    return problem(
-      "digest-valid",
-      at,
-      found,
-      `the digest ${quote(value)} is not a lowercase hex SHA-256`,
-      "write the archive's SHA-256 as 64 lowercase hex characters (what `sha256sum` prints first), without a sha256: prefix",
-    );
-  }
-  if (field === "entrypoints" || field === "loads") {
-    return problem(
-      "bundle-path-relative",
-      at,
-      found,
-      `the path ${quote(value)} could leave the bundle's folder or is not a plain relative path`,
-      `write a path relative to the bundle's folder, e.g. ${quote(relativeLike(value))}`,
-    );
-  }
-  if (top === "own-secrets" && last === "path") {
-    return problem(
-      "secret-path-inside",
-      at,
-      found,
-      `the secret's path ${quote(value)} is not a plain path inside the module's secrets folder`,
-      `write a path relative to the node's secrets folder for the module, such as ${quote(String(at[1]))}, with no leading / and no "." or ".." part; the node writes it under <root>/secrets/<module>/`,
-    );
-  }
-  if (top === "bundles" && last === "source") {
-    return problem(
-      "prebuilt-source-inside",
-      at,
-      found,
-      `the prebuilt source ${quote(value)} is not a path inside the module's source`,
-      `put the archive in the module's folder and name it relative to the manifest, e.g. ${quote(`dist/${lastPart(value)}`)}`,
-    );
-  }
-  if (field === "restart-on") {
-    return problem(
-      "restart-on-valid",
-      at,
-      found,
-      `the restart-on entry ${quote(value)} is neither "config" nor a resource id`,
-      'write "config", or a resource id such as "hello.need-api-token" or "hello.bundle-tools"',
+      { value },
+      `a manifest is a mapping of fields, and this one is ${kindOfValue(value)}`,
+      'start from "module: <name>" at the top level, then the fields the module needs',
     );
   }
   return problem(
+    "type",
+    at,
+    { value },
+    `${describeField(at)} is ${kindOfValue(value)} ${quote(value)}, where ${article(expected)} is expected`,
+    typeFix(expected, value, at),
+  );
+}
+
+/** A value that is not one of the values the field takes. */
+function valueProblem(at: ManifestPath, value: unknown, values: string[]): ManifestProblem {
+  if (at[at.length - 1] === "language") {
+    return problem(
+      "language-known",
+      at,
+      { value },
+      `the language ${quote(value)} is not one the mesh builds or takes`,
+      `write ${oneOf(values)}${typeof value === "string" && /^(ts|js|javascript|node)$/i.test(value) ? ' (for TypeScript and JavaScript: "typescript")' : ""}`,
+    );
+  }
+  return problem(
+    "value",
+    at,
+    { value },
+    `${describeField(at)} is ${quote(value)}`,
+    `write ${oneOf(values)}`,
+  );
+}
+
+function rangeProblem(at: ManifestPath, value: unknown): ManifestProblem {
+  return problem(
+    "number-range",
+    at,
+    { value },
+    `${describeField(at)} is ${quote(value)}`,
+    "write a whole number of 0 or more",
+  );
+}
+
+function emptyProblem(at: ManifestPath, value: unknown): ManifestProblem {
+  const last = at[at.length - 1];
+  const field = typeof last === "string" ? last : "entry";
+  return problem(
+    "not-empty",
+    at,
+    { value },
+    `${describeField(at)} is empty`,
+    field === "run"
+      ? 'give the command, e.g. ["node", "main.js"], or leave run out to run the first entrypoint'
+      : `give a value, or leave ${JSON.stringify(field)} out`,
+  );
+}
+
+/** Where a value stands, as the pattern rules below read it. */
+interface Place {
+  readonly at: ManifestPath;
+  readonly top: string | number | undefined;
+  /** The field of an entry in a list at the top (`processes[0].bundle` → "bundle"). */
+  readonly field: string | number | undefined;
+  readonly last: string | number | undefined;
+}
+
+/** A pattern the value must match at some place: the rule, and what to say when it does not. */
+interface FormatRule {
+  readonly code: ManifestRuleId;
+  readonly applies: (place: Place) => boolean;
+  readonly message: (value: unknown, place: Place) => string;
+  readonly fix: (value: unknown, place: Place) => string;
+}
+
+/** The name kind a `name-valid` value at a place is, and an example of a good one. */
+function nameKind({ top, field }: Place): [kind: string, example: string] {
+  if (top === "bundles" || field === "bundle") return ["bundle", "tools"];
+  return top === "processes" ? ["process", "daemon"] : ["state", "counts"];
+}
+
+/** The pattern rules, first match wins; a value that fits none gets the generic `format`. */
+const FORMAT_RULES: readonly FormatRule[] = [
+  {
+    code: "name-valid",
+    applies: ({ at, top }) => at.length === 1 && top === "module",
+    message: (value) => `the module name ${quote(value)} is not a valid name`,
+    fix: (value) => `write e.g. ${quote(nameLike(value, "hello"))}`,
+  },
+  {
+    code: "name-valid",
+    applies: ({ top, field, last }) =>
+      last === "name" || (top === "processes" && field === "bundle"),
+    message: (value, place) => `the ${nameKind(place)[0]} name ${quote(value)} is not a valid name`,
+    fix: (value, place) => `write e.g. ${quote(nameLike(value, nameKind(place)[1]))}`,
+  },
+  {
+    code: "read-well-formed",
+    applies: ({ top }) => top === "reads",
+    message: (value) => `the read ${quote(value)} does not name a state as "<module>/<state>"`,
+    fix: (value) =>
+      `write e.g. ${quote(refLike(value, "counter/counts"))}: the module that keeps the state, a /, then the state's name`,
+  },
+  {
+    code: "call-well-formed",
+    applies: ({ top }) => top === "calls",
+    message: (value) => `the call ${quote(value)} does not name a tool as "<module>/<tool>"`,
+    fix: (value) =>
+      `write e.g. ${quote(refLike(value, "hello/greet"))}: the module that serves the tool, a /, then the tool's name`,
+  },
+  {
+    code: "digest-valid",
+    applies: ({ last }) => last === "digest",
+    message: (value) => `the digest ${quote(value)} is not a lowercase hex SHA-256`,
+    fix: () =>
+      "write the archive's SHA-256 as 64 lowercase hex characters (what `sha256sum` prints first), without a sha256: prefix",
+  },
+  {
+    code: "bundle-path-relative",
+    applies: ({ field }) => field === "entrypoints" || field === "loads",
+    message: (value) =>
+      `the path ${quote(value)} could leave the bundle's folder or is not a plain relative path`,
+    fix: (value) =>
+      `write a path relative to the bundle's folder, e.g. ${quote(relativeLike(value))}`,
+  },
+  {
+    code: "secret-path-inside",
+    applies: ({ top, last }) => top === "own-secrets" && last === "path",
+    message: (value) =>
+      `the secret's path ${quote(value)} is not a plain path inside the module's secrets folder`,
+    fix: (_value, { at }) =>
+      `write a path relative to the node's secrets folder for the module, such as ${quote(String(at[1]))}, with no leading / and no "." or ".." part; the node writes it under <root>/secrets/<module>/`,
+  },
+  {
+    code: "prebuilt-source-inside",
+    applies: ({ top, last }) => top === "bundles" && last === "source",
+    message: (value) =>
+      `the prebuilt source ${quote(value)} is not a path inside the module's source`,
+    fix: (value) =>
+      `put the archive in the module's folder and name it relative to the manifest, e.g. ${quote(`dist/${lastPart(value)}`)}`,
+  },
+  {
+    code: "restart-on-valid",
+    applies: ({ field }) => field === "restart-on",
+    message: (value) =>
+      `the restart-on entry ${quote(value)} is neither "config" nor a resource id`,
+    fix: () =>
+      'write "config", or a resource id such as "hello.need-api-token" or "hello.bundle-tools"',
+  },
+];
+
+/** A pattern the value does not match: which pattern depends on where the value is. */
+function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
+  const [top, , field] = at;
+  const place: Place = { at, top, field, last: at[at.length - 1] };
+  const rule = FORMAT_RULES.find((r) => r.applies(place));
+  if (rule !== undefined)
+    return problem(rule.code, at, { value }, rule.message(value, place), rule.fix(value, place));
+  return problem(
     "format",
     at,
-    found,
+    { value },
     `${describeField(at)} is ${quote(value)}, which does not have the expected form`,
     "see docs/manifest.schema.json for the form this field takes",
   );
@@ -435,41 +463,6 @@ function article(expected: string): string {
           ? "text"
           : expected;
   return word === "text" ? "text" : /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
-}
-
-function refLike(value: unknown, fallback: string): string {
-  if (typeof value !== "string") return fallback;
-  const [module, name] = value.split(/[/.:]/, 2);
-  if (module === undefined || name === undefined) return fallback;
-  return `${nameLike(module, fallback.split("/")[0] ?? "module")}/${nameLike(name, fallback.split("/")[1] ?? "name")}`;
-}
-
-function lastPart(value: unknown): string {
-  const parts =
-    typeof value === "string" ? value.split(/[\\/]/).filter((p) => p !== "" && p !== "..") : [];
-  return parts[parts.length - 1] ?? "app.tar.gz";
-}
-
-function relativeLike(value: unknown): string {
-  if (typeof value !== "string") return "src/main.ts";
-  const parts = value.split("/").filter((p) => p !== "" && p !== "." && p !== "..");
-  return parts.length > 0 ? parts.join("/") : "src/main.ts";
-}
-
-function keyLike(value: unknown, fallback: string): string {
-  if (typeof value !== "string") return fallback;
-  const guess = value
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .slice(0, 63);
-  return guess.length > 0 ? guess : fallback;
-}
-
-function envLike(value: unknown): string {
-  if (typeof value !== "string") return "MY_SETTING";
-  const guess = value.replace(/[^A-Za-z0-9_]+/g, "_").replace(/^[0-9]+/, "");
-  return guess.length > 0 && !guess.startsWith(RESERVED_ENV_PREFIX) ? guess : "MY_SETTING";
 }
 
 function valueAt(input: unknown, at: ManifestPath): unknown {

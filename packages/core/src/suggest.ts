@@ -2,6 +2,7 @@
  * Guesses for the "write instead" half of a refusal: the known word closest to a misspelt one,
  * and a valid name close to an invalid one.
  */
+import { RESERVED_ENV_PREFIX } from "@mesh/protocol";
 
 /** The candidate closest to `word` by edit distance, when it is close enough to be a typo. */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
@@ -38,6 +39,46 @@ export function nameLike(value: unknown, fallback: string): string {
     .replace(/-+$/, "")
     .slice(0, 63);
   return guess.length > 0 ? guess : fallback;
+}
+
+/** A "<module>/<name>" reference close to `value`. */
+export function refLike(value: unknown, fallback: string): string {
+  if (typeof value !== "string") return fallback;
+  const [module, name] = value.split(/[/.:]/, 2);
+  if (module === undefined || name === undefined) return fallback;
+  return `${nameLike(module, fallback.split("/")[0] ?? "module")}/${nameLike(name, fallback.split("/")[1] ?? "name")}`;
+}
+
+/** The file name at the end of a path, or a stand-in. */
+export function lastPart(value: unknown): string {
+  const parts =
+    typeof value === "string" ? value.split(/[\\/]/).filter((p) => p !== "" && p !== "..") : [];
+  return parts[parts.length - 1] ?? "app.tar.gz";
+}
+
+/** A plain relative path close to `value`. */
+export function relativeLike(value: unknown): string {
+  if (typeof value !== "string") return "src/main.ts";
+  const parts = value.split("/").filter((p) => p !== "" && p !== "." && p !== "..");
+  return parts.length > 0 ? parts.join("/") : "src/main.ts";
+}
+
+/** A valid map key close to `value`. */
+export function keyLike(value: unknown, fallback: string): string {
+  if (typeof value !== "string") return fallback;
+  const guess = value
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .slice(0, 63);
+  return guess.length > 0 ? guess : fallback;
+}
+
+/** A portable environment variable name close to `value`, not one the mesh reserves. */
+export function envLike(value: unknown): string {
+  if (typeof value !== "string") return "MY_SETTING";
+  const guess = value.replace(/[^A-Za-z0-9_]+/g, "_").replace(/^[0-9]+/, "");
+  return guess.length > 0 && !guess.startsWith(RESERVED_ENV_PREFIX) ? guess : "MY_SETTING";
 }
 
 /** Levenshtein distance, keeping two rows of the table. */
