@@ -10,59 +10,44 @@
  * docs/decisions/0020-permissions.md.
  */
 import {
-  Bucket,
   ErrorCode,
   MeshError,
-  ObjectStore,
-  PROVISION_SERVICE,
-  Principal,
   RESERVED_MODULE_NAMES,
   RUNTIME_MODULE,
-  Stream,
-  StreamSpec,
   Subject,
-  conditionSubject,
   keepsSubject,
   logsSubject,
   moduleConditionsWildcard,
-  nodeKey,
   provisionChangedSubject,
   provisionModuleChangedSubject,
-  provisionModuleChangedWildcard,
   provisionModuleSubject,
-  provisionModuleWildcard,
   provisionSubject,
   stateBucket,
   type Manifest,
   type Permissions,
 } from "@mesh/protocol";
 import {
-  EVERYTHING,
   type Rights,
-  answerRequests,
-  callAnyTool,
   callTool,
-  defaultInbox,
-  jetStreamReadOnly,
   inbox,
-  kvGet,
   kvRead,
   kvReadWrite,
-  kvWatch,
-  kvWrite,
   merge,
-  objRead,
-  objWrite,
   publishTo,
   serveTools,
-  serviceDiscovery,
-  streamRead,
   subscribeTo,
   toPermissions,
 } from "./permissions/rights.js";
 
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
 export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
+export {
+  assignerGrant,
+  controllerGrant,
+  deliveryGrant,
+  hostGrant,
+  operatorGrant,
+} from "./permissions/principals.js";
 
 /** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */
 export interface StateDeclaration {
@@ -340,176 +325,4 @@ function sortProblems(problems: readonly GrantProblem[]): GrantProblem[] {
   const byKey = new Map<string, GrantProblem>();
   for (const p of problems) byKey.set([p.module, p.read, p.reason].join("\u0000"), p);
   return [...byKey.keys()].sort().map((key) => byKey.get(key) as GrantProblem);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The mesh's own principals
-
-/**
- * A node's host: its own node's keys only where the layout keys by node. It watches its
- * composition; writes its presence and what it runs (and gets its own `have` back after a
- * restart, to carry `since` and `restarts` on); fetches archives by digest; reads config to
- * answer its runtime's provision asks, and says when a value moved; publishes its processes'
- * output.
- *
- * `mesh-config` is read whole: its keys end in the node (`<module>.<key>.<node>`), and a grant of
- * `*.*` plus `*.*.<node>` is widened by a client to `*.>` (see docs/decisions/0020). Config holds
- * no secrets (those are in `mesh-secrets`, the controller's alone).
- */
-export function hostGrant(input: { readonly node: string }): Permissions {
-  const { node } = input;
-  const ownKey = nodeKey(node);
-  return toPermissions(
-    merge(
-      kvGet(Bucket.composed, ownKey),
-      kvWatch(Bucket.composed, ownKey),
-      kvWrite(Bucket.presence, ownKey),
-      kvWrite(Bucket.have, `${ownKey}.>`),
-      kvGet(Bucket.have, `${ownKey}.>`),
-      objRead(ObjectStore.artifacts),
-      kvRead(Bucket.config),
-      subscribeTo(provisionSubject(node), provisionModuleWildcard(node)),
-      // The provisioner client is a NATS service: its discovery subjects come with it.
-      serviceDiscovery(PROVISION_SERVICE),
-      answerRequests,
-      publishTo(
-        provisionChangedSubject(node),
-        provisionModuleChangedWildcard(node),
-        `${Subject.logsPrefix}.${ownKey}.*`,
-      ),
-      // Says when a runtime it replaced left a module that the new one did not bring up.
-      publishTo(conditionSubject(RUNTIME_MODULE, "handover")),
-      inbox(node, Principal.host),
-    ),
-  );
-}
-
-/**
- * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
- * secrets (sealed with the vault's key: only the controller can use them); writes what
- * docs/design.md says the operator writes (assignments, puts, retries, answers, config) and
- * registrations (`mesh-modules`: the CLI checks the manifest itself and registers it directly, see
- * docs/decisions/0020); calls every tool and discovers every service; reads the conditions and logs
- * streams; asks the controller for join tokens and to set secrets. Creates and deletes no stream or
- * bucket.
- *
- * The operator's connections use NATS's default inbox, not `_INBOX.<node>.operator`, so stock
- * tools (`nats kv ls`, `nats micro ls`, `nats req`) work with the operator's context as written
- * by `mesh context`.
- */
-export function operatorGrant(_input: { readonly node: string }): Permissions {
-  const writes: readonly Bucket[] = [
-    Bucket.assignments,
-    Bucket.puts,
-    Bucket.retries,
-    Bucket.answers,
-    Bucket.config,
-    Bucket.modules,
-  ];
-  const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
-  return toPermissions(
-    merge(
-      ...reads.map(kvRead),
-      ...writes.map((b) => kvWrite(b)),
-      streamRead(Stream.conditions, streamFilter(Stream.conditions)),
-      streamRead(Stream.logs, streamFilter(Stream.logs)),
-      callAnyTool(),
-      // Join tokens and secrets (set, list names, unset) go through the controller, which alone
-      // holds the broker and vault.
-      publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
-      // `mesh mcp --allow`: a credential narrowed to some modules, which the broker issues.
-      publishTo(Subject.mcpCredential),
-      // `mesh conditions resolve`: the controller says it resolved (the operator does not
-      // speak as a module).
-      publishTo(Subject.conditionResolve),
-      // The operator speaks like the `nats` CLI (decision 0070): the default inbox, and the
-      // read-only JetStream API that lists streams and buckets.
-      defaultInbox,
-      jetStreamReadOnly,
-    ),
-  );
-}
-
-/**
- * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its
- * history, the manifests for their keys and read by digest) and its own, writes wants,
- * compositions, differences and asks, says conditions (and reads its own back) and what it keeps.
- */
-export function assignerGrant(input: { readonly node: string }): Permissions {
-  const reads: readonly Bucket[] = [
-    Bucket.assignments,
-    Bucket.builds,
-    Bucket.candidates,
-    Bucket.manifests,
-    Bucket.modules,
-    Bucket.presence,
-    Bucket.have,
-    Bucket.puts,
-    Bucket.retries,
-    Bucket.answers,
-    Bucket.composed,
-    Bucket.grants,
-  ];
-  const owns: readonly Bucket[] = [
-    Bucket.wants,
-    Bucket.compositions,
-    Bucket.differences,
-    Bucket.asks,
-  ];
-  return toPermissions(
-    merge(
-      ...reads.map(kvRead),
-      ...owns.map(kvReadWrite),
-      publishTo(
-        moduleConditionsWildcard(Principal.assigner),
-        keepsSubject(input.node, Principal.assigner),
-      ),
-      // Its own conditions read back at start, so it resolves those said before a restart.
-      streamRead(Stream.conditions, `${Subject.conditionsPrefix}.${Principal.assigner}.>`),
-      inbox(input.node, Principal.assigner),
-    ),
-  );
-}
-
-/**
- * Delivery, the indexer and the builder on one credential: it follows registrations, keeps the
- * candidates, builds and resolved manifests (reading them back to number candidates and to build
- * each once), stores archives in the object store, and says conditions.
- */
-export function deliveryGrant(input: { readonly node: string }): Permissions {
-  return toPermissions(
-    merge(
-      kvRead(Bucket.modules),
-      kvReadWrite(Bucket.candidates),
-      kvReadWrite(Bucket.builds),
-      kvReadWrite(Bucket.manifests),
-      objWrite(ObjectStore.artifacts),
-      publishTo(moduleConditionsWildcard(Principal.delivery)),
-      inbox(input.node, Principal.delivery),
-    ),
-  );
-}
-
-/**
- * The controller is the bus's admin: it creates every bucket and stream, writes the user list,
- * composes, keeps the vault, and answers joins. It is the only credential that may create,
- * update or delete streams (`$JS.API.STREAM.CREATE/UPDATE/DELETE`): a stream's subjects are not
- * checked against its creator's permissions, so anyone else holding these could capture any
- * subject (docs/nats.md §1.2 (f)).
- */
-export function controllerGrant(): Permissions {
-  return { publish: { allow: [EVERYTHING] }, subscribe: { allow: [EVERYTHING] } };
-}
-
-/** Every subject a stream captures, as one consumer filter (each stream has one subject). */
-function streamFilter(stream: Stream): string {
-  const [subject, ...rest] = StreamSpec[stream].subjects;
-  if (subject === undefined || rest.length > 0) {
-    // A consumer on 2.9 takes one filter; a second subject would need a second consumer and grant.
-    throw new MeshError(
-      ErrorCode.INTERNAL,
-      `the stream ${stream} captures ${StreamSpec[stream].subjects.length} subjects; its readers' grant expects exactly one`,
-    );
-  }
-  return subject;
 }
