@@ -140,6 +140,41 @@ function fromYaml(text: string): ManifestCheck {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
   };
+  const syntax = [...readerProblems(doc, where), ...keyProblems(doc, where)];
+  if (syntax.length > 0) return inTextOrder(syntax);
+
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    return refused([
+      problem(
+        "too-deep",
+        [],
+        { missing: true },
+        `the YAML expands too far: ${error instanceof Error ? error.message : String(error)}`,
+        "write the values out instead of through many aliases",
+      ),
+    ]);
+  }
+  const checked = checkManifest(value ?? null);
+  if (checked.ok) return checked;
+  return inTextOrder(
+    checked.problems.map((p) => {
+      const offset = yamlOffset(doc.contents, p.at, p.code === "unknown-field");
+      const located = offset === undefined ? p : { ...p, ...where(offset) };
+      return p.code === "type" && typeof p.value === "number"
+        ? quoteAsWritten(located, doc.getIn(p.at, true))
+        : located;
+    }),
+  );
+}
+
+type YamlDocument = ReturnType<typeof parseDocument>;
+type Where = (offset: number) => { line: number; column: number };
+
+/** What the YAML reader itself found wrong: its errors and its warnings. */
+function readerProblems(doc: YamlDocument, where: Where): ManifestProblem[] {
   const syntax: ManifestProblem[] = doc.errors.map((error) => {
     const duplicate = error.code === "DUPLICATE_KEY";
     const p = duplicate
@@ -171,6 +206,12 @@ function fromYaml(text: string): ManifestCheck {
       ...where(warning.pos[0]),
     });
   }
+  return syntax;
+}
+
+/** Keys used twice in one mapping, and keys that are lists or mappings. */
+function keyProblems(doc: YamlDocument, where: Where): ManifestProblem[] {
+  const syntax: ManifestProblem[] = [];
   // A key that is a list or a mapping has no plain-object form; say so rather than letting it be
   // turned into text behind the author's back.
   visit(doc, {
@@ -211,33 +252,7 @@ function fromYaml(text: string): ManifestCheck {
       }
     },
   });
-  if (syntax.length > 0) return inTextOrder(syntax);
-
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    return refused([
-      problem(
-        "too-deep",
-        [],
-        { missing: true },
-        `the YAML expands too far: ${error instanceof Error ? error.message : String(error)}`,
-        "write the values out instead of through many aliases",
-      ),
-    ]);
-  }
-  const checked = checkManifest(value ?? null);
-  if (checked.ok) return checked;
-  return inTextOrder(
-    checked.problems.map((p) => {
-      const offset = yamlOffset(doc.contents, p.at, p.code === "unknown-field");
-      const located = offset === undefined ? p : { ...p, ...where(offset) };
-      return p.code === "type" && typeof p.value === "number"
-        ? quoteAsWritten(located, doc.getIn(p.at, true))
-        : located;
-    }),
-  );
+  return syntax;
 }
 
 /**
