@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { ErrorCode, type MeshError, isMeshError } from "./errors.js";
+import { ErrorCode } from "./errors.js";
 import {
   Bucket,
   BucketSpec,
@@ -14,15 +14,9 @@ import {
   Stream,
   StreamSpec,
   Subject,
-  type Target,
-  askKey,
-  buildKey,
   bundlePath,
   bundleResourceId,
-  candidateKey,
   conditionSubject,
-  configKey,
-  digestKey,
   inboxPrefix,
   keepsSubject,
   kvStreamName,
@@ -30,77 +24,20 @@ import {
   moduleConditionsWildcard,
   moduleToolsWildcard,
   needResourceId,
-  nodeKey,
-  nodeModuleKey,
   objStreamName,
-  parseBuildKey,
-  parseCandidateKey,
-  parseConfigKey,
-  parseNodeModuleKey,
-  parseSecretKey,
   parseStateBucket,
-  parseTargetModuleKey,
   parseToolSubject,
   processResourceId,
   provisionChangedSubject,
   provisionSubject,
   resourceModule,
-  secretKey,
   stateBucket,
-  targetModuleKey,
   toolSubject,
 } from "./layout.js";
-import {
-  ALL_NODES,
-  BUILD_ID_PATTERN,
-  KEY_NAME_PATTERN,
-  NAME_PATTERN,
-  TOOL_NAME_PATTERN,
-  isName,
-} from "./names.js";
+import { ALL_NODES, isName } from "./names.js";
+import { keyName, moduleName, nodeName, refusal, stateName, toolName } from "./test-support.js";
 import { BucketValue } from "./values.js";
 
-/** The refusal `fn` throws: a MeshError with `code`. */
-function refusal(fn: () => unknown, code: ErrorCode): MeshError {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(isMeshError(error), `expected a MeshError, got ${String(error)}`);
-    assert.equal(error.code, code, error.message);
-    return error;
-  }
-  assert.fail(`expected a ${code} refusal, but nothing was thrown`);
-}
-
-// Good names, as the rules of names.ts define them.
-const moduleName = fc.stringMatching(NAME_PATTERN);
-const nodeName = fc.stringMatching(NAME_PATTERN).filter((n) => n !== ALL_NODES);
-const stateName = fc.stringMatching(NAME_PATTERN);
-const toolName = fc.stringMatching(TOOL_NAME_PATTERN);
-const keyName = fc.stringMatching(KEY_NAME_PATTERN);
-const buildId = fc.stringMatching(BUILD_ID_PATTERN);
-const seq = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
-const target: fc.Arbitrary<Target> = fc.oneof(
-  nodeName.map((node) => ({ node })),
-  fc.constant({ all: true as const }),
-);
-/**
- * Strings made mostly of the characters that matter in keys (dots, separators, cases), often
- * after a prefix that some shape starts with, so that parsers see near misses, not only noise.
- */
-const keyish = fc
-  .tuple(
-    fc.constantFrom("", "all.", "hello.", "edge.hello.", "hello.greeting.", "mesh.tools.edge."),
-    fc.oneof(
-      fc.string({ unit: fc.constantFrom(..."ab1-_.A"), maxLength: 20 }),
-      fc.string({ maxLength: 20 }),
-    ),
-  )
-  .map(([prefix, rest]) => prefix + rest);
-
-/** What NATS accepts as a key-value key (nats.js kv: validKeyRe, no leading or trailing dot). */
-const isKvKey = (key: string): boolean =>
-  /^[-/=.\w]+$/.test(key) && !key.startsWith(".") && !key.endsWith(".");
 /** What NATS accepts as a KV bucket or object store name (nats.js validBucketRe). */
 const isBucketName = (name: string): boolean => /^[-\w]+$/.test(name);
 /** What JetStream accepts as a stream name (nats.js validateStreamName). */
@@ -287,275 +224,7 @@ describe("layout: subjects", () => {
   });
 });
 
-describe("layout: keys round trip", () => {
-  test("nodeModuleKey", () => {
-    assert.equal(nodeModuleKey("edge-01", "hello"), "edge-01.hello");
-    fc.assert(
-      fc.property(nodeName, moduleName, (node, module) => {
-        const key = nodeModuleKey(node, module);
-        assert.ok(isKvKey(key), key);
-        assert.deepEqual(parseNodeModuleKey(key), { node, module });
-      }),
-    );
-  });
-
-  test("targetModuleKey", () => {
-    assert.equal(targetModuleKey({ all: true }, "hello"), "all.hello");
-    assert.equal(targetModuleKey({ node: "edge-01" }, "hello"), "edge-01.hello");
-    fc.assert(
-      fc.property(target, moduleName, (target, module) => {
-        const key = targetModuleKey(target, module);
-        assert.ok(isKvKey(key), key);
-        assert.deepEqual(parseTargetModuleKey(key), { target, module });
-      }),
-    );
-  });
-
-  test("candidateKey", () => {
-    assert.equal(candidateKey("hello", 1), "hello.1");
-    fc.assert(
-      fc.property(moduleName, seq, (module, seq) => {
-        const key = candidateKey(module, seq);
-        assert.ok(isKvKey(key), key);
-        assert.deepEqual(parseCandidateKey(key), { module, seq });
-      }),
-    );
-  });
-
-  test("buildKey", () => {
-    fc.assert(
-      fc.property(moduleName, buildId, (module, build) => {
-        const key = buildKey(module, build);
-        assert.ok(isKvKey(key), key);
-        assert.deepEqual(parseBuildKey(key), { module, build });
-      }),
-    );
-  });
-
-  test("configKey without a node", () => {
-    assert.equal(configKey("hello", "greeting"), "hello.greeting");
-    fc.assert(
-      fc.property(moduleName, keyName, (module, key) => {
-        const built = configKey(module, key);
-        assert.ok(isKvKey(built), built);
-        assert.deepEqual(parseConfigKey(built), { module, key });
-      }),
-    );
-  });
-
-  test("configKey with a node", () => {
-    assert.equal(configKey("hello", "greeting", "edge-01"), "hello.greeting.edge-01");
-    fc.assert(
-      fc.property(moduleName, keyName, nodeName, (module, key, node) => {
-        const built = configKey(module, key, node);
-        assert.ok(isKvKey(built), built);
-        assert.deepEqual(parseConfigKey(built), { module, key, node });
-      }),
-    );
-  });
-
-  test("secretKey", () => {
-    fc.assert(
-      fc.property(moduleName, keyName, (module, name) => {
-        const key = secretKey(module, name);
-        assert.ok(isKvKey(key), key);
-        assert.deepEqual(parseSecretKey(key), { module, name });
-      }),
-    );
-  });
-
-  test("nodeKey and askKey are the name itself", () => {
-    fc.assert(
-      fc.property(nodeName, buildId, (node, id) => {
-        assert.equal(nodeKey(node), node);
-        assert.equal(askKey(id), id);
-      }),
-    );
-  });
-});
-
-/** A parser, the builder that must give the same key back, and keys it must refuse. */
-interface KeyShape {
-  readonly name: string;
-  /** parse then build again: a key that parses is the key its parts build. */
-  readonly reparse: (key: string) => string;
-  readonly malformed: readonly string[];
-}
-
-const SHAPES: readonly KeyShape[] = [
-  {
-    name: "parseNodeModuleKey",
-    reparse: (key) => {
-      const { node, module } = parseNodeModuleKey(key);
-      return nodeModuleKey(node, module);
-    },
-    malformed: [
-      "",
-      ".",
-      "edge",
-      "edge.",
-      ".hello",
-      "edge..hello",
-      "edge.hello.",
-      "edge.hello.extra",
-      "Edge.hello",
-      "edge.Hello",
-      "edge_1.hello",
-      "all.hello",
-      "edge.hello greet",
-    ],
-  },
-  {
-    name: "parseTargetModuleKey",
-    reparse: (key) => {
-      const { target, module } = parseTargetModuleKey(key);
-      return targetModuleKey(target, module);
-    },
-    malformed: ["", "all", "all.", ".hello", "ALL.hello", "all.Hello", "all.hello.x", "a..b"],
-  },
-  {
-    name: "parseCandidateKey",
-    reparse: (key) => {
-      const { module, seq } = parseCandidateKey(key);
-      return candidateKey(module, seq);
-    },
-    malformed: [
-      "",
-      "hello",
-      "hello.",
-      ".1",
-      "hello.0",
-      "hello.01",
-      "hello.-1",
-      "hello.1.5",
-      "hello.1e3",
-      "hello.x",
-      "hello.1.",
-      "Hello.1",
-      // regression: a seq beyond 2^53 parsed to a different number than the key says
-      "hello.99999999999999999999",
-    ],
-  },
-  {
-    name: "parseBuildKey",
-    reparse: (key) => {
-      const { module, build } = parseBuildKey(key);
-      return buildKey(module, build);
-    },
-    malformed: ["", "hello", "hello.", ".b1", "hello.B1", "hello.b_1", "hello.b.c", "hello..b"],
-  },
-  {
-    name: "parseConfigKey",
-    reparse: (key) => {
-      const { module, key: name, node } = parseConfigKey(key);
-      return configKey(module, name, node);
-    },
-    malformed: [
-      "",
-      "hello",
-      "hello.",
-      ".greeting",
-      "hello.Greeting",
-      "hello..edge",
-      "hello.greeting.",
-      "hello.greeting.all",
-      "hello.greeting.Edge",
-      "hello.greeting.edge.x",
-      "hello.greeting..",
-    ],
-  },
-  {
-    name: "parseSecretKey",
-    reparse: (key) => {
-      const { module, name } = parseSecretKey(key);
-      return secretKey(module, name);
-    },
-    malformed: ["", "hello", "hello.", ".x", "hello.api.token", "hello.Api", "Hello.api"],
-  },
-  {
-    name: "parseToolSubject",
-    reparse: (subject) => {
-      const { node, module, tool } = parseToolSubject(subject);
-      return toolSubject(node, module, tool);
-    },
-    malformed: [
-      "",
-      "mesh.tools",
-      "mesh.tools.edge.hello",
-      "mesh.tools.edge.hello.",
-      "mesh.tools.edge..greet",
-      "mesh.tools..hello.greet",
-      "mesh.tools.edge.hello.greet.x",
-      "mesh.tool.edge.hello.greet",
-      "other.tools.edge.hello.greet",
-      "mesh.tools.all.hello.greet",
-      "mesh.tools.Edge.hello.greet",
-      "mesh.tools.edge.hello.*",
-      "mesh.tools.edge.hello.>",
-    ],
-  },
-];
-
-describe("layout: malformed keys", () => {
-  for (const shape of SHAPES) {
-    for (const key of shape.malformed) {
-      test(`${shape.name}(${JSON.stringify(key)}) is refused with INVALID_KEY`, () => {
-        const error = refusal(() => shape.reparse(key), ErrorCode.INVALID_KEY);
-        assert.equal(error.key, key);
-      });
-    }
-
-    test(`${shape.name}: a key either is refused with INVALID_KEY or is exactly the key its parts build`, () => {
-      fc.assert(
-        fc.property(keyish, (key) => {
-          let rebuilt: string;
-          try {
-            rebuilt = shape.reparse(key);
-          } catch (error) {
-            assert.ok(isMeshError(error, ErrorCode.INVALID_KEY), String(error));
-            return;
-          }
-          assert.equal(rebuilt, key);
-        }),
-      );
-    });
-  }
-
-  test("key builders refuse bad names with INVALID_NAME", () => {
-    refusal(() => nodeModuleKey(ALL_NODES, "hello"), ErrorCode.INVALID_NAME);
-    refusal(() => nodeModuleKey("edge", "hello.x"), ErrorCode.INVALID_NAME);
-    refusal(() => targetModuleKey({ node: ALL_NODES }, "hello"), ErrorCode.INVALID_NAME);
-    refusal(() => buildKey("hello", "B1"), ErrorCode.INVALID_NAME);
-    refusal(() => configKey("hello", "greeting", ALL_NODES), ErrorCode.INVALID_NAME);
-    refusal(() => configKey("hello", "a.b"), ErrorCode.INVALID_NAME);
-    refusal(() => secretKey("hello", ""), ErrorCode.INVALID_NAME);
-    refusal(() => nodeKey(ALL_NODES), ErrorCode.INVALID_NAME);
-    refusal(() => askKey("A"), ErrorCode.INVALID_NAME);
-  });
-
-  for (const seq of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
-    test(`candidateKey refuses seq ${seq} with INVALID_KEY`, () => {
-      refusal(() => candidateKey("hello", seq), ErrorCode.INVALID_KEY);
-    });
-  }
-});
-
-describe("layout: digests, resource ids and paths", () => {
-  const digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-  test("digestKey takes a lowercase hex SHA-256 and refuses anything else with INVALID_KEY", () => {
-    assert.equal(digestKey(digest), digest);
-    for (const bad of [
-      "",
-      digest.toUpperCase(),
-      digest.slice(1),
-      `${digest}0`,
-      `sha256:${digest}`,
-    ]) {
-      assert.equal(refusal(() => digestKey(bad), ErrorCode.INVALID_KEY).key, bad);
-    }
-  });
-
+describe("layout: resource ids and paths", () => {
   test("resource ids name their module", () => {
     assert.equal(bundleResourceId("hello", "tools"), "hello.bundle-tools");
     assert.equal(needResourceId("hello", "broker"), "hello.need-broker");

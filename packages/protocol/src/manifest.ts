@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import { BUILD_ID_PATTERN, KEY_NAME_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
-import { DIGEST_PATTERN } from "./layout.js";
+import { DIGEST_PATTERN } from "./keys.js";
 
 const name = (what: string, example: string) =>
   z.string().regex(NAME_PATTERN, {

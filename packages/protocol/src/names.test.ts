@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { ErrorCode, type MeshError, isMeshError } from "./errors.js";
+import { refusal } from "./test-support.js";
 import {
   ALL_NODES,
   ASK_ID_PATTERN,
@@ -31,18 +32,6 @@ const PATTERN: Record<NameKind, RegExp> = {
   ask: ASK_ID_PATTERN,
 };
 const KINDS = Object.keys(PATTERN) as NameKind[];
-
-/** The refusal `fn` throws: a MeshError with `code`. */
-function refusal(fn: () => unknown, code: ErrorCode): MeshError {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(isMeshError(error), `expected a MeshError, got ${String(error)}`);
-    assert.equal(error.code, code);
-    return error;
-  }
-  assert.fail(`expected a ${code} refusal, but nothing was thrown`);
-}
 
 /** The name a refusal suggests writing instead (its message ends `e.g. "…"`). */
 function suggestion(error: MeshError): string | undefined {

@@ -3,7 +3,7 @@
  * match, one resource at a time.
  */
 import { z } from "zod";
-import { DIGEST_PATTERN } from "./layout.js";
+import { DIGEST_PATTERN } from "./keys.js";
 import { Digest } from "./manifest.js";
 
 /**

@@ -1,0 +1,40 @@
+/**
+ * Helpers for this package's tests only (never exported from the package): the refusal a call
+ * throws, and good names as fast-check arbitraries.
+ */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { type ErrorCode, type MeshError, isMeshError } from "./errors.js";
+import type { Target } from "./keys.js";
+import {
+  ALL_NODES,
+  BUILD_ID_PATTERN,
+  KEY_NAME_PATTERN,
+  NAME_PATTERN,
+  TOOL_NAME_PATTERN,
+} from "./names.js";
+
+/** The refusal `fn` throws: a MeshError with `code`. */
+export function refusal(fn: () => unknown, code: ErrorCode): MeshError {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(isMeshError(error), `expected a MeshError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    return error;
+  }
+  assert.fail(`expected a ${code} refusal, but nothing was thrown`);
+}
+
+// Good names, as the rules of names.ts define them.
+export const moduleName = fc.stringMatching(NAME_PATTERN);
+export const nodeName = fc.stringMatching(NAME_PATTERN).filter((n) => n !== ALL_NODES);
+export const stateName = fc.stringMatching(NAME_PATTERN);
+export const toolName = fc.stringMatching(TOOL_NAME_PATTERN);
+export const keyName = fc.stringMatching(KEY_NAME_PATTERN);
+export const buildId = fc.stringMatching(BUILD_ID_PATTERN);
+export const seq = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+export const target: fc.Arbitrary<Target> = fc.oneof(
+  nodeName.map((node) => ({ node })),
+  fc.constant({ all: true as const }),
+);
