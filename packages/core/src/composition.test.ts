@@ -1,128 +1,21 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  ErrorCode,
-  Resource,
-  isMeshError,
-  type Manifest,
-  type ManifestInput,
-  type ProcessResource,
-  type Resource as ResourceValue,
-} from "@mesh/protocol";
-import { accountHomeOf, compose, compositionRefused, type NodeResolution } from "./composition.js";
+import { ErrorCode, isMeshError, type ProcessResource } from "@mesh/protocol";
+import { accountHomeOf, compose } from "./composition.js";
 import { fingerprintOf } from "./fingerprint.js";
 import { digest, manifest } from "./test-support.js";
-
-const STORE = { store: "mesh-artifacts" };
-
-const runtime = (over: Partial<ManifestInput> = {}): Manifest =>
-  manifest({
-    module: "node-tools",
-    bundles: [
-      {
-        name: "runtime",
-        language: "typescript",
-        entrypoints: ["src/main.ts"],
-        digest: digest("e"),
-      },
-    ],
-    "own-secrets": { broker: { path: "broker.json" } },
-    ...over,
-  });
-
-const hello = manifest({
-  module: "hello",
-  bundles: [
-    {
-      name: "tools",
-      language: "typescript",
-      entrypoints: ["src/b.ts", "src/a.ts"],
-      loads: ["src/b.ts", "src/a.ts"],
-      digest: digest("a"),
-    },
-  ],
-  "own-secrets": { token: { path: "token" } },
-});
-
-const counter = manifest({
-  module: "counter",
-  bundles: [
-    { name: "daemon", language: "typescript", entrypoints: ["src/main.mts"], digest: digest("b") },
-    {
-      name: "tools",
-      language: "typescript",
-      entrypoints: ["src/tools.ts"],
-      loads: ["src/tools.ts"],
-      digest: digest("c"),
-    },
-  ],
-  processes: [
-    {
-      name: "daemon",
-      bundle: "daemon",
-      env: { B: "2", A: "1" },
-      "restart-on": ["config", "counter.bundle-tools"],
-    },
-    { name: "once", bundle: "daemon", run: ["node", "src/main.js", "--once"] },
-  ],
-  config: { step: { default: 1 } },
-  "own-secrets": { broker: { path: "broker.json" } },
-});
-
-const firewall = manifest({
-  module: "firewall",
-  bundles: [
-    {
-      name: "tools",
-      language: "prebuilt",
-      source: "dist/fw.tgz",
-      digest: digest("d"),
-      loads: ["fw.js"],
-    },
-  ],
-  filter: { description: "opens ports" },
-});
-
-/** A daemon with no tools and no credential. */
-const plain = manifest({
-  module: "plain",
-  bundles: [{ name: "d", language: "typescript", entrypoints: ["d.ts"], digest: digest("f") }],
-  processes: [{ name: "d", bundle: "d" }],
-});
-
-const node = (modules: Manifest[], over: Partial<NodeResolution> = {}): NodeResolution => ({
-  node: "edge-01",
-  modules,
-  artifacts: STORE,
-  ...over,
-});
-
-function ok(resolution: NodeResolution): ResourceValue[] {
-  const composition = compose(resolution);
-  assert.ok(composition.ok, composition.ok ? "" : JSON.stringify(composition.refusals, null, 2));
-  for (const r of composition.resources) Resource.parse(r);
-  return [...composition.resources];
-}
-
-function refusals(resolution: NodeResolution): string[] {
-  const composition = compose(resolution);
-  assert.ok(!composition.ok, "composed, where a refusal was expected");
-  assert.equal(composition.code, ErrorCode.COMPOSITION_REFUSED);
-  for (const r of composition.refusals) assert.ok(r.reason.length > 0 && r.fix.length > 0);
-  return composition.refusals.map(
-    (r) => `${r.code}${r.module === undefined ? "" : `@${r.module}`}`,
-  );
-}
-
-const ids = (resources: readonly ResourceValue[]): string[] => resources.map((r) => r.id);
-const runtimeOf = (resources: readonly ResourceValue[]): ProcessResource => {
-  const found = resources.find((r) => r.id === "node-tools.runtime");
-  assert.ok(found?.type === "process", "no runtime process");
-  return found;
-};
-
-/** A manifest as composition might be handed it, past what the schema allows (for refusals). */
-const raw = (value: unknown): Manifest => value as Manifest;
+import {
+  counter,
+  firewall,
+  hello,
+  ids,
+  node,
+  ok,
+  plain,
+  raw,
+  runtime,
+  runtimeOf,
+} from "./composition-fixtures.js";
 
 describe("compose: what is sent where", () => {
   it("sends no tools bundle to a node without the runtime", () => {
@@ -369,121 +262,6 @@ describe("compose: needs and declared processes", () => {
       MESH_SECRET_FILES: "{}",
     });
     assert.deepEqual(process["restart-on"], []);
-  });
-});
-
-describe("compose: refusals", () => {
-  it("refuses a runtime with other than one bundle", () => {
-    assert.deepEqual(refusals(node([raw({ ...runtime(), bundles: [] })])), [
-      "runtime-one-bundle@node-tools",
-    ]);
-    const two = raw({
-      ...runtime(),
-      bundles: [...runtime().bundles, { ...runtime().bundles[0], name: "other" }],
-    });
-    assert.deepEqual(refusals(node([two])), ["runtime-one-bundle@node-tools"]);
-  });
-
-  it("refuses a runtime whose bundle has other than one entrypoint", () => {
-    for (const entrypoints of [[], ["a.ts", "b.ts"]]) {
-      const broken = raw({ ...runtime(), bundles: [{ ...runtime().bundles[0], entrypoints }] });
-      assert.deepEqual(refusals(node([broken])), ["runtime-one-entrypoint@node-tools"]);
-    }
-  });
-
-  it("refuses a runtime in a language the mesh cannot run", () => {
-    for (const language of ["prebuilt", "python"]) {
-      const broken = raw({ ...runtime(), bundles: [{ ...runtime().bundles[0], language }] });
-      assert.deepEqual(refusals(node([broken])), ["runtime-language@node-tools"]);
-    }
-  });
-
-  it("refuses a runtime without a broker secret", () => {
-    assert.deepEqual(refusals(node([raw({ ...runtime(), "own-secrets": {} })])), [
-      "runtime-broker-secret@node-tools",
-    ]);
-  });
-
-  it("refuses every source when there is no artifact store", () => {
-    assert.deepEqual(refusals(node([runtime(), hello, counter], { artifacts: undefined })), [
-      "artifact-store-missing@counter",
-      "artifact-store-missing@counter",
-      "artifact-store-missing@counter",
-      "artifact-store-missing@hello",
-      "artifact-store-missing@node-tools",
-    ]);
-    const emptyStore = compose(node([hello, runtime()], { artifacts: { store: "" } }));
-    assert.ok(!emptyStore.ok);
-    assert.match(emptyStore.refusals[0]?.reason ?? "", /no artifact store/);
-  });
-
-  it("composes needs alone without an artifact store", () => {
-    const secretsOnly = manifest({
-      module: "keys",
-      bundles: [],
-      "own-secrets": { k: { path: "k" } },
-    });
-    assert.deepEqual(ids(ok(node([secretsOnly], { artifacts: undefined }))), ["keys.need-k"]);
-  });
-
-  it("tells every reason at once", () => {
-    const broken = raw({
-      ...runtime(),
-      bundles: [{ ...runtime().bundles[0], entrypoints: [], language: "cobol" }],
-      "own-secrets": {},
-    });
-    assert.deepEqual(refusals(node([broken])), [
-      "runtime-broker-secret@node-tools",
-      "runtime-language@node-tools",
-      "runtime-one-entrypoint@node-tools",
-    ]);
-  });
-
-  it("refuses a bundle without a digest (a manifest that is not resolved)", () => {
-    const unresolved = raw({ ...hello, bundles: [{ ...hello.bundles[0], digest: undefined }] });
-    assert.deepEqual(refusals(node([runtime(), unresolved])), ["bundle-digest-missing@hello"]);
-  });
-
-  it("refuses what checkManifest would have: a missing bundle, a process with nothing to run", () => {
-    const missing = raw({ ...counter, processes: [{ name: "x", bundle: "nope" }] });
-    assert.deepEqual(refusals(node([missing])), ["process-bundle-exists@counter"]);
-    const prebuilt = raw({
-      module: "bin",
-      bundles: [
-        {
-          name: "b",
-          language: "prebuilt",
-          source: "b.tgz",
-          digest: digest("a"),
-          entrypoints: ["b"],
-        },
-      ],
-      processes: [{ name: "b", bundle: "b" }],
-      "own-secrets": {},
-    });
-    assert.deepEqual(refusals(node([prebuilt])), ["process-run-needed@bin"]);
-  });
-
-  it("refuses a module wanted twice, a bad node or module name, a bad account or root", () => {
-    assert.deepEqual(refusals(node([hello, hello])), ["module-once@hello"]);
-    assert.deepEqual(refusals(node([hello], { node: "all" })), ["name-valid"]);
-    assert.deepEqual(refusals(node([raw({ ...hello, module: "Hello" })])), ["name-valid@Hello"]);
-    assert.deepEqual(refusals(node([hello], { account: "ada smith" })), ["account-valid"]);
-    assert.deepEqual(refusals(node([hello], { account: "ada", accountHome: "home/ada" })), [
-      "account-valid",
-    ]);
-    assert.deepEqual(refusals(node([hello], { root: "mesh" })), ["root-valid"]);
-  });
-
-  it("makes one error of every refusal", () => {
-    const composition = compose(
-      node([raw({ ...runtime(), bundles: [] })], { artifacts: undefined }),
-    );
-    assert.ok(!composition.ok);
-    const error = compositionRefused(composition.node, composition.refusals);
-    assert.equal(error.code, ErrorCode.COMPOSITION_REFUSED);
-    assert.equal(error.node, "edge-01");
-    assert.match(error.message, /runtime-one-bundle/);
   });
 });
 

@@ -32,6 +32,52 @@ export async function checkArchiveBytes(
 ): Promise<{ entries: number; bytes: number }> {
   const limits = options.limits ?? DEFAULT_ARCHIVE_LIMITS;
   const rules = new ArchiveEntryCheck(limits);
+  const read = await readArchive(bytes, limits, rules);
+  const { stopped, problems, gzipError, parseError } = read;
+  const where = options.path === undefined ? {} : { path: options.path };
+  const refuse = (why: string, cause?: unknown): MeshError =>
+    new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${options.what} is refused: ${why}; nothing of it was unpacked — give an archive of plain files, folders and links inside it, within the limits`,
+      { ...where, ...(cause === undefined ? {} : { cause }) },
+    );
+  if (stopped !== undefined) throw refuse(stopped);
+  if (gzipError !== undefined)
+    throw refuse(`it is not a gzip-compressed tar (${gzipError.message})`, gzipError);
+  if (parseError !== undefined && problems.length === 0)
+    throw refuse(`it is not a readable tar archive (${parseError.message})`, parseError);
+  if (problems.length > 0) {
+    const named = problems.slice(0, NAMED_ENTRIES).map((p) => `\n  - ${p}`);
+    const more = problems.length - named.length;
+    throw new MeshError(
+      ErrorCode.ARCHIVE_REFUSED,
+      `${options.what} is refused, and nothing of it was unpacked: ${problems.length} of its entries break the rules (an archive holds plain files, folders and links inside itself; no devices, FIFOs, hard links, set-id bits, absolute or climbing paths)${named.join("")}${more > 0 ? `\n  … and ${more} more` : ""}\nRepack it without those entries and add it again.`,
+      where,
+    );
+  }
+  if (rules.entries === 0) throw refuse("it holds no entries");
+  return { entries: rules.entries, bytes: rules.bytes };
+}
+
+/** What reading an archive found: the entries that break a rule, or why the reading stopped. */
+interface ArchiveReading {
+  /** A limit passed: the reading stopped there. */
+  readonly stopped: string | undefined;
+  /** Each entry that breaks a rule, said. */
+  readonly problems: readonly string[];
+  readonly gzipError: Error | undefined;
+  readonly parseError: Error | undefined;
+}
+
+/**
+ * Feeds the bytes through gunzip and the tar reader in small steps, each entry held to `rules`,
+ * counting what the stream expands to; stops as soon as a limit is passed.
+ */
+async function readArchive(
+  bytes: Uint8Array,
+  limits: ArchiveLimits,
+  rules: ArchiveEntryCheck,
+): Promise<ArchiveReading> {
   const problems: string[] = [];
   let stopped: string | undefined;
   // The tar stream is the files' bytes padded to 512, a 512-byte header per entry (two for long
@@ -92,28 +138,5 @@ export async function checkArchiveBytes(
       if (!settled) gunzip.end();
     })();
   });
-
-  const where = options.path === undefined ? {} : { path: options.path };
-  const refuse = (why: string, cause?: unknown): MeshError =>
-    new MeshError(
-      ErrorCode.ARCHIVE_REFUSED,
-      `${options.what} is refused: ${why}; nothing of it was unpacked — give an archive of plain files, folders and links inside it, within the limits`,
-      { ...where, ...(cause === undefined ? {} : { cause }) },
-    );
-  if (stopped !== undefined) throw refuse(stopped);
-  if (gzipError !== undefined)
-    throw refuse(`it is not a gzip-compressed tar (${gzipError.message})`, gzipError);
-  if (parseError !== undefined && problems.length === 0)
-    throw refuse(`it is not a readable tar archive (${parseError.message})`, parseError);
-  if (problems.length > 0) {
-    const named = problems.slice(0, NAMED_ENTRIES).map((p) => `\n  - ${p}`);
-    const more = problems.length - named.length;
-    throw new MeshError(
-      ErrorCode.ARCHIVE_REFUSED,
-      `${options.what} is refused, and nothing of it was unpacked: ${problems.length} of its entries break the rules (an archive holds plain files, folders and links inside itself; no devices, FIFOs, hard links, set-id bits, absolute or climbing paths)${named.join("")}${more > 0 ? `\n  … and ${more} more` : ""}\nRepack it without those entries and add it again.`,
-      where,
-    );
-  }
-  if (rules.entries === 0) throw refuse("it holds no entries");
-  return { entries: rules.entries, bytes: rules.bytes };
+  return { stopped, problems, gzipError, parseError };
 }

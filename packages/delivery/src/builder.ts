@@ -25,6 +25,9 @@ import {
   digestKey,
   type Build,
   type Candidate,
+  type Manifest,
+  type ModuleRegistration,
+  type ModuleSource,
 } from "@mesh/protocol";
 import { buildSource } from "./build-source.js";
 import { materialise } from "./source.js";
@@ -61,123 +64,21 @@ export class Builder extends DaemonBase {
   }
 
   protected async work(signal: AbortSignal): Promise<void> {
-    const candidates = await KvBucket.open(this.#bus, Bucket.candidates);
-    const builds = await KvBucket.open(this.#bus, Bucket.builds);
-    const manifests = await KvBucket.open(this.#bus, Bucket.manifests);
-    const modules = await KvBucket.open(this.#bus, Bucket.modules);
-    const artifacts = await ArtifactStore.open(this.#bus, { signal });
-    const now = this.#options.now ?? (() => new Date());
+    const at: Buckets = {
+      candidates: await KvBucket.open(this.#bus, Bucket.candidates),
+      builds: await KvBucket.open(this.#bus, Bucket.builds),
+      manifests: await KvBucket.open(this.#bus, Bucket.manifests),
+      modules: await KvBucket.open(this.#bus, Bucket.modules),
+      artifacts: await ArtifactStore.open(this.#bus, { signal }),
+      signal,
+    };
     this.life.set(Lifecycle.running);
     this.#log("running: building every candidate without a finished build");
-
-    const buildOne = async (candidate: Candidate): Promise<void> => {
-      const id = buildIdOf(candidate);
-      const key = buildKey(candidate.module, id);
-      const existing = await builds.get(key, { signal });
-      // Built or failed: done once. Building: a builder that stopped half-way; build it again.
-      if (existing !== undefined && existing.value.status !== "building") return;
-      const registration = await modules.get(candidate.module, { signal });
-      if (registration === undefined) {
-        // Not a failure of its source: it is built once the module is registered again.
-        this.#log(`${candidate.module} candidate ${candidate.seq}: not registered, not built`);
-        return;
-      }
-      const started = now();
-      const base = {
-        module: candidate.module,
-        build: id,
-        candidate: candidate.seq,
-        timings: { started: started.toISOString() },
-      };
-      await builds.put(key, { ...base, status: "building", bundles: [], log: "" }, { signal });
-      this.#log(`building ${candidate.module} candidate ${candidate.seq} as ${id}`);
-      const finish = async (record: Omit<Build, "timings" | "module" | "build" | "candidate">) => {
-        const finished = now();
-        const build: Build = {
-          ...base,
-          ...record,
-          timings: {
-            ...base.timings,
-            finished: finished.toISOString(),
-            ms: finished.getTime() - started.getTime(),
-          },
-        };
-        await builds.put(key, build, { signal });
-        this.#log(
-          `${candidate.module} ${id}: ${build.status}${build.error === undefined ? "" : ` (${build.error})`}`,
-        );
-      };
-      const work = await mkdtemp(
-        join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
-      );
-      try {
-        try {
-          await materialise(registration.value.source, join(work, "src"), candidate.revision, {
-            signal,
-          });
-        } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
-          await finish({ status: "failed", bundles: [], error: message, log: `error: ${message}` });
-          return;
-        }
-        const result = await buildSource(join(work, "src"), { signal });
-        if (!result.ok) {
-          await finish({ status: "failed", bundles: [], error: result.error, log: result.log });
-          return;
-        }
-        if (result.manifest.module !== candidate.module) {
-          const error = `the manifest names the module ${JSON.stringify(result.manifest.module)}, but it is registered as ${JSON.stringify(candidate.module)}; make the two agree`;
-          await finish({
-            status: "failed",
-            bundles: [],
-            error,
-            log: `${result.log}\nerror: ${error}`,
-          });
-          return;
-        }
-        for (const archive of result.archives) await artifacts.put(archive.bytes, { signal });
-        await manifests.put(digestKey(result.manifestDigest), result.manifest, { signal });
-        await finish({
-          status: "built",
-          manifestDigest: result.manifestDigest,
-          bundles: result.archives.map((a) => ({ name: a.bundle, digest: a.digest, size: a.size })),
-          log: result.log,
-        });
-      } finally {
-        await rm(work, { recursive: true, force: true });
-      }
-    };
-
-    // A build that the bus interrupted (it is left `building`) is tried again with backoff: a
-    // bus error is never a failed build, and nothing else would ever finish it.
     const retries = new Map<string, Backoff>();
-    const enqueue = (candidate: Candidate): void => {
-      const key = `${candidate.module}.${candidate.seq}`;
-      if (this.#queued.has(key)) return;
-      this.#queued.add(key);
-      // One build at a time: builds are CPU-bound, and the order of candidates is kept.
-      this.#queue = this.#queue.then(async () => {
-        try {
-          await buildOne(candidate);
-          retries.delete(key);
-        } catch (error) {
-          if (signal.aborted) return;
-          const backoff = retries.get(key) ?? new Backoff({ initialMs: 1_000, maxMs: 60_000 });
-          retries.set(key, backoff);
-          const wait = backoff.next();
-          this.#log(
-            `building ${key} was interrupted (${(error as Error).message}); trying again in ${wait} ms`,
-          );
-          const timer = setTimeout(() => signal.aborted || enqueue(candidate), wait);
-          timer.unref();
-        } finally {
-          this.#queued.delete(key);
-        }
-      });
-    };
+    const enqueue = (candidate: Candidate): void => this.#enqueue(candidate, at, retries);
 
     const watching = (async () => {
-      for await (const event of candidates.watch({ signal })) {
+      for await (const event of at.candidates.watch({ signal })) {
         if (event.type === "put") enqueue(event.value);
       }
     })();
@@ -185,10 +86,10 @@ export class Builder extends DaemonBase {
     // finished build is built (one made while it was removed, say; its source did not change,
     // so the indexer makes no new one).
     const registered = (async () => {
-      for await (const event of modules.watch({ signal })) {
+      for await (const event of at.modules.watch({ signal })) {
         if (event.type !== "put") continue;
-        for (const key of await candidates.keys(`${event.key}.*`)) {
-          const candidate = (await candidates.get(key, { signal }))?.value;
+        for (const key of await at.candidates.keys(`${event.key}.*`)) {
+          const candidate = (await at.candidates.get(key, { signal }))?.value;
           if (candidate !== undefined) enqueue(candidate);
         }
       }
@@ -205,4 +106,134 @@ export class Builder extends DaemonBase {
       await this.#queue.catch(() => undefined);
     }
   }
+
+  /**
+   * Queues a candidate's build, once. A build that the bus interrupted (it is left `building`) is
+   * tried again with backoff: a bus error is never a failed build, and nothing else would ever
+   * finish it.
+   */
+  #enqueue(candidate: Candidate, at: Buckets, retries: Map<string, Backoff>): void {
+    const { signal } = at;
+    const key = `${candidate.module}.${candidate.seq}`;
+    if (this.#queued.has(key)) return;
+    this.#queued.add(key);
+    // One build at a time: builds are CPU-bound, and the order of candidates is kept.
+    this.#queue = this.#queue.then(async () => {
+      try {
+        await this.#buildOne(candidate, at);
+        retries.delete(key);
+      } catch (error) {
+        if (signal.aborted) return;
+        const backoff = retries.get(key) ?? new Backoff({ initialMs: 1_000, maxMs: 60_000 });
+        retries.set(key, backoff);
+        const wait = backoff.next();
+        this.#log(
+          `building ${key} was interrupted (${(error as Error).message}); trying again in ${wait} ms`,
+        );
+        const timer = setTimeout(
+          () => signal.aborted || this.#enqueue(candidate, at, retries),
+          wait,
+        );
+        timer.unref();
+      } finally {
+        this.#queued.delete(key);
+      }
+    });
+  }
+
+  /** Builds one candidate unless it was built (or failed) before; records how it went. */
+  async #buildOne(candidate: Candidate, at: Buckets): Promise<void> {
+    const { builds, signal } = at;
+    const id = buildIdOf(candidate);
+    const key = buildKey(candidate.module, id);
+    const existing = await builds.get(key, { signal });
+    // Built or failed: done once. Building: a builder that stopped half-way; build it again.
+    if (existing !== undefined && existing.value.status !== "building") return;
+    const registration = await at.modules.get(candidate.module, { signal });
+    if (registration === undefined) {
+      // Not a failure of its source: it is built once the module is registered again.
+      this.#log(`${candidate.module} candidate ${candidate.seq}: not registered, not built`);
+      return;
+    }
+    const now = this.#options.now ?? (() => new Date());
+    const started = now();
+    const base = {
+      module: candidate.module,
+      build: id,
+      candidate: candidate.seq,
+      timings: { started: started.toISOString() },
+    };
+    await builds.put(key, { ...base, status: "building", bundles: [], log: "" }, { signal });
+    this.#log(`building ${candidate.module} candidate ${candidate.seq} as ${id}`);
+    const finish = async (record: Outcome): Promise<void> => {
+      const finished = now();
+      const build: Build = {
+        ...base,
+        ...record,
+        timings: {
+          ...base.timings,
+          finished: finished.toISOString(),
+          ms: finished.getTime() - started.getTime(),
+        },
+      };
+      await builds.put(key, build, { signal });
+      this.#log(
+        `${candidate.module} ${id}: ${build.status}${build.error === undefined ? "" : ` (${build.error})`}`,
+      );
+    };
+    const work = await mkdtemp(
+      join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
+    );
+    try {
+      await finish(await this.#build(candidate, registration.value.source, work, at));
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Checks the source out into `work` and builds it; a built one's archives and resolved manifest
+   * are stored before the outcome says built.
+   */
+  async #build(
+    candidate: Candidate,
+    source: ModuleSource,
+    work: string,
+    at: Buckets,
+  ): Promise<Outcome> {
+    const { signal } = at;
+    try {
+      await materialise(source, join(work, "src"), candidate.revision, { signal });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { status: "failed", bundles: [], error: message, log: `error: ${message}` };
+    }
+    const result = await buildSource(join(work, "src"), { signal });
+    if (!result.ok) return { status: "failed", bundles: [], error: result.error, log: result.log };
+    if (result.manifest.module !== candidate.module) {
+      const error = `the manifest names the module ${JSON.stringify(result.manifest.module)}, but it is registered as ${JSON.stringify(candidate.module)}; make the two agree`;
+      return { status: "failed", bundles: [], error, log: `${result.log}\nerror: ${error}` };
+    }
+    for (const archive of result.archives) await at.artifacts.put(archive.bytes, { signal });
+    await at.manifests.put(digestKey(result.manifestDigest), result.manifest, { signal });
+    return {
+      status: "built",
+      manifestDigest: result.manifestDigest,
+      bundles: result.archives.map((a) => ({ name: a.bundle, digest: a.digest, size: a.size })),
+      log: result.log,
+    };
+  }
+}
+
+/** How a build ended, as its record says it (the record adds who, when and how long). */
+type Outcome = Omit<Build, "timings" | "module" | "build" | "candidate">;
+
+/** The buckets and the store one run of the builder reads and writes, and its signal. */
+interface Buckets {
+  readonly candidates: KvBucket<Candidate>;
+  readonly builds: KvBucket<Build>;
+  readonly manifests: KvBucket<Manifest>;
+  readonly modules: KvBucket<ModuleRegistration>;
+  readonly artifacts: ArtifactStore;
+  readonly signal: AbortSignal;
 }

@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { checkManifest, fingerprintOf } from "@mesh/core";
-import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { Bucket } from "@mesh/protocol";
 import { startControllerMesh, type ControllerMesh } from "../testing/controller-mesh.js";
-import { runMesh, type MeshRun } from "../testing/run-mesh.js";
+import { helloManifest, seedWanted } from "../testing/fixtures.js";
+import { type MeshRun } from "../testing/run-mesh.js";
 
 const json = <T>(run: MeshRun): T => {
   assert.equal(run.code, 0, run.stderr + run.stdout);
@@ -21,36 +21,20 @@ const errorCode = (run: MeshRun): string =>
 describe("mesh config", () => {
   let mesh: ControllerMesh;
   let admin: ControllerMesh["admin"];
-  let cred: string;
 
   before(async () => {
     mesh = await startControllerMesh();
     admin = mesh.admin;
-    cred = mesh.credential;
-    const hello = checkManifest({
-      module: "hello",
-      bundles: [
-        {
-          name: "tools",
-          language: "typescript",
-          entrypoints: ["src/greet.ts"],
-          loads: ["src/greet.ts"],
-          digest: "1a".repeat(32),
-        },
-      ],
+    const hello = helloManifest({
       config: {
         greeting: { description: "how to greet", default: "Hello" },
         times: { type: "integer", minimum: 1, maximum: 10, default: 1 },
       },
     });
-    assert.ok(hello.ok);
     await mesh.register("hello");
-    await mesh.put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
-    await mesh.put(Bucket.wants, nodeModuleKey("n1", "hello"), {
+    await seedWanted(mesh.put, hello, {
+      nodes: ["n1"],
       build: "2-b",
-      manifestDigest: fingerprintOf(hello.manifest),
-      fingerprint: "f",
-      rule: "newest",
       reason: "newest for the test",
     });
   });
@@ -61,31 +45,11 @@ describe("mesh config", () => {
 
   test("config set takes JSON or a bare string, per node too; get shows defaults and values; unset removes", async () => {
     const bare = json<{ value: unknown; asString: boolean; key: string }>(
-      await runMesh([
-        "config",
-        "set",
-        "hello",
-        "greeting",
-        "Hi there",
-        "--json",
-        "--credential",
-        cred,
-      ]),
+      await mesh.run(["config", "set", "hello", "greeting", "Hi there", "--json"]),
     );
     assert.deepEqual([bare.key, bare.value, bare.asString], ["hello.greeting", "Hi there", true]);
     const typed = json<{ value: unknown; key: string }>(
-      await runMesh([
-        "config",
-        "set",
-        "hello",
-        "times",
-        "3",
-        "--node",
-        "n1",
-        "--json",
-        "--credential",
-        cred,
-      ]),
+      await mesh.run(["config", "set", "hello", "times", "3", "--node", "n1", "--json"]),
     );
     assert.deepEqual([typed.key, typed.value], ["hello.times.n1", 3]);
     const stored = await (await KvBucket.open(admin, Bucket.config)).get("hello.times.n1");
@@ -101,7 +65,7 @@ describe("mesh config", () => {
         value?: { value: unknown };
         nodes: Record<string, { value: unknown }>;
       }>;
-    }>(await runMesh(["config", "get", "hello", "--json", "--credential", cred]));
+    }>(await mesh.run(["config", "get", "hello", "--json"]));
     assert.equal(got.manifestKnown, true);
     assert.deepEqual(
       got.keys.map((k) => [k.key, k.declared, k.default, k.value?.value, k.nodes["n1"]?.value]),
@@ -110,22 +74,12 @@ describe("mesh config", () => {
         ["times", true, 1, undefined, 3],
       ],
     );
-    const plain = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
+    const plain = await mesh.run(["config", "get", "hello", "times"]);
     assert.match(plain.stdout, /default\s+1/);
     assert.match(plain.stdout, /on n1\s+3/);
 
     const unset = json<{ removed: boolean }>(
-      await runMesh([
-        "config",
-        "unset",
-        "hello",
-        "times",
-        "--node",
-        "n1",
-        "--json",
-        "--credential",
-        cred,
-      ]),
+      await mesh.run(["config", "unset", "hello", "times", "--node", "n1", "--json"]),
     );
     assert.equal(unset.removed, true);
     assert.equal(
@@ -135,81 +89,36 @@ describe("mesh config", () => {
   });
 
   test("config set of a value that breaks the key's declared type is REFUSED naming the rule (exit 3), unless --force", async () => {
-    const notANumber = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "times",
-      "lots",
-      "--json",
-      "--credential",
-      cred,
-    ]);
+    const notANumber = await mesh.run(["config", "set", "hello", "times", "lots", "--json"]);
     assert.equal(notANumber.code, 3);
     assert.equal(errorCode(notANumber), "REFUSED");
     const message = (JSON.parse(notANumber.stdout) as { error: { message: string } }).error.message;
     assert.match(message, /"lots" is a string, not an integer \(the rule type: "integer"\)/);
-    const tooMany = await runMesh(["config", "set", "hello", "times", "11", "--credential", cred]);
+    const tooMany = await mesh.run(["config", "set", "hello", "times", "11"]);
     assert.equal(tooMany.code, 3);
     assert.match(tooMany.stderr, /11 is more than 10 \(the rule maximum: 10\)/);
     const config = await KvBucket.open(admin, Bucket.config);
     assert.equal(await config.get("hello.times"), undefined, "a refused value is not written");
-    const shown = await runMesh(["config", "get", "hello", "times", "--credential", cred]);
+    const shown = await mesh.run(["config", "get", "hello", "times"]);
     assert.match(shown.stdout, /rules\s+type: "integer", minimum: 1, maximum: 10/);
-    const forced = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "times",
-      "11",
-      "--force",
-      "--credential",
-      cred,
-    ]);
+    const forced = await mesh.run(["config", "set", "hello", "times", "11", "--force"]);
     assert.equal(forced.code, 0, forced.stderr);
     assert.equal((await config.get("hello.times"))?.value.value, 11);
     await config.delete("hello.times");
   });
 
   test("config set of an undeclared key is REFUSED naming the declared keys (exit 3), unless --force", async () => {
-    const refused = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "colour",
-      "red",
-      "--json",
-      "--credential",
-      cred,
-    ]);
+    const refused = await mesh.run(["config", "set", "hello", "colour", "red", "--json"]);
     assert.equal(refused.code, 3);
     assert.equal(errorCode(refused), "REFUSED");
     const message = (JSON.parse(refused.stdout) as { error: { message: string } }).error.message;
     assert.match(message, /greeting, times/);
-    const plain = await runMesh(["config", "set", "hello", "colour", "red", "--credential", cred]);
+    const plain = await mesh.run(["config", "set", "hello", "colour", "red"]);
     assert.equal(plain.code, 3);
     assert.match(plain.stderr, /REFUSED/);
-    const forced = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "colour",
-      "red",
-      "--force",
-      "--credential",
-      cred,
-    ]);
+    const forced = await mesh.run(["config", "set", "hello", "colour", "red", "--force"]);
     assert.equal(forced.code, 0, forced.stderr);
-    const badName = await runMesh([
-      "config",
-      "set",
-      "hello",
-      "Bad.Key",
-      "1",
-      "--json",
-      "--credential",
-      cred,
-    ]);
+    const badName = await mesh.run(["config", "set", "hello", "Bad.Key", "1", "--json"]);
     assert.equal(badName.code, 2);
     assert.equal(errorCode(badName), "INVALID_NAME");
   });

@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { z } from "zod";
-import { Bucket, nodeModuleKey, parseJoinToken } from "@mesh/protocol";
-import { checkManifest, fingerprintOf } from "@mesh/core";
+import { Bucket, parseJoinToken } from "@mesh/protocol";
 import { KvBucket, generateNodeKeys, writeCredential, type MeshBus } from "@mesh/bus";
 import { startMesh, type Mesh } from "@mesh/controller/testing";
+import { helloManifest, presenceOf, seedWanted } from "../testing/fixtures.js";
+import { rawPutter } from "../testing/operator-bus.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../core/test-fixtures/", import.meta.url));
@@ -66,23 +66,7 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
     credential = join(dir, "operator.json");
     await writeCredential(credential, mesh.operator);
 
-    const hello = checkManifest({
-      module: "hello",
-      bundles: [
-        {
-          name: "tools",
-          language: "typescript",
-          entrypoints: ["src/greet.ts"],
-          loads: ["src/greet.ts"],
-          digest: "1a".repeat(32),
-        },
-      ],
-      "own-secrets": { "api-token": { path: "api-token" } },
-    });
-    assert.ok(hello.ok);
-    const put = async (bucket: string, key: string, value: unknown) =>
-      (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
-    await put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
+    const put = rawPutter(admin);
     // Registered, as `mesh secret set` refuses a module the mesh does not know (issue 14.8).
     await put(Bucket.modules, "hello", {
       module: "hello",
@@ -90,21 +74,12 @@ describe("mesh compose, join-token and secret set, on a real bus", () => {
       by: "operator",
       at: new Date().toISOString(),
     });
-    for (const node of ["n1", "n2"]) {
-      await put(Bucket.wants, nodeModuleKey(node, "hello"), {
-        build: "1-a",
-        manifestDigest: fingerprintOf(hello.manifest),
-        fingerprint: "f",
-        rule: "newest",
-        reason: "test",
-      });
-    }
-    await put(Bucket.presence, "n1", {
-      node: "n1",
-      facts: { hostname: "n1", os: "linux", arch: "x64", version: "0.1.0" },
-      publicKey: keys.publicKey,
-      heartbeat: new Date().toISOString(),
-    });
+    await seedWanted(
+      put,
+      helloManifest({ "own-secrets": { "api-token": { path: "api-token" } } }),
+      { nodes: ["n1", "n2"], build: "1-a" },
+    );
+    await put(Bucket.presence, "n1", presenceOf("n1", new Date().toISOString(), keys.publicKey));
   });
 
   after(() => mesh?.[Symbol.asyncDispose]());

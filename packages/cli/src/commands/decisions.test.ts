@@ -5,17 +5,11 @@
  * processes would leave it.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { operatorGrant } from "@mesh/core";
-import { Bucket, Principal } from "@mesh/protocol";
-import { runMesh } from "../testing/run-mesh.js";
+import { Bucket } from "@mesh/protocol";
+import { healthyHave, presenceOf } from "../testing/fixtures.js";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
-const HUB = "hub";
 const RUN_MS = 30_000;
 
 interface Cell {
@@ -27,30 +21,17 @@ interface Cell {
 }
 
 describe("mesh wants and mesh differences agree with mesh status", () => {
-  let server: TestServer;
-  let dir: string;
-  let cred: string;
+  let bus: OperatorBus;
+  let beating: NodeJS.Timeout | undefined;
 
   before(async () => {
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
-      ],
-    });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-decisions-"));
-    await using admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: HUB, module: Principal.controller }),
-    );
-    await ensureLayout(admin);
+    bus = await startOperatorBus({ name: "decisions" });
     const at = new Date().toISOString();
-    const put = async (bucket: Bucket, key: string, value: unknown) =>
-      (await KvBucket.open(admin, bucket)).put(key, value as never);
-    await put(Bucket.presence, "n1", {
-      node: "n1",
-      facts: { hostname: "n1", os: "linux", arch: "x64", version: "0.1.0" },
-      publicKey: "k",
-      heartbeat: at,
-    });
+    const put = bus.put;
+    // n1 beats as its host would, so it stays present however slowly the verbs run here.
+    const beat = () => put(Bucket.presence, "n1", presenceOf("n1", new Date().toISOString()));
+    await beat();
+    beating = setInterval(() => void beat().catch(() => undefined), 5_000);
     // hello: every build failed, so nothing is wanted and nothing differs — yet it does not run.
     await put(Bucket.modules, "hello", {
       module: "hello",
@@ -78,39 +59,16 @@ describe("mesh wants and mesh differences agree with mesh status", () => {
       rule: "newest",
       reason: "the newest build of board",
     });
-    await put(Bucket.have, "n1.board", {
-      build: "2-bbbbbbbb",
-      fingerprint: "f",
-      health: "healthy",
-      since: at,
-      restarts: 0,
-    });
-    cred = join(dir, "operator.json");
-    await writeCredential(
-      cred,
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        { node: HUB, module: Principal.operator },
-      ),
-    );
+    await put(Bucket.have, "n1.board", healthyHave("2-bbbbbbbb", at));
   });
 
   after(async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
+    clearInterval(beating);
+    await bus?.[Symbol.asyncDispose]();
   });
 
-  const json = async <T>(...args: string[]): Promise<T> => {
-    const run = await runMesh([...args, "--json", "--credential", cred], { deadlineMs: RUN_MS });
-    assert.equal(run.code, 0, run.stderr);
-    return JSON.parse(run.stdout) as T;
-  };
-  const plain = async (...args: string[]): Promise<string> => {
-    const run = await runMesh([...args, "--credential", cred], { deadlineMs: RUN_MS });
-    assert.equal(run.code, 0, run.stderr);
-    return run.stdout;
-  };
+  const json = <T>(...args: string[]): Promise<T> => bus.json<T>(args, { deadlineMs: RUN_MS });
+  const plain = (...args: string[]): Promise<string> => bus.text(args, { deadlineMs: RUN_MS });
   const pick = (c: Cell) => [c.node, c.module, c.state, c.reason, c.fix];
 
   test("a module assigned with no want is in wants, with status's state, reason and fix", async () => {

@@ -6,58 +6,44 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { assignerGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import type { MeshBus } from "@mesh/bus";
+import { KvBucket } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { assignerGrant, deliveryGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
 import { rawTar } from "@mesh/delivery";
-import { runMesh } from "../testing/run-mesh.js";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const NODE = "n0";
 
 describe("delivery verbs", () => {
-  let server: TestServer;
+  let bus: OperatorBus;
   let dir: string;
   let admin: MeshBus;
   const daemons: ChildProcess[] = [];
-  const cred = (name: string) => join(dir, `${name}.json`);
 
   before(async () => {
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
-        { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
-        { user: "assigner", password: "assigner-pw", permissions: assignerGrant({ node: NODE }) },
+    bus = await startOperatorBus({
+      name: "delivery",
+      node: NODE,
+      others: [
+        { module: Principal.delivery, permissions: deliveryGrant({ node: NODE }) },
+        { module: Principal.assigner, permissions: assignerGrant({ node: NODE }) },
       ],
     });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-delivery-"));
-    admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: NODE, module: "controller" }),
-    );
-    await ensureLayout(admin);
-    for (const [name, module] of [
-      ["operator", Principal.operator],
-      ["delivery", Principal.delivery],
+    ({ dir, admin } = bus);
+    for (const [daemon, credential] of [
+      ["indexer", Principal.delivery],
+      ["builder", Principal.delivery],
       ["assigner", Principal.assigner],
     ] as const) {
-      await writeCredential(
-        cred(name),
-        credentialFor(server, { user: name, password: `${name}-pw` }, { node: NODE, module }),
-      );
-    }
-    for (const [daemon, credential] of [
-      ["indexer", "delivery"],
-      ["builder", "delivery"],
-      ["assigner", "assigner"],
-    ] as const) {
       daemons.push(
-        spawn(process.execPath, [MAIN, daemon, "--credential", cred(credential)], {
+        spawn(process.execPath, [MAIN, daemon, "--credential", bus.credentialOf(credential)], {
           stdio: "ignore",
         }),
       );
@@ -76,9 +62,7 @@ describe("delivery verbs", () => {
           }),
       ),
     );
-    await admin?.close();
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
   test("module add --wait follows the build; assign --all makes a want; wants, builds and module list show it", async () => {
@@ -92,15 +76,7 @@ describe("delivery verbs", () => {
       join(src, "src/tools.ts"),
       "export const tools = { greet: (n: string) => `Hello, ${n}` };\n",
     );
-    const add = await runMesh([
-      "module",
-      "add",
-      src,
-      "--wait",
-      "--json",
-      "--credential",
-      cred("operator"),
-    ]);
+    const add = await bus.run(["module", "add", src, "--wait", "--json"]);
     assert.equal(add.code, 0, add.stderr + add.stdout);
     const added = JSON.parse(add.stdout) as { build: { build: string; status: string } };
     assert.equal(added.build.status, "built");
@@ -113,7 +89,7 @@ describe("delivery verbs", () => {
       publicKey: "k",
       heartbeat: new Date().toISOString(),
     });
-    const assign = await runMesh(["assign", "hello", "--all", "--credential", cred("operator")]);
+    const assign = await bus.run(["assign", "hello", "--all"]);
     assert.equal(assign.code, 0, assign.stderr);
     const wantsBucket = await KvBucket.open(admin, Bucket.wants);
     const ac = new AbortController();
@@ -125,16 +101,16 @@ describe("delivery verbs", () => {
       30_000,
       "the assigner's want for n1.hello",
     ).finally(() => ac.abort());
-    const wants = await runMesh(["wants", "--json", "--credential", cred("operator")]);
+    const wants = await bus.run(["wants", "--json"]);
     const parsed = JSON.parse(wants.stdout) as {
       wants: Record<string, { build: string; rule: string }>;
     };
     assert.equal(parsed.wants["n1.hello"]?.build, added.build.build);
     assert.equal(parsed.wants["n1.hello"]?.rule, "newest");
 
-    const list = await runMesh(["module", "list", "--credential", cred("operator")]);
+    const list = await bus.run(["module", "list"]);
     assert.match(list.stdout, new RegExp(`hello .* ${added.build.build} built`));
-    const builds = await runMesh(["builds", "hello", "--json", "--credential", cred("operator")]);
+    const builds = await bus.run(["builds", "hello", "--json"]);
     assert.equal((JSON.parse(builds.stdout) as { builds: unknown[] }).builds.length, 1);
   });
 
@@ -142,7 +118,7 @@ describe("delivery verbs", () => {
     const src = join(dir, "bad");
     await mkdir(src, { recursive: true });
     await writeFile(join(src, "mesh.yaml"), "module: Bad\nbundles: 3\n");
-    const run = await runMesh(["module", "add", src, "--json", "--credential", cred("operator")]);
+    const run = await bus.run(["module", "add", src, "--json"]);
     assert.equal(run.code, 3);
     const out = JSON.parse(run.stdout) as { error: { code: string; message: string } };
     assert.equal(out.error.code, "MANIFEST_INVALID");
@@ -160,7 +136,7 @@ describe("delivery verbs", () => {
         { name: "dev/null", type: "3" },
       ]),
     );
-    const run = await runMesh(["module", "add", file, "--credential", cred("operator")]);
+    const run = await bus.run(["module", "add", file]);
     assert.equal(run.code, 3, run.stderr);
     assert.match(run.stderr, /\[ARCHIVE_REFUSED\]/);
     assert.match(run.stderr, /"\/tmp\/mesh-cli-absolute.txt" is an absolute path/);
@@ -169,28 +145,14 @@ describe("delivery verbs", () => {
   });
 
   test("a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {
-    const put = await runMesh([
-      "put",
-      "hello",
-      "9-deadbeef",
-      "--json",
-      "--credential",
-      cred("operator"),
-    ]);
+    const put = await bus.run(["put", "hello", "9-deadbeef", "--json"]);
     assert.equal((JSON.parse(put.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
-    const answer = await runMesh([
-      "answer",
-      "w-nothing",
-      "yes",
-      "--json",
-      "--credential",
-      cred("operator"),
-    ]);
+    const answer = await bus.run(["answer", "w-nothing", "yes", "--json"]);
     assert.equal(
       (JSON.parse(answer.stdout) as { error: { code: string } }).error.code,
       "NOT_FOUND",
     );
-    const usage = await runMesh(["assign", "hello", "--credential", cred("operator")]);
+    const usage = await bus.run(["assign", "hello"]);
     assert.equal(usage.code, 2);
   });
 });

@@ -46,16 +46,7 @@ export interface JoinCliOptions extends MachineOptions {
 
 export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise<ExitCode> {
   const node = checkName("node", options.node);
-  const servers = busUrl
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-  if (servers.length === 0 || servers.some((s) => !/^(nats|tls|wss?):\/\/|^[^/]+:\d+$/.test(s))) {
-    throw new MeshError(
-      ErrorCode.USAGE,
-      `${JSON.stringify(busUrl)} is not a bus url; give the one \`mesh join-token\` printed, e.g. nats://10.0.0.5:4222`,
-    );
-  }
+  const servers = busServers(busUrl);
   const root = resolve(options.root);
   const credentialFile = resolve(
     options.credentialOut ?? join(root, "credentials", `${Principal.host}.json`),
@@ -63,47 +54,7 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   const say = (line: string): void => {
     if (options.json !== true) process.stderr.write(`${line}\n`);
   };
-
-  const kept = await readCredential(credentialFile).catch((error: unknown) => {
-    // Missing is the common case (a first join); a file that is there but broken or readable by
-    // others is not silently replaced: its refusal says what to do.
-    if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID) return undefined;
-    throw error;
-  });
-  let credential: Credential;
-  let joined: boolean;
-  if (kept !== undefined && kept.node === node && kept.module === Principal.host) {
-    credential = kept;
-    joined = false;
-    // The user and password stay the node's; only where the bus is may have moved.
-    if (kept.servers.join(",") !== servers.join(",")) {
-      credential = { ...kept, servers };
-      await writeCredential(credentialFile, credential);
-    }
-    say(`${node} already joined: using its host credential ${credentialFile}`);
-  } else {
-    if (kept !== undefined) {
-      throw new MeshError(
-        ErrorCode.REFUSED,
-        `${credentialFile} holds the credential of ${kept.node}'s ${kept.module}, not of node ${node}; join ${kept.node} again, or give another --root or --credential-out`,
-        { node, path: credentialFile },
-      );
-    }
-    if (options.token === undefined || options.token === "") {
-      throw new MeshError(
-        ErrorCode.USAGE,
-        `${root} holds no credential for ${node}, so joining needs --token; ask the mesh's operator for one (\`mesh join-token\`)`,
-        { node },
-      );
-    }
-    const keys = await loadOrCreateNodeKeys(join(root, "node.key"));
-    credential = await joinPinned(servers, options.token, node, keys, options.insecure === true);
-    await writeCredential(credentialFile, credential);
-    joined = true;
-    say(
-      `${node} joined the mesh at ${servers.join(", ")}; its host credential is ${credentialFile}`,
-    );
-  }
+  const joined = await ensureJoined({ node, servers, root, credentialFile, options, say });
 
   if (options.run === false) {
     if (options.json === true)
@@ -129,6 +80,74 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
   });
   say(`the host of ${node} stopped`);
   return code;
+}
+
+/** The bus urls `mesh join` was given, comma-separated; USAGE when one is not a bus url. */
+function busServers(busUrl: string): string[] {
+  const servers = busUrl
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (servers.length === 0 || servers.some((s) => !/^(nats|tls|wss?):\/\/|^[^/]+:\d+$/.test(s))) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${JSON.stringify(busUrl)} is not a bus url; give the one \`mesh join-token\` printed, e.g. nats://10.0.0.5:4222`,
+    );
+  }
+  return servers;
+}
+
+/**
+ * Makes sure the root holds the node's host credential: the one kept there (its servers updated
+ * when the bus moved), else one the token gets. Says whether this call joined.
+ */
+async function ensureJoined(at: {
+  readonly node: string;
+  readonly servers: string[];
+  readonly root: string;
+  readonly credentialFile: string;
+  readonly options: JoinCliOptions;
+  readonly say: (line: string) => void;
+}): Promise<boolean> {
+  const { node, servers, root, credentialFile, options, say } = at;
+  const kept = await readCredential(credentialFile).catch((error: unknown) => {
+    // Missing is the common case (a first join); a file that is there but broken or readable by
+    // others is not silently replaced: its refusal says what to do.
+    if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID) return undefined;
+    throw error;
+  });
+  if (kept !== undefined && kept.node === node && kept.module === Principal.host) {
+    // The user and password stay the node's; only where the bus is may have moved.
+    if (kept.servers.join(",") !== servers.join(","))
+      await writeCredential(credentialFile, { ...kept, servers });
+    say(`${node} already joined: using its host credential ${credentialFile}`);
+    return false;
+  }
+  if (kept !== undefined) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${credentialFile} holds the credential of ${kept.node}'s ${kept.module}, not of node ${node}; join ${kept.node} again, or give another --root or --credential-out`,
+      { node, path: credentialFile },
+    );
+  }
+  if (options.token === undefined || options.token === "") {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `${root} holds no credential for ${node}, so joining needs --token; ask the mesh's operator for one (\`mesh join-token\`)`,
+      { node },
+    );
+  }
+  const keys = await loadOrCreateNodeKeys(join(root, "node.key"));
+  const credential = await joinPinned(
+    servers,
+    options.token,
+    node,
+    keys,
+    options.insecure === true,
+  );
+  await writeCredential(credentialFile, credential);
+  say(`${node} joined the mesh at ${servers.join(", ")}; its host credential is ${credentialFile}`);
+  return true;
 }
 
 /**

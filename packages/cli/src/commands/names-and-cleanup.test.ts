@@ -7,15 +7,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { checkManifest, fingerprintOf } from "@mesh/core";
-import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { Bucket } from "@mesh/protocol";
 import { startControllerMesh, type ControllerMesh } from "../testing/controller-mesh.js";
-import { runMesh, type MeshRun } from "../testing/run-mesh.js";
+import { helloManifest, seedWanted } from "../testing/fixtures.js";
+import { type MeshRun } from "../testing/run-mesh.js";
 
 let mesh: ControllerMesh;
 
 const mesh_ = (args: readonly string[], input?: string): Promise<MeshRun> =>
-  runMesh([...args, "--credential", mesh.credential], input === undefined ? {} : { input });
+  mesh.run(args, input === undefined ? {} : { input });
 
 const refusal = (run: MeshRun): { code: string; message: string } => {
   assert.equal(run.code, 3, `exit 3 expected: ${run.stdout}${run.stderr}`);
@@ -29,31 +29,16 @@ const ok = <T>(run: MeshRun): T => {
 
 before(async () => {
   mesh = await startControllerMesh();
-  const hello = checkManifest({
-    module: "hello",
-    bundles: [
-      {
-        name: "tools",
-        language: "typescript",
-        entrypoints: ["src/greet.ts"],
-        loads: ["src/greet.ts"],
-        digest: "1a".repeat(32),
-      },
-    ],
-    config: { greeting: { default: "Hello" } },
-    "own-secrets": { "api-token": { path: "api-token" }, broker: { path: "broker.json" } },
-  });
-  assert.ok(hello.ok);
   await mesh.register("hello");
   await mesh.register("counter");
-  await mesh.put(Bucket.manifests, fingerprintOf(hello.manifest), hello.manifest);
-  await mesh.put(Bucket.wants, nodeModuleKey("n1", "hello"), {
-    build: "1-a",
-    manifestDigest: fingerprintOf(hello.manifest),
-    fingerprint: "f",
-    rule: "newest",
-    reason: "test",
-  });
+  await seedWanted(
+    mesh.put,
+    helloManifest({
+      config: { greeting: { default: "Hello" } },
+      "own-secrets": { "api-token": { path: "api-token" }, broker: { path: "broker.json" } },
+    }),
+    { nodes: ["n1"], build: "1-a" },
+  );
 });
 
 after(async () => {

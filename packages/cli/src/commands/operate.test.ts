@@ -6,198 +6,164 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import {
-  credentialFor,
-  deadline,
-  publishRaw,
-  startTestServer,
-  type TestServer,
-} from "@mesh/bus/testing";
-import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
+import type { MeshBus } from "@mesh/bus";
+import { KvBucket } from "@mesh/bus";
+import { deadline, publishRaw } from "@mesh/bus/testing";
+import { fingerprintOf } from "@mesh/core";
 import {
   Bucket,
-  Principal,
   conditionSubject,
   logsSubject,
   type Condition,
   type LogLine,
+  type Manifest,
 } from "@mesh/protocol";
+import { helloManifest } from "../testing/fixtures.js";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { runMesh, type MeshRun } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
-const HUB = "hub";
 
 const json = <T>(run: MeshRun): T => {
   assert.equal(run.code, 0, run.stderr + run.stdout);
   return JSON.parse(run.stdout) as T;
 };
 
+const now = Date.now();
+const iso = (msAgo: number) => new Date(now - msAgo).toISOString();
+const logLine = (line: string, msAgo: number): LogLine => ({
+  process: "runtime",
+  stream: "stdout",
+  line,
+  at: iso(msAgo),
+});
+
+/**
+ * Two nodes running hello (n1 healthy and present, n2 failing, set back and long gone), an open
+ * and an answered ask, twelve conditions and a few log lines of each node.
+ */
+async function seedFleet(admin: MeshBus, hello: Manifest): Promise<void> {
+  const digest = fingerprintOf(hello);
+  await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello);
+  const presence = await KvBucket.open(admin, Bucket.presence);
+  const facts = { os: "linux", arch: "x64", version: "0.1.0" };
+  // n1 beat a moment ago; n2 last beat ten minutes ago, far beyond three heartbeats.
+  await presence.put("n1", {
+    node: "n1",
+    facts: { hostname: "one", ...facts },
+    publicKey: "k1",
+    heartbeat: iso(1_000),
+  });
+  await presence.put("n2", {
+    node: "n2",
+    facts: { hostname: "two", ...facts },
+    publicKey: "k2",
+    heartbeat: iso(600_000),
+  });
+  const wants = await KvBucket.open(admin, Bucket.wants);
+  for (const [node, build, rule] of [
+    ["n1", "2-b", "newest"],
+    ["n2", "1-a", "set-back"],
+  ] as const) {
+    await wants.put(`${node}.hello`, {
+      build,
+      manifestDigest: digest,
+      fingerprint: "f",
+      rule,
+      reason: `${rule} for the test`,
+    });
+  }
+  const have = await KvBucket.open(admin, Bucket.have);
+  await have.put("n1.hello", {
+    build: "2-b",
+    fingerprint: "f",
+    health: "healthy",
+    since: iso(60_000),
+    restarts: 0,
+  });
+  await have.put("n2.hello", {
+    build: "2-b",
+    fingerprint: "f",
+    health: "failing",
+    since: iso(60_000),
+    restarts: 4,
+    lastError: "exit 1",
+  });
+  await (
+    await KvBucket.open(admin, Bucket.differences)
+  ).put("n2.hello", {
+    want: "1-a",
+    have: "2-b",
+    reasons: ["n2 runs 2-b, which is failing; set back to 1-a"],
+  });
+  const asks = await KvBucket.open(admin, Bucket.asks);
+  for (const id of ["w-open", "w-answered"]) {
+    await asks.put(id, {
+      id,
+      what: `may hello read more (${id})?`,
+      module: "hello",
+      build: "2-b",
+      nodes: ["n1"],
+      at: iso(5_000),
+    });
+  }
+  await (
+    await KvBucket.open(admin, Bucket.answers)
+  ).put("w-answered", { answer: "yes", by: "ada", at: iso(1_000) });
+
+  // Twelve conditions, one second apart: status shows the newest ten.
+  for (let i = 0; i < 12; i++) {
+    const condition: Condition = {
+      module: i % 2 === 0 ? "hello" : "board",
+      name: `c${String(i).padStart(2, "0")}`,
+      level: i === 11 ? "error" : "info",
+      message: `condition ${i}`,
+      node: "n1",
+      at: iso((20 - i) * 1_000),
+    };
+    await publishRaw(
+      admin,
+      conditionSubject(condition.module, condition.name),
+      JSON.stringify(condition),
+    );
+  }
+  for (let i = 1; i <= 5; i++)
+    await publishRaw(
+      admin,
+      logsSubject("n1", "hello"),
+      JSON.stringify(logLine(`n1 line ${i}`, 10_000 - i)),
+    );
+  await publishRaw(admin, logsSubject("n2", "hello"), JSON.stringify(logLine("n2 line 1", 5_000)));
+  await publishRaw(
+    admin,
+    logsSubject("n1", "board"),
+    JSON.stringify(logLine("not hello's", 5_000)),
+  );
+}
+
 describe("the operator's verbs: status, retry, logs, conditions", () => {
-  let server: TestServer;
-  let dir: string;
+  let bus: OperatorBus;
   let admin: MeshBus;
   let cred: string;
-  const now = Date.now();
-  const iso = (msAgo: number) => new Date(now - msAgo).toISOString();
-
-  const hello = checkManifest({
-    module: "hello",
-    bundles: [
-      {
-        name: "tools",
-        language: "typescript",
-        entrypoints: ["src/greet.ts"],
-        loads: ["src/greet.ts"],
-        digest: "1a".repeat(32),
-      },
-    ],
-    config: {
-      greeting: { description: "how to greet", default: "Hello" },
-      times: { default: 1 },
-    },
-  });
-
-  const logLine = (line: string, msAgo: number): LogLine => ({
-    process: "runtime",
-    stream: "stdout",
-    line,
-    at: iso(msAgo),
-  });
 
   before(async () => {
-    assert.ok(hello.ok);
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
-      ],
-    });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-operate-"));
-    admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: HUB, module: "controller" }),
-    );
-    await ensureLayout(admin);
-    cred = join(dir, "operator.json");
-    await writeCredential(
-      cred,
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        { node: HUB, module: Principal.operator },
-      ),
-    );
-
-    const digest = fingerprintOf(hello.manifest);
-    await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello.manifest);
-    const presence = await KvBucket.open(admin, Bucket.presence);
-    const facts = { os: "linux", arch: "x64", version: "0.1.0" };
-    // n1 beat a moment ago; n2 last beat ten minutes ago, far beyond three heartbeats.
-    await presence.put("n1", {
-      node: "n1",
-      facts: { hostname: "one", ...facts },
-      publicKey: "k1",
-      heartbeat: iso(1_000),
-    });
-    await presence.put("n2", {
-      node: "n2",
-      facts: { hostname: "two", ...facts },
-      publicKey: "k2",
-      heartbeat: iso(600_000),
-    });
-    const wants = await KvBucket.open(admin, Bucket.wants);
-    for (const [node, build, rule] of [
-      ["n1", "2-b", "newest"],
-      ["n2", "1-a", "set-back"],
-    ] as const) {
-      await wants.put(`${node}.hello`, {
-        build,
-        manifestDigest: digest,
-        fingerprint: "f",
-        rule,
-        reason: `${rule} for the test`,
-      });
-    }
-    const have = await KvBucket.open(admin, Bucket.have);
-    await have.put("n1.hello", {
-      build: "2-b",
-      fingerprint: "f",
-      health: "healthy",
-      since: iso(60_000),
-      restarts: 0,
-    });
-    await have.put("n2.hello", {
-      build: "2-b",
-      fingerprint: "f",
-      health: "failing",
-      since: iso(60_000),
-      restarts: 4,
-      lastError: "exit 1",
-    });
-    await (
-      await KvBucket.open(admin, Bucket.differences)
-    ).put("n2.hello", {
-      want: "1-a",
-      have: "2-b",
-      reasons: ["n2 runs 2-b, which is failing; set back to 1-a"],
-    });
-    const asks = await KvBucket.open(admin, Bucket.asks);
-    for (const id of ["w-open", "w-answered"]) {
-      await asks.put(id, {
-        id,
-        what: `may hello read more (${id})?`,
-        module: "hello",
-        build: "2-b",
-        nodes: ["n1"],
-        at: iso(5_000),
-      });
-    }
-    await (
-      await KvBucket.open(admin, Bucket.answers)
-    ).put("w-answered", { answer: "yes", by: "ada", at: iso(1_000) });
-
-    // Twelve conditions, one second apart: status shows the newest ten.
-    for (let i = 0; i < 12; i++) {
-      const condition: Condition = {
-        module: i % 2 === 0 ? "hello" : "board",
-        name: `c${String(i).padStart(2, "0")}`,
-        level: i === 11 ? "error" : "info",
-        message: `condition ${i}`,
-        node: "n1",
-        at: iso((20 - i) * 1_000),
-      };
-      await publishRaw(
-        admin,
-        conditionSubject(condition.module, condition.name),
-        JSON.stringify(condition),
-      );
-    }
-    for (let i = 1; i <= 5; i++)
-      await publishRaw(
-        admin,
-        logsSubject("n1", "hello"),
-        JSON.stringify(logLine(`n1 line ${i}`, 10_000 - i)),
-      );
-    await publishRaw(
+    bus = await startOperatorBus({ name: "operate" });
+    ({ admin, credential: cred } = bus);
+    await seedFleet(
       admin,
-      logsSubject("n2", "hello"),
-      JSON.stringify(logLine("n2 line 1", 5_000)),
-    );
-    await publishRaw(
-      admin,
-      logsSubject("n1", "board"),
-      JSON.stringify(logLine("not hello's", 5_000)),
+      helloManifest({
+        config: {
+          greeting: { description: "how to greet", default: "Hello" },
+          times: { default: 1 },
+        },
+      }),
     );
   });
 
   after(async () => {
-    await admin?.close();
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
   test("status --json: a stale heartbeat is gone, modules × nodes, differences, only open asks, ten newest conditions", async () => {

@@ -4,54 +4,25 @@
  * there and empty, as on a mesh started without `--demo`.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { operatorGrant } from "@mesh/core";
-import { Principal } from "@mesh/protocol";
-import { runMesh, startMesh, type MeshRun } from "../testing/run-mesh.js";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
+import { startMesh, type MeshRun } from "../testing/run-mesh.js";
 
-const HUB = "hub";
 /** A read of an empty mesh takes well under a second; this catches a hang, not a slow machine. */
 const READ_MS = 15_000;
 
 describe("read verbs on a mesh where nothing stands", () => {
-  let server: TestServer;
-  let dir: string;
-  let cred: string;
+  let bus: OperatorBus;
 
   before(async () => {
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
-      ],
-    });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-reads-"));
-    await using admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: HUB, module: "controller" }),
-    );
-    await ensureLayout(admin);
-    cred = join(dir, "operator.json");
-    await writeCredential(
-      cred,
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        { node: HUB, module: Principal.operator },
-      ),
-    );
+    bus = await startOperatorBus({ name: "reads" });
   });
 
   after(async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
-  const read = (...args: string[]): Promise<MeshRun> =>
-    runMesh([...args, "--credential", cred], { deadlineMs: READ_MS });
+  const read = (...args: string[]): Promise<MeshRun> => bus.run(args, { deadlineMs: READ_MS });
 
   test("status and status --json end on an empty mesh, saying nothing stands", async () => {
     const plain = await read("status");
@@ -85,7 +56,7 @@ describe("read verbs on a mesh where nothing stands", () => {
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     test(`logs --follow ends with exit 0 on the first ${signal}`, async () => {
-      await using follow = startMesh(["logs", "hello", "--follow", "--credential", cred]);
+      await using follow = startMesh(["logs", "hello", "--follow", "--credential", bus.credential]);
       await follow.stderrShows(/waiting for new lines/);
       process.kill(follow.pid, signal);
       const ended = await follow.ended(READ_MS);

@@ -8,93 +8,118 @@ import type { StatusNode, StatusReport } from "./status.js";
 import { moreLine, type StatusQuery } from "./status-page.js";
 
 export function printStatus(report: StatusReport, query: StatusQuery): void {
-  const lines: string[] = [];
-  const add = (more: readonly string[]): void => {
-    for (const l of more) lines.push(l);
-  };
-  const now = Date.parse(report.at);
-  const { summary, page } = report;
+  const sections = [
+    summarySection(report),
+    nodesSection(report, query),
+    modulesSection(report, query),
+    attentionSection(report, query),
+    differencesSection(report, query),
+    asksSection(report),
+    conditionsSection(report),
+  ];
+  process.stdout.write(`${sections.map((lines) => lines.join("\n")).join("\n\n")}\n`);
+}
+
+/**
+ * A section whose body is a table: its title, the table, or a line saying why it is empty, then
+ * the line saying how many more there are (when there are more).
+ */
+function tableSection(
+  title: string,
+  empty: string,
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  more?: string,
+): string[] {
+  const lines = [title];
+  if (rows.length === 0) lines.push(empty);
+  else for (const line of table(header, rows)) lines.push(line);
+  if (more !== undefined) lines.push(more);
+  return lines;
+}
+
+function summarySection({ summary }: StatusReport): string[] {
   const n = summary.nodes;
   const c = summary.cells;
-  lines.push(
+  const lines = [
     "SUMMARY",
     `  nodes: ${n.total} (${n.present} present, ${n.gone} gone, ${n.never} never seen)`,
     `  assigned: ${c.assigned} (${c.healthy} healthy, ${c.starting} starting, ${c.notRunning} not running); leaving: ${c.leaving}`,
+  ];
+  if (summary.modules.length === 0) return lines;
+  const rows = summary.modules.map((m) => [
+    m.module,
+    String(m.assigned),
+    String(m.healthy),
+    String(m.starting),
+    String(m.notRunning),
+  ]);
+  for (const line of table(["module", "assigned", "healthy", "starting", "not running"], rows))
+    lines.push(line);
+  return lines;
+}
+
+function nodesSection(report: StatusReport, query: StatusQuery): string[] {
+  const now = Date.parse(report.at);
+  const { totals } = report.page;
+  return tableSection(
+    "NODES",
+    totals.nodes === 0
+      ? "  no node has joined; `mesh up` or `mesh join` adds one"
+      : "  none on this page",
+    ["node", "state", "last heartbeat", "machine", "host"],
+    report.nodes.map((node) => [
+      node.node,
+      node.heartbeat === null ? "never seen" : node.present ? "present" : "gone",
+      node.since === null ? "-" : `${node.since} (${ago(now, node.since)})`,
+      machineOf(node.facts),
+      node.facts === null ? "-" : `${node.facts.hostname} ${node.facts.os}/${node.facts.arch}`,
+    ]),
+    moreLine(report.nodes.length, totals.nodes, query),
   );
-  if (summary.modules.length > 0)
-    add(
-      table(
-        ["module", "assigned", "healthy", "starting", "not running"],
-        summary.modules.map((m) => [
-          m.module,
-          String(m.assigned),
-          String(m.healthy),
-          String(m.starting),
-          String(m.notRunning),
-        ]),
-      ),
-    );
+}
 
-  lines.push("", "NODES");
-  if (report.nodes.length === 0)
-    lines.push(
-      page.totals.nodes === 0
-        ? "  no node has joined; `mesh up` or `mesh join` adds one"
-        : "  none on this page",
-    );
-  else
-    add(
-      table(
-        ["node", "state", "last heartbeat", "machine", "host"],
-        report.nodes.map((node) => [
-          node.node,
-          node.heartbeat === null ? "never seen" : node.present ? "present" : "gone",
-          node.since === null ? "-" : `${node.since} (${ago(now, node.since)})`,
-          machineOf(node.facts),
-          node.facts === null ? "-" : `${node.facts.hostname} ${node.facts.os}/${node.facts.arch}`,
-        ]),
-      ),
-    );
-  more(lines, report.nodes.length, page.totals.nodes, query);
+function modulesSection(report: StatusReport, query: StatusQuery): string[] {
+  const { totals } = report.page;
+  return tableSection(
+    "MODULES",
+    totals.modules === 0
+      ? "  nothing is wanted or running; `mesh assign <module> --all` places one"
+      : "  none on this page",
+    ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
+    report.modules.map((cell) => [
+      cell.module,
+      cell.node,
+      cell.want?.build ?? "-",
+      cell.want?.rule ?? "-",
+      cell.have?.build ?? "-",
+      cell.health,
+      cell.have === null ? "-" : String(cell.have.restarts),
+      `${cell.state}${cell.differs ? ", differs" : ""}`,
+    ]),
+    moreLine(report.modules.length, totals.modules, query),
+  );
+}
 
-  lines.push("", "MODULES");
-  if (report.modules.length === 0)
-    lines.push(
-      page.totals.modules === 0
-        ? "  nothing is wanted or running; `mesh assign <module> --all` places one"
-        : "  none on this page",
-    );
-  else
-    add(
-      table(
-        ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
-        report.modules.map((cell) => [
-          cell.module,
-          cell.node,
-          cell.want?.build ?? "-",
-          cell.want?.rule ?? "-",
-          cell.have?.build ?? "-",
-          cell.health,
-          cell.have === null ? "-" : String(cell.have.restarts),
-          `${cell.state}${cell.differs ? ", differs" : ""}`,
-        ]),
-      ),
-    );
-  more(lines, report.modules.length, page.totals.modules, query);
-
-  lines.push("", "NEEDS ATTENTION");
+function attentionSection(report: StatusReport, query: StatusQuery): string[] {
+  const lines = ["NEEDS ATTENTION"];
   if (report.attention.length === 0)
     lines.push("  nothing: every assigned module runs healthy or is starting");
   for (const a of report.attention) {
     lines.push(`  ${a.node}/${a.module}: not running because ${a.reason}`);
     if (a.fix !== undefined) lines.push(`      fix: ${a.fix}`);
   }
-  more(lines, report.attention.length, page.totals.attention, query);
+  const more = moreLine(report.attention.length, report.page.totals.attention, query);
+  if (more !== undefined) lines.push(more);
+  return lines;
+}
 
-  lines.push("", "DIFFERENCES");
+function differencesSection(report: StatusReport, query: StatusQuery): string[] {
+  const { totals } = report.page;
+  const lines = ["DIFFERENCES"];
   if (report.differences.length === 0)
     lines.push(
-      page.totals.attention === 0
+      totals.attention === 0
         ? "  none: every node has what it should"
         : "  none between want, composed and have (what does not run is under NEEDS ATTENTION)",
     );
@@ -104,34 +129,32 @@ export function printStatus(report: StatusReport, query: StatusQuery): void {
     );
     for (const reason of d.reasons) lines.push(`      ${reason}`);
   }
-  more(lines, report.differences.length, page.totals.differences, query);
+  const more = moreLine(report.differences.length, totals.differences, query);
+  if (more !== undefined) lines.push(more);
+  return lines;
+}
 
-  lines.push("", "OPEN ASKS");
+function asksSection(report: StatusReport): string[] {
+  const lines = ["OPEN ASKS"];
   if (report.asks.length === 0) lines.push("  none");
   for (const a of report.asks)
     lines.push(`  ${a.id}: ${a.what} (nodes: ${a.nodes.join(", ")}) — mesh answer ${a.id} yes|no`);
-
-  lines.push("", "RECENT CONDITIONS");
-  if (report.conditions.length === 0) lines.push("  none");
-  else
-    add(
-      table(
-        ["at", "level", "module", "node", "message"],
-        report.conditions.map((k) => [
-          k.at,
-          k.level,
-          `${k.module}/${k.name}`,
-          k.node ?? "-",
-          k.message,
-        ]),
-      ),
-    );
-  process.stdout.write(`${lines.join("\n")}\n`);
+  return lines;
 }
 
-function more(lines: string[], shown: number, total: number, query: StatusQuery): void {
-  const line = moreLine(shown, total, query);
-  if (line !== undefined) lines.push(line);
+function conditionsSection(report: StatusReport): string[] {
+  return tableSection(
+    "RECENT CONDITIONS",
+    "  none",
+    ["at", "level", "module", "node", "message"],
+    report.conditions.map((k) => [
+      k.at,
+      k.level,
+      `${k.module}/${k.name}`,
+      k.node ?? "-",
+      k.message,
+    ]),
+  );
 }
 
 /** How the machine is set up, as its presence says: adopted, and its operator account. */

@@ -4,79 +4,39 @@
  * bounded however many nodes there are. The built CLI with the operator's grant on a real bus.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { operatorGrant } from "@mesh/core";
-import { Bucket, Principal } from "@mesh/protocol";
-import { runMesh, type MeshRun } from "../testing/run-mesh.js";
+import { Bucket } from "@mesh/protocol";
+import { healthyHave, presenceOf } from "../testing/fixtures.js";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
+import { type MeshRun } from "../testing/run-mesh.js";
 import { table } from "./status.js";
 
-const HUB = "hub";
 const NODES = 1_200;
 const READ_MS = 120_000;
 
 describe("mesh status on 1,200 nodes", () => {
-  let server: TestServer;
-  let dir: string;
-  let cred: string;
+  let bus: OperatorBus;
 
   before(async () => {
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: HUB }) },
-      ],
-    });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-status-scale-"));
-    await using admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: HUB, module: "controller" }),
-    );
-    await ensureLayout(admin);
+    bus = await startOperatorBus({ name: "status-scale" });
     const at = new Date().toISOString();
-    const presence = await KvBucket.open(admin, Bucket.presence);
-    const have = await KvBucket.open(admin, Bucket.have);
-    await (await KvBucket.open(admin, Bucket.assignments)).put("all.hello", { by: "ada", at });
+    await bus.put(Bucket.assignments, "all.hello", { by: "ada", at });
     for (let i = 0; i < NODES; i += 200) {
       await Promise.all(
         Array.from({ length: Math.min(200, NODES - i) }, async (_, j) => {
           const node = `n${String(i + j).padStart(4, "0")}`;
-          await presence.put(node, {
-            node,
-            facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
-            publicKey: "k",
-            heartbeat: at,
-          });
-          await have.put(`${node}.hello`, {
-            build: "1-a",
-            fingerprint: "f",
-            health: "healthy",
-            since: at,
-            restarts: 0,
-          });
+          await bus.put(Bucket.presence, node, presenceOf(node, at));
+          await bus.put(Bucket.have, `${node}.hello`, healthyHave("1-a", at));
         }),
       );
     }
-    cred = join(dir, "operator.json");
-    await writeCredential(
-      cred,
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        { node: HUB, module: Principal.operator },
-      ),
-    );
   });
 
   after(async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
-  const read = (...args: string[]): Promise<MeshRun> =>
-    runMesh([...args, "--credential", cred], { deadlineMs: READ_MS });
+  const read = (...args: string[]): Promise<MeshRun> => bus.run(args, { deadlineMs: READ_MS });
 
   test("the text is a summary and a page of each list, with how to see the rest", async () => {
     const run = await read("status");

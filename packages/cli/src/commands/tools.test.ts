@@ -3,15 +3,15 @@
  * the operator's grant, against a real runtime (a worker per module) on a real bus.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, serve, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { operatorGrant, runtimeGrant } from "@mesh/core";
-import { Env, Principal, RUNTIME_MODULE, toolSubject, type Manifest } from "@mesh/protocol";
+import { MeshBus, serve } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { runtimeGrant } from "@mesh/core";
+import { Env, RUNTIME_MODULE, toolSubject, type Manifest } from "@mesh/protocol";
 import { ModuleState, Runtime } from "@mesh/runtime";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "n1";
@@ -27,7 +27,7 @@ export default defineModule({ tools: [
 `;
 
 describe("mesh tools and mesh call", () => {
-  let server: TestServer;
+  let bus: OperatorBus;
   let dir: string;
   let root: string;
   let credential: string;
@@ -42,43 +42,21 @@ describe("mesh tools and mesh call", () => {
       calls: [],
       bundles: [{ name: "tools", language: "typescript", entrypoints: [], loads: ["tools.ts"] }],
     } as unknown as Manifest;
-    server = await startTestServer({
-      users: [
+    bus = await startOperatorBus({
+      name: "tools",
+      node: NODE,
+      others: [
         {
-          user: "runtime",
-          password: "runtime-pw",
+          module: RUNTIME_MODULE,
           permissions: runtimeGrant({ node: NODE, modules: [served], owners: {} }).permissions,
         },
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
       ],
     });
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-tools-"));
-    root = join(dir, "root");
-    credential = join(root, "credentials", `${Principal.operator}.json`);
-    await writeCredential(
-      credential,
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        {
-          node: NODE,
-          module: Principal.operator,
-        },
-      ),
-    );
+    ({ dir, root, credential } = bus);
     await mkdir(join(dir, "calc"));
     const entry = join(dir, "calc", "tools.mjs");
     await writeFile(entry, MODULE);
-    runtimeBus = await MeshBus.connect(
-      credentialFor(
-        server,
-        { user: "runtime", password: "runtime-pw" },
-        {
-          node: NODE,
-          module: RUNTIME_MODULE,
-        },
-      ),
-    );
+    runtimeBus = await MeshBus.connect(bus.loginOf(RUNTIME_MODULE));
     let serving: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (serving = resolve));
     runtime = Runtime.create({
@@ -95,8 +73,7 @@ describe("mesh tools and mesh call", () => {
   after(async () => {
     await runtime?.stop();
     await runtimeBus?.close();
-    await server?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
   test("mesh tools --json lists every tool with its schemas, found under --root", async () => {
@@ -115,9 +92,7 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("a tool served on many nodes names a few of them and counts the rest, also in --json", async () => {
-    await using admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: NODE, module: "controller" }),
-    );
+    const admin = bus.admin;
     const served = await Promise.all(
       Array.from({ length: 14 }, (_, i) =>
         serve(admin, {
@@ -135,17 +110,10 @@ describe("mesh tools and mesh call", () => {
       ),
     );
     try {
-      const text = await runMesh(["tools", "--module", "echo", "--credential", credential]);
+      const text = await bus.run(["tools", "--module", "echo"]);
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /on rack-00, .*, rack-09 and 4 more \(14 nodes;/);
-      const json = await runMesh([
-        "tools",
-        "--module",
-        "echo",
-        "--json",
-        "--credential",
-        credential,
-      ]);
+      const json = await bus.run(["tools", "--module", "echo", "--json"]);
       const out = JSON.parse(json.stdout) as { tools: Array<{ node: string; nodeCount: number }> };
       assert.equal(out.tools.length, 10);
       assert.ok(out.tools.every((t) => t.nodeCount === 14));
@@ -155,20 +123,12 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("mesh tools narrows by module and node, and prints plainly", async () => {
-    const run = await runMesh([
-      "tools",
-      "--module",
-      "calc",
-      "--node",
-      NODE,
-      "--credential",
-      credential,
-    ]);
+    const run = await bus.run(["tools", "--module", "calc", "--node", NODE]);
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^calc\/add\(a: number, b: number\) → \{ sum: number \} {2}on n1$/m);
     assert.doesNotMatch(run.stdout, /"properties"/, "the schema itself only with --json");
     assert.match(run.stdout, /Adds two numbers\./);
-    const none = await runMesh(["tools", "--module", "other", "--credential", credential]);
+    const none = await bus.run(["tools", "--module", "other"]);
     assert.equal(none.code, 0);
     assert.match(none.stdout, /no tools are served by other/);
   });
@@ -196,32 +156,17 @@ describe("mesh tools and mesh call", () => {
   });
 
   test("mesh call prints a coded error and exits non-zero", async () => {
-    const bad = await runMesh(["call", "calc/add", '{"a":"two"}', "--credential", credential]);
+    const bad = await bus.run(["call", "calc/add", '{"a":"two"}']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /\[INVALID_INPUT\]/);
     assert.match(bad.stderr, /\ba\b.*\bb\b/);
-    const slow = await runMesh([
-      "call",
-      "calc/slow",
-      "{}",
-      "--timeout",
-      "300",
-      "--credential",
-      credential,
-    ]);
+    const slow = await bus.run(["call", "calc/slow", "{}", "--timeout", "300"]);
     assert.notEqual(slow.code, 0);
     assert.match(slow.stderr, /\[TIMEOUT\]/);
-    const json = await runMesh([
-      "call",
-      "calc/nothing",
-      "{}",
-      "--json",
-      "--credential",
-      credential,
-    ]);
+    const json = await bus.run(["call", "calc/nothing", "{}", "--json"]);
     assert.notEqual(json.code, 0);
     assert.equal((JSON.parse(json.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
-    const usage = await runMesh(["call", "calc", "{}", "--credential", credential]);
+    const usage = await bus.run(["call", "calc", "{}"]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /\[USAGE\]/);
   });

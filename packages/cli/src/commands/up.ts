@@ -11,42 +11,20 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { Principal, checkNodeName, isName } from "@mesh/protocol";
-import { AuthMode, MeshBus, ensureLayout, stopOnSignals, writeCredential } from "@mesh/bus";
-import { startView, type View } from "@mesh/view";
+import { AuthMode, MeshBus, ensureLayout, stopOnSignals } from "@mesh/bus";
 import { clusterSize } from "../up/bus-shape.js";
-import { readState, startUpBus, type UpBus } from "../up/up-bus.js";
+import { busChoiceOf, readState, startUpBus, type BusChoice, type UpBus } from "../up/up-bus.js";
+import { startMeshProcesses, stopHeld, type Held } from "../up/mesh-processes.js";
 import { Children } from "../up/children.js";
-import { CLI_MAIN } from "../shipped.js";
-import { ensureHostCredential } from "../up/local-node.js";
-import {
-  DEMO_MODULES,
-  NODE_TOOLS_SOURCE,
-  examplesSource,
-  registerAndAssignEverywhere,
-} from "../up/modules.js";
-import { waitHealthy } from "../up/wait-healthy.js";
 import { DEFAULT_ROOT, rootOf } from "../find-mesh.js";
 import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, portNumber } from "../verb.js";
-import { machineArgs, machineOptions, type MachineOptions } from "./host.js";
+import { machineOptions, type MachineOptions } from "./host.js";
 
-export interface UpOptions extends MachineOptions {
+export interface UpOptions extends MachineOptions, BusChoice {
   readonly root: string;
   readonly node?: string;
-  readonly port?: number;
-  /** Run N servers in a cluster (N ≥ 3) instead of one. */
-  readonly cluster?: number;
-  /** A foreign bus's urls, comma-separated: the mesh runs no server of its own. */
-  readonly bus?: string;
-  /** The login the foreign bus's operator gave the mesh. */
-  readonly busCredential?: string;
-  /** Allow a bus beyond loopback without TLS. */
-  readonly insecure?: boolean;
-  /** Listen for other machines on this address (over TLS unless --insecure). */
-  readonly listen?: string;
-  readonly tlsCert?: string;
-  readonly tlsKey?: string;
   readonly json?: boolean;
   readonly exitWhenReady?: boolean;
   /** Also register and assign the examples, and wait until they are healthy. */
@@ -59,11 +37,6 @@ export interface UpOptions extends MachineOptions {
   readonly viewPort?: number;
   /** How long `--demo` waits for the examples, in ms. */
   readonly demoTimeoutMs?: number;
-  /**
-   * How the mesh's own bus lets users in: `accounts` (signed JWTs, nothing reloaded; the default
-   * for a new root) or `users` (a users list reloaded on every change). A root keeps its mode.
-   */
-  readonly auth?: AuthMode;
 }
 
 export const DEFAULT_BUS_PORT = 4222;
@@ -78,11 +51,9 @@ export async function up(options: UpOptions): Promise<ExitCode> {
   const log = (line: string) => {
     if (options.json !== true) process.stderr.write(`mesh up: ${line}\n`);
   };
-  let upBus: UpBus | undefined;
-  let bus: MeshBus | undefined;
-  let operatorBus: MeshBus | undefined;
-  let view: View | undefined;
-  const children = new Children({ logs: join(paths.root, "logs", "mesh"), say: log });
+  const held: Held = {
+    children: new Children({ logs: join(paths.root, "logs", "mesh"), say: log }),
+  };
   // Ctrl-C stops everything cleanly; a second one, or a stop past the grace, exits at once.
   using stopping = stopOnSignals({ name: "mesh up", graceMs: UP_STOP_GRACE_MS, log });
   try {
@@ -92,126 +63,45 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       paths,
       node,
       previous,
-      ...pick(options, "port"),
-      ...pick(options, "cluster"),
-      ...pick(options, "bus"),
-      ...pick(options, "busCredential"),
-      ...pick(options, "insecure"),
-      ...pick(options, "listen"),
-      ...pick(options, "tlsCert"),
-      ...pick(options, "tlsKey"),
-      ...pick(options, "auth"),
+      ...busChoiceOf(options),
       pickPort,
       say: log,
       signal: stopping.signal,
     });
-    upBus = started;
-    const { urls } = started;
-    const credentialOf = (principal: string) => started.credentialOf(principal);
-    const controller = credentialOf(Principal.controller);
-    const operator = credentialOf(Principal.operator);
-    bus = await MeshBus.connect(controller.credential, {
+    held.upBus = started;
+    const controller = started.credentialOf(Principal.controller);
+    held.bus = await MeshBus.connect(controller.credential, {
       name: "mesh-up",
       signal: stopping.signal,
     });
-    const layout = await ensureLayout(bus, { signal: stopping.signal });
-    log(
-      `bus layout: ${layout.created.length} created` +
-        (layout.replicas === undefined
-          ? ""
-          : ` with ${layout.replicas} cop${layout.replicas === 1 ? "y" : "ies"} each`) +
-        (layout.found.length > 0 ? `, ${layout.found.length} found from an earlier run` : ""),
-    );
+    const layout = await ensureLayout(held.bus, { signal: stopping.signal });
+    log(layoutLine(layout));
 
     const hostCredential = join(paths.credentials, "host.json");
-    let viewUrl: string | undefined;
     if (options.busOnly !== true) {
-      const cli = (...args: string[]) => [process.execPath, CLI_MAIN, ...args];
-      await children.start({
-        name: "controller",
-        argv: cli("controller", "--root", paths.root, ...started.controllerArgs),
-      });
-      for (const daemon of ["indexer", "builder", "assigner"] as const) {
-        const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
-        await children.start({
-          name: daemon,
-          argv: cli(daemon, "--credential", credentialOf(principal).path),
-        });
-      }
-      operatorBus = await MeshBus.connect(operator.credential, {
-        name: "mesh-up-operator",
+      await startMeshProcesses({
+        options,
+        paths,
+        node,
+        started,
+        held,
+        hostCredential,
+        startedAt,
+        log,
         signal: stopping.signal,
       });
-      const by = `mesh up (${operator.credential.user})`;
-      const registering = { by, signal: stopping.signal, say: log };
-      if (options.runtime !== false)
-        await registerAndAssignEverywhere(operatorBus, NODE_TOOLS_SOURCE, registering);
-      if (started.hostCredential !== undefined) {
-        await writeCredential(hostCredential, started.hostCredential);
-      } else {
-        await ensureHostCredential({
-          operator: operatorBus,
-          node,
-          servers: urls,
-          pin: started.pin,
-          root: paths.root,
-          credentialFile: hostCredential,
-          signal: stopping.signal,
-          say: log,
-        });
-      }
-      await children.start({
-        name: "host",
-        argv: cli(
-          "host",
-          "--node",
-          node,
-          "--root",
-          paths.root,
-          "--credential",
-          hostCredential,
-          "--stop-processes-on-exit",
-          ...machineArgs(options),
-        ),
-      });
-      view = await startView({
-        bus: operatorBus,
-        port: options.viewPort ?? 0,
-        signal: stopping.signal,
-      });
-      viewUrl = view.url;
-      if (options.demo === true) {
-        const demo: string[] = [];
-        for (const example of DEMO_MODULES) {
-          demo.push(
-            await registerAndAssignEverywhere(operatorBus, examplesSource(example), registering),
-          );
-        }
-        log(
-          `the view is at ${view.url}; building and starting the examples (the first build takes a while)`,
-        );
-        await waitHealthy(operatorBus, {
-          node,
-          modules: options.runtime === false ? demo : ["node-tools", ...demo],
-          timeoutMs: options.demoTimeoutMs ?? 300_000,
-          since: startedAt,
-          signal: stopping.signal,
-          say: log,
-        });
-      }
     }
-
     const report = {
       root: paths.root,
       node,
       bus: busReport(started),
       credentials: {
-        operator: operator.path,
+        operator: started.credentialOf(Principal.operator).path,
         controller: controller.path,
         ...(options.busOnly === true ? {} : { host: hostCredential }),
       },
-      processes: children.pids(),
-      ...(viewUrl === undefined ? {} : { view: viewUrl }),
+      processes: held.children.pids(),
+      ...(held.view === undefined ? {} : { view: held.view.url }),
       logs: join(paths.root, "logs"),
       layout,
     };
@@ -229,16 +119,19 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     }
     return ExitCode.ok;
   } finally {
-    await view?.close().catch(() => undefined);
-    await children.stop();
-    await operatorBus?.close().catch(() => undefined);
-    await bus?.close().catch(() => undefined);
-    if (upBus !== undefined) {
-      await upBus.stop();
-      log("stopped");
-    }
+    await stopHeld(held, log);
     await release();
   }
+}
+
+function layoutLine(layout: Awaited<ReturnType<typeof ensureLayout>>): string {
+  return (
+    `bus layout: ${layout.created.length} created` +
+    (layout.replicas === undefined
+      ? ""
+      : ` with ${layout.replicas} cop${layout.replicas === 1 ? "y" : "ies"} each`) +
+    (layout.found.length > 0 ? `, ${layout.found.length} found from an earlier run` : "")
+  );
 }
 
 function printReady(
@@ -314,10 +207,6 @@ function busReport(upBus: UpBus) {
           store: first.storeDir,
         }),
   };
-}
-
-function pick<K extends keyof UpOptions>(options: UpOptions, key: K): Pick<UpOptions, K> {
-  return (options[key] === undefined ? {} : { [key]: options[key] }) as Pick<UpOptions, K>;
 }
 
 /** The machine's name as a node name: lowercased, with anything else turned into `-`. */

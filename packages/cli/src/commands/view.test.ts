@@ -4,16 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessByStdio } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { operatorGrant } from "@mesh/core";
-import { Env, ErrorCode, Principal } from "@mesh/protocol";
+import { deadline } from "@mesh/bus/testing";
+import { Env, ErrorCode } from "@mesh/protocol";
+import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const NODE = "n1";
@@ -59,34 +55,15 @@ function firstLine(child: Child): Promise<string> {
 }
 
 describe("mesh view", () => {
-  let server: TestServer;
-  let dir: string;
+  let bus: OperatorBus;
   let root: string;
 
   before(async () => {
-    server = await startTestServer({
-      users: [
-        { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
-      ],
-    });
-    await using admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: NODE, module: Principal.controller }),
-    );
-    await ensureLayout(admin);
-    dir = await mkdtemp(join(tmpdir(), "mesh-cli-view-"));
-    root = join(dir, "root");
-    await writeCredential(
-      join(root, "credentials", `${Principal.operator}.json`),
-      credentialFor(
-        server,
-        { user: "operator", password: "operator-pw" },
-        { node: NODE, module: Principal.operator },
-      ),
-    );
+    bus = await startOperatorBus({ name: "view", node: NODE });
+    root = bus.root;
   });
   after(async () => {
-    await server?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await bus?.[Symbol.asyncDispose]();
   });
 
   test("serves the page with the operator's credential from --root until Ctrl-C", async () => {

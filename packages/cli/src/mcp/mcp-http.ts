@@ -5,7 +5,7 @@
  * every request must carry as `Authorization: Bearer <token>`.
  */
 import { randomUUID, timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { ErrorCode, MeshError } from "@mesh/protocol";
@@ -39,34 +39,77 @@ const isLoopback = (host: string): boolean =>
 
 export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttp> {
   const host = options.host ?? "127.0.0.1";
-  if (!isLoopback(host) && options.token === undefined) {
+  refuseUnprotected(host, options.token);
+  const sessions = new McpSessions(options);
+  const http = createServer((req, res) => {
+    void sessions.handle(req, res).catch((error: unknown) => {
+      options.log?.(`a request failed: ${(error as Error).message}`);
+      if (!res.headersSent) jsonRpcError(res, 500, -32603, "internal error");
+    });
+  });
+  const port = await listen(http, host, options.port);
+  if (isLoopback(host))
+    sessions.allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}${MCP_PATH}`,
+    close: async () => {
+      await sessions.closeAll();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+/** Beyond loopback only with a token, and never with a short one. */
+function refuseUnprotected(host: string, token: string | undefined): void {
+  if (!isLoopback(host) && token === undefined) {
     throw new MeshError(
       ErrorCode.VIEW_UNPROTECTED,
       `mesh mcp was asked to listen on ${JSON.stringify(host)}, beyond this machine, without a token; anyone reaching it could call the mesh's tools — keep loopback, or give --token (or MESH_MCP_TOKEN)`,
     );
   }
-  if (options.token !== undefined && options.token.length < MIN_MCP_TOKEN_LENGTH) {
+  if (token !== undefined && token.length < MIN_MCP_TOKEN_LENGTH) {
     throw new MeshError(
       ErrorCode.VIEW_UNPROTECTED,
-      `the token is ${options.token.length} characters long; give at least ${MIN_MCP_TOKEN_LENGTH} random characters`,
+      `the token is ${token.length} characters long; give at least ${MIN_MCP_TOKEN_LENGTH} random characters`,
     );
   }
-  const sessions = new Map<string, Session>();
-  let allowedHosts: string[] | undefined;
-  const http = createServer((req, res) => {
-    void handle(req, res).catch((error: unknown) => {
-      options.log?.(`a request failed: ${(error as Error).message}`);
-      if (!res.headersSent) jsonRpcError(res, 500, -32603, "internal error");
-    });
-  });
+}
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** Listens on `host:port`; the port it got (`port` 0 picks one). LISTEN_FAILED when it cannot. */
+async function listen(http: Server, host: string, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", (error) =>
+      reject(
+        new MeshError(
+          ErrorCode.LISTEN_FAILED,
+          `mesh mcp cannot listen on ${host}:${port} (${error.message}); pick another --http port`,
+          { cause: error },
+        ),
+      ),
+    );
+    http.listen(port, host, () => resolve());
+  });
+  const address = http.address();
+  return typeof address === "object" && address !== null ? address.port : port;
+}
+
+/** The clients' sessions: a request with a session id goes to its session; initialize opens one. */
+class McpSessions {
+  readonly #sessions = new Map<string, Session>();
+  /** On loopback, the Host headers a request may carry (set once the port is known). */
+  allowedHosts: string[] | undefined;
+
+  constructor(private readonly options: McpHttpOptions) {}
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     if (path !== MCP_PATH) {
       res.writeHead(404, { "content-type": "text/plain" }).end(`the MCP endpoint is ${MCP_PATH}\n`);
       return;
     }
-    if (options.token !== undefined && !bearerMatches(req, options.token)) {
+    if (this.options.token !== undefined && !bearerMatches(req, this.options.token)) {
       res.writeHead(401, { "www-authenticate": "Bearer" });
       res.end("a bearer token is needed\n");
       return;
@@ -75,7 +118,7 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttp> {
     const body = req.method === "POST" ? await readJson(req, res) : undefined;
     if (body === null) return;
     if (typeof sessionId === "string") {
-      const session = sessions.get(sessionId);
+      const session = this.#sessions.get(sessionId);
       if (session === undefined) {
         jsonRpcError(res, 404, -32001, "no such session; initialize again");
         return;
@@ -87,51 +130,36 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttp> {
       jsonRpcError(res, 400, -32000, "no session: send initialize first, without mcp-session-id");
       return;
     }
-    const made = createMcpServer(options);
+    await this.#open(req, res, body);
+  }
+
+  /** A new session (and SDK server) for an initialize request, kept under the id it is given. */
+  async #open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    const made = createMcpServer(this.options);
+    const allowedHosts = this.allowedHosts;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, dispose: made.dispose });
+        this.#sessions.set(id, { transport, dispose: made.dispose });
       },
       ...(allowedHosts === undefined ? {} : { enableDnsRebindingProtection: true, allowedHosts }),
     });
     transport.onclose = () => {
       const id = transport.sessionId;
-      if (id !== undefined) sessions.delete(id);
+      if (id !== undefined) this.#sessions.delete(id);
       made.dispose();
     };
     await made.server.connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    http.once("error", (error) =>
-      reject(
-        new MeshError(
-          ErrorCode.LISTEN_FAILED,
-          `mesh mcp cannot listen on ${host}:${options.port} (${error.message}); pick another --http port`,
-          { cause: error },
-        ),
-      ),
-    );
-    http.listen(options.port, host, () => resolve());
-  });
-  const address = http.address();
-  const port = typeof address === "object" && address !== null ? address.port : options.port;
-  if (isLoopback(host)) allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  const shown = host.includes(":") ? `[${host}]` : host;
-  return {
-    url: `http://${shown}:${port}${MCP_PATH}`,
-    close: async () => {
-      for (const session of sessions.values()) {
-        session.dispose();
-        await session.transport.close().catch(() => undefined);
-      }
-      sessions.clear();
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  async closeAll(): Promise<void> {
+    for (const session of this.#sessions.values()) {
+      session.dispose();
+      await session.transport.close().catch(() => undefined);
+    }
+    this.#sessions.clear();
+  }
 }
 
 function bearerMatches(req: IncomingMessage, token: string): boolean {

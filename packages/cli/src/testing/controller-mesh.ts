@@ -6,19 +6,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
-import {
-  FULL_PERMISSIONS,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  hashPassword,
-  writeCredential,
-} from "@mesh/bus";
+import { FULL_PERMISSIONS, MeshBus, ensureLayout, hashPassword, writeCredential } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 import { Controller } from "@mesh/controller";
 import { Bucket, Principal } from "@mesh/protocol";
+import { rawPutter } from "./operator-bus.js";
+import { runMesh, type MeshRun, type RunMeshOptions } from "./run-mesh.js";
 
 export interface ControllerMesh extends AsyncDisposable {
   readonly server: TestServer;
@@ -27,9 +21,11 @@ export interface ControllerMesh extends AsyncDisposable {
   /** The operator's credential file. */
   readonly credential: string;
   /** Writes a value into a bucket as the mesh's own processes would. */
-  put(bucket: string, key: string, value: unknown): Promise<void>;
+  readonly put: (bucket: string, key: string, value: unknown) => Promise<void>;
   /** Registers a module (mesh-modules), as `mesh module add` does. */
   register(module: string): Promise<void>;
+  /** Runs `mesh <args> --credential <the operator's>`. */
+  run(args: readonly string[], options?: RunMeshOptions): Promise<MeshRun>;
 }
 
 const HUB = "hub";
@@ -71,15 +67,14 @@ export async function startControllerMesh(): Promise<ControllerMesh> {
   });
   void controller.run({ signal: new AbortController().signal });
   await deadline(controller.ready, 20_000, "the controller's first pass");
-  const put = async (bucket: string, key: string, value: unknown): Promise<void> => {
-    await (await KvBucket.openWith(admin, bucket, z.unknown())).put(key, value);
-  };
+  const put = rawPutter(admin);
   return {
     server,
     admin,
     controller,
     credential,
     put,
+    run: (args, options) => runMesh([...args, "--credential", credential], options),
     register: (module) =>
       put(Bucket.modules, module, {
         module,

@@ -57,22 +57,51 @@ export const RootState = z
   .strict();
 export type RootState = z.infer<typeof RootState>;
 
-export interface UpBusOptions {
-  readonly paths: RootPaths;
-  readonly node: string;
-  readonly previous: RootState | undefined;
+/** What `mesh up`'s options say about the bus: its own (its port, a cluster, where it listens) or a foreign one. */
+export interface BusChoice {
   readonly port?: number;
+  /** Run N servers in a cluster (N ≥ 3) instead of one. */
   readonly cluster?: number;
-  /** `--bus`: comma-separated urls of a foreign bus. */
+  /** `--bus`: a foreign bus's urls, comma-separated: the mesh runs no server of its own. */
   readonly bus?: string;
+  /** The login the foreign bus's operator gave the mesh. */
   readonly busCredential?: string;
+  /** Allow a bus beyond loopback without TLS. */
   readonly insecure?: boolean;
-  /** `--listen ADDR`, `--tls-cert`, `--tls-key`. */
+  /** `--listen ADDR`: listen for other machines on this address (over TLS unless --insecure). */
   readonly listen?: string;
   readonly tlsCert?: string;
   readonly tlsKey?: string;
-  /** `--auth`: accounts (a new root's default) or a users list, for the mesh's own bus. */
+  /**
+   * `--auth`: how the mesh's own bus lets users in: `accounts` (signed JWTs, nothing reloaded; the
+   * default for a new root) or `users` (a users list reloaded on every change). A root keeps its mode.
+   */
   readonly auth?: AuthMode;
+}
+
+const BUS_CHOICE_KEYS = [
+  "port",
+  "cluster",
+  "bus",
+  "busCredential",
+  "insecure",
+  "listen",
+  "tlsCert",
+  "tlsKey",
+  "auth",
+] as const satisfies readonly (keyof BusChoice)[];
+
+/** The bus choice among a larger options object: only the keys that are given. */
+export function busChoiceOf(options: BusChoice): BusChoice {
+  const choice: Record<string, unknown> = {};
+  for (const key of BUS_CHOICE_KEYS) if (options[key] !== undefined) choice[key] = options[key];
+  return choice;
+}
+
+export interface UpBusOptions extends BusChoice {
+  readonly paths: RootPaths;
+  readonly node: string;
+  readonly previous: RootState | undefined;
   readonly pickPort: () => Promise<number>;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;

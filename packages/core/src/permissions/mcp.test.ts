@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ErrorCode, isMeshError, type Permissions } from "@mesh/protocol";
-import { isAllowed } from "./match.js";
+import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { mcpGrant, mcpPrincipal } from "./mcp.js";
-
-const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
-const hears = (p: Permissions, subject: string): boolean => isAllowed(p, "subscribe", subject);
+import { can, hears } from "./test-support.js";
 
 /** Everything the mesh's buckets hold, as the client reads and writes them. */
 const READS_AND_WRITES = [

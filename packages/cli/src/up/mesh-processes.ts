@@ -1,0 +1,130 @@
+/**
+ * The mesh's processes as `mesh up` starts them once its bus is there: the controller, delivery's
+ * indexer, builder and assigner, the runtime registered and assigned everywhere, this machine's
+ * host (joined like any node), the view, and with `--demo` the examples, waited for until healthy.
+ */
+import { Principal } from "@mesh/protocol";
+import { MeshBus, writeCredential } from "@mesh/bus";
+import { startView, type View } from "@mesh/view";
+import type { UpOptions } from "../commands/up.js";
+import { machineArgs } from "../commands/host.js";
+import type { RootPaths } from "../mesh-root.js";
+import { CLI_MAIN } from "../shipped.js";
+import type { Children } from "./children.js";
+import { ensureHostCredential } from "./local-node.js";
+import {
+  DEMO_MODULES,
+  NODE_TOOLS_SOURCE,
+  examplesSource,
+  registerAndAssignEverywhere,
+} from "./modules.js";
+import type { UpBus } from "./up-bus.js";
+import { waitHealthy } from "./wait-healthy.js";
+
+/** What `mesh up` has started so far, stopped in reverse when it ends. */
+export interface Held {
+  readonly children: Children;
+  upBus?: UpBus;
+  bus?: MeshBus;
+  operatorBus?: MeshBus;
+  view?: View;
+}
+
+export async function stopHeld(held: Held, log: (line: string) => void): Promise<void> {
+  await held.view?.close().catch(() => undefined);
+  await held.children.stop();
+  await held.operatorBus?.close().catch(() => undefined);
+  await held.bus?.close().catch(() => undefined);
+  if (held.upBus !== undefined) {
+    await held.upBus.stop();
+    log("stopped");
+  }
+}
+
+/** What starting the processes needs of `mesh up`. */
+export interface MeshProcessesContext {
+  readonly options: UpOptions;
+  readonly paths: RootPaths;
+  readonly node: string;
+  readonly started: UpBus;
+  /** Where each process started is kept, so that `mesh up` stops it whatever happens next. */
+  readonly held: Held;
+  readonly hostCredential: string;
+  readonly startedAt: Date;
+  readonly log: (line: string) => void;
+  readonly signal: AbortSignal;
+}
+
+const cli = (...args: string[]): string[] => [process.execPath, CLI_MAIN, ...args];
+
+export async function startMeshProcesses(c: MeshProcessesContext): Promise<void> {
+  const { options, paths, started, held, log, signal } = c;
+  await held.children.start({
+    name: "controller",
+    argv: cli("controller", "--root", paths.root, ...started.controllerArgs),
+  });
+  for (const daemon of ["indexer", "builder", "assigner"] as const) {
+    const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
+    await held.children.start({
+      name: daemon,
+      argv: cli(daemon, "--credential", started.credentialOf(principal).path),
+    });
+  }
+  const operator = started.credentialOf(Principal.operator).credential;
+  const operatorBus = await MeshBus.connect(operator, { name: "mesh-up-operator", signal });
+  held.operatorBus = operatorBus;
+  const registering = { by: `mesh up (${operator.user})`, signal, say: log };
+  if (options.runtime !== false)
+    await registerAndAssignEverywhere(operatorBus, NODE_TOOLS_SOURCE, registering);
+  await startHost(c, operatorBus);
+  const view = await startView({ bus: operatorBus, port: options.viewPort ?? 0, signal });
+  held.view = view;
+  if (options.demo !== true) return;
+  const demo: string[] = [];
+  for (const example of DEMO_MODULES)
+    demo.push(await registerAndAssignEverywhere(operatorBus, examplesSource(example), registering));
+  log(
+    `the view is at ${view.url}; building and starting the examples (the first build takes a while)`,
+  );
+  await waitHealthy(operatorBus, {
+    node: c.node,
+    modules: options.runtime === false ? demo : ["node-tools", ...demo],
+    timeoutMs: options.demoTimeoutMs ?? 300_000,
+    since: c.startedAt,
+    signal,
+    say: log,
+  });
+}
+
+/** This machine's host: its credential (given by a foreign bus, or joined), then its process. */
+async function startHost(c: MeshProcessesContext, operatorBus: MeshBus): Promise<void> {
+  const { started, paths, node, hostCredential } = c;
+  if (started.hostCredential !== undefined) {
+    await writeCredential(hostCredential, started.hostCredential);
+  } else {
+    await ensureHostCredential({
+      operator: operatorBus,
+      node,
+      servers: started.urls,
+      pin: started.pin,
+      root: paths.root,
+      credentialFile: hostCredential,
+      signal: c.signal,
+      say: c.log,
+    });
+  }
+  await c.held.children.start({
+    name: "host",
+    argv: cli(
+      "host",
+      "--node",
+      node,
+      "--root",
+      paths.root,
+      "--credential",
+      hostCredential,
+      "--stop-processes-on-exit",
+      ...machineArgs(c.options),
+    ),
+  });
+}

@@ -1,0 +1,269 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  assignerGrant,
+  controllerGrant,
+  deliveryGrant,
+  hostGrant,
+  operatorGrant,
+} from "./principals.js";
+import { can, hears, kv } from "./test-support.js";
+
+describe("hostGrant", () => {
+  const p = hostGrant({ node: "n1" });
+
+  test("its own composition only: get and watch, no other node's, no read around the key", () => {
+    assert.ok(can(p, kv.get("mesh-composed", "n1")));
+    assert.ok(can(p, kv.watch("mesh-composed", "n1")));
+    assert.ok(can(p, kv.fc("mesh-composed")));
+    for (const subject of [
+      kv.get("mesh-composed", "n2"),
+      kv.get("mesh-composed", "*"),
+      kv.get("mesh-composed", ">"),
+      kv.watch("mesh-composed", "n2"),
+      kv.watch("mesh-composed", ">"),
+      kv.watch("mesh-composed", "*"),
+      kv.msgGet("mesh-composed"),
+      kv.getByRevision("mesh-composed"),
+      kv.put("mesh-composed", "n1"),
+    ]) {
+      assert.equal(can(p, subject), false, subject);
+    }
+  });
+
+  test("writes its own presence and have, and gets its own have back", () => {
+    assert.ok(can(p, kv.put("mesh-presence", "n1")));
+    assert.equal(can(p, kv.put("mesh-presence", "n2")), false);
+    assert.ok(can(p, kv.put("mesh-have", "n1.hello")));
+    assert.ok(can(p, kv.get("mesh-have", "n1.hello")));
+    assert.equal(can(p, kv.put("mesh-have", "n2.hello")), false);
+    assert.equal(can(p, kv.get("mesh-have", "n2.hello")), false);
+    assert.equal(can(p, kv.get("mesh-presence", "n2")), false);
+  });
+
+  test("fetches archives by digest but does not list or write the store", () => {
+    const s = "OBJ_mesh-artifacts";
+    assert.ok(can(p, `$JS.API.STREAM.INFO.${s}`));
+    assert.ok(can(p, `$JS.API.STREAM.MSG.GET.${s}`));
+    assert.ok(can(p, `$JS.API.CONSUMER.CREATE.${s}.oc_X_1.$O.mesh-artifacts.C.nuid123`));
+    assert.ok(can(p, `$JS.FC.${s}.oc_X_1.abc`));
+    assert.equal(can(p, `$JS.API.CONSUMER.CREATE.${s}.oc_X_1.$O.mesh-artifacts.M.>`), false);
+    assert.equal(can(p, "$O.mesh-artifacts.C.nuid123"), false);
+    assert.equal(can(p, `$JS.API.STREAM.PURGE.${s}`), false);
+  });
+
+  test("reads config, answers its node's provision asks and says changes", () => {
+    assert.ok(can(p, kv.get("mesh-config", "hello.greeting.n1")));
+    assert.ok(can(p, kv.watch("mesh-config")));
+    assert.equal(can(p, kv.put("mesh-config", "hello.greeting")), false);
+    assert.ok(hears(p, "mesh.provision.n1"));
+    assert.equal(hears(p, "mesh.provision.n2"), false);
+    assert.ok(can(p, "mesh.provision.n1.changed"));
+    assert.equal(can(p, "mesh.provision.n2.changed"), false);
+    assert.equal(p.allowResponses, true);
+  });
+
+  test("its provisioner client is a service: its own discovery subjects, and no other service's", () => {
+    for (const verb of ["PING", "INFO", "STATS"]) {
+      assert.ok(hears(p, `$SRV.${verb}`));
+      assert.ok(hears(p, `$SRV.${verb}.mesh-provision`));
+      assert.ok(hears(p, `$SRV.${verb}.mesh-provision.ID123`));
+      assert.equal(hears(p, `$SRV.${verb}.hello`), false);
+    }
+    assert.equal(hears(p, "$SRV.>"), false);
+  });
+
+  test("logs its own node's processes only; no secrets", () => {
+    assert.ok(can(p, "mesh.logs.n1.hello"));
+    assert.equal(can(p, "mesh.logs.n2.hello"), false);
+    assert.equal(can(p, kv.get("mesh-secrets", "hello.token")), false);
+    assert.ok(hears(p, "_INBOX.n1.host.x"));
+    assert.equal(hears(p, "_INBOX.n1.node-tools.x"), false);
+  });
+});
+
+describe("operatorGrant", () => {
+  const p = operatorGrant({ node: "laptop" });
+
+  test("reads every mesh bucket but the secrets", () => {
+    for (const bucket of [
+      "mesh-modules",
+      "mesh-wants",
+      "mesh-composed",
+      "mesh-grants",
+      "mesh-have",
+      "mesh-config",
+    ]) {
+      assert.ok(can(p, kv.get(bucket, "a.b")), bucket);
+      assert.ok(can(p, kv.watch(bucket)), bucket);
+    }
+    assert.equal(can(p, kv.get("mesh-secrets", "a.b")), false);
+    assert.equal(can(p, kv.get("counter_counts", "a")), false, "module states are the modules'");
+  });
+
+  test("writes what the operator decides, and nothing the mesh derives", () => {
+    for (const bucket of [
+      "mesh-assignments",
+      "mesh-puts",
+      "mesh-retries",
+      "mesh-answers",
+      "mesh-config",
+      "mesh-modules",
+    ]) {
+      assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
+    }
+    for (const bucket of [
+      "mesh-wants",
+      "mesh-composed",
+      "mesh-grants",
+      "mesh-secrets",
+      "mesh-builds",
+      "mesh-have",
+    ]) {
+      assert.equal(can(p, kv.put(bucket, "a.b")), false, bucket);
+    }
+  });
+
+  test("calls any tool, discovers every service, reads conditions and logs", () => {
+    assert.ok(can(p, "mesh.tools.n1.hello.greet"));
+    assert.ok(can(p, "$SRV.PING"));
+    assert.ok(can(p, "$SRV.INFO.hello"));
+    assert.ok(can(p, "$JS.API.CONSUMER.CREATE.mesh-logs.oc_X_1.mesh.logs.n1.hello"));
+    assert.ok(can(p, "$JS.API.CONSUMER.CREATE.mesh-conditions.oc_X_1.mesh.conditions.>"));
+    assert.equal(can(p, "$JS.API.CONSUMER.CREATE.mesh-logs.oc_X_1.>"), false);
+    assert.equal(
+      can(p, "mesh.conditions.hello.x"),
+      false,
+      "the operator does not speak as a module",
+    );
+    assert.equal(hears(p, "mesh.tools.n1.hello.greet"), false);
+  });
+
+  test("speaks with the default inbox, and never hears another credential's", () => {
+    // What the nats CLI and stock clients use: replies on _INBOX.<nuid>.<token>, deliveries on _INBOX.<nuid>.
+    assert.ok(hears(p, "_INBOX.Qx7abc"));
+    assert.ok(hears(p, "_INBOX.Qx7abc.12"));
+    // Every other credential's inbox is _INBOX.<node>.<module>.…, four tokens and more.
+    assert.equal(hears(p, "_INBOX.n1.hello.Qx7abc.12"), false);
+    assert.equal(hears(p, "_INBOX.laptop.mcp.Qx7abc"), false);
+    // A widened subscription is admitted by the literal match, but the deny filters its deliveries.
+    assert.deepEqual(p.subscribe.deny, ["_INBOX.*.*.>"]);
+  });
+
+  test("lists and describes streams and consumers, and reads no message through that", () => {
+    for (const subject of [
+      "$JS.API.INFO",
+      "$JS.API.STREAM.NAMES",
+      "$JS.API.STREAM.LIST",
+      "$JS.API.STREAM.INFO.KV_mesh-modules",
+      "$JS.API.CONSUMER.LIST.mesh-logs",
+      "$JS.API.CONSUMER.INFO.mesh-logs.c1",
+    ]) {
+      assert.ok(can(p, subject), subject);
+    }
+    for (const subject of [
+      "$JS.API.STREAM.MSG.GET.KV_mesh-secrets",
+      "$JS.API.DIRECT.GET.KV_mesh-secrets.$KV.mesh-secrets.hello.token",
+      "$JS.API.STREAM.PURGE.KV_mesh-modules",
+      "$JS.API.STREAM.CREATE.X",
+      "$JS.API.CONSUMER.DELETE.mesh-logs.c1",
+      "$JS.API.DIRECT.GET.KV_counter_counts.$KV.counter_counts.a",
+    ]) {
+      assert.equal(can(p, subject), false, subject);
+    }
+  });
+
+  test("asks the controller for join tokens and secrets, and cannot present a join itself", () => {
+    assert.ok(can(p, "mesh.controller.join-token"));
+    assert.ok(can(p, "mesh.controller.secret-set"));
+    assert.ok(can(p, "mesh.controller.secret-list"));
+    assert.ok(can(p, "mesh.controller.secret-unset"));
+    assert.ok(can(p, "mesh.controller.condition-resolve"));
+    assert.equal(can(p, "mesh.controller.secret-get"), false, "no subject hands a value back");
+    assert.equal(can(p, "mesh.join"), false);
+    assert.equal(hears(p, "mesh.controller.join-token"), false);
+  });
+});
+
+describe("assignerGrant", () => {
+  const p = assignerGrant({ node: "n0" });
+  const reads = [
+    "mesh-assignments",
+    "mesh-builds",
+    "mesh-candidates",
+    "mesh-manifests",
+    "mesh-modules",
+    "mesh-presence",
+    "mesh-have",
+    "mesh-puts",
+    "mesh-retries",
+    "mesh-answers",
+    "mesh-composed",
+    "mesh-grants",
+  ];
+  const writes = ["mesh-wants", "mesh-compositions", "mesh-differences", "mesh-asks"];
+
+  test("reads what a pass reads, have with its history", () => {
+    for (const bucket of [...reads, ...writes]) {
+      assert.ok(can(p, kv.get(bucket, "a.b")), bucket);
+      assert.ok(can(p, kv.watch(bucket)), bucket);
+      assert.ok(can(p, kv.fc(bucket)), bucket);
+    }
+  });
+
+  test("writes wants, compositions, differences and asks only", () => {
+    for (const bucket of writes) assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
+    for (const bucket of reads) assert.equal(can(p, kv.put(bucket, "a.b")), false, bucket);
+    assert.equal(can(p, kv.get("mesh-config", "a")), false);
+    assert.equal(can(p, kv.get("mesh-secrets", "a")), false);
+  });
+
+  test("says conditions and what it keeps, as the assigner", () => {
+    assert.ok(can(p, "mesh.conditions.assigner.set-back"));
+    assert.ok(can(p, "mesh.keeps.n0.assigner"));
+    assert.ok(hears(p, "_INBOX.n0.assigner.x"));
+  });
+});
+
+describe("deliveryGrant", () => {
+  const p = deliveryGrant({ node: "n0" });
+
+  test("reads registrations, keeps candidates, builds and manifests", () => {
+    assert.ok(can(p, kv.watch("mesh-modules")));
+    assert.equal(can(p, kv.put("mesh-modules", "hello")), false);
+    for (const bucket of ["mesh-candidates", "mesh-builds", "mesh-manifests"]) {
+      assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
+      assert.ok(can(p, kv.get(bucket, "a.b")), bucket);
+    }
+    assert.equal(can(p, kv.put("mesh-wants", "a.b")), false);
+  });
+
+  test("puts archives: what putBlob sends, purge included", () => {
+    const s = "OBJ_mesh-artifacts";
+    for (const subject of [
+      `$JS.API.STREAM.INFO.${s}`,
+      `$JS.API.STREAM.MSG.GET.${s}`,
+      `$JS.API.STREAM.PURGE.${s}`,
+      "$O.mesh-artifacts.C.nuid123",
+      "$O.mesh-artifacts.M.YWJj",
+    ]) {
+      assert.ok(can(p, subject), subject);
+    }
+    assert.ok(can(p, "mesh.conditions.delivery.build-failed"));
+  });
+});
+
+describe("controllerGrant", () => {
+  test("is admin: everything, streams included", () => {
+    const p = controllerGrant();
+    for (const subject of [
+      "$JS.API.STREAM.CREATE.KV_x",
+      "$JS.API.INFO",
+      "$KV.mesh-secrets.a.b",
+      "anything",
+    ]) {
+      assert.ok(can(p, subject));
+      assert.ok(hears(p, subject));
+    }
+  });
+});

@@ -1,0 +1,19 @@
+/** What the permissions tests share: whether a grant lets a subject through, and the KV client's subjects. */
+import type { Permissions } from "@mesh/protocol";
+import { isAllowed } from "./match.js";
+
+export const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
+export const hears = (p: Permissions, subject: string): boolean =>
+  isAllowed(p, "subscribe", subject);
+
+/** The exact subjects the v3 client sends (docs/nats.md §1.1), for a bucket with allow_direct. */
+export const kv = {
+  get: (bucket: string, key: string) => `$JS.API.DIRECT.GET.KV_${bucket}.$KV.${bucket}.${key}`,
+  getByRevision: (bucket: string) => `$JS.API.DIRECT.GET.KV_${bucket}`,
+  msgGet: (bucket: string) => `$JS.API.STREAM.MSG.GET.KV_${bucket}`,
+  watch: (bucket: string, filter = ">") =>
+    `$JS.API.CONSUMER.CREATE.KV_${bucket}.oc_X_1.$KV.${bucket}.${filter}`,
+  keysInfo: (bucket: string) => `$JS.API.CONSUMER.INFO.KV_${bucket}.oc_X_1`,
+  put: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
+  fc: (bucket: string) => `$JS.FC.KV_${bucket}.oc_X_1.abc`,
+};
