@@ -11,6 +11,7 @@ import {
   ManifestState,
   OwnSecret,
   RESERVED_ENV_PREFIX,
+  nameLike,
 } from "@mesh/protocol";
 import {
   problem,
@@ -19,16 +20,7 @@ import {
   type ManifestProblem,
   type ManifestRuleId,
 } from "./manifest-problem.js";
-import {
-  closest,
-  envLike,
-  keyLike,
-  lastPart,
-  nameLike,
-  oneOf,
-  refLike,
-  relativeLike,
-} from "./suggest.js";
+import { closest, envLike, keyLike, lastPart, oneOf, refLike, relativeLike } from "./suggest.js";
 
 /** What this file reads of a schema issue; the schema library's issues have this shape. */
 export interface SchemaIssue {
@@ -267,26 +259,29 @@ function formatProblem(at: ManifestPath, value: unknown): ManifestProblem {
   );
 }
 
+/** What a bad key of the config or own-secrets map is called, and an example of a good one. */
+const KEY_KINDS = {
+  config: { code: "config-key-valid", what: "config key", noun: "key", example: "greeting" },
+  "own-secrets": {
+    code: "secret-name-valid",
+    what: "secret name",
+    noun: "name",
+    example: "api-token",
+  },
+} as const;
+
 /** A key of a map (config, own-secrets, env) that is not a good key. */
 function keyProblem(at: ManifestPath, key: unknown): ManifestProblem {
   const found = { value: key };
   const [top] = at;
-  if (top === "config") {
+  const map = top === "config" || top === "own-secrets" ? KEY_KINDS[top] : undefined;
+  if (map !== undefined) {
     return problem(
-      "config-key-valid",
+      map.code,
       at,
       found,
-      `the config key ${quote(key)} is not a valid key`,
-      `write e.g. ${quote(keyLike(key, "greeting"))}`,
-    );
-  }
-  if (top === "own-secrets") {
-    return problem(
-      "secret-name-valid",
-      at,
-      found,
-      `the secret name ${quote(key)} is not a valid name`,
-      `write e.g. ${quote(keyLike(key, "api-token"))}`,
+      `the ${map.what} ${quote(key)} is not a valid ${map.noun}`,
+      `write e.g. ${quote(keyLike(key, map.example))}`,
     );
   }
   if (typeof key === "string" && key.startsWith(RESERVED_ENV_PREFIX)) {

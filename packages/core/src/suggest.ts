@@ -2,7 +2,7 @@
  * Guesses for the "write instead" half of a refusal: the known word closest to a misspelt one,
  * and a valid name close to an invalid one.
  */
-import { RESERVED_ENV_PREFIX } from "@mesh/protocol";
+import { RESERVED_ENV_PREFIX, nameLike } from "@mesh/protocol";
 
 /** The candidate closest to `word` by edit distance, when it is close enough to be a typo. */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
@@ -29,18 +29,6 @@ export function oneOf(candidates: readonly string[]): string {
   return `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
 }
 
-/** A valid mesh name close to `value` (lowercased, other characters turned to -), or `fallback`. */
-export function nameLike(value: unknown, fallback: string): string {
-  if (typeof value !== "string") return fallback;
-  const guess = value
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .replace(/-+$/, "")
-    .slice(0, 63);
-  return guess.length > 0 ? guess : fallback;
-}
-
 /** A "<module>/<name>" reference close to `value`. */
 export function refLike(value: unknown, fallback: string): string {
   if (typeof value !== "string") return fallback;
@@ -63,16 +51,9 @@ export function relativeLike(value: unknown): string {
   return parts.length > 0 ? parts.join("/") : "src/main.ts";
 }
 
-/** A valid map key close to `value`. */
-export function keyLike(value: unknown, fallback: string): string {
-  if (typeof value !== "string") return fallback;
-  const guess = value
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .slice(0, 63);
-  return guess.length > 0 ? guess : fallback;
-}
+/** A valid map key (config key, secret name) close to `value`. */
+export const keyLike = (value: unknown, fallback: string): string =>
+  nameLike(value, fallback, { key: true });
 
 /** A portable environment variable name close to `value`, not one the mesh reserves. */
 export function envLike(value: unknown): string {

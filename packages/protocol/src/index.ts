@@ -22,6 +22,7 @@ export {
   checkName,
   checkNodeName,
   isName,
+  nameLike,
   nameProblem,
   type NameKind,
 } from "./names.js";

@@ -101,13 +101,29 @@ export const checkNodeName = (value: unknown): string => checkName("node", value
 
 /** A best guess at the name the user meant, for the "write instead" part of a refusal. */
 function suggest(value: string, fallback: string): string {
+  const guess = nameLike(value, fallback);
+  return guess === ALL_NODES ? fallback : guess;
+}
+
+/**
+ * A valid name close to `value`: lowercased, each run of other characters turned into `-`, from
+ * its first letter, at most 63 characters; `fallback` when nothing is left. With `key`, a config
+ * key or secret name: `_` stays, and a trailing `-` too.
+ */
+export function nameLike(
+  value: unknown,
+  fallback: string,
+  options: { readonly key?: boolean } = {},
+): string {
+  if (typeof value !== "string") return fallback;
   const lowered = value
     .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .replace(/-+$/, "")
-    .slice(0, 63);
-  return lowered.length > 0 && lowered !== ALL_NODES ? lowered : fallback;
+    .replace(options.key === true ? /[^a-z0-9_-]+/g : /[^a-z0-9-]+/g, "-");
+  const guess = (options.key === true ? lowered : lowered.replace(/-+$/, "")).replace(
+    /^[^a-z]+/,
+    "",
+  );
+  return guess.slice(0, 63) || fallback;
 }
 
 /** A short account of a value that is not a string; never throws (a refusal must not fail). */

@@ -154,30 +154,25 @@ function loadProblems({ b, at, label }: Seen): ManifestProblem[] {
   return out;
 }
 
-/** A prebuilt bundle says where its archive is and what digest it has. */
+/** What a prebuilt bundle must say: where its archive is, and the digest to check it against. */
+const PREBUILT_FIELDS = [
+  {
+    field: "source",
+    code: "prebuilt-source",
+    lacks: "says nowhere where its archive comes from",
+    fix: 'add "source" with the archive\'s path inside the module\'s folder, e.g. "dist/app.tar.gz"',
+  },
+  {
+    field: "digest",
+    code: "prebuilt-digest",
+    lacks: "gives no digest to check its archive against",
+    fix: 'add "digest" with the archive\'s SHA-256 (64 lowercase hex characters, what `sha256sum` prints)',
+  },
+] as const;
+
 function prebuiltProblems({ b, at, label }: Seen): ManifestProblem[] {
-  const out: ManifestProblem[] = [];
-  if (b.raw.source === undefined) {
-    out.push(
-      problem(
-        "prebuilt-source",
-        [...at, "source"],
-        { missing: true },
-        `${label} is prebuilt and says nowhere where its archive comes from`,
-        'add "source" with the archive\'s path inside the module\'s folder, e.g. "dist/app.tar.gz"',
-      ),
-    );
-  }
-  if (b.raw.digest === undefined) {
-    out.push(
-      problem(
-        "prebuilt-digest",
-        [...at, "digest"],
-        { missing: true },
-        `${label} is prebuilt and gives no digest to check its archive against`,
-        'add "digest" with the archive\'s SHA-256 (64 lowercase hex characters, what `sha256sum` prints)',
-      ),
-    );
-  }
-  return out;
+  return PREBUILT_FIELDS.filter(({ field }) => b.raw[field] === undefined).map(
+    ({ field, code, lacks, fix }) =>
+      problem(code, [...at, field], { missing: true }, `${label} is prebuilt and ${lacks}`, fix),
+  );
 }
