@@ -2,14 +2,19 @@
  * Issue 14's cases that were tested against a bus and a controller, now on a real mesh from
  * `mesh up` (without `--demo`, so nothing stands at first): 14.1 read verbs end on an empty
  * mesh, 14.7 edits keep being noticed, 14.8 typos are refused, 14.9 the clean-up verbs, 14.10 a
- * tool's `ctx.log` lines are its module's, 14.11 the mesh resolves its own conditions.
+ * tool's `ctx.log` lines are its module's, 14.11 the mesh resolves its own conditions, and 14.5
+ * a watched bucket deleted and made again under the running assigner.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
+import { destroyBucket } from "@mesh/bus/testing";
+import { Bucket, nodeModuleKey } from "@mesh/protocol";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { runMesh, startMesh, type MeshRun } from "../testing/run-mesh.js";
 import { until } from "../testing/until.js";
@@ -41,6 +46,14 @@ const mesh = (args: readonly string[], input?: string): Promise<MeshRun> =>
     deadlineMs: READ_MS,
     ...(input === undefined ? {} : { input }),
   });
+
+const startTimeOf = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19];
+  } catch {
+    return undefined;
+  }
+};
 
 async function meshJson<T = Record<string, unknown>>(args: readonly string[]): Promise<T> {
   const run = await mesh([...args, "--json"]);
@@ -266,5 +279,40 @@ describe("issue 14's cases on a real mesh from mesh up", () => {
     );
     const status = await mesh(["status"]);
     assert.doesNotMatch(status.stdout, /wobbly.*set back/, "status no longer shows it");
+  });
+  test("14.5: the presence bucket deleted and created again under the running assigner: it says so, keeps running, and a node present after still gets a want", async () => {
+    const assigner = up?.report.processes["assigner"];
+    assert.ok(assigner !== undefined, "mesh up reports the assigner's pid");
+    const controller = await MeshBus.connectWithFile(join(root, "credentials", "controller.json"), {
+      say: () => undefined,
+    });
+    try {
+      const presence = await KvBucket.open(controller, Bucket.presence);
+      const mine = (await presence.get(NODE))?.value;
+      assert.ok(mine !== undefined, `${NODE} is present`);
+      await destroyBucket(controller, Bucket.presence);
+      await ensureLayout(controller);
+      const log = join(root, "logs", "mesh", "assigner.log");
+      await until(
+        async () =>
+          /watching mesh-presence: the watch ended/.test(await readFile(log, "utf8")) || undefined,
+        60_000,
+        "the assigner to say its watch of mesh-presence ended",
+      );
+      // A node present after the bucket came back: talker is assigned everywhere.
+      const again = await KvBucket.open(controller, Bucket.presence);
+      await again.put("cases-2", { ...mine, node: "cases-2", heartbeat: new Date().toISOString() });
+      const wants = await KvBucket.open(controller, Bucket.wants);
+      await until(
+        async () => (await wants.get(nodeModuleKey("cases-2", "talker"))) ?? undefined,
+        120_000,
+        "a want of talker for the node present after the bucket came back",
+      );
+      assert.match(await readFile(log, "utf8"), /the watch of mesh-presence is back/);
+      assert.equal(up?.report.processes["assigner"], assigner);
+      assert.ok(startTimeOf(assigner) !== undefined, "the same assigner runs");
+    } finally {
+      await controller.close();
+    }
   });
 });
