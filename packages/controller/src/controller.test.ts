@@ -14,13 +14,14 @@ import {
   ErrorCode,
   isMeshError,
   keepsSubject,
+  mcpSealContext,
   stateBucket,
   type Composed,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import { KvBucket, MeshBus, readStream, requestJoin } from "@mesh/bus";
+import { KvBucket, MeshBus, readStream, request, requestJoin, unseal } from "@mesh/bus";
 import { createBucket, deadline, maySubscribe, publishRaw } from "@mesh/bus/testing";
-import { askJoinToken, askSecretSet } from "./controller-api.js";
+import { askJoinToken, askMcpCredential, askSecretSet } from "./controller-api.js";
 import {
   counter,
   d,
@@ -447,5 +448,20 @@ describe("the controller with its broker, on a real bus", () => {
     } finally {
       await operator.close();
     }
+  });
+  it("issues mesh mcp --allow's credential into the users list, held to its modules by the server", async () => {
+    await using operator = await MeshBus.connect(mesh.operator);
+    const keys = newKeys();
+    const ask = { modules: ["hello"], publicKey: keys.publicKey };
+    const answer = await askMcpCredential(operator, ask, { timeoutMs: 30_000 });
+    const opened = unseal(keys.privateKey, answer.sealed, mcpSealContext(answer.principal));
+    const credential = Credential.parse(JSON.parse(opened.toString()));
+    assert.ok(credential.password !== undefined, "a users-list login");
+    await using mcp = await MeshBus.connect(credential);
+    // Granted, nothing serves it here: no responders. Not granted: the server refuses.
+    await assert.rejects(request(mcp, "mesh.tools.n1.hello.greet", {}), (e: unknown) =>
+      isMeshError(e, ErrorCode.NOT_FOUND),
+    );
+    await assert.rejects(request(mcp, "mesh.tools.n1.counter.add", {}), denied);
   });
 });
