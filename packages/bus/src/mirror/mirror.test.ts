@@ -9,7 +9,7 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
-import { ALL, Mirror, type Dirty } from "./mirror.js";
+import { ALL, Mirror, watchedLine, type Dirty } from "./mirror.js";
 import { natsOf } from "../mesh-bus.js";
 
 const Value = z.object({ n: z.number() }).strict();
@@ -238,5 +238,19 @@ describe("bucket mirror", () => {
     } finally {
       await writer.close();
     }
+  });
+});
+
+describe("what a mirror says it watches", () => {
+  it("names each whole bucket (every node's changes) and each bucket it watches only part of", () => {
+    const bucket = (name: string) => ({ name });
+    assert.equal(
+      watchedLine({
+        presence: { bucket: bucket("mesh-presence") },
+        wants: { bucket: bucket("mesh-wants"), key: ">" },
+        config: { bucket: bucket("mesh-config"), key: "*.*" },
+      }),
+      "watching 2 whole bucket(s), every node's changes: mesh-presence, mesh-wants; part of 1: mesh-config (*.*)",
+    );
   });
 });

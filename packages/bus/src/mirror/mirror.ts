@@ -102,6 +102,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     const promise = new Promise<never>((_, r) => (reject = r));
     promise.catch(() => undefined);
     this.#failed = { promise, reject };
+    this.#log(watchedLine(options.sources));
     const handed = Object.entries(options.sources as Record<string, Loose>).map(
       ([name, source]) => {
         this.#maps.set(name, source.into ?? new Map<string, unknown>());
@@ -306,4 +307,23 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+/**
+ * What a mirror watches, said once as it starts (issue 13): a whole bucket brings this process
+ * every change of every node, which is what grows with the fleet.
+ */
+export function watchedLine(
+  sources: Readonly<
+    Record<string, { readonly bucket: { readonly name: string }; readonly key?: string }>
+  >,
+): string {
+  const whole: string[] = [];
+  const part: string[] = [];
+  for (const s of Object.values(sources)) {
+    if (s.key === undefined || s.key === ">") whole.push(s.bucket.name);
+    else part.push(`${s.bucket.name} (${s.key})`);
+  }
+  const parts = part.length === 0 ? "" : `; part of ${part.length}: ${part.join(", ")}`;
+  return `watching ${whole.length} whole bucket(s), every node's changes: ${whole.join(", ")}${parts}`;
 }
