@@ -28,14 +28,24 @@ const HUB = "hub";
 const RUNS = 3;
 
 /** Runs the CLI; what it printed and how long it took (to its exit). */
-async function mesh(args: readonly string[]): Promise<{ ms: number; out: string; code: number }> {
+async function mesh(
+  args: readonly string[],
+): Promise<{ ms: number; out: string; err: string; code: number }> {
   const start = performance.now();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "ignore"] });
+  // BENCH_STATUS_PROFILE=<dir>: each CLI run writes a CPU profile there.
+  const profile = process.env["BENCH_STATUS_PROFILE"];
+  const node = profile === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profile];
+  const child = spawn(process.execPath, [...node, CLI, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
+  let err = "";
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (err += chunk));
   const code = await new Promise<number>((r) => child.once("close", (c) => r(c ?? -1)));
-  return { ms: performance.now() - start, out, code };
+  return { ms: performance.now() - start, out, err, code };
 }
 
 /** Writes the fleet: presence, and a want and a have per cell, 2,000 puts at a time. */
@@ -156,9 +166,15 @@ async function main(): Promise<void> {
     for (let i = 0; i < RUNS; i++) bare.push((await mesh(["--version"])).ms);
     const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
     for (const args of [["status"], ["status", "--json"]]) {
-      const runs: Array<{ ms: number; out: string; code: number }> = [];
+      const runs: Array<{ ms: number; out: string; err: string; code: number }> = [];
       for (let i = 0; i < RUNS; i++) runs.push(await mesh([...args, "--credential", credential]));
-      if (runs.some((r) => r.code !== 0)) throw new Error(`mesh ${args.join(" ")} failed`);
+      const failed = runs.find((r) => r.code !== 0);
+      if (failed !== undefined) {
+        console.log(
+          `mesh ${args.join(" ")} failed (exit ${failed.code}) after ${Math.round(failed.ms)} ms: ${failed.err.slice(0, 600)}`,
+        );
+        continue;
+      }
       const p50 = quantile(
         runs.map((r) => r.ms),
         0.5,

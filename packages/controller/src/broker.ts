@@ -21,7 +21,6 @@ import { join } from "node:path";
 import {
   ErrorCode,
   MeshError,
-  isMeshError,
   nodeModuleKey,
   type Credential,
   type Grant,
@@ -37,6 +36,11 @@ import {
 import { signUser, signedCredential, staleBefore } from "./signed-users.js";
 import { BROKER_USERS_FILE, usersFile, withIssued, type IssuedUser } from "./broker-users-file.js";
 import { RecordFile } from "./record-file.js";
+import {
+  mergeRevocation,
+  type RevocationPusher,
+  type StagedRevocation,
+} from "./revocation-pusher.js";
 import type { Vault } from "./vault.js";
 
 export const PrincipalKind = {
@@ -107,28 +111,12 @@ export interface BrokerOptions {
    */
   readonly supersededGraceMs?: number;
   /**
-   * Accounts mode: told when the bus did not take an account update. Given, a commit does not
-   * fail for it: new users need no update (their JWTs work at once), so they are issued and
-   * kept, and the revocations stay staged for a retry ({@link Broker.nextDueAt}) 1 s later,
-   * doubling up to 30 s. Not given, the commit fails with ACCOUNT_UPDATE_FAILED.
+   * Accounts mode: pushes the revocations beside the commit instead of in it (the controller's):
+   * a commit then only keeps the file and the grants; new users need no update. Without it, a
+   * commit awaits the update and fails with ACCOUNT_UPDATE_FAILED when the bus does not take it.
    */
-  readonly onUpdateDeferred?: (error: MeshError, retryInMs: number) => void;
+  readonly pusher?: RevocationPusher;
 }
-
-/** A revocation waiting for the next commit: up to which second, and when the JWTs expire. */
-interface StagedRevocation {
-  readonly at: number;
-  readonly expiresAt?: number;
-}
-
-/** The longest wait before an account update the bus did not take is pushed again. */
-const UPDATE_RETRY_MAX_MS = 30_000;
-
-/** What the controller logs when an account update waits for a retry. */
-export const sayDeferred =
-  (log: ((line: string) => void) | undefined) =>
-  (error: MeshError, inMs: number): void =>
-    log?.(`controller: ${error.message}; the revocations stay staged, pushed again in ${inMs} ms`);
 
 /**
  * How long a superseded JWT stays good: a process that holds it (the runtime, handing over to
@@ -156,9 +144,6 @@ export class Broker {
   /** Accounts mode: superseded JWTs, revoked (up to `before`) once `due` (epoch ms) has come. */
   readonly #superseded = new Map<string, { readonly before: number; readonly due: number }>();
   #dirty = false;
-  /** Accounts mode: when an update the bus did not take is due again, and the last wait. */
-  #updateRetryAt: number | undefined;
-  #updateRetryMs = 0;
   /** What the last commit did to the bus, for the controller's log (", bus reloaded", …). */
   commitNote = "";
   /** How many passwords were hashed; a test checks nothing is hashed twice. */
@@ -371,12 +356,9 @@ export class Broker {
     return this.#dirty || this.#dueSuperseded().length > 0;
   }
 
-  /**
-   * When the next superseded JWT is due to be revoked, or a deferred account update to be
-   * pushed again (epoch ms), if one waits.
-   */
+  /** When the next superseded JWT is due to be revoked (epoch ms), if one waits. */
   nextDueAt(): number | undefined {
-    let next = this.#dirty ? this.#updateRetryAt : undefined;
+    let next: number | undefined;
     for (const { due } of this.#superseded.values()) next = Math.min(next ?? due, due);
     return next;
   }
@@ -388,45 +370,31 @@ export class Broker {
 
   /** Stages `r` for `key`: the later second, and an expiry only while every one has one. */
   #stageRevocation(key: string, r: StagedRevocation): void {
-    const had = this.#revocations.get(key);
-    const at = Math.max(r.at, had?.at ?? 0);
-    const expiresAt =
-      r.expiresAt === undefined || (had !== undefined && had.expiresAt === undefined)
-        ? undefined
-        : Math.max(r.expiresAt, had?.expiresAt ?? 0);
-    this.#revocations.set(key, expiresAt === undefined ? { at } : { at, expiresAt });
+    this.#revocations.set(key, mergeRevocation(this.#revocations.get(key), r));
   }
 
-  /** Accounts mode: pushes the revocations; with onUpdateDeferred, a failed push waits. */
+  /** Accounts mode: hands the revocations to the pusher, or pushes them and waits. */
   async #pushRevocations(
     accounts: AccountAuthority,
     staged: ReadonlyMap<string, StagedRevocation>,
     call: { readonly signal?: AbortSignal },
   ): Promise<void> {
+    const pusher = this.#options.pusher;
+    if (pusher !== undefined) {
+      if (staged.size > 0) pusher.add(staged);
+      this.commitNote = staged.size === 0 ? "" : `, ${staged.size} to revoke`;
+      return;
+    }
     const revocations: Record<string, number> = {};
     const expires: Record<string, number> = {};
     for (const [key, r] of staged) {
       revocations[key] = r.at;
       if (r.expiresAt !== undefined) expires[key] = r.expiresAt;
     }
-    try {
-      const started = performance.now();
-      await accounts.revoke(revocations, { ...call, expires });
-      const n = staged.size;
-      const ms = Math.round(performance.now() - started);
-      this.commitNote = n === 0 ? "" : `, ${n} revoked (account update ${ms} ms)`;
-      this.#updateRetryAt = undefined;
-      this.#updateRetryMs = 0;
-    } catch (error) {
-      const defer = this.#options.onUpdateDeferred;
-      if (defer === undefined || !isMeshError(error, ErrorCode.ACCOUNT_UPDATE_FAILED)) throw error;
-      for (const [key, r] of staged) this.#stageRevocation(key, r);
-      this.#dirty = true;
-      this.#updateRetryMs = Math.min(UPDATE_RETRY_MAX_MS, Math.max(1_000, this.#updateRetryMs * 2));
-      this.#updateRetryAt = this.#now().getTime() + this.#updateRetryMs;
-      this.commitNote = ", account update deferred";
-      defer(error, this.#updateRetryMs);
-    }
+    const started = performance.now();
+    await accounts.revoke(revocations, { ...call, expires });
+    const ms = Math.round(performance.now() - started);
+    this.commitNote = staged.size === 0 ? "" : `, ${staged.size} revoked (account update ${ms} ms)`;
   }
 
   /**

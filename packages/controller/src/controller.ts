@@ -37,7 +37,8 @@ import {
   type SayCondition,
   type Served,
 } from "@mesh/bus";
-import { Broker, PrincipalKind, principalUser, sayDeferred, sharedLoginOf } from "./broker.js";
+import { Broker, PrincipalKind, principalUser, sharedLoginOf } from "./broker.js";
+import { revocationPusher } from "./revocation-pusher.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
@@ -115,7 +116,7 @@ export class Controller implements AsyncDisposable {
             ...(options.sink === undefined ? {} : { sink: options.sink }),
             ...(options.staticUsers === undefined ? {} : { staticUsers: options.staticUsers }),
           }
-        : { accounts: options.accounts, onUpdateDeferred: sayDeferred(options.log) }),
+        : { accounts: options.accounts, pusher: revocationPusher(options.accounts, options.log) }),
       servers: options.servers ?? credential.servers,
       ...(options.sharedLogin === true ? { shared: sharedLoginOf(credential) } : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
