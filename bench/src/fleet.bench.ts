@@ -200,7 +200,9 @@ async function joinPasses(root: string, flush: { what: string; value: number }):
   console.log(
     `  controller passes while joining: ${passes.length}; per node of a pass, p50: first tenth ${perNode(passes.slice(0, tenth)).toFixed(1)} ms, last tenth ${perNode(passes.slice(-tenth)).toFixed(1)} ms`,
   );
-  const updates = passes.flatMap((p) => (p.updateMs === undefined ? [] : [p.updateMs]));
+  // An update is said on the pass's line, or on its own line when pushed beside the passes.
+  const text = await readFile(join(root, "logs", "mesh", "controller.log"), "utf8").catch(() => "");
+  const updates = [...text.matchAll(/account update (\d+) ms/g)].map((m) => Number(m[1]));
   const uTenth = Math.max(1, Math.floor(updates.length / 10));
   console.log(
     line(
