@@ -4,10 +4,10 @@
  * stopped together — TERM, a grace period, then KILL — so Ctrl-C leaves nothing behind.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Backoff } from "@mesh/bus";
+import { RotatingLog } from "./rotating-log.js";
 
 export interface ChildSpec {
   /** A short name for logs: `controller`, `assigner`, … */
@@ -35,7 +35,7 @@ interface Running {
   readonly backoff: Backoff;
   restarts: number;
   timer: NodeJS.Timeout | undefined;
-  log: WriteStream;
+  log: RotatingLog;
   exited: Promise<void>;
 }
 
@@ -57,10 +57,7 @@ export class Children implements AsyncDisposable {
   /** Starts a child and keeps it running until `stop()`. */
   async start(spec: ChildSpec): Promise<void> {
     await mkdir(this.#options.logs, { recursive: true, mode: 0o700 });
-    const log = createWriteStream(join(this.#options.logs, `${spec.name}.log`), {
-      flags: "a",
-      mode: 0o600,
-    });
+    const log = new RotatingLog(join(this.#options.logs, `${spec.name}.log`));
     const running: Running = {
       spec,
       child: undefined,
