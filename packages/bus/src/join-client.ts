@@ -6,7 +6,7 @@
  */
 import type { PeerCertificate } from "node:tls";
 import type { KeyObject } from "node:crypto";
-import { AuthorizationError, jwtAuthenticator } from "@nats-io/nats-core";
+import { AuthorizationError, jwtAuthenticator, type NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import {
   Credential,
@@ -62,19 +62,40 @@ export async function requestJoin(options: JoinOptions): Promise<Credential> {
     );
   }
   const doing = `joining the mesh at ${options.servers.join(", ")} as ${options.node}`;
-  const tls =
-    options.fingerprint === undefined
-      ? undefined
-      : {
-          ...(options.ca === undefined ? {} : { ca: options.ca }),
-          checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined =>
-            cert.fingerprint256 === options.fingerprint
-              ? undefined
-              : new Error(`the bus's certificate ${cert.fingerprint256} is not the pinned one`),
-        };
-  let nc;
+  const nc = await connectAsJoinUser(options, parts, doing);
   try {
-    nc = await abortable(
+    return await askToJoin(nc, options, doing);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+interface JoinTls {
+  readonly ca?: string;
+  readonly checkServerIdentity: (host: string, cert: PeerCertificate) => Error | undefined;
+}
+
+/** TLS that trusts exactly the pinned certificate, or none when the bus speaks plain. */
+function pinnedTls(options: JoinOptions): JoinTls | undefined {
+  if (options.fingerprint === undefined) return undefined;
+  return {
+    ...(options.ca === undefined ? {} : { ca: options.ca }),
+    checkServerIdentity: (_host: string, cert: PeerCertificate): Error | undefined =>
+      cert.fingerprint256 === options.fingerprint
+        ? undefined
+        : new Error(`the bus's certificate ${cert.fingerprint256} is not the pinned one`),
+  };
+}
+
+/** One connection as the token's join user; a refused token is REFUSED. */
+async function connectAsJoinUser(
+  options: JoinOptions,
+  parts: { readonly id: string; readonly secret: string },
+  doing: string,
+): Promise<NatsConnection> {
+  const tls = pinnedTls(options);
+  try {
+    return await abortable(
       connect({
         servers: [...options.servers],
         ...joinLogin(parts.id, parts.secret),
@@ -105,53 +126,53 @@ export async function requestJoin(options: JoinOptions): Promise<Credential> {
       { node: options.node, cause: error },
     );
   }
-  try {
-    const reply = await abortable(
-      nc.request(
-        Subject.join,
-        JSON.stringify({
-          token: options.token,
-          node: options.node,
-          publicKey: options.keys.publicKey,
-        }),
-        { timeout: options.timeoutMs ?? 10_000 },
-      ),
-      options.signal,
-      doing,
-    ).catch((error: unknown) => {
-      throw toMeshError(error, { doing, subject: Subject.join });
-    });
-    const code = reply.headers?.get(ReplyHeader.code);
-    if (code !== undefined && code !== "") {
-      throw new MeshError(
-        toReplyCode(code),
-        reply.headers?.get("Nats-Service-Error") ?? `${doing}: refused`,
-        { node: options.node, subject: Subject.join },
-      );
-    }
-    const answer = JoinAnswer.safeParse(reply.json());
-    if (!answer.success || answer.data.node !== options.node) {
-      throw new MeshError(
-        ErrorCode.INVALID_VALUE,
-        `${doing}: the answer is not a join answer for ${options.node}; the controller is broken or this is not the mesh`,
-        { node: options.node },
-      );
-    }
-    const opened = unseal(
-      options.keys.privateKey,
-      answer.data.sealed,
-      joinSealContext(options.node),
+}
+
+/** Presents the token, name and key on `mesh.join` and opens the credential sealed back. */
+async function askToJoin(
+  nc: NatsConnection,
+  options: JoinOptions,
+  doing: string,
+): Promise<Credential> {
+  const reply = await abortable(
+    nc.request(
+      Subject.join,
+      JSON.stringify({
+        token: options.token,
+        node: options.node,
+        publicKey: options.keys.publicKey,
+      }),
+      { timeout: options.timeoutMs ?? 10_000 },
+    ),
+    options.signal,
+    doing,
+  ).catch((error: unknown) => {
+    throw toMeshError(error, { doing, subject: Subject.join });
+  });
+  const code = reply.headers?.get(ReplyHeader.code);
+  if (code !== undefined && code !== "") {
+    throw new MeshError(
+      toReplyCode(code),
+      reply.headers?.get("Nats-Service-Error") ?? `${doing}: refused`,
+      { node: options.node, subject: Subject.join },
     );
-    const credential = Credential.safeParse(JSON.parse(opened.toString("utf8")));
-    if (!credential.success) {
-      throw new MeshError(
-        ErrorCode.INVALID_VALUE,
-        `${doing}: the sealed answer is not a credential; the controller is broken`,
-        { node: options.node },
-      );
-    }
-    return credential.data;
-  } finally {
-    await nc.close().catch(() => undefined);
   }
+  const answer = JoinAnswer.safeParse(reply.json());
+  if (!answer.success || answer.data.node !== options.node) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${doing}: the answer is not a join answer for ${options.node}; the controller is broken or this is not the mesh`,
+      { node: options.node },
+    );
+  }
+  const opened = unseal(options.keys.privateKey, answer.data.sealed, joinSealContext(options.node));
+  const credential = Credential.safeParse(JSON.parse(opened.toString("utf8")));
+  if (!credential.success) {
+    throw new MeshError(
+      ErrorCode.INVALID_VALUE,
+      `${doing}: the sealed answer is not a credential; the controller is broken`,
+      { node: options.node },
+    );
+  }
+  return credential.data;
 }

@@ -99,17 +99,13 @@ export async function openRawWatch(
     bucket,
     bucket._buildCC(key, content, { headers_only: false }),
   );
-  const queue: Array<KvWatchEntry | undefined> = [];
-  let wake: (() => void) | undefined;
+  const queue = new Handoff<KvWatchEntry | undefined>();
   let ended: string | undefined;
   let done = false;
   let last = Date.now();
   let delivered = 0;
   let streamSeq = 0;
-  const push = (item: KvWatchEntry | undefined): void => {
-    queue.push(item);
-    wake?.();
-  };
+  const push = (item: KvWatchEntry | undefined): void => queue.push(item);
   const messages = await consumer.consume({
     callback: (m) => {
       last = Date.now();
@@ -135,19 +131,7 @@ export async function openRawWatch(
     messages.stop();
     push(undefined);
   };
-  let tick = Date.now();
-  const timer = setInterval(() => {
-    const now = Date.now();
-    // A late tick means this process was stalled, not the server: timers run before the
-    // socket's data is read, so the socket gets a turn before silence is judged.
-    const late = now - tick > CHECK_EVERY_MS * 4;
-    tick = now;
-    if (late) return;
-    const silent = now - last;
-    if (silent > WATCH_STALL_MS)
-      finish(`the server sent nothing, not even a heartbeat, for ${(silent / 1000).toFixed(1)} s`);
-  }, CHECK_EVERY_MS);
-  timer.unref();
+  const timer = onSilence(() => last, finish);
   void (async () => {
     for await (const notice of messages.status()) {
       last = Date.now();
@@ -165,13 +149,47 @@ export async function openRawWatch(
     get ended() {
       return ended;
     },
-    async next() {
-      while (queue.length === 0) await new Promise<void>((r) => (wake = r));
-      wake = undefined;
-      return queue.shift();
-    },
+    next: () => queue.next(),
     stop: () => finish(undefined),
   };
+}
+
+/** Items handed from the client's callback to one reader that awaits them in order. */
+class Handoff<T> {
+  readonly #queue: T[] = [];
+  #wake: (() => void) | undefined;
+
+  push(item: T): void {
+    this.#queue.push(item);
+    this.#wake?.();
+  }
+
+  async next(): Promise<T | undefined> {
+    while (this.#queue.length === 0) await new Promise<void>((r) => (this.#wake = r));
+    this.#wake = undefined;
+    return this.#queue.shift();
+  }
+}
+
+/** Checks every CHECK_EVERY_MS how long the server has been silent; past WATCH_STALL_MS, ends. */
+function onSilence(
+  heardAt: () => number,
+  end: (reason: string) => void,
+): ReturnType<typeof setInterval> {
+  let tick = Date.now();
+  const timer = setInterval(() => {
+    const now = Date.now();
+    // A late tick means this process was stalled, not the server: timers run before the
+    // socket's data is read, so the socket gets a turn before silence is judged.
+    const late = now - tick > CHECK_EVERY_MS * 4;
+    tick = now;
+    if (late) return;
+    const silent = now - heardAt();
+    if (silent > WATCH_STALL_MS)
+      end(`the server sent nothing, not even a heartbeat, for ${(silent / 1000).toFixed(1)} s`);
+  }, CHECK_EVERY_MS);
+  timer.unref();
+  return timer;
 }
 
 /** The notices that mean the watch hears nothing any more. */

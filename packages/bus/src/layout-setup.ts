@@ -6,7 +6,13 @@
  * Each is created with the replicas the bus allows: up to {@link MAX_REPLICAS}, fewer when the
  * bus says it has fewer servers for them (one server: 1; see replicas.ts).
  */
-import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import {
+  jetstreamManager,
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import {
   Bucket,
@@ -34,6 +40,61 @@ export interface LayoutReport {
   readonly replicas?: number;
 }
 
+/** One part of the layout: its name, the stream behind it, and how it is made with N copies. */
+interface Part {
+  readonly name: string;
+  readonly what: string;
+  readonly stream: string;
+  readonly create: (replicas: number) => Promise<unknown>;
+}
+
+function layoutParts(bus: MeshBus, jsm: JetStreamManager): Part[] {
+  const buckets = Object.values(Bucket).map((bucket) => ({
+    name: bucket,
+    what: "bucket",
+    stream: kvStreamName(bucket),
+    create: (replicas: number) =>
+      natsOf(bus).kvm.create(bucket, {
+        history: BucketSpec[bucket].history,
+        replicas,
+        storage: StorageType.File,
+      }),
+  }));
+  const stores = Object.values(ObjectStore).map((store) => ({
+    name: store,
+    what: "object store",
+    stream: objStreamName(store),
+    create: (replicas: number) =>
+      new Objm(natsOf(bus).js).create(store, { replicas, storage: StorageType.File }),
+  }));
+  const streams = Object.values(Stream).map((stream) => {
+    const spec = StreamSpec[stream];
+    return {
+      name: stream,
+      what: "stream",
+      stream,
+      create: (replicas: number) =>
+        jsm.streams.add({
+          name: stream,
+          subjects: [...spec.subjects],
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          discard: DiscardPolicy.Old,
+          num_replicas: replicas,
+          max_msgs_per_subject: spec.maxMsgsPerSubject,
+          max_age: spec.maxAgeSeconds * 1_000_000_000,
+          max_bytes: spec.maxBytes,
+        }),
+    };
+  });
+  return [...buckets, ...stores, ...streams];
+}
+
+/** Whether a stream-info error says the stream does not exist. */
+function isMissing(error: unknown): boolean {
+  return (error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message);
+}
+
 export async function ensureLayout(
   bus: MeshBus,
   options: LayoutOptions = {},
@@ -44,9 +105,6 @@ export async function ensureLayout(
   // A cluster that has just started answers only once it has elected its meta leader (~5 s).
   await waitForJetStream(bus, options.signal === undefined ? {} : { signal: options.signal });
   let used: number | undefined;
-  const replicated = async (create: (replicas: number) => Promise<unknown>): Promise<void> => {
-    used = await withAllowedReplicas(bus, options.replicas, create);
-  };
   const created: string[] = [];
   const found: string[] = [];
   const exists = async (stream: string): Promise<boolean> => {
@@ -54,81 +112,22 @@ export async function ensureLayout(
       await jsm.streams.info(stream);
       return true;
     } catch (error) {
-      if (
-        (error as { code?: number }).code === 10059 ||
-        /not found/i.test((error as Error).message)
-      )
-        return false;
+      if (isMissing(error)) return false;
       throw error;
     }
   };
-
-  for (const bucket of Object.values(Bucket)) {
-    const doing = `creating the bucket ${bucket}`;
+  // Buckets first, then the object store, then the streams: the order they are reported in.
+  for (const part of layoutParts(bus, jsm)) {
+    const doing = `creating the ${part.what} ${part.name}`;
     await withContext({ doing }, async () => {
-      if (await abortable(exists(kvStreamName(bucket)), options.signal, doing)) {
-        found.push(bucket);
+      if (await abortable(exists(part.stream), options.signal, doing)) {
+        found.push(part.name);
         return;
       }
-      await replicated((replicas) =>
-        abortable(
-          natsOf(bus).kvm.create(bucket, {
-            history: BucketSpec[bucket].history,
-            replicas,
-            storage: StorageType.File,
-          }),
-          options.signal,
-          doing,
-        ),
+      used = await withAllowedReplicas(bus, options.replicas, (replicas) =>
+        abortable(part.create(replicas), options.signal, doing),
       );
-      created.push(bucket);
-    });
-  }
-
-  for (const store of Object.values(ObjectStore)) {
-    const doing = `creating the object store ${store}`;
-    await withContext({ doing }, async () => {
-      if (await abortable(exists(objStreamName(store)), options.signal, doing)) {
-        found.push(store);
-        return;
-      }
-      await replicated((replicas) =>
-        abortable(
-          new Objm(natsOf(bus).js).create(store, { replicas, storage: StorageType.File }),
-          options.signal,
-          doing,
-        ),
-      );
-      created.push(store);
-    });
-  }
-
-  for (const stream of Object.values(Stream)) {
-    const spec = StreamSpec[stream];
-    const doing = `creating the stream ${stream}`;
-    await withContext({ doing }, async () => {
-      if (await abortable(exists(stream), options.signal, doing)) {
-        found.push(stream);
-        return;
-      }
-      await replicated((replicas) =>
-        abortable(
-          jsm.streams.add({
-            name: stream,
-            subjects: [...spec.subjects],
-            retention: RetentionPolicy.Limits,
-            storage: StorageType.File,
-            discard: DiscardPolicy.Old,
-            num_replicas: replicas,
-            max_msgs_per_subject: spec.maxMsgsPerSubject,
-            max_age: spec.maxAgeSeconds * 1_000_000_000,
-            max_bytes: spec.maxBytes,
-          }),
-          options.signal,
-          doing,
-        ),
-      );
-      created.push(stream);
+      created.push(part.name);
     });
   }
   return { created, found, ...(used === undefined ? {} : { replicas: used }) };
@@ -151,9 +150,7 @@ export async function ensureStateBucket(
       await abortable(jsm.streams.info(kvStreamName(bucket)), options.signal, doing);
       return false;
     } catch (error) {
-      const missing =
-        (error as { code?: number }).code === 10059 || /not found/i.test((error as Error).message);
-      if (!missing) throw error;
+      if (!isMissing(error)) throw error;
     }
     await withAllowedReplicas(bus, options.replicas, (replicas) =>
       abortable(
