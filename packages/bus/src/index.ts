@@ -52,8 +52,8 @@ export {
   EmbeddedServer,
   ServerFiles,
   type EmbeddedServerOptions,
-  type ServerExit,
 } from "./server/embedded-server.js";
+export type { ServerExit } from "./server/server-output.js";
 export { generateNodeKeys, loadOrCreateNodeKeys, seal, unseal, type NodeKeys } from "./sealing.js";
 export { flush, publish, type PublishOptions } from "./publish.js";
 export {
