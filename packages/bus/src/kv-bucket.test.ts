@@ -146,6 +146,81 @@ function isCode(code: ErrorCode): (error: unknown) => boolean {
   };
 }
 
+/** A write a watch test makes as the admin: a put of `{ n }`, or without `n` a delete. */
+interface Write {
+  readonly key: string;
+  readonly n?: number;
+}
+const w = (key: string, n?: number): Write => (n === undefined ? { key } : { key, n });
+
+async function writeAll(writer: KvBucket<Value>, writes: readonly Write[]): Promise<void> {
+  for (const { key, n } of writes) {
+    if (n === undefined) await writer.delete(key);
+    else await writer.put(key, { n });
+  }
+}
+
+const put = (key: string, n: number) => ({ type: "put", key, value: { n } });
+const CURRENT = { type: "current" };
+
+/** What stands before the watch, what it hands up to its marker, then live writes and what it hands of them. */
+const WATCH_CASES: ReadonlyArray<{
+  readonly name: string;
+  readonly bucket: string;
+  readonly options?: { readonly key?: string; readonly include?: "history" };
+  readonly before: readonly Write[];
+  readonly standing: readonly unknown[];
+  readonly live: readonly Write[];
+  readonly changes: readonly unknown[];
+}> = [
+  {
+    name: "hands the standing values, one current marker, then changes in order",
+    bucket: WATCHED.full,
+    before: [w("a", 1), w("b", 2), w("a", 3)],
+    // The latest value of each key, in the order they were last written.
+    standing: [put("b", 2), put("a", 3), CURRENT],
+    live: [w("c", 4), w("a", 5), w("b", 6)],
+    // No second marker among the changes.
+    changes: [put("c", 4), put("a", 5), put("b", 6)],
+  },
+  {
+    name: "hands the marker first, at once, for an empty bucket",
+    bucket: WATCHED.empty,
+    before: [],
+    standing: [CURRENT],
+    live: [w("first", 1)],
+    changes: [put("first", 1)],
+  },
+  {
+    name: "hands only the keys under its filter",
+    bucket: WATCHED.filter,
+    options: { key: "n1.*" },
+    before: [w("n1.hello", 1), w("n2.hello", 2), w("n1.world", 3)],
+    standing: [put("n1.hello", 1), put("n1.world", 3), CURRENT],
+    // Delivery is in stream order: were n2.late handed, it would come before n1.late.
+    live: [w("n2.late", 4), w("n1.late", 5)],
+    changes: [put("n1.late", 5)],
+  },
+  {
+    name: "hands every kept revision before the marker with include: history",
+    bucket: WATCHED.history,
+    options: { include: "history" },
+    before: [w("a", 1), w("a", 2), w("b", 3)],
+    standing: [put("a", 1), put("a", 2), put("b", 3), CURRENT],
+    live: [w("a", 4)],
+    changes: [put("a", 4)],
+  },
+  {
+    name: "hands a delete event for a deleted key, standing or live",
+    bucket: WATCHED.deletes,
+    before: [w("gone", 1), w("kept", 2), w("gone")],
+    // A key whose last word is a delete stands as a delete.
+    standing: [put("kept", 2), { type: "delete", key: "gone" }, CURRENT],
+    live: [w("kept")],
+    changes: [{ type: "delete", key: "kept" }],
+  },
+];
+
 describe("a credential granted its own inbox and one bucket", () => {
   let bus: MeshBus;
   let own: KvBucket<Value>;
@@ -176,47 +251,24 @@ describe("a credential granted its own inbox and one bucket", () => {
     }
   });
 
-  it("is refused get on another bucket with PERMISSION_DENIED, promptly", async () => {
-    await assert.rejects(
-      deadline(other.get("secret"), PROMPT_MS, "the get being refused"),
-      isCode(ErrorCode.PERMISSION_DENIED),
-    );
-  });
-
-  it("is refused put on another bucket with PERMISSION_DENIED, promptly", async () => {
-    await assert.rejects(
-      deadline(other.put("secret", { n: 1 }), PROMPT_MS, "the put being refused"),
-      isCode(ErrorCode.PERMISSION_DENIED),
-    );
-    assert.deepEqual(
-      (await (await KvBucket.openWith(admin, "beta_data", Value)).get("secret"))?.value,
-      {
-        n: 42,
-      },
-    );
-  });
-
-  it("is refused a watch of another bucket with PERMISSION_DENIED, promptly", async () => {
-    const watch = other.watch();
-    await assert.rejects(
-      deadline(watch.next(), PROMPT_MS, "the watch being refused"),
-      isCode(ErrorCode.PERMISSION_DENIED),
-    );
-  });
-
-  it("is refused keys of another bucket with PERMISSION_DENIED, promptly", async () => {
-    await assert.rejects(
-      deadline(other.keys(), PROMPT_MS, "the keys being refused"),
-      isCode(ErrorCode.PERMISSION_DENIED),
-    );
-  });
-
-  it("is refused check of another bucket with PERMISSION_DENIED, promptly", async () => {
-    await assert.rejects(
-      deadline(other.check(), PROMPT_MS, "the check being refused"),
-      isCode(ErrorCode.PERMISSION_DENIED),
-    );
-  });
+  // Each refused at once, and the other bucket's value stays as it was.
+  const refusals: ReadonlyArray<readonly [string, string, () => Promise<unknown>]> = [
+    ["get on", "get", () => other.get("secret")],
+    ["put on", "put", () => other.put("secret", { n: 1 })],
+    ["a watch of", "watch", () => other.watch().next()],
+    ["keys of", "keys", () => other.keys()],
+    ["check of", "check", () => other.check()],
+  ];
+  for (const [what, op, run] of refusals) {
+    it(`is refused ${what} another bucket with PERMISSION_DENIED, promptly`, async () => {
+      await assert.rejects(
+        deadline(run(), PROMPT_MS, `the ${op} being refused`),
+        isCode(ErrorCode.PERMISSION_DENIED),
+      );
+      const secret = await (await KvBucket.openWith(admin, "beta_data", Value)).get("secret");
+      assert.deepEqual(secret?.value, { n: 42 });
+    });
+  }
 
   it("keeps a usable connection after the refusals", async () => {
     assert.equal(bus.isClosed, false);
@@ -237,108 +289,20 @@ describe("KvBucket.watch", () => {
   });
   after(() => bus.close());
 
-  it("hands the standing values, one current marker, then changes in order", async () => {
-    const writer = await write(WATCHED.full);
-    await writer.put("a", { n: 1 });
-    await writer.put("b", { n: 2 });
-    await writer.put("a", { n: 3 });
-    const watch = (await open(WATCHED.full)).watch();
-    try {
-      // The latest value of each key, in the order they were last written.
-      assert.deepEqual(await nextShapes(watch, 3), [
-        { type: "put", key: "b", value: { n: 2 } },
-        { type: "put", key: "a", value: { n: 3 } },
-        { type: "current" },
-      ]);
-      await writer.put("c", { n: 4 });
-      await writer.put("a", { n: 5 });
-      await writer.put("b", { n: 6 });
-      // No second marker among the changes.
-      assert.deepEqual(await nextShapes(watch, 3), [
-        { type: "put", key: "c", value: { n: 4 } },
-        { type: "put", key: "a", value: { n: 5 } },
-        { type: "put", key: "b", value: { n: 6 } },
-      ]);
-    } finally {
-      await watch.return(undefined);
-    }
-  });
-
-  it("hands the marker first, at once, for an empty bucket", async () => {
-    const watch = (await open(WATCHED.empty)).watch();
-    try {
-      assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
-      await (await write(WATCHED.empty)).put("first", { n: 1 });
-      assert.deepEqual(await nextShapes(watch, 1), [
-        { type: "put", key: "first", value: { n: 1 } },
-      ]);
-    } finally {
-      await watch.return(undefined);
-    }
-  });
-
-  it("hands only the keys under its filter", async () => {
-    const writer = await write(WATCHED.filter);
-    await writer.put("n1.hello", { n: 1 });
-    await writer.put("n2.hello", { n: 2 });
-    await writer.put("n1.world", { n: 3 });
-    const watch = (await open(WATCHED.filter)).watch({ key: "n1.*" });
-    try {
-      assert.deepEqual(await nextShapes(watch, 3), [
-        { type: "put", key: "n1.hello", value: { n: 1 } },
-        { type: "put", key: "n1.world", value: { n: 3 } },
-        { type: "current" },
-      ]);
-      // Delivery is in stream order: were n2.late handed, it would come before n1.late.
-      await writer.put("n2.late", { n: 4 });
-      await writer.put("n1.late", { n: 5 });
-      assert.deepEqual(await nextShapes(watch, 1), [
-        { type: "put", key: "n1.late", value: { n: 5 } },
-      ]);
-    } finally {
-      await watch.return(undefined);
-    }
-  });
-
-  it("hands every kept revision before the marker with include: history", async () => {
-    const writer = await write(WATCHED.history);
-    await writer.put("a", { n: 1 });
-    await writer.put("a", { n: 2 });
-    await writer.put("b", { n: 3 });
-    const watch = (await open(WATCHED.history)).watch({ include: "history" });
-    try {
-      assert.deepEqual(await nextShapes(watch, 4), [
-        { type: "put", key: "a", value: { n: 1 } },
-        { type: "put", key: "a", value: { n: 2 } },
-        { type: "put", key: "b", value: { n: 3 } },
-        { type: "current" },
-      ]);
-      await writer.put("a", { n: 4 });
-      assert.deepEqual(await nextShapes(watch, 1), [{ type: "put", key: "a", value: { n: 4 } }]);
-    } finally {
-      await watch.return(undefined);
-    }
-  });
-
-  it("hands a delete event for a deleted key, standing or live", async () => {
-    const writer = await write(WATCHED.deletes);
-    await writer.put("gone", { n: 1 });
-    await writer.put("kept", { n: 2 });
-    await writer.delete("gone");
-    const watch = (await open(WATCHED.deletes)).watch();
-    try {
-      // A key whose last word is a delete stands as a delete.
-      assert.deepEqual(await nextShapes(watch, 3), [
-        { type: "put", key: "kept", value: { n: 2 } },
-        { type: "delete", key: "gone" },
-        { type: "current" },
-      ]);
-      await writer.delete("kept");
-      assert.deepEqual(await nextShapes(watch, 1), [{ type: "delete", key: "kept" }]);
-    } finally {
-      await watch.return(undefined);
-    }
-  });
+  for (const c of WATCH_CASES) {
+    it(c.name, async () => {
+      const writer = await write(c.bucket);
+      await writeAll(writer, c.before);
+      const watch = (await open(c.bucket)).watch(c.options);
+      try {
+        assert.deepEqual(await nextShapes(watch, c.standing.length), c.standing);
+        await writeAll(writer, c.live);
+        assert.deepEqual(await nextShapes(watch, c.changes.length), c.changes);
+      } finally {
+        await watch.return(undefined);
+      }
+    });
+  }
 
   it("hands an invalid event for a value that breaks the schema, and goes on", async () => {
     const raw = await natsOf(admin).kvm.open(WATCHED.invalid);
