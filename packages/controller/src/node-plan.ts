@@ -60,39 +60,7 @@ export type NodePlan =
 
 export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
   const { node, presence } = inputs;
-  const refusals: NodeRefusal[] = [];
-  const manifests: Manifest[] = [];
-  for (const [module, { want, manifest }] of [...inputs.wanted].sort(([a], [b]) => cmp(a, b))) {
-    if (manifest === undefined) {
-      refusals.push({
-        code: "manifest-missing",
-        module,
-        reason: `${node} wants ${module} build ${want.build}, whose manifest ${want.manifestDigest.slice(0, 12)}… is not in mesh-manifests`,
-        fix: `build ${module} again (the builder writes the resolved manifest), or unassign it`,
-      });
-    } else if (!manifest.ok) {
-      const first = manifest.problems[0];
-      const detail =
-        first === undefined
-          ? ""
-          : typeof first === "string"
-            ? first
-            : `${first.path}: ${first.message}`;
-      refusals.push({
-        code: "manifest-invalid",
-        module,
-        reason: `${node} wants ${module} build ${want.build}, whose manifest ${want.manifestDigest.slice(0, 12)}… is refused (${manifest.problems.length} problem(s); first: ${detail})`,
-        fix: `fix ${module}'s manifest (mesh manifest check) and build it again`,
-      });
-    } else if (manifest.manifest.module !== module) {
-      refusals.push({
-        code: "manifest-module",
-        module,
-        reason: `${node} wants ${module}, but the manifest ${want.manifestDigest.slice(0, 12)}… is of ${JSON.stringify(manifest.manifest.module)}`,
-        fix: "the assigner wrote a want with another module's manifest digest; let it write the want again",
-      });
-    } else manifests.push(manifest.manifest);
-  }
+  const { manifests, refusals } = wantedManifests(inputs);
   if (presence === undefined) {
     refusals.push({
       code: "presence-missing",
@@ -130,6 +98,67 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
 
   const leftOut = new Set(composition.leftOut.map((l) => l.module));
   const composed = manifests.filter((m) => !leftOut.has(m.module));
+  const { principals, grantProblems } = nodePrincipals(node, composed, context);
+  return {
+    ok: true,
+    node,
+    resources: composition.resources,
+    modules: composedModules(inputs, composed, context),
+    principals,
+    grantProblems,
+    leftOut: composition.leftOut,
+  };
+}
+
+/** The manifests of what the node wants, in module order, and a refusal for each that cannot be used. */
+function wantedManifests(inputs: NodeInputs): {
+  manifests: Manifest[];
+  refusals: NodeRefusal[];
+} {
+  const { node } = inputs;
+  const refusals: NodeRefusal[] = [];
+  const manifests: Manifest[] = [];
+  for (const [module, { want, manifest }] of [...inputs.wanted].sort(([a], [b]) => cmp(a, b))) {
+    const digest = `${want.manifestDigest.slice(0, 12)}…`;
+    if (manifest === undefined) {
+      refusals.push({
+        code: "manifest-missing",
+        module,
+        reason: `${node} wants ${module} build ${want.build}, whose manifest ${digest} is not in mesh-manifests`,
+        fix: `build ${module} again (the builder writes the resolved manifest), or unassign it`,
+      });
+    } else if (!manifest.ok) {
+      const first = manifest.problems[0];
+      const detail =
+        first === undefined
+          ? ""
+          : typeof first === "string"
+            ? first
+            : `${first.path}: ${first.message}`;
+      refusals.push({
+        code: "manifest-invalid",
+        module,
+        reason: `${node} wants ${module} build ${want.build}, whose manifest ${digest} is refused (${manifest.problems.length} problem(s); first: ${detail})`,
+        fix: `fix ${module}'s manifest (mesh manifest check) and build it again`,
+      });
+    } else if (manifest.manifest.module !== module) {
+      refusals.push({
+        code: "manifest-module",
+        module,
+        reason: `${node} wants ${module}, but the manifest ${digest} is of ${JSON.stringify(manifest.manifest.module)}`,
+        fix: "the assigner wrote a want with another module's manifest digest; let it write the want again",
+      });
+    } else manifests.push(manifest.manifest);
+  }
+  return { manifests, refusals };
+}
+
+/** The node's runtime principal and one for each module with its own broker secret, with their grants. */
+function nodePrincipals(
+  node: string,
+  composed: readonly Manifest[],
+  context: PlanContext,
+): { principals: DesiredPrincipal[]; grantProblems: GrantProblem[] } {
   const owners = new Map<string, readonly StateDeclaration[]>();
   for (const m of composed) {
     for (const read of m.reads) {
@@ -138,33 +167,38 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
       if (states !== undefined) owners.set(owner, states);
     }
   }
-
   const principals: DesiredPrincipal[] = [];
   const grantProblems: GrantProblem[] = [];
-  if (composed.some((m) => m.module === RUNTIME_MODULE)) {
-    const grant = runtimeGrant({ node, modules: composed, owners });
+  const add = (
+    module: string,
+    kind: PrincipalKind,
+    grant: ReturnType<typeof moduleGrant>,
+  ): void => {
     principals.push({
-      user: principalUser(node, RUNTIME_MODULE),
+      user: principalUser(node, module),
       node,
-      module: RUNTIME_MODULE,
-      kind: PrincipalKind.runtime,
+      module,
+      kind,
       permissions: grant.permissions,
     });
     grantProblems.push(...grant.problems);
+  };
+  if (composed.some((m) => m.module === RUNTIME_MODULE)) {
+    add(RUNTIME_MODULE, PrincipalKind.runtime, runtimeGrant({ node, modules: composed, owners }));
   }
   for (const m of composed) {
     if (m.module === RUNTIME_MODULE || m["own-secrets"][BROKER_SECRET] === undefined) continue;
-    const grant = moduleGrant({ node, manifest: m, owners });
-    principals.push({
-      user: principalUser(node, m.module),
-      node,
-      module: m.module,
-      kind: PrincipalKind.module,
-      permissions: grant.permissions,
-    });
-    grantProblems.push(...grant.problems);
+    add(m.module, PrincipalKind.module, moduleGrant({ node, manifest: m, owners }));
   }
+  return { principals, grantProblems };
+}
 
+/** Each composed module's build, config defaults and bound values, as the composition says them. */
+function composedModules(
+  inputs: NodeInputs,
+  composed: readonly Manifest[],
+  context: PlanContext,
+): Record<string, ComposedModule> {
   const modules: Record<string, ComposedModule> = {};
   for (const m of composed) {
     const want = inputs.wanted.get(m.module)?.want;
@@ -176,18 +210,10 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
     modules[m.module] = {
       ...(want === undefined ? {} : { build: want.build, manifestDigest: want.manifestDigest }),
       config: config as ComposedModule["config"],
-      bound: boundValues(node, m, context.servers),
+      bound: boundValues(inputs.node, m, context.servers),
     };
   }
-  return {
-    ok: true,
-    node,
-    resources: composition.resources,
-    modules,
-    principals,
-    grantProblems,
-    leftOut: composition.leftOut,
-  };
+  return modules;
 }
 
 /** The values the mesh derives for a module (docs/design.md "The host": bound). */
