@@ -131,7 +131,7 @@ export class Host implements AsyncDisposable {
   readonly #timers: NodeJS.Timeout[] = [];
 
   private constructor(loaded: Loaded) {
-    const { options, node, root, log, keys, store } = loaded;
+    const { options, node, root, log, store } = loaded;
     this.node = node;
     this.root = root;
     this.#options = options;
@@ -151,25 +151,7 @@ export class Host implements AsyncDisposable {
       },
     });
     this.#supervisor = this.#supervisorOf(options);
-    this.#applier = new Applier({
-      root,
-      node,
-      marker: createHash("sha256").update(root).digest("hex").slice(0, 16),
-      keys,
-      store,
-      supervisor: this.#supervisor,
-      provisioner: this.#provisioner,
-      graceMs: options.graceMs ?? 10_000,
-      ...(options.archiveLimits === undefined ? {} : { archiveLimits: options.archiveLimits }),
-      ...(options.runtimeHandover === undefined
-        ? {}
-        : { runtimeHandover: options.runtimeHandover }),
-      ...(options.runtimeIdleMs === undefined ? {} : { runtimeIdleMs: options.runtimeIdleMs }),
-      artifacts: () => this.#connection.artifacts,
-      bus: () => this.#connection.bus,
-      signal,
-      log,
-    });
+    this.#applier = this.#applierOf(loaded);
     this.#reporter = new Reporter({
       node,
       root,
@@ -195,7 +177,37 @@ export class Host implements AsyncDisposable {
       signal,
       log,
     });
-    this.#connection = new Connection({
+    this.#connection = this.#connectionOf(loaded);
+  }
+
+  /** What applies the composition on this machine: files, archives, processes, provisions. */
+  #applierOf({ options, node, root, log, keys, store }: Loaded): Applier {
+    const signal = this.#stop.signal;
+    return new Applier({
+      root,
+      node,
+      marker: createHash("sha256").update(root).digest("hex").slice(0, 16),
+      keys,
+      store,
+      supervisor: this.#supervisor,
+      provisioner: this.#provisioner,
+      graceMs: options.graceMs ?? 10_000,
+      ...(options.archiveLimits === undefined ? {} : { archiveLimits: options.archiveLimits }),
+      ...(options.runtimeHandover === undefined
+        ? {}
+        : { runtimeHandover: options.runtimeHandover }),
+      ...(options.runtimeIdleMs === undefined ? {} : { runtimeIdleMs: options.runtimeIdleMs }),
+      artifacts: () => this.#connection.artifacts,
+      bus: () => this.#connection.bus,
+      signal,
+      log,
+    });
+  }
+
+  /** The bus side: connecting, presence, reconnecting; the watches start on each connection. */
+  #connectionOf({ options, node, root, log, keys }: Loaded): Connection {
+    const signal = this.#stop.signal;
+    return new Connection({
       node,
       root,
       keys,
