@@ -8,7 +8,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { Backoff, flush, type MeshBus, type Served } from "@mesh/bus";
-import { CallHeader, ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
+import { ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
 import {
   PROTOCOL_VERSION,
   type FromWorker,
@@ -16,6 +16,7 @@ import {
   type WorkerStart,
 } from "@mesh/sdk/internal";
 import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
+import { WorkerCalls, firstLine, wakeAll, type PendingCall } from "./worker-calls.js";
 import type { Provisioner } from "./provisioner.js";
 import { serviceVersion } from "./service-version.js";
 import type { SpareWorker } from "./spare-worker.js";
@@ -46,12 +47,6 @@ export interface ModuleWorkerOptions {
   readonly log: (text: string) => void;
 }
 
-interface PendingCall {
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-  timer: NodeJS.Timeout;
-}
-
 /** A worker the runtime ends on purpose, and whether a restart follows. */
 interface Ending {
   readonly why: string;
@@ -77,12 +72,9 @@ export class ModuleWorker implements AsyncDisposable {
   #lastPong = 0;
   #startedAt = 0;
   #last: { loadMs: number; serveMs: number } | undefined;
-  #nextCall = 1;
-  readonly #calls = new Map<number, PendingCall>();
+  readonly #calls: WorkerCalls;
   /** Calls waiting for the module to come out of idle. */
   readonly #loading = new Set<() => void>();
-  /** A drain waiting for the calls in flight to end. */
-  readonly #draining = new Set<() => void>();
   /** Why the current worker is being ended, when the runtime ends it. */
   #ending: Ending | undefined;
 
@@ -101,6 +93,12 @@ export class ModuleWorker implements AsyncDisposable {
       provisioner: options.provisioner,
       log: options.log,
       current: (worker) => worker === this.#worker,
+    });
+    this.#calls = new WorkerCalls({
+      module: options.module,
+      node: options.node,
+      maxTimeoutMs: options.tuning.maxTimeoutMs,
+      onEnded: () => (this.#lastCall = Date.now()),
     });
     this.#status = {
       module: options.module,
@@ -178,7 +176,7 @@ export class ModuleWorker implements AsyncDisposable {
     const worker = this.#worker;
     // The common case first, without an await in the way.
     if (worker !== undefined && this.#status.state === ModuleState.serving) {
-      return this.#run(worker, tool, input, timeoutMs);
+      return this.#calls.run(worker, tool, input, timeoutMs);
     }
     return this.#callWhenLoaded(tool, input, timeoutMs);
   }
@@ -200,29 +198,7 @@ export class ModuleWorker implements AsyncDisposable {
         { module: this.module, node: this.#o.node },
       );
     }
-    return this.#run(worker, tool, input, timeoutMs);
-  }
-
-  #run(worker: Worker, tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
-    const id = this.#nextCall++;
-    return new Promise((resolve, reject) => {
-      // The runtime keeps the deadline itself: a worker that blocks its event loop cannot.
-      const timer = setTimeout(() => {
-        this.#calls.delete(id);
-        post(worker, { v: 1, t: "cancel", id });
-        reject(
-          new MeshError(
-            ErrorCode.TIMEOUT,
-            `${this.module}/${tool} did not finish within ${timeoutMs} ms; its handler was told to stop (its signal aborted). ` +
-              `Give a longer deadline with the ${CallHeader.timeoutMs} header (at most ${this.#o.tuning.maxTimeoutMs} ms), or make the tool faster`,
-            { module: this.module, node: this.#o.node },
-          ),
-        );
-        this.#callEnded();
-      }, timeoutMs);
-      this.#calls.set(id, { resolve, reject, timer });
-      post(worker, { v: 1, t: "call", id, tool, input, timeoutMs });
-    });
+    return this.#calls.run(worker, tool, input, timeoutMs);
   }
 
   /** Resolves once the module leaves `starting` (or the time is up). */
@@ -246,9 +222,7 @@ export class ModuleWorker implements AsyncDisposable {
     if (this.#stopping) return;
     clearTimeout(this.#idleTimer);
     await this.#stopServing();
-    while (this.#calls.size > 0 && !this.#stopping) {
-      await new Promise<void>((resolve) => this.#draining.add(resolve));
-    }
+    await this.#calls.drained(() => this.#stopping);
     await this.stop();
   }
 
@@ -293,10 +267,10 @@ export class ModuleWorker implements AsyncDisposable {
         this.#fail(worker, `it failed to load: ${message.error}`);
         return;
       case "result":
-        this.#settle(message.id, (call) => call.resolve(message.value));
+        this.#calls.settle(message.id, (call) => call.resolve(message.value));
         return;
       case "failed":
-        this.#settle(message.id, (call) => this.#failed(call, message));
+        this.#calls.settle(message.id, (call) => this.#failed(call, message));
         return;
       case "ask":
         void this.#asks.answer(worker, message.id, message.op, message.params);
@@ -411,21 +385,6 @@ export class ModuleWorker implements AsyncDisposable {
     this.#idleTimer.unref();
   }
 
-  #settle(id: number, how: (call: PendingCall) => void): void {
-    const call = this.#calls.get(id);
-    if (call === undefined) return; // already timed out
-    this.#calls.delete(id);
-    clearTimeout(call.timer);
-    how(call);
-    this.#callEnded();
-  }
-
-  /** A call left the worker: a drain waiting for the last one hears it. */
-  #callEnded(): void {
-    this.#lastCall = Date.now();
-    if (this.#calls.size === 0 && this.#draining.size > 0) wakeAll(this.#draining);
-  }
-
   /** Ends a worker the runtime gave up on (a failed load, a hang, memory); its exit restarts it. */
   #fail(worker: Worker, why: string): void {
     if (worker !== this.#worker) return;
@@ -466,14 +425,8 @@ export class ModuleWorker implements AsyncDisposable {
 
   /** What a worker held ends with it: its calls fail, its watches stop. */
   #endWorker(why: string): void {
-    for (const [id, call] of this.#calls) {
-      clearTimeout(call.timer);
-      this.#calls.delete(id);
-      this.#o.log(`[node-tools] ${this.module}: a call ended with its worker: ${firstLine(why)}`);
-      call.reject(new MeshError(ErrorCode.INTERNAL, `the worker of ${this.module} ended: ${why}`));
-    }
+    this.#calls.failAll(why, this.#o.log);
     this.#asks.stopWatches();
-    wakeAll(this.#draining);
   }
 
   async #stopServing(): Promise<void> {
@@ -502,17 +455,6 @@ const MIB = 1024 * 1024;
 
 const round = (ms: number): number => Math.round(ms * 10) / 10;
 
-function wakeAll(waiters: Set<() => void>): void {
-  const all = [...waiters];
-  waiters.clear();
-  for (const waiter of all) waiter();
-}
-
 function mib(bytes: number): string {
   return (bytes / MIB).toFixed(1);
-}
-
-function firstLine(text: string): string {
-  const line = text.split("\n", 1)[0] ?? text;
-  return line;
 }
