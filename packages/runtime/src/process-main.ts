@@ -106,9 +106,15 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
       doing: "draining (calls in flight finish), then stopping",
       log: (line) => process.stderr.write(`[node-tools] ${line}\n`),
     },
-    (signal) => runtime.run({ signal }),
+    // The bus closes inside the stop, so the grace period still bounds a close that hangs.
+    async (signal) => {
+      try {
+        await runtime.run({ signal });
+      } finally {
+        await prepared.bus.close();
+      }
+    },
   );
-  await prepared.bus.close();
   return 0;
 }
 
