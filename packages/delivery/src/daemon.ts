@@ -46,6 +46,3 @@ export function runDaemonProcess(
     }
   });
 }
-
-/** The assigner's name for the kit's lifecycle, until it moves onto DaemonLife like the builder and indexer. */
-export { Lifecycle as DaemonState, aborted, type Daemon } from "@mesh/bus";

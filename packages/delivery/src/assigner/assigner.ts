@@ -21,10 +21,13 @@ import {
 import {
   ALL,
   KvBucket,
+  Lifecycle,
   Mirror,
+  aborted,
   keepSayingKeeps,
   readStream,
   sayCondition,
+  type Daemon,
   type MeshBus,
   type MirrorSource,
   type Touched,
@@ -40,7 +43,6 @@ import {
   type Have,
 } from "@mesh/protocol";
 import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
-import { DaemonState, aborted, type Daemon } from "../daemon.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
 export const ASSIGNER_KEEPS = [
@@ -94,7 +96,7 @@ const OWN_CONDITIONS_DEADLINE_MS = 10_000;
 type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
 
 export class Assigner implements Daemon, AsyncDisposable {
-  #state: DaemonState = DaemonState.starting;
+  #state: Lifecycle = Lifecycle.starting;
   #passes = 0;
   readonly #bus: MeshBus;
   readonly #options: AssignerOptions;
@@ -123,7 +125,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     return assigner;
   }
 
-  get state(): DaemonState {
+  get state(): Lifecycle {
     return this.#state;
   }
 
@@ -156,7 +158,7 @@ export class Assigner implements Daemon, AsyncDisposable {
             `what the assigner keeps could not be said yet (${e.message}); said again on reconnect`,
           ),
       });
-      this.#state = DaemonState.running;
+      this.#state = Lifecycle.running;
       this.#log("running: every watch handed what stands");
       // A bucket lost for good (not watched again within a minute) stops the assigner rather
       // than let it decide from what it no longer hears; its supervisor starts it again.
@@ -173,13 +175,13 @@ export class Assigner implements Daemon, AsyncDisposable {
         full = false;
       }
     } catch (error) {
-      this.#state = DaemonState.failed;
+      this.#state = Lifecycle.failed;
       throw error;
     } finally {
-      this.#state = this.#state === DaemonState.failed ? DaemonState.failed : DaemonState.stopping;
+      this.#state = this.#state === Lifecycle.failed ? Lifecycle.failed : Lifecycle.stopping;
       // Every watch is stopped before the connection may close under it.
       await mirror[Symbol.asyncDispose]();
-      if (this.#state !== DaemonState.failed) this.#state = DaemonState.stopped;
+      if (this.#state !== Lifecycle.failed) this.#state = Lifecycle.stopped;
     }
   }
 
