@@ -13,6 +13,7 @@ import { chmod, writeFile } from "node:fs/promises";
 import { HOST_VERSION, Host } from "./host.js";
 import { isAlive } from "./proc.js";
 import {
+  FAST_HOST,
   LONG_RUNNING,
   archiveResource,
   bundleOf,
@@ -22,6 +23,7 @@ import {
   startBus,
   tempRoot,
   waitFor,
+  withHost,
   type Bus,
 } from "./test-support.js";
 
@@ -36,15 +38,6 @@ after(async () => {
   await bus.stop();
   assert.deepEqual(violations, []);
 });
-
-const fast = {
-  health: { healthyMs: 500 },
-  backoff: { initialMs: 100, maxMs: 2_000 },
-  graceMs: 2_000,
-  pollMs: 100,
-  heartbeatMs: 500,
-  log: () => undefined,
-};
 
 /** Each test has a node of its own, so no test sees another's composition or reports. */
 function nodeHelpers(NODE: string) {
@@ -67,16 +60,7 @@ function nodeHelpers(NODE: string) {
 describe("the host", () => {
   test("applies a composition from nothing, restarts exactly what a changed digest names, and removes everything when emptied", async () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n1");
-    const root = await tempRoot();
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-    });
-    const running = host.run();
-    try {
+    await withHost(bus, { node: NODE }, async (host, root) => {
       // The key needs are sealed to, as the controller finds it: in the node's presence.
       const presence = await KvBucket.open(bus.admin, Bucket.presence);
       const publicKey = await waitFor(
@@ -172,30 +156,17 @@ describe("the host", () => {
       assert.deepEqual(await readdir(join(root, "bundles")), []);
       assert.deepEqual(await readdir(join(root, "cache")), []);
       await waitFor("app stopped", async () => (await haveOf("app"))?.health === "stopped");
-    } finally {
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   test("a new build is never reported with the health of the build whose processes still run", async () => {
     const { NODE, putComposed } = nodeHelpers("n6");
-    const root = await tempRoot();
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-    });
-    const running = host.run();
     // The old build's process takes its time to stop, as a real one finishing its work does:
     // reports go on meanwhile, while it is still the one running.
     const slowStop = `console.log("started"); process.on("SIGTERM", () => setTimeout(() => process.exit(0), 1500)); setInterval(() => {}, 1 << 30);`;
     const composedModule = (build: string) => ({ app: { build, config: {}, bound: {} } });
     const have = await KvBucket.open(bus.admin, Bucket.have);
-    try {
+    await withHost(bus, { node: NODE }, async (host, root) => {
       const v1 = (await bus.artifacts.put(await bundleOf({ "main.js": slowStop }))).digest;
       const p1 = processResource({ root, module: "app", name: "main", digest: v1 });
       await putComposed([p1], composedModule("1-aaaaaaaa"));
@@ -216,25 +187,12 @@ describe("the host", () => {
         .map((v) => v?.health);
       // Its own processes start first: it is starting before anything else is said of it.
       assert.equal(said[0], "starting", JSON.stringify(said));
-    } finally {
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   test("a wrong digest and a refused archive fail their module with the reason; other modules run on", async () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n2");
-    const root = await tempRoot();
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-    });
-    const running = host.run();
-    try {
+    await withHost(bus, { node: NODE }, async (host, root) => {
       const good = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
       const hostile = (
         await bus.artifacts.put(rawTar([{ name: "../../../escaped", type: "0", data: "x" }]))
@@ -297,104 +255,97 @@ describe("the host", () => {
       assert.deepEqual((await readdir(join(root, "bundles"))).sort(), ["fine"]);
       await assert.rejects(stat(join(root, "escaped")));
       assert.equal(host.processes().size, 1);
-    } finally {
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   test("a process that exits at once is restarted with growing delays and reported failing", async () => {
     const { NODE, haveOf, putComposed } = nodeHelpers("n3");
-    const root = await tempRoot();
     const delays: number[] = [];
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-      log: (line) => {
-        const m = /restarting in (\d+) ms/.exec(line);
-        if (m) delays.push(Number(m[1]));
+    await withHost(
+      bus,
+      {
+        node: NODE,
+        log: (line) => {
+          const m = /restarting in (\d+) ms/.exec(line);
+          if (m) delays.push(Number(m[1]));
+        },
       },
-    });
-    const running = host.run();
-    try {
-      const crash = (await bus.artifacts.put(await bundleOf({ "main.js": "process.exit(3)" })))
-        .digest;
-      await putComposed([processResource({ root, module: "crashy", name: "p", digest: crash })]);
-      const have = await waitFor("crashy failing", async () => {
-        const h = await haveOf("crashy");
-        return h?.health === "failing" ? h : undefined;
-      });
-      assert.match(have.lastError ?? "", /exited with code 3/);
-      await waitFor("three delays", () => delays.length >= 3);
-      // 100 ms doubling, less up to a fifth of jitter (the kit's DEFAULT_JITTER).
-      for (const [i, base] of [100, 200, 400].entries()) {
-        const d = delays[i] ?? -1;
-        assert.ok(
-          d >= base * 0.8 && d <= base,
-          `delay ${i} is ${d}, not within [${base * 0.8}, ${base}]`,
+      async (host, root) => {
+        const crash = (await bus.artifacts.put(await bundleOf({ "main.js": "process.exit(3)" })))
+          .digest;
+        await putComposed([processResource({ root, module: "crashy", name: "p", digest: crash })]);
+        const have = await waitFor("crashy failing", async () => {
+          const h = await haveOf("crashy");
+          return h?.health === "failing" ? h : undefined;
+        });
+        assert.match(have.lastError ?? "", /exited with code 3/);
+        await waitFor("three delays", () => delays.length >= 3);
+        // 100 ms doubling, less up to a fifth of jitter (the kit's DEFAULT_JITTER).
+        for (const [i, base] of [100, 200, 400].entries()) {
+          const d = delays[i] ?? -1;
+          assert.ok(
+            d >= base * 0.8 && d <= base,
+            `delay ${i} is ${d}, not within [${base * 0.8}, ${base}]`,
+          );
+        }
+        await waitFor(
+          "restarts counted",
+          async () => ((await haveOf("crashy"))?.restarts ?? 0) >= 2,
         );
-      }
-      await waitFor("restarts counted", async () => ((await haveOf("crashy"))?.restarts ?? 0) >= 2);
-    } finally {
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+      },
+    );
   });
 
   test("output goes to the local file and to mesh.logs, lines cut and rate-bounded, the file rotated", async () => {
     const { NODE, putComposed } = nodeHelpers("n4");
-    const root = await tempRoot();
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-      tail: { maxLineChars: 100, linesPerSecond: 20, maxFileBytes: 8 * 1024 },
-    });
-    const running = host.run();
     const listening = new AbortController();
     const lines = bus.admin.subscribe(logsSubject(NODE, "chatty"), { signal: listening.signal });
     const got: LogLine[] = [];
     const reading = (async () => {
       for await (const m of lines) got.push(LogLine.parse(m.json()));
     })();
-    try {
-      await flush(bus.admin);
-      const script = [
-        `console.log("hello");`,
-        `console.error("oops");`,
-        `console.log("x".repeat(5000));`,
-        `for (let i = 0; i < 500; i++) console.log("flood " + i);`,
-        LONG_RUNNING,
-      ].join("\n");
-      const digest = (await bus.artifacts.put(await bundleOf({ "main.js": script }))).digest;
-      await putComposed([processResource({ root, module: "chatty", name: "talk", digest })]);
-      await waitFor("the dropped notice", () => got.some((l) => /line\(s\) dropped/.test(l.line)));
-      assert.ok(
-        got.some((l) => l.line === "hello" && l.stream === "stdout" && l.process === "talk"),
-      );
-      assert.ok(got.some((l) => l.line === "oops" && l.stream === "stderr"));
-      const long = got.find((l) => l.line.startsWith("xxx"));
-      assert.ok(long !== undefined && long.line.length < 200, "the long line is cut");
-      assert.ok(got.filter((l) => l.line.startsWith("flood")).length < 500, "the flood is bounded");
-      // More than 8 KiB were written: the file was rotated to .1.
-      await waitFor("the rotated file", () =>
-        stat(join(root, "logs", "chatty", "talk.log.1")).then(() => true),
-      );
-      assert.ok((await stat(join(root, "logs", "chatty", "talk.log"))).size < 8 * 1024);
-    } finally {
-      listening.abort();
-      await reading;
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+    await withHost(
+      bus,
+      {
+        node: NODE,
+        tail: { maxLineChars: 100, linesPerSecond: 20, maxFileBytes: 8 * 1024 },
+      },
+      async (host, root) => {
+        try {
+          await flush(bus.admin);
+          const script = [
+            `console.log("hello");`,
+            `console.error("oops");`,
+            `console.log("x".repeat(5000));`,
+            `for (let i = 0; i < 500; i++) console.log("flood " + i);`,
+            LONG_RUNNING,
+          ].join("\n");
+          const digest = (await bus.artifacts.put(await bundleOf({ "main.js": script }))).digest;
+          await putComposed([processResource({ root, module: "chatty", name: "talk", digest })]);
+          await waitFor("the dropped notice", () =>
+            got.some((l) => /line\(s\) dropped/.test(l.line)),
+          );
+          assert.ok(
+            got.some((l) => l.line === "hello" && l.stream === "stdout" && l.process === "talk"),
+          );
+          assert.ok(got.some((l) => l.line === "oops" && l.stream === "stderr"));
+          const long = got.find((l) => l.line.startsWith("xxx"));
+          assert.ok(long !== undefined && long.line.length < 200, "the long line is cut");
+          assert.ok(
+            got.filter((l) => l.line.startsWith("flood")).length < 500,
+            "the flood is bounded",
+          );
+          // More than 8 KiB were written: the file was rotated to .1.
+          await waitFor("the rotated file", () =>
+            stat(join(root, "logs", "chatty", "talk.log.1")).then(() => true),
+          );
+          assert.ok((await stat(join(root, "logs", "chatty", "talk.log"))).size < 8 * 1024);
+        } finally {
+          listening.abort();
+          await reading;
+        }
+      },
+    );
   });
 
   test("a process runs as its user, and its need file is that user's, 0600", async (t) => {
@@ -405,15 +356,7 @@ describe("the host", () => {
     const { NODE, putComposed } = nodeHelpers("n5");
     const root = await tempRoot();
     await chmod(root, 0o755); // a temporary folder is 0700; a host's root is 0755
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: bus.hostCredential(NODE),
-      ...fast,
-      stopProcessesOnStop: true,
-    });
-    const running = host.run();
-    try {
+    await withHost(bus, { node: NODE, root }, async (host, root) => {
       const presence = await KvBucket.open(bus.admin, Bucket.presence);
       const publicKey = await waitFor(
         "presence",
@@ -443,11 +386,7 @@ describe("the host", () => {
       await waitFor("the process reading it as nobody", async () =>
         (await readFile(join(root, "logs", "lowly", "p.log"), "utf8")).includes("65534 only-mine"),
       );
-    } finally {
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   test("the host's states: running while it runs, stopped after, failed when it cannot start", async () => {
@@ -458,7 +397,7 @@ describe("the host", () => {
         node: NODE,
         root,
         credential: bus.hostCredential(NODE),
-        ...fast,
+        ...FAST_HOST,
       });
       assert.equal(host.state, "stopped");
       const running = host.run();
@@ -475,7 +414,7 @@ describe("the host", () => {
           node: NODE,
           root: join(root, "taken", "root"),
           credential: bus.hostCredential(NODE),
-          ...fast,
+          ...FAST_HOST,
         }),
       );
     } finally {

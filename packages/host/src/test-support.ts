@@ -27,6 +27,7 @@ import {
   type Resource,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
+import { Host, type HostOptions } from "./host.js";
 
 export interface Bus {
   readonly server: TestServer;
@@ -256,3 +257,44 @@ export function waitFor<T>(
 
 /** A script that runs until it is ended, writing a line when it starts. */
 export const LONG_RUNNING = `console.log("started", process.pid); setInterval(() => {}, 1 << 30);`;
+
+/** What a test's host runs with unless it says otherwise: quick health, restarts and polls. */
+export const FAST_HOST = {
+  health: { healthyMs: 500 },
+  backoff: { initialMs: 100, maxMs: 2_000 },
+  graceMs: 2_000,
+  pollMs: 100,
+  heartbeatMs: 500,
+  log: () => undefined,
+} as const satisfies Partial<HostOptions>;
+
+/**
+ * The host fixture: a host of `node` on the bus (FAST_HOST, stopping its processes when it
+ * stops), in `root` (a new temporary one when omitted), running for the length of `body`; then
+ * stopped, and its root removed, also when the body fails.
+ */
+export async function withHost<T>(
+  bus: Bus,
+  options: Partial<HostOptions> & { readonly node: string },
+  body: (host: Host, root: string) => Promise<T>,
+): Promise<T> {
+  const root = options.root ?? (await tempRoot());
+  try {
+    const host = await Host.create({
+      ...FAST_HOST,
+      stopProcessesOnStop: true,
+      credential: bus.hostCredential(options.node),
+      ...options,
+      root,
+    });
+    const running = host.run();
+    try {
+      return await body(host, root);
+    } finally {
+      await host.stop();
+      await running;
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
