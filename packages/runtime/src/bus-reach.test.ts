@@ -6,42 +6,32 @@
  * runtime logs in again by itself and the status says so.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { MeshBus } from "@mesh/bus";
 import { DEFAULT_HEALTH_RULES, runtimeUnreachable } from "@mesh/host";
 import { RuntimeStatusFile } from "@mesh/protocol";
-import { Runtime } from "./runtime.js";
-import { StatusLog, startTestBus, type TestBus } from "./test-support/setup.js";
+import { startTestBus, type TestBus } from "./test-support/setup.js";
+import { startTestRuntime, type TestRuntime } from "./test-support/test-runtime.js";
 
 const WAIT = 60_000;
 
 let bus: TestBus;
-let dir: string;
-let runtimeBus: MeshBus;
-let runtime: Runtime;
-const statuses = new StatusLog();
+let rt: TestRuntime;
 
 before(async () => {
   bus = await startTestBus({ modules: [] });
-  dir = await mkdtemp(join(tmpdir(), "mesh-runtime-reach-"));
-  runtimeBus = await MeshBus.connect(bus.runtimeCredential, { say: () => undefined });
-  runtime = Runtime.create({
-    bus: runtimeBus,
-    modules: new Map(),
-    statusFile: join(dir, "status.json"),
-    onStatus: statuses.push,
-    log: () => undefined,
+  rt = await startTestRuntime(bus, {
+    name: "mesh-runtime-reach-",
+    modules: {},
+    statusFile: true,
+    connect: { say: () => undefined },
   });
 });
 
 after(async () => {
-  await runtime?.stop();
-  await runtimeBus?.close();
+  await rt?.stop();
   await bus?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 
 /** The status file as the host reads it, once it matches (within WAIT). */
@@ -51,7 +41,7 @@ async function fileUntil(
 ): Promise<RuntimeStatusFile> {
   const end = Date.now() + WAIT;
   while (Date.now() < end) {
-    const text = await readFile(join(dir, "status.json"), "utf8").catch(() => undefined);
+    const text = await readFile(join(rt.dir, "status.json"), "utf8").catch(() => undefined);
     const parsed = text === undefined ? undefined : RuntimeStatusFile.safeParse(JSON.parse(text));
     if (parsed?.success === true && match(parsed.data)) return parsed.data;
     await new Promise((r) => setTimeout(r, 50));
@@ -91,5 +81,5 @@ test("the status file says when the runtime cannot reach the bus, and when it is
     (s) => s.bus?.connected === true,
   );
   assert.ok(Date.parse(back.bus?.since as string) >= at);
-  assert.equal(statuses.latest?.bus.connected, true);
+  assert.equal(rt.statuses.latest?.bus.connected, true);
 });

@@ -4,9 +4,6 @@
  * the real host's provisioner client (with a wiretap that records every ask).
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, discoverTools, flush, request } from "@mesh/bus";
 import { createBucket, credentialFor, deadline } from "@mesh/bus/testing";
@@ -24,8 +21,9 @@ import { z } from "zod";
 import { Runtime, type RuntimeStatus } from "./runtime.js";
 import { ModuleState } from "./module-worker.js";
 import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
-import { ALPHA_MORE, ALPHA_TOOLS, BETA, GAMMA, writeModule } from "./test-support/modules.js";
-import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { ALPHA_MORE, ALPHA_TOOLS, BETA, GAMMA } from "./test-support/modules.js";
+import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { startTestRuntime, type TestRuntime } from "./test-support/test-runtime.js";
 
 const WAIT = 15_000;
 const ALPHA = served("alpha", { states: [{ name: "notes", readable: true }] });
@@ -41,11 +39,8 @@ const ALPHA_PROCESS = { user: "alpha-process", password: "alpha-process-password
 
 describe("the runtime", () => {
   let bus: TestBus;
-  let dir: string;
-  let runtimeBus: MeshBus;
-  let runtime: Runtime;
+  let rt: TestRuntime;
   let provisioner: HostClient;
-  const statuses = new StatusLog();
   const rejected: Array<{ why: string; subject: string }> = [];
   let onRejected: (() => void) | undefined;
 
@@ -85,42 +80,34 @@ describe("the runtime", () => {
     });
     await createBucket(bus.admin, "alpha_notes", { history: 1 });
     provisioner = await startHostClient({ bus, node: NODE, modules: COMPOSED });
-    dir = await mkdtemp(join(tmpdir(), "mesh-runtime-"));
-    const modules = new Map([
-      [
-        "alpha",
-        await writeModule(dir, "alpha", { "tools.mjs": ALPHA_TOOLS, "more.mjs": ALPHA_MORE }),
-      ],
-      ["beta", await writeModule(dir, "beta", { "tools.mjs": BETA })],
-      ["gamma", await writeModule(dir, "gamma", { "tools.mjs": GAMMA })],
-    ]);
-    runtimeBus = await MeshBus.connect(bus.runtimeCredential);
-    runtime = Runtime.create({
-      bus: runtimeBus,
-      modules,
-      tuning: {
-        heartbeatMs: 100,
-        hangMs: 1_000,
-        initialBackoffMs: 50,
-        defaultTimeoutMs: 5_000,
-        resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+    rt = await startTestRuntime(bus, {
+      name: "mesh-runtime-",
+      modules: {
+        alpha: { "tools.mjs": ALPHA_TOOLS, "more.mjs": ALPHA_MORE },
+        beta: { "tools.mjs": BETA },
+        gamma: { "tools.mjs": GAMMA },
       },
-      onStatus: statuses.push,
-      onRejected: (why, subject) => {
-        rejected.push({ why, subject });
-        onRejected?.();
+      runtime: {
+        tuning: {
+          heartbeatMs: 100,
+          hangMs: 1_000,
+          initialBackoffMs: 50,
+          defaultTimeoutMs: 5_000,
+          resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+        },
+        onRejected: (why, subject) => {
+          rejected.push({ why, subject });
+          onRejected?.();
+        },
       },
-      log: () => undefined,
     });
-    await deadline(statuses.until(allServing), WAIT, "every module serving");
+    await deadline(rt.statuses.until(allServing), WAIT, "every module serving");
   });
 
   after(async () => {
-    await runtime?.stop();
-    await runtimeBus?.close();
+    await rt?.stop();
     await provisioner?.stop();
     await bus?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   test("discovery lists a module's tools with their description and schemas", async () => {
@@ -258,9 +245,9 @@ describe("the runtime", () => {
   });
 
   test("leaving a watch's loop stops the watch in the runtime", async () => {
-    const before = runtime.provisioner.watchCount;
+    const before = rt.runtime.provisioner.watchCount;
     assert.deepEqual(await call("alpha", "first", {}), { value: "Hey" });
-    assert.equal(runtime.provisioner.watchCount, before);
+    assert.equal(rt.runtime.provisioner.watchCount, before);
   });
 
   test("a JetStream delivery into a tool subject is rejected and the handler never runs", async () => {
@@ -341,14 +328,14 @@ describe("the runtime", () => {
   });
 
   test("killing B's worker leaves A's tools answering, and B is restarted", async () => {
-    const restartsBefore = runtime.status().modules["beta"]?.restarts ?? 0;
-    const failing = statuses.until((s) => s.modules["beta"]?.state === ModuleState.failing);
+    const restartsBefore = rt.runtime.status().modules["beta"]?.restarts ?? 0;
+    const failing = rt.statuses.until((s) => s.modules["beta"]?.state === ModuleState.failing);
     await failsWith(call("beta", "crash", {}), ErrorCode.INTERNAL);
     const status = await deadline(failing, WAIT, "beta failing");
     assert.match(status.modules["beta"]?.error ?? "", /exited with code 3/);
     assert.deepEqual(await call("alpha", "add", { a: 20, b: 22 }), { sum: 42 });
     await deadline(
-      statuses.until(
+      rt.statuses.until(
         (s) =>
           s.modules["beta"]?.state === ModuleState.serving &&
           (s.modules["beta"]?.restarts ?? 0) > restartsBefore,
@@ -360,13 +347,13 @@ describe("the runtime", () => {
   });
 
   test("a handler that blocks its worker is a hang: terminated, reported and restarted", async () => {
-    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
     await failsWith(call("gamma", "block", {}, 300), ErrorCode.TIMEOUT);
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /hung/);
     assert.deepEqual(await call("alpha", "add", { a: 1, b: 2 }), { sum: 3 });
     await deadline(
-      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
       WAIT,
       "gamma serving again",
     );
@@ -374,12 +361,12 @@ describe("the runtime", () => {
   });
 
   test("an error its code throws outside a handler is a crash: reported and restarted", async () => {
-    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
     assert.deepEqual(await call("gamma", "fault", {}), {});
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /threw and did not catch.*gamma fault/s);
     await deadline(
-      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
       WAIT,
       "gamma serving again",
     );
@@ -387,13 +374,13 @@ describe("the runtime", () => {
   });
 
   test("a module past its memory limit is ended, reported and restarted; the others serve", async () => {
-    const failing = statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
     await failsWith(call("gamma", "hog", {}), ErrorCode.INTERNAL);
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /memory/i);
     assert.deepEqual(await call("alpha", "add", { a: 3, b: 3 }), { sum: 6 });
     await deadline(
-      statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
+      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
       WAIT,
       "gamma serving again",
     );
@@ -402,7 +389,7 @@ describe("the runtime", () => {
   test("a runtime given no modules serves nothing, says so, and stops", async () => {
     const seen: RuntimeStatus[] = [];
     const empty = Runtime.create({
-      bus: runtimeBus,
+      bus: rt.bus,
       modules: new Map(),
       onStatus: (s) => seen.push(s),
     });
@@ -413,11 +400,11 @@ describe("the runtime", () => {
   });
 
   test("stopping the runtime stops every watch and reports every module stopped", async () => {
-    assert.ok(runtime.provisioner.watchCount > 0);
-    await runtime.stop();
-    assert.equal(runtime.provisioner.watchCount, 0);
+    assert.ok(rt.runtime.provisioner.watchCount > 0);
+    await rt.runtime.stop();
+    assert.equal(rt.runtime.provisioner.watchCount, 0);
     assert.ok(
-      Object.values(runtime.status().modules).every((m) => m.state === ModuleState.stopped),
+      Object.values(rt.runtime.status().modules).every((m) => m.state === ModuleState.stopped),
     );
     await failsWith(call("alpha", "add", { a: 1, b: 1 }), ErrorCode.NOT_FOUND);
   });

@@ -7,21 +7,17 @@
  * FUZZ_SEED=<n> replays a run; FUZZ_RUNS=<n> changes how many inputs are sent.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { MeshBus, request } from "@mesh/bus";
+import { request } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
 import { deadline } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { ReplyHeader, toolSubject } from "@mesh/protocol";
-import { Runtime } from "./runtime.js";
 import { ModuleState } from "./module-worker.js";
 import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
-import { writeModule } from "./test-support/modules.js";
-import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { startTestRuntime, type TestRuntime } from "./test-support/test-runtime.js";
 
 const SEED = Number(process.env["FUZZ_SEED"] ?? Date.now() % 2 ** 31);
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? 200);
@@ -105,11 +101,8 @@ const bodies: fc.Arbitrary<Uint8Array> = fc.oneof(
 
 describe("fuzzing tool inputs", () => {
   let bus: TestBus;
-  let dir: string;
-  let runtimeBus: MeshBus;
-  let runtime: Runtime;
+  let rt: TestRuntime;
   let provisioner: HostClient;
-  const statuses = new StatusLog();
 
   before(async () => {
     bus = await startTestBus({
@@ -121,28 +114,24 @@ describe("fuzzing tool inputs", () => {
       node: NODE,
       modules: { fuzz: { config: {}, bound: {} } },
     });
-    dir = await mkdtemp(join(tmpdir(), "mesh-tool-fuzz-"));
-    runtimeBus = await MeshBus.connect(bus.runtimeCredential);
-    runtime = Runtime.create({
-      bus: runtimeBus,
-      modules: new Map([["fuzz", await writeModule(dir, "fuzz", { "tools.mjs": TOOLS })]]),
-      tuning: { heartbeatMs: 100, hangMs: 2_000, initialBackoffMs: 50, defaultTimeoutMs: 10_000 },
-      onStatus: statuses.push,
-      log: () => undefined,
+    rt = await startTestRuntime(bus, {
+      name: "mesh-tool-fuzz-",
+      modules: { fuzz: { "tools.mjs": TOOLS } },
+      runtime: {
+        tuning: { heartbeatMs: 100, hangMs: 2_000, initialBackoffMs: 50, defaultTimeoutMs: 10_000 },
+      },
     });
     await deadline(
-      statuses.until((s) => s.modules["fuzz"]?.state === ModuleState.serving),
+      rt.statuses.until((s) => s.modules["fuzz"]?.state === ModuleState.serving),
       30_000,
       "fuzz serving",
     );
   });
 
   after(async () => {
-    await runtime?.stop();
-    await runtimeBus?.close();
+    await rt?.stop();
     await provisioner?.stop();
     await bus?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   test(`${RUNS} random inputs: an answer or INVALID_INPUT each, and the worker never restarts`, async () => {
@@ -169,7 +158,7 @@ describe("fuzzing tool inputs", () => {
       `tool input fuzz: ${samples.length} inputs (seed ${SEED}); replies ${JSON.stringify([...codes].sort())}`,
     );
     assert.deepEqual(bad, [], `replay with FUZZ_SEED=${SEED}`);
-    const status = statuses.latest?.modules["fuzz"];
+    const status = rt.statuses.latest?.modules["fuzz"];
     assert.equal(status?.state, ModuleState.serving);
     assert.equal(status?.restarts, 0, "the worker restarted");
     assert.deepEqual(

@@ -6,30 +6,24 @@
  * its watch's values with the host's reason.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, discoverTools, request } from "@mesh/bus";
+import { discoverTools, request } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { ErrorCode, isMeshError, toolSubject, type ComposedModule } from "@mesh/protocol";
 import { ModuleState } from "./module-worker.js";
-import { Runtime } from "./runtime.js";
 import { HOST_USER, startHostClient, type HostClient } from "./test-support/host-client.js";
-import { ALPHA_MORE, ALPHA_TOOLS, writeModule } from "./test-support/modules.js";
-import { NODE, StatusLog, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { ALPHA_MORE, ALPHA_TOOLS } from "./test-support/modules.js";
+import { NODE, served, startTestBus, type TestBus } from "./test-support/setup.js";
+import { startTestRuntime, type TestRuntime } from "./test-support/test-runtime.js";
 
 const WAIT = 20_000;
 const APP: ComposedModule = { build: "b1", config: { greeting: { default: "hello" } }, bound: {} };
 
 describe("provision through the host's provisioner client", () => {
   let bus: TestBus;
-  let dir: string;
   let host: HostClient;
-  let runtimeBus: MeshBus;
-  let runtime: Runtime;
-  const statuses = new StatusLog();
+  let rt: TestRuntime;
 
   const call = (tool: string, input: unknown) =>
     request(bus.admin, toolSubject(NODE, "app", tool), input, { timeoutMs: 10_000 });
@@ -41,44 +35,34 @@ describe("provision through the host's provisioner client", () => {
       modules: [served("app")],
       users: [{ ...HOST_USER, permissions: hostGrant({ node: NODE }) }],
     });
-    dir = await mkdtemp(join(tmpdir(), "mesh-runtime-host-"));
-    const entries = await writeModule(dir, "app", {
-      "tools.mjs": ALPHA_TOOLS,
-      "more.mjs": ALPHA_MORE,
-    });
-    runtimeBus = await MeshBus.connect(bus.runtimeCredential);
     // Started first: the module's load asks for its greeting, which nothing answers yet, so it
     // fails and is restarted until the host answers; serving is the event that says it does.
-    runtime = Runtime.create({
-      bus: runtimeBus,
-      modules: new Map([["app", entries]]),
-      tuning: { initialBackoffMs: 50, maxBackoffMs: 200 },
-      onStatus: statuses.push,
-      log: () => undefined,
+    rt = await startTestRuntime(bus, {
+      name: "mesh-runtime-host-",
+      modules: { app: { "tools.mjs": ALPHA_TOOLS, "more.mjs": ALPHA_MORE } },
+      runtime: { tuning: { initialBackoffMs: 50, maxBackoffMs: 200 } },
     });
     await deadline(
-      statuses.until((s) => s.modules["app"]?.state === ModuleState.failing),
+      rt.statuses.until((s) => s.modules["app"]?.state === ModuleState.failing),
       WAIT,
       "app failing to load while nothing answers its asks",
     );
     host = await startHostClient({ bus, node: NODE, modules: { app: APP } });
     await deadline(
-      statuses.until((s) => s.modules["app"]?.state === ModuleState.serving),
+      rt.statuses.until((s) => s.modules["app"]?.state === ModuleState.serving),
       WAIT,
       "app serving",
     );
   });
 
   after(async () => {
-    await runtime?.stop();
-    await runtimeBus?.close();
+    await rt?.stop();
     await host?.stop();
     await bus?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
   test("the module was restarted until the host answered", () => {
-    assert.ok((statuses.latest?.modules["app"]?.restarts ?? 0) >= 1);
+    assert.ok((rt.statuses.latest?.modules["app"]?.restarts ?? 0) >= 1);
   });
 
   test("get: a config default and a bound value, answered by the host for the module", async () => {
