@@ -77,6 +77,7 @@ export {
   type MirrorSource,
   type Sources,
   type Touched,
+  type Watchable,
 } from "./mirror/mirror.js";
 // The daemon kit (./kit/).
 export {

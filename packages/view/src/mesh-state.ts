@@ -1,11 +1,23 @@
 /**
- * The mesh as the view shows it, kept current by one watch per bucket and one read of the
- * conditions stream, shared by every page that is open. Pages get the whole state once every
- * source has handed what stands, then each change.
+ * The mesh as the view shows it: its buckets and the conditions stream kept by the one bucket
+ * mirror (`@mesh/bus`'s `Mirror`), shared by every page that is open. Pages get the whole state
+ * once every source has handed what stands (or failed to), then each change. A watch that ends is
+ * watched again by the mirror, which applies what was missed meanwhile; a source that cannot be
+ * read is shown as a problem, and the state goes on without it.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { Bucket } from "@mesh/protocol";
 import { Condition, Stream, Subject, type Build, type MeshError } from "@mesh/protocol";
-import { Backoff, KvBucket, readStream, type MeshBus } from "@mesh/bus";
+import {
+  KvBucket,
+  Mirror,
+  readStream,
+  type MeshBus,
+  type MirrorChange,
+  type MirrorSource,
+  type Watchable,
+  type WatchEvent,
+} from "@mesh/bus";
 import {
   Source,
   type BuildSummary,
@@ -25,7 +37,7 @@ export type StateEvent =
 export interface MeshStateOptions {
   readonly bus: MeshBus;
   readonly signal: AbortSignal;
-  /** Told about every source that fails, with why; the state keeps going without it. */
+  /** Told about every source that fails, with why, and every value that breaks its schema. */
   readonly onProblem?: (source: Source, error: MeshError | Error) => void;
   /** Waits between attempts to watch a source again after it failed (ms), doubling to 30 s. */
   readonly retryMs?: number;
@@ -45,37 +57,43 @@ const BUCKET_SOURCES = [
   Source.answers,
 ] as const satisfies readonly Bucket[];
 
+type ViewSources = Record<Source, MirrorSource<unknown>>;
+
 export class MeshState {
-  readonly #bus: MeshBus;
-  readonly #signal: AbortSignal;
-  readonly #entries = new Map<Source, Map<string, unknown>>();
-  /** Build logs are kept here, not in the entries, so a snapshot stays small. */
-  readonly #logs = new Map<string, string>();
-  readonly #problems = new Map<Source, string>();
-  readonly #pending = new Set<Source>();
-  readonly #listeners = new Set<(event: StateEvent) => void>();
   readonly #options: MeshStateOptions;
+  readonly #mirror: Mirror<ViewSources>;
+  /** Builds as pages see them, without their logs (the mirror keeps them whole). */
+  readonly #builds = new Map<string, BuildSummary>();
+  readonly #problems = new Map<Source, string>();
+  readonly #listeners = new Set<(event: StateEvent) => void>();
   #busState: BusState = "connected";
+  /** Resolves once every source has handed what stands, or failed once. */
   readonly ready: Promise<void>;
-  #markReady!: () => void;
 
   private constructor(options: MeshStateOptions) {
-    this.#bus = options.bus;
-    this.#signal = options.signal;
     this.#options = options;
-    this.ready = new Promise((resolve) => (this.#markReady = resolve));
-    for (const source of Object.values(Source)) {
-      this.#entries.set(source, new Map());
-      this.#pending.add(source);
-    }
+    const first = options.retryMs ?? 1_000;
+    this.#mirror = Mirror.start({
+      sources: viewSources(options),
+      // Nothing is dirty: each change is handed on to the pages as it is applied.
+      touched: (change) => {
+        this.#changed(change);
+        return [];
+      },
+      retry: { initialMs: first, maxMs: Math.max(first, 30_000) },
+      onProblem: (source, problem) => this.#problem(source, problem),
+    });
+    // Every source is optional: the mirror is ready once each handed what stands or failed once,
+    // and it never fails; it stops with the view.
+    this.ready = this.#mirror.ready;
+    options.signal.addEventListener("abort", () => void this.#mirror[Symbol.asyncDispose](), {
+      once: true,
+    });
   }
 
   /** Starts every watch; `ready` resolves once each has handed what stands (or failed). */
   static start(options: MeshStateOptions): MeshState {
     const state = new MeshState(options);
-    for (const source of BUCKET_SOURCES)
-      void state.#follow(source, () => state.#watchBucket(source));
-    void state.#follow(Source.conditions, () => state.#readConditions());
     void state.#followBus();
     return state;
   }
@@ -95,17 +113,17 @@ export class MeshState {
 
   /** One source's values by key, as the page would see them (live: read, never keep). */
   entries(source: Source): ReadonlyMap<string, unknown> {
-    return this.#entries.get(source) ?? new Map<string, unknown>();
+    return source === Source.builds ? this.#builds : this.#mirror.map(source);
   }
 
   /** One value as the page sees it, or undefined. */
   get(source: Source, key: string): unknown {
-    return this.#entries.get(source)?.get(key);
+    return this.entries(source).get(key);
   }
 
   /** A build's log, or undefined when there is no such build. */
   buildLog(key: string): string | undefined {
-    return this.#logs.get(key);
+    return (this.#mirror.map(Source.builds).get(key) as Build | undefined)?.log;
   }
 
   /** Hears every event until the returned function is called. */
@@ -118,110 +136,46 @@ export class MeshState {
     for (const listener of this.#listeners) listener(event);
   }
 
-  #sourceCurrent(source: Source): void {
-    if (!this.#pending.delete(source)) return;
-    if (this.#pending.size === 0) this.#markReady();
-  }
-
-  /**
-   * Keeps one source followed until the view stops: when its watch ends with an error (the bucket
-   * is missing, the bus went away for good), the problem is shown and the watch tried again.
-   */
-  async #follow(source: Source, run: () => Promise<void>): Promise<void> {
-    const first = this.#options.retryMs ?? 1_000;
-    const backoff = new Backoff({
-      initialMs: first,
-      maxMs: Math.max(first, 30_000),
-      healthyMs: 60_000,
+  /** A change the mirror applied, as the pages see it (a build without its log). */
+  #changed({ source, key, after }: MirrorChange<ViewSources>): void {
+    let shown = after;
+    if (source === Source.builds) {
+      const before = this.#builds.get(key);
+      if (after === undefined) this.#builds.delete(key);
+      else {
+        const { log, ...rest } = after as Build;
+        const summary: BuildSummary = {
+          ...rest,
+          logLines: log === "" ? 0 : log.split("\n").length,
+        };
+        // A build whose log alone changed shows the same.
+        if (isDeepStrictEqual(before, summary)) return;
+        this.#builds.set(key, summary);
+        shown = summary;
+      }
+    }
+    this.#emit({
+      type: "change",
+      change: shown === undefined ? { source, key } : { source, key, value: shown },
     });
-    while (!this.#signal.aborted) {
-      try {
-        backoff.started();
-        await run();
-        if (this.#signal.aborted) return;
-      } catch (error) {
-        if (this.#signal.aborted) return;
-        const message = (error as Error).message;
-        this.#options.onProblem?.(source, error as Error);
-        if (this.#problems.get(source) !== message) {
-          this.#problems.set(source, message);
-          this.#emit({ type: "problem", problem: { source, problem: message } });
-        }
-        // A page should not wait forever for a source that cannot be read.
-        this.#sourceCurrent(source);
-      }
-      await pause(backoff.next(), this.#signal);
-    }
   }
 
-  /**
-   * Watches a bucket. What stands is gathered first and then compared with what the state held
-   * (after a retry, keys that went away meanwhile are deleted), then each change is applied.
-   */
-  async #watchBucket(source: (typeof BUCKET_SOURCES)[number]): Promise<void> {
-    const bucket = await KvBucket.open(this.#bus, source);
-    const standing = new Map<string, unknown>();
-    let current = false;
-    for await (const event of bucket.watch({ signal: this.#signal })) {
-      switch (event.type) {
-        case "put":
-          if (current) this.#set(source, event.key, event.value);
-          else standing.set(event.key, event.value);
-          break;
-        case "delete":
-          if (current) this.#set(source, event.key, undefined);
-          else standing.delete(event.key);
-          break;
-        case "invalid":
-          this.#options.onProblem?.(source, event.problem);
-          break;
-        case "current": {
-          current = true;
-          this.#clearProblem(source);
-          const held = this.#entries.get(source) ?? new Map<string, unknown>();
-          for (const key of [...held.keys()])
-            if (!standing.has(key)) this.#set(source, key, undefined);
-          for (const [key, value] of standing) this.#set(source, key, value);
-          this.#sourceCurrent(source);
-          break;
-        }
-      }
+  /** A source lost (shown as its problem, said once per message) or heard again (cleared). */
+  #problem(source: Source, problem: MeshError | undefined): void {
+    if (problem === undefined) {
+      if (this.#problems.delete(source)) this.#emit({ type: "problem", problem: { source } });
+      return;
     }
-  }
-
-  /** The conditions stream keeps the last condition per module and name: the key is `<module>.<name>`. */
-  async #readConditions(): Promise<void> {
-    const standing = new Map<string, unknown>();
-    let current = false;
-    const prefix = `${Subject.conditionsPrefix}.`;
-    for await (const event of readStream(this.#bus, Stream.conditions, {
-      filter: `${prefix}>`,
-      schema: Condition,
-      signal: this.#signal,
-    })) {
-      switch (event.type) {
-        case "message": {
-          const key = event.subject.slice(prefix.length);
-          if (current) this.#set(Source.conditions, key, event.value);
-          else standing.set(key, event.value);
-          break;
-        }
-        case "invalid":
-          this.#options.onProblem?.(Source.conditions, event.problem);
-          break;
-        case "current":
-          current = true;
-          this.#clearProblem(Source.conditions);
-          for (const [key, value] of standing) this.#set(Source.conditions, key, value);
-          this.#sourceCurrent(Source.conditions);
-          break;
-      }
-    }
+    this.#options.onProblem?.(source, problem);
+    if (this.#problems.get(source) === problem.message) return;
+    this.#problems.set(source, problem.message);
+    this.#emit({ type: "problem", problem: { source, problem: problem.message } });
   }
 
   async #followBus(): Promise<void> {
-    for await (const event of this.#bus.events()) {
-      if (this.#signal.aborted) return;
+    const { bus, signal } = this.#options;
+    for await (const event of bus.events()) {
+      if (signal.aborted) return;
       const next: BusState | undefined =
         event.type === "disconnected"
           ? "disconnected"
@@ -234,51 +188,68 @@ export class MeshState {
       }
     }
   }
+}
 
-  #clearProblem(source: Source): void {
-    if (this.#problems.delete(source)) this.#emit({ type: "problem", problem: { source } });
+/** Every source of the view, each optional: the view shows what it can read. */
+function viewSources({ bus, onProblem }: MeshStateOptions): ViewSources {
+  const sources = {} as Record<Source, MirrorSource<unknown>>;
+  for (const source of BUCKET_SOURCES) {
+    sources[source] = {
+      optional: true,
+      bucket: {
+        watch: async function* (options) {
+          const bucket = await KvBucket.open(bus, source);
+          yield* reported(bucket.watch(options), (p) => onProblem?.(source, p));
+        },
+      },
+    };
   }
+  sources[Source.conditions] = {
+    optional: true,
+    bucket: conditionsOf(bus, (p) => onProblem?.(Source.conditions, p)),
+  };
+  return sources;
+}
 
-  /** Sets (or with undefined, deletes) one key and tells the listeners when it changed. */
-  #set(source: Source, key: string, value: unknown): void {
-    const map = this.#entries.get(source);
-    if (map === undefined) return;
-    let shown = value;
-    if (source === Source.builds) {
-      if (value === undefined) this.#logs.delete(key);
-      else {
-        const { log, ...rest } = value as Build;
-        this.#logs.set(key, log);
-        shown = {
-          ...rest,
-          logLines: log === "" ? 0 : log.split("\n").length,
-        } satisfies BuildSummary;
-      }
-    }
-    if (shown === undefined) {
-      if (!map.delete(key)) return;
-      this.#emit({ type: "change", change: { source, key } });
-      return;
-    }
-    if (JSON.stringify(map.get(key)) === JSON.stringify(shown)) return;
-    map.set(key, shown);
-    this.#emit({ type: "change", change: { source, key, value: shown } });
+/**
+ * The events a page's source hands the mirror: a value that breaks its schema is reported and
+ * left out, so what the page showed for its key stays until a good value comes.
+ */
+async function* reported<T>(
+  events: AsyncIterable<WatchEvent<T>>,
+  report: (problem: MeshError) => void,
+): AsyncGenerator<WatchEvent<T>> {
+  for await (const event of events) {
+    if (event.type === "invalid") report(event.problem);
+    else yield event;
   }
 }
 
-/** Waits `ms`, or less when the signal aborts: a retry's back-off, never a synchronisation. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
+/**
+ * The conditions stream as a source: it keeps the last condition per module and name, so the
+ * key is `<module>.<name>`, and each message is a put of it.
+ */
+function conditionsOf(bus: MeshBus, report: (problem: MeshError) => void): Watchable<Condition> {
+  return { watch: ({ signal }) => reported(conditionEvents(bus, signal), report) };
+}
+
+async function* conditionEvents(
+  bus: MeshBus,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<WatchEvent<Condition>> {
+  const prefix = `${Subject.conditionsPrefix}.`;
+  for await (const event of readStream(bus, Stream.conditions, {
+    filter: `${prefix}>`,
+    schema: Condition,
+    ...(signal === undefined ? {} : { signal }),
+  })) {
+    if (event.type === "current") {
+      yield event;
+      continue;
     }
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
+    const key = event.subject.slice(prefix.length);
+    yield event.type === "message"
+      ? { type: "put", key, value: event.value, revision: event.seq, created: event.time }
+      : { type: "invalid", key, revision: event.seq, problem: event.problem };
+  }
 }

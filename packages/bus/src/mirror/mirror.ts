@@ -19,12 +19,24 @@
 import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import type { KvBucket } from "../kv-bucket.js";
+import type { WatchEvent } from "../kv-bucket.js";
 import { Backoff } from "../kit/backoff.js";
 import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
 
+/**
+ * What a source watches: a `KvBucket`, or anything that hands what stands, one `current` marker,
+ * then each change, as a bucket's watch does (the view reads the conditions stream so).
+ */
+export interface Watchable<T> {
+  watch(options: {
+    readonly signal?: AbortSignal;
+    readonly key?: string;
+    readonly include?: "last" | "history";
+  }): AsyncIterable<WatchEvent<T>>;
+}
+
 export interface MirrorSource<T, M = T> {
-  readonly bucket: KvBucket<T>;
+  readonly bucket: Watchable<T>;
   /** Only these keys (a key or a pattern with `*` / `>`); every key when omitted. */
   readonly key?: string;
   /** `history` hands every kept revision to `fold`; `last` (default) each key's latest. */
@@ -52,7 +64,7 @@ export type Kept<P> = P extends { fold: (...a: never[]) => infer M | undefined }
   ? M
   : P extends { into: Map<string, infer M> }
     ? M
-    : P extends { bucket: KvBucket<infer T> }
+    : P extends { bucket: Watchable<infer T> }
       ? T
       : never;
 
@@ -75,6 +87,8 @@ export interface MirrorOptions<S extends Sources> {
   /** The first and the longest wait before watching a source again; default 250 ms and 5 s. */
   readonly retry?: { readonly initialMs: number; readonly maxMs: number };
   readonly log?: (line: string) => void;
+  /** Told why a source cannot be heard each time a watch of it fails, and undefined once it is heard again. */
+  readonly onProblem?: (source: keyof S & string, problem: MeshError | undefined) => void;
 }
 
 export { ALL, type Dirty, type Touched };
@@ -186,6 +200,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
           else if (lostSince !== undefined) this.#log(`the bucket ${name} is open now`);
           heard = true;
           lostSince = undefined;
+          this.#o.onProblem?.(name as keyof S & string, undefined);
           handed();
         });
         if (signal.aborted) return;
@@ -194,6 +209,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         this.#open.delete(name);
         if (signal.aborted) return;
         const mesh = lost(name, error);
+        this.#o.onProblem?.(name as keyof S & string, mesh);
         if (!heard && source.optional !== true) return this.#fail(mesh);
         if (!heard) handed();
         lostSince ??= Date.now();
