@@ -21,11 +21,13 @@ import { join } from "node:path";
 import {
   ErrorCode,
   MeshError,
+  Principal,
   nodeModuleKey,
   type Credential,
   type Grant,
   type Permissions as PermissionsType,
 } from "@mesh/protocol";
+import { hostGrant } from "@mesh/core";
 import {
   hashPassword,
   type AccountAuthority,
@@ -130,6 +132,17 @@ export const SUPERSEDED_GRACE_MS = 360_000;
 
 /** `<node>.<module>`: the bus user of a node's principal. */
 export const principalUser = (node: string, module: string): string => nodeModuleKey(node, module);
+
+/** A node's host principal: `<node>.host` with exactly the host's grant. */
+export function hostPrincipal(node: string): DesiredPrincipal {
+  return {
+    user: principalUser(node, Principal.host),
+    node,
+    module: Principal.host,
+    kind: PrincipalKind.host,
+    permissions: hostGrant({ node }),
+  };
+}
 
 export class Broker {
   readonly #options: BrokerOptions;

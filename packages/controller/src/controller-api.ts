@@ -9,6 +9,20 @@ import { z } from "zod";
 import { Condition, KEY_NAME_PATTERN, NAME_PATTERN, Subject } from "@mesh/protocol";
 import { request, type MeshBus } from "@mesh/bus";
 
+/** How a caller asks one of the controller's endpoints: a deadline, a signal. */
+export interface AskOptions {
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
+/** An ask of one endpoint: the request, and its answer checked against the answer's schema. */
+function asker<Ask, Answer>(
+  subject: string,
+  answer: z.ZodType<Answer>,
+): (bus: MeshBus, ask: Ask, options?: AskOptions) => Promise<Answer> {
+  return async (bus, ask, options = {}) => answer.parse(await request(bus, subject, ask, options));
+}
+
 /** `mesh.controller.join-token`. */
 export const JoinTokenAsk = z
   .object({
@@ -81,45 +95,30 @@ export const McpCredentialAnswer = z
   .strict();
 export type McpCredentialAnswer = z.infer<typeof McpCredentialAnswer>;
 
-export async function askMcpCredential(
-  bus: MeshBus,
-  ask: McpCredentialAsk,
-  options: { readonly signal?: AbortSignal; readonly timeoutMs?: number } = {},
-): Promise<McpCredentialAnswer> {
-  return McpCredentialAnswer.parse(await request(bus, Subject.mcpCredential, ask, options));
-}
+export const askMcpCredential = asker<McpCredentialAsk, McpCredentialAnswer>(
+  Subject.mcpCredential,
+  McpCredentialAnswer,
+);
 
-export async function askJoinToken(
-  bus: MeshBus,
-  ask: JoinTokenAsk,
-  options: { readonly signal?: AbortSignal; readonly timeoutMs?: number } = {},
-): Promise<JoinTokenAnswer> {
-  return JoinTokenAnswer.parse(await request(bus, Subject.joinToken, ask, options));
-}
+export const askJoinToken = asker<JoinTokenAsk, JoinTokenAnswer>(
+  Subject.joinToken,
+  JoinTokenAnswer,
+);
 
-export async function askSecretSet(
-  bus: MeshBus,
-  ask: SecretSetAsk,
-  options: { readonly signal?: AbortSignal } = {},
-): Promise<SecretSetAnswer> {
-  return SecretSetAnswer.parse(await request(bus, Subject.secretSet, ask, options));
-}
+export const askSecretSet = asker<SecretSetAsk, SecretSetAnswer>(
+  Subject.secretSet,
+  SecretSetAnswer,
+);
 
-export async function askSecretList(
-  bus: MeshBus,
-  ask: SecretListAsk,
-  options: { readonly signal?: AbortSignal } = {},
-): Promise<SecretListAnswer> {
-  return SecretListAnswer.parse(await request(bus, Subject.secretList, ask, options));
-}
+export const askSecretList = asker<SecretListAsk, SecretListAnswer>(
+  Subject.secretList,
+  SecretListAnswer,
+);
 
-export async function askSecretUnset(
-  bus: MeshBus,
-  ask: SecretUnsetAsk,
-  options: { readonly signal?: AbortSignal } = {},
-): Promise<SecretUnsetAnswer> {
-  return SecretUnsetAnswer.parse(await request(bus, Subject.secretUnset, ask, options));
-}
+export const askSecretUnset = asker<SecretUnsetAsk, SecretUnsetAnswer>(
+  Subject.secretUnset,
+  SecretUnsetAnswer,
+);
 
 /** `mesh.controller.condition-resolve`: says the kept condition `<module>.<name>` resolved. */
 export const ConditionResolveAsk = z
@@ -132,10 +131,7 @@ export const ConditionResolveAnswer = z
   .strict();
 export type ConditionResolveAnswer = z.infer<typeof ConditionResolveAnswer>;
 
-export async function askConditionResolve(
-  bus: MeshBus,
-  ask: ConditionResolveAsk,
-  options: { readonly signal?: AbortSignal } = {},
-): Promise<ConditionResolveAnswer> {
-  return ConditionResolveAnswer.parse(await request(bus, Subject.conditionResolve, ask, options));
-}
+export const askConditionResolve = asker<ConditionResolveAsk, ConditionResolveAnswer>(
+  Subject.conditionResolve,
+  ConditionResolveAnswer,
+);

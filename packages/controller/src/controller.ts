@@ -24,7 +24,7 @@ import {
   type Composed,
   type Resource,
 } from "@mesh/protocol";
-import { fingerprintOf, hostGrant } from "@mesh/core";
+import { fingerprintOf } from "@mesh/core";
 import {
   DaemonLife,
   KvBucket,
@@ -37,7 +37,7 @@ import {
   type SayCondition,
   type Served,
 } from "@mesh/bus";
-import { Broker, PrincipalKind, principalUser, sharedLoginOf } from "./broker.js";
+import { Broker, hostPrincipal, principalUser, sharedLoginOf } from "./broker.js";
 import { revocationPusher } from "./revocation-pusher.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
@@ -307,16 +307,8 @@ export class Controller implements AsyncDisposable {
         keep.add(p.user);
       }
       this.#revokeNode(node, keep);
-      const host = principalUser(node, Principal.host);
-      if (this.broker.get(host) !== undefined) {
-        await this.broker.ensure({
-          user: host,
-          node,
-          module: Principal.host,
-          kind: PrincipalKind.host,
-          permissions: hostGrant({ node }),
-        });
-      }
+      const host = hostPrincipal(node);
+      if (this.broker.get(host.user) !== undefined) await this.broker.ensure(host);
       this.#sayProblems(node, plan);
       planned.push(plan);
     }

@@ -14,9 +14,9 @@ import {
   mcpSealContext,
   type JoinAnswer,
 } from "@mesh/protocol";
-import { allowedModules, hostGrant, mcpGrant, mcpPrincipal } from "@mesh/core";
+import { allowedModules, mcpGrant, mcpPrincipal } from "@mesh/core";
 import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
-import { PrincipalKind, principalUser, type Broker } from "./broker.js";
+import { PrincipalKind, hostPrincipal, principalUser, type Broker } from "./broker.js";
 import {
   JoinTokenAsk,
   McpCredentialAsk,
@@ -88,13 +88,7 @@ export async function answerJoin(c: EndpointContext, request: Request): Promise<
       );
     }
     await c.tokens.take(token, node, c.now());
-    await c.broker.ensure({
-      user: host,
-      node,
-      module: Principal.host,
-      kind: PrincipalKind.host,
-      permissions: hostGrant({ node }),
-    });
+    await c.broker.ensure(hostPrincipal(node));
     await c.broker.commit();
     const credential = `${JSON.stringify(c.broker.credential(host))}\n`;
     return { node, sealed: seal(publicKey, credential, joinSealContext(node)) };
