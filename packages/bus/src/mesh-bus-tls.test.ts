@@ -115,49 +115,44 @@ describe("MeshBus.connect with a pinned certificate", () => {
     }
   });
 
-  it("refuses a pin that does not match with TLS_PIN_MISMATCH, promptly", async () => {
-    await assert.rejects(
-      deadline(
-        MeshBus.connect(pinned(server, impostor.fingerprint, genuine.pem)),
-        PROMPT_MS,
-        "the refusal",
-      ),
-      isPinMismatch,
-    );
-  });
-
-  it("refuses a pin that does not match promptly also when waiting for the bus", async () => {
-    await assert.rejects(
-      deadline(
-        MeshBus.connect(pinned(server, impostor.fingerprint, genuine.pem), { waitForBus: true }),
-        PROMPT_MS,
-        "the refusal",
-      ),
-      isPinMismatch,
-    );
-  });
-
-  it("refuses an impostor with the same name and another key with TLS_PIN_MISMATCH", async () => {
-    await assert.rejects(
-      deadline(
-        MeshBus.connect(pinned(impostorServer, genuine.fingerprint, genuine.pem)),
-        PROMPT_MS,
-        "the refusal",
-      ),
-      isPinMismatch,
-    );
-  });
-
-  it("refuses an impostor promptly also when waiting for the bus", async () => {
-    await assert.rejects(
-      deadline(
-        MeshBus.connect(pinned(impostorServer, genuine.fingerprint, genuine.pem), {
-          waitForBus: true,
-        }),
-        PROMPT_MS,
-        "the refusal",
-      ),
-      isPinMismatch,
-    );
-  });
+  // A pin that is not the server's certificate, and a server that is not the pinned one: each
+  // refused at once, also by a connect that would wait for the bus to come up.
+  const refusals: ReadonlyArray<{
+    readonly name: string;
+    readonly to: () => TestServer;
+    readonly pin: () => string;
+    readonly waitForBus?: boolean;
+  }> = [
+    {
+      name: "refuses a pin that does not match with TLS_PIN_MISMATCH, promptly",
+      to: () => server,
+      pin: () => impostor.fingerprint,
+    },
+    {
+      name: "refuses a pin that does not match promptly also when waiting for the bus",
+      to: () => server,
+      pin: () => impostor.fingerprint,
+      waitForBus: true,
+    },
+    {
+      name: "refuses an impostor with the same name and another key with TLS_PIN_MISMATCH",
+      to: () => impostorServer,
+      pin: () => genuine.fingerprint,
+    },
+    {
+      name: "refuses an impostor promptly also when waiting for the bus",
+      to: () => impostorServer,
+      pin: () => genuine.fingerprint,
+      waitForBus: true,
+    },
+  ];
+  for (const r of refusals) {
+    it(r.name, async () => {
+      const connecting = MeshBus.connect(
+        pinned(r.to(), r.pin(), genuine.pem),
+        r.waitForBus === true ? { waitForBus: true } : {},
+      );
+      await assert.rejects(deadline(connecting, PROMPT_MS, "the refusal"), isPinMismatch);
+    });
+  }
 });

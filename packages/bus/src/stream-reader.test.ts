@@ -83,13 +83,13 @@ describe("readStream", () => {
     await server?.stop();
   });
 
+  /** The conditions as the operator reads them: all that stands, or (`new`) only what comes. */
+  const conditions = (options: { deliver?: "new"; signal?: AbortSignal } = {}) =>
+    readStream(operator, Stream.conditions, { filter: FILTER, schema: Condition, ...options });
+
   it("hands the current marker at once for an empty stream, then a condition said later", async () => {
     const stop = new AbortController();
-    const events = readStream(operator, Stream.conditions, {
-      filter: FILTER,
-      schema: Condition,
-      signal: stop.signal,
-    });
+    const events = conditions({ signal: stop.signal });
     try {
       const first = await take(events, (s) => s.length === 1, "the current marker");
       assert.deepEqual(first, [{ type: "current" }]);
@@ -116,11 +116,7 @@ describe("readStream", () => {
     }
     await sayCondition(admin, { module: "board", name: "read", level: "error", message: "x" });
     const stop = new AbortController();
-    const events = readStream(operator, Stream.conditions, {
-      filter: FILTER,
-      schema: Condition,
-      signal: stop.signal,
-    });
+    const events = conditions({ signal: stop.signal });
     try {
       const seen = await take(events, (s) => s.at(-1)?.type === "current", "the standing ones");
       const messages = seen.flatMap((e) => (e.type === "message" ? [e.value] : []));
@@ -137,12 +133,7 @@ describe("readStream", () => {
 
   it("reports a message that is not a condition as invalid and carries on", async () => {
     const stop = new AbortController();
-    const events = readStream(operator, Stream.conditions, {
-      filter: FILTER,
-      schema: Condition,
-      deliver: "new",
-      signal: stop.signal,
-    });
+    const events = conditions({ deliver: "new", signal: stop.signal });
     try {
       await take(events, (s) => s.length === 1, "the current marker");
       await natsOf(admin).js.publish(conditionSubject("hello", "broken"), "not json");
@@ -157,12 +148,7 @@ describe("readStream", () => {
 
   it("ends when its signal aborts", async () => {
     const stop = new AbortController();
-    const events = readStream(operator, Stream.conditions, {
-      filter: FILTER,
-      schema: Condition,
-      deliver: "new",
-      signal: stop.signal,
-    });
+    const events = conditions({ deliver: "new", signal: stop.signal });
     await take(events, (s) => s.length === 1, "the current marker");
     const ended = events.next();
     stop.abort();
@@ -174,11 +160,7 @@ describe("readStream", () => {
     // Nothing stood: the marker was handed before the read ever waited for a message. Leaving
     // then must not wait for one (it did: `mesh status` on a fresh mesh never returned).
     for (let round = 0; round < 3; round++) {
-      const events = readStream(operator, Stream.conditions, {
-        filter: FILTER,
-        schema: Condition,
-        deliver: "new",
-      });
+      const events = conditions({ deliver: "new" });
       await take(events, (s) => s.length === 1, "the current marker");
       const left = await deadline(events.return(undefined), WAIT_MS, "leaving the read");
       assert.equal(left.done, true);
