@@ -200,7 +200,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
           else if (lostSince !== undefined) this.#log(`the bucket ${name} is open now`);
           heard = true;
           lostSince = undefined;
-          this.#o.onProblem?.(name as keyof S & string, undefined);
+          this.#o.onProblem?.(name, undefined);
           handed();
         });
         if (signal.aborted) return;
@@ -209,7 +209,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         this.#open.delete(name);
         if (signal.aborted) return;
         const mesh = lost(name, error);
-        this.#o.onProblem?.(name as keyof S & string, mesh);
+        this.#o.onProblem?.(name, mesh);
         if (!heard && source.optional !== true) return this.#fail(mesh);
         if (!heard) handed();
         lostSince ??= Date.now();
