@@ -17,7 +17,13 @@
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { loadOrCreateNodeKeys, publish, readCredential, type NodeKeys } from "@mesh/bus";
+import {
+  Lifecycle,
+  loadOrCreateNodeKeys,
+  publish,
+  readCredential,
+  type NodeKeys,
+} from "@mesh/bus";
 import {
   RUNTIME_PROCESS_ID,
   logsSubject,
@@ -49,15 +55,6 @@ type Json = ProvisionAnswer["value"];
 
 /** How often a module waiting for the bus is applied again while the bus is there. */
 const BUS_RETRY_MS = 2_000;
-
-export const HostState = {
-  starting: "starting",
-  running: "running",
-  stopping: "stopping",
-  stopped: "stopped",
-  failed: "failed",
-} as const;
-export type HostState = (typeof HostState)[keyof typeof HostState];
 
 export interface HostOptions {
   readonly node: string;
@@ -112,7 +109,7 @@ interface Loaded {
 export class Host implements AsyncDisposable {
   readonly node: string;
   readonly root: string;
-  #state: HostState = HostState.stopped;
+  #state: Lifecycle = Lifecycle.stopped;
   readonly #options: HostOptions;
   readonly #credential: Credential;
   readonly #log: (line: string) => void;
@@ -279,7 +276,7 @@ export class Host implements AsyncDisposable {
     return supervisor;
   }
 
-  get state(): HostState {
+  get state(): Lifecycle {
     return this.#state;
   }
 
@@ -315,25 +312,25 @@ export class Host implements AsyncDisposable {
     const onAbort = (): void => stop.abort();
     if (signal?.aborted === true) return;
     signal?.addEventListener("abort", onAbort, { once: true });
-    this.#state = HostState.starting;
+    this.#state = Lifecycle.starting;
     try {
       await this.#start();
     } catch (error) {
-      this.#state = HostState.failed;
+      this.#state = Lifecycle.failed;
       signal?.removeEventListener("abort", onAbort);
       await this.#shutdown();
-      this.#state = HostState.failed;
+      this.#state = Lifecycle.failed;
       throw error;
     }
-    this.#state = HostState.running;
+    this.#state = Lifecycle.running;
     await new Promise<void>((r) => {
       if (stop.signal.aborted) r();
       else stop.signal.addEventListener("abort", () => r(), { once: true });
     });
     signal?.removeEventListener("abort", onAbort);
-    this.#state = HostState.stopping;
+    this.#state = Lifecycle.stopping;
     await this.#shutdown();
-    this.#state = HostState.stopped;
+    this.#state = Lifecycle.stopped;
   }
 
   /** Asks run() to stop, and waits until every apply in progress is done. */
