@@ -14,6 +14,7 @@ import { ArtifactStore } from "./artifacts.js";
 import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
@@ -117,11 +118,7 @@ describe("ArtifactStore", () => {
     const messages = await storedMessages();
     await assert.rejects(
       deadline(store.put(new TextEncoder().encode("smuggled")), PROMPT_MS, "the refusal"),
-      (error: unknown) => {
-        assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-        assert.equal(error.code, ErrorCode.PERMISSION_DENIED);
-        return true;
-      },
+      hasCode(ErrorCode.PERMISSION_DENIED),
     );
     assert.equal(await storedMessages(), messages);
   });

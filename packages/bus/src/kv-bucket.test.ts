@@ -3,7 +3,6 @@ import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import {
   ErrorCode,
-  MeshError,
   inboxPrefix,
   isMeshError,
   kvStreamName,
@@ -12,6 +11,7 @@ import {
 import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 // The server answers a violation within milliseconds (docs/nats.md §1.3); a hang shows up as
@@ -138,14 +138,6 @@ async function nextShapes(
   return out;
 }
 
-function isCode(code: ErrorCode): (error: unknown) => boolean {
-  return (error: unknown) => {
-    assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-    assert.equal(error.code, code);
-    return true;
-  };
-}
-
 /** A write a watch test makes as the admin: a put of `{ n }`, or without `n` a delete. */
 interface Write {
   readonly key: string;
@@ -263,7 +255,7 @@ describe("a credential granted its own inbox and one bucket", () => {
     it(`is refused ${what} another bucket with PERMISSION_DENIED, promptly`, async () => {
       await assert.rejects(
         deadline(run(), PROMPT_MS, `the ${op} being refused`),
-        isCode(ErrorCode.PERMISSION_DENIED),
+        hasCode(ErrorCode.PERMISSION_DENIED),
       );
       const secret = await (await KvBucket.openWith(admin, "beta_data", Value)).get("secret");
       assert.deepEqual(secret?.value, { n: 42 });
@@ -402,7 +394,7 @@ describe("KvBucket reads and writes", () => {
 
   it("refuses create on a key that has a value with CONFLICT", async () => {
     await bucket.create("once", { n: 1 });
-    await assert.rejects(bucket.create("once", { n: 2 }), isCode(ErrorCode.CONFLICT));
+    await assert.rejects(bucket.create("once", { n: 2 }), hasCode(ErrorCode.CONFLICT));
     assert.deepEqual((await bucket.get("once"))?.value, { n: 1 });
   });
 
@@ -410,7 +402,7 @@ describe("KvBucket reads and writes", () => {
     const first = await bucket.put("raced", { n: 1 });
     const second = await bucket.update("raced", { n: 2 }, first);
     assert.ok(second > first);
-    await assert.rejects(bucket.update("raced", { n: 3 }, first), isCode(ErrorCode.CONFLICT));
+    await assert.rejects(bucket.update("raced", { n: 3 }, first), hasCode(ErrorCode.CONFLICT));
     const now = await bucket.get("raced");
     assert.deepEqual(now?.value, { n: 2 });
     assert.equal(now?.revision, second);
@@ -420,11 +412,11 @@ describe("KvBucket reads and writes", () => {
     const before = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
     await assert.rejects(
       bucket.put("bad", { n: "one" } as unknown as Value),
-      isCode(ErrorCode.INVALID_VALUE),
+      hasCode(ErrorCode.INVALID_VALUE),
     );
     await assert.rejects(
       bucket.create("bad", { n: 1, extra: true } as unknown as Value),
-      isCode(ErrorCode.INVALID_VALUE),
+      hasCode(ErrorCode.INVALID_VALUE),
     );
     assert.equal(await bucket.get("bad"), undefined);
     const after = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
@@ -474,7 +466,7 @@ describe("a watch whose grant a reload narrows", () => {
       ]);
       await assert.rejects(
         deadline(watch.next(), PROMPT_MS, "the watch ending"),
-        isCode(ErrorCode.PERMISSION_DENIED),
+        hasCode(ErrorCode.PERMISSION_DENIED),
       );
     } finally {
       await bus.close();

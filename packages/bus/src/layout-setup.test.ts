@@ -5,7 +5,6 @@ import {
   Bucket,
   BucketSpec,
   ErrorCode,
-  MeshError,
   ObjectStore,
   Stream,
   StreamSpec,
@@ -15,6 +14,7 @@ import {
 import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { credentialFor, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 const everything = [
@@ -57,11 +57,7 @@ describe("ensureLayout", () => {
       credentialFor(server, module, { node: "n1", module: "alpha" }),
     );
     try {
-      await assert.rejects(ensureLayout(bus), (error: unknown) => {
-        assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-        assert.equal(error.code, ErrorCode.PERMISSION_DENIED);
-        return true;
-      });
+      await assert.rejects(ensureLayout(bus), hasCode(ErrorCode.PERMISSION_DENIED));
     } finally {
       await bus.close();
     }

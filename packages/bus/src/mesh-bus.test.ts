@@ -4,6 +4,7 @@ import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/proto
 import { MeshBus, type BusMessage } from "./mesh-bus.js";
 import { flush } from "./publish.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 // The server answers a violation within milliseconds (docs/nats.md §1.3).
@@ -47,12 +48,6 @@ async function next(iterator: AsyncIterator<BusMessage>, what: string): Promise<
   const result = await deadline(iterator.next(), PROMPT_MS, what);
   assert.equal(result.done, false, `the subscription ended while waiting for ${what}`);
   return result.value;
-}
-
-function isPermissionDenied(error: unknown): boolean {
-  assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-  assert.equal(error.code, ErrorCode.PERMISSION_DENIED);
-  return true;
 }
 
 describe("MeshBus.subscribe", () => {
@@ -106,7 +101,7 @@ describe("MeshBus.subscribe", () => {
     const subscription = bus.subscribe(`${inboxPrefix("n1", "beta")}.>`);
     await assert.rejects(
       deadline(subscription.next(), PROMPT_MS, "the subscription being refused"),
-      isPermissionDenied,
+      hasCode(ErrorCode.PERMISSION_DENIED),
     );
   });
 
@@ -114,13 +109,16 @@ describe("MeshBus.subscribe", () => {
     const subscription = bus.subscribe("test.beta.work", { queue: "workers" });
     await assert.rejects(
       deadline(subscription.next(), PROMPT_MS, "the subscription being refused"),
-      isPermissionDenied,
+      hasCode(ErrorCode.PERMISSION_DENIED),
     );
   });
 
   it("keeps the connection usable after a refusal", async () => {
     const refused = bus.subscribe(`${inboxPrefix("n1", "beta")}.>`);
-    await assert.rejects(deadline(refused.next(), PROMPT_MS, "the refusal"), isPermissionDenied);
+    await assert.rejects(
+      deadline(refused.next(), PROMPT_MS, "the refusal"),
+      hasCode(ErrorCode.PERMISSION_DENIED),
+    );
     assert.equal(bus.isClosed, false);
     const subscription = bus.subscribe("test.alpha.after");
     try {

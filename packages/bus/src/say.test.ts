@@ -5,7 +5,6 @@ import {
   Condition,
   ErrorCode,
   Keeps,
-  MeshError,
   Stream,
   conditionSubject,
   inboxPrefix,
@@ -17,6 +16,7 @@ import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { sayCondition, sayKeeps } from "./say.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
@@ -62,14 +62,6 @@ async function last(stream: string, subject: string): Promise<unknown> {
   return message.json();
 }
 
-function isCode(code: ErrorCode): (error: unknown) => boolean {
-  return (error: unknown) => {
-    assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-    assert.equal(error.code, code);
-    return true;
-  };
-}
-
 describe("sayCondition", () => {
   it("keeps the last condition per module and name in mesh-conditions", async () => {
     await sayCondition(bus, { name: "disk", level: "warning", message: "90% full" });
@@ -105,7 +97,7 @@ describe("sayCondition", () => {
         PROMPT_MS,
         "the condition being refused",
       ),
-      isCode(ErrorCode.PERMISSION_DENIED),
+      hasCode(ErrorCode.PERMISSION_DENIED),
     );
     assert.equal(await kept(Stream.conditions, "mesh.conditions.beta.>"), 0);
   });
@@ -113,7 +105,7 @@ describe("sayCondition", () => {
   it("refuses a condition that is not well-formed with INVALID_VALUE", async () => {
     await assert.rejects(
       sayCondition(bus, { name: "Not A Name", level: "info", message: "x" }),
-      isCode(ErrorCode.INVALID_VALUE),
+      hasCode(ErrorCode.INVALID_VALUE),
     );
   });
 });
@@ -139,7 +131,7 @@ describe("sayKeeps", () => {
   it("refuses a state that is not well-formed with INVALID_VALUE", async () => {
     await assert.rejects(
       sayKeeps(bus, [{ name: "Not A Name", readable: true }]),
-      isCode(ErrorCode.INVALID_VALUE),
+      hasCode(ErrorCode.INVALID_VALUE),
     );
   });
 });

@@ -6,6 +6,7 @@ import { ErrorCode, MeshError, inboxPrefix, toolSubject, type Permissions } from
 import { MeshBus } from "./mesh-bus.js";
 import { request, serve, type Served } from "./services.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
 const PROMPT_MS = 2_000;
@@ -127,14 +128,6 @@ after(async () => {
   await server?.stop();
 });
 
-function isCode(code: ErrorCode): (error: unknown) => boolean {
-  return (error: unknown) => {
-    assert.ok(error instanceof MeshError, `expected a MeshError, got ${String(error)}`);
-    assert.equal(error.code, code);
-    return true;
-  };
-}
-
 /** Resolves at the next rejection the service reports. */
 function nextRejection(): Promise<void> {
   return new Promise((resolve) => {
@@ -154,7 +147,10 @@ describe("serve and request", () => {
 
   for (const code of [ErrorCode.INVALID_INPUT, ErrorCode.REFUSED, ErrorCode.NOT_FOUND]) {
     it(`hands a handler's ${code} to the caller as ${code}`, async () => {
-      await assert.rejects(request(calling, fail, { code, message: `said ${code}` }), isCode(code));
+      await assert.rejects(
+        request(calling, fail, { code, message: `said ${code}` }),
+        hasCode(code),
+      );
     });
   }
 
@@ -163,7 +159,7 @@ describe("serve and request", () => {
     await assert.rejects(
       request(calling, fail, { message: "the database password is hunter2" }),
       (error: unknown) => {
-        isCode(ErrorCode.INTERNAL)(error);
+        hasCode(ErrorCode.INTERNAL)(error);
         assert.doesNotMatch((error as Error).message, /hunter2/);
         return true;
       },
@@ -175,7 +171,7 @@ describe("serve and request", () => {
   it("turns a MeshError whose code is not a reply code into INTERNAL", async () => {
     await assert.rejects(
       request(calling, fail, { code: ErrorCode.CONFLICT, message: "lost a race" }),
-      isCode(ErrorCode.INTERNAL),
+      hasCode(ErrorCode.INTERNAL),
     );
   });
 
@@ -187,7 +183,7 @@ describe("serve and request", () => {
   it("hands a refusal whose message has several lines to the caller", async () => {
     await assert.rejects(
       request(calling, fail, { code: ErrorCode.REFUSED, message: "first problem\nsecond problem" }),
-      isCode(ErrorCode.REFUSED),
+      hasCode(ErrorCode.REFUSED),
     );
   });
 
@@ -195,7 +191,7 @@ describe("serve and request", () => {
     const before = internal.length;
     await assert.rejects(
       deadline(request(calling, big, {}), PROMPT_MS, "the reply"),
-      isCode(ErrorCode.INTERNAL),
+      hasCode(ErrorCode.INTERNAL),
     );
     assert.equal(internal.length, before + 1);
   });

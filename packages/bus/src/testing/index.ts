@@ -16,6 +16,7 @@ export {
 export { maySubscribe } from "./probe.js";
 export { reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
+export { hasCode } from "./has-code.js";
 export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
 export {
   readStockContext,
