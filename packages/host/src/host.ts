@@ -17,13 +17,7 @@
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import {
-  Lifecycle,
-  loadOrCreateNodeKeys,
-  publish,
-  readCredential,
-  type NodeKeys,
-} from "@mesh/bus";
+import { Lifecycle, loadOrCreateNodeKeys, publish, readCredential, type NodeKeys } from "@mesh/bus";
 import {
   RUNTIME_PROCESS_ID,
   logsSubject,
