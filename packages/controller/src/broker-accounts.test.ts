@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { hostGrant } from "@mesh/core";
 import { AccountAuthority, MeshBus } from "@mesh/bus";
 import {
   deadline,
@@ -19,19 +18,11 @@ import {
   type AccountsTestServer,
 } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
-import { Broker, PrincipalKind, type DesiredPrincipal } from "./broker.js";
+import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
 import { RevocationPusher } from "./revocation-pusher.js";
 import { Vault } from "./vault.js";
 
 const vault = Vault.withKey(randomBytes(32));
-
-const host = (node: string): DesiredPrincipal => ({
-  user: `${node}.host`,
-  node,
-  module: "host",
-  kind: PrincipalKind.host,
-  permissions: hostGrant({ node }),
-});
 
 describe("Broker in accounts mode", () => {
   let server: AccountsTestServer;
@@ -58,8 +49,8 @@ describe("Broker in accounts mode", () => {
 
   it("issues a signed user the bus takes at once, hashes nothing, and keeps its key across a restart", async () => {
     const broker = await open("keep");
-    assert.equal(await broker.ensure(host("n1")), true);
-    assert.equal(await broker.ensure(host("n1")), false, "unchanged");
+    assert.equal(await broker.ensure(hostPrincipal("n1")), true);
+    assert.equal(await broker.ensure(hostPrincipal("n1")), false, "unchanged");
     assert.equal(await broker.commit(), true);
     assert.equal(broker.hashesMade, 0);
     assert.equal(server.authority.updatesPushed, 0, "issuing pushes nothing");
@@ -69,7 +60,7 @@ describe("Broker in accounts mode", () => {
     await bus.close();
     const again = await open("keep");
     assert.deepEqual(again.credential("n1.host"), credential);
-    assert.equal(await again.ensure(host("n1")), false);
+    assert.equal(await again.ensure(hostPrincipal("n1")), false);
     assert.doesNotMatch(await serverLog(), /Reloaded/);
   });
 
@@ -127,7 +118,7 @@ describe("Broker in accounts mode", () => {
     const broker = await open("thousand");
     const nodes = Array.from({ length: 1000 }, (_, i) => `n${i}`);
     const issuing = Date.now();
-    for (const node of nodes) await broker.ensure(host(node));
+    for (const node of nodes) await broker.ensure(hostPrincipal(node));
     await broker.commit();
     const issuedMs = Date.now() - issuing;
     const first = await MeshBus.connect(broker.credential("n0.host"), { say: () => undefined });
@@ -187,7 +178,7 @@ describe("Broker in accounts mode", () => {
         permissions: { publish: { allow: ["mesh.join"] }, subscribe: { allow: ["_INBOX.>"] } },
         expiresAt,
       });
-      await broker.ensure(host("n1"));
+      await broker.ensure(hostPrincipal("n1"));
       await broker.commit();
       const joinCredential = broker.credential("join.tok");
       const hostCredential = broker.credential("n1.host");
@@ -227,7 +218,7 @@ describe("Broker in accounts mode", () => {
       }),
       servers: [server.url],
     });
-    await broker.ensure(host("n1"));
+    await broker.ensure(hostPrincipal("n1"));
     await broker.commit();
     broker.revoke("n1.host");
     await assert.rejects(broker.commit(), (e: unknown) =>
@@ -245,7 +236,7 @@ describe("Broker in accounts mode", () => {
       servers: [server.url],
       pusher,
     });
-    for (const n of ["p1", "p2", "p3"]) await broker.ensure(host(n));
+    for (const n of ["p1", "p2", "p3"]) await broker.ensure(hostPrincipal(n));
     await broker.commit();
     const [p1, p2] = [broker.credential("p1.host"), broker.credential("p2.host")];
     const before = server.authority.updatesPushed;
@@ -281,10 +272,10 @@ describe("Broker in accounts mode", () => {
       servers: [server.url],
       pusher,
     });
-    await broker.ensure(host("n1"));
+    await broker.ensure(hostPrincipal("n1"));
     await broker.commit();
     broker.revoke("n1.host");
-    await broker.ensure(host("n2"));
+    await broker.ensure(hostPrincipal("n2"));
     assert.equal(await broker.commit(), true, "the commit does not wait for the bus");
     // n2 needs no update: its credential works on the real bus at once.
     await (await MeshBus.connect(broker.credential("n2.host"))).close();

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { hostGrant } from "@mesh/core";
 import { verifyPassword, type ServerUser } from "@mesh/bus";
-import { BROKER_USERS_FILE, Broker, PrincipalKind } from "./broker.js";
+import { BROKER_USERS_FILE, Broker, hostPrincipal } from "./broker.js";
 import { Vault } from "./vault.js";
 
 const vault = Vault.withKey(randomBytes(32));
@@ -35,14 +35,6 @@ function recordingSink(): {
   };
 }
 
-const host = (node: string) => ({
-  user: `${node}.host`,
-  node,
-  module: "host",
-  kind: PrincipalKind.host,
-  permissions: hostGrant({ node }),
-});
-
 describe("Broker", () => {
   it("hashes a password once, keeps it (0600) across a restart, and reloads only on a change", async () => {
     await withDir(async (dir) => {
@@ -56,8 +48,8 @@ describe("Broker", () => {
         servers: ["nats://x:1"],
       };
       const broker = await Broker.open(options);
-      assert.equal(await broker.ensure(host("n1")), true);
-      assert.equal(await broker.ensure(host("n1")), false, "unchanged");
+      assert.equal(await broker.ensure(hostPrincipal("n1")), true);
+      assert.equal(await broker.ensure(hostPrincipal("n1")), false, "unchanged");
       assert.equal(broker.hashesMade, 1);
       assert.equal(await broker.commit(), true);
       assert.equal(await broker.commit(), false, "nothing staged: no reload");
@@ -71,7 +63,7 @@ describe("Broker", () => {
 
       const again = await Broker.open(options);
       assert.equal(again.credential("n1.host").password, credential.password);
-      assert.equal(await again.ensure(host("n1")), false);
+      assert.equal(await again.ensure(hostPrincipal("n1")), false);
       assert.equal(again.hashesMade, 0);
     });
   });
@@ -93,8 +85,8 @@ describe("Broker", () => {
         staticUsers: () => Promise.resolve(statics),
         servers: ["nats://x:1"],
       });
-      await broker.ensure(host("n1"));
-      await broker.ensure(host("n2"));
+      await broker.ensure(hostPrincipal("n1"));
+      await broker.ensure(hostPrincipal("n2"));
       await broker.commit();
       assert.deepEqual(
         sink.lists[0]?.map((u) => u.user),
@@ -116,7 +108,7 @@ describe("Broker", () => {
         staticUsers: () => Promise.resolve([]),
         servers: ["nats://x:1"],
       });
-      await broker.ensure(host("n1"));
+      await broker.ensure(hostPrincipal("n1"));
       await assert.rejects(broker.commit(), /bus down/);
       assert.equal(broker.pending, true);
       fail = false;

@@ -225,21 +225,27 @@ describe("the controller with its broker, on a real bus", () => {
     }
   });
 
+  /** The first condition the controller says about n1 that `match` accepts. */
+  const conditionOfN1 = async (
+    match: (condition: Condition) => boolean,
+    signal: AbortSignal,
+  ): Promise<Condition> => {
+    for await (const e of readStream(mesh.admin, Stream.conditions, {
+      filter: "mesh.conditions.controller.n1",
+      schema: Condition,
+      // The last one kept and every new one: a condition said before the read began counts.
+      deliver: "last-per-subject",
+      signal,
+    })) {
+      if (e.type === "message" && match(e.value)) return e.value;
+    }
+    throw new Error("the conditions ended");
+  };
+
   it("a refusal writes nothing new for the node and says a condition with the reason", async () => {
     const before = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
     const stop = new AbortController();
-    const said = (async () => {
-      for await (const e of readStream(mesh.admin, Stream.conditions, {
-        filter: "mesh.conditions.controller.n1",
-        schema: Condition,
-        // The last one kept and every new one: a condition said before the read began counts.
-        deliver: "last-per-subject",
-        signal: stop.signal,
-      })) {
-        if (e.type === "message" && e.value.message.includes("ghost")) return e.value;
-      }
-      throw new Error("the conditions ended");
-    })();
+    const said = conditionOfN1((c) => c.message.includes("ghost"), stop.signal);
     // A want whose manifest was never stored: n1 cannot be composed.
     await mesh.put(Bucket.wants, "n1.ghost", { ...wantOf(hello), manifestDigest: d("9e") });
     try {
@@ -254,17 +260,7 @@ describe("the controller with its broker, on a real bus", () => {
     await (await KvBucket.open(mesh.admin, Bucket.wants)).delete("n1.ghost");
     // Its cause gone, the controller resolves it: the same subject, so it replaces the refusal.
     const resolving = new AbortController();
-    const resolved = (async () => {
-      for await (const e of readStream(mesh.admin, Stream.conditions, {
-        filter: "mesh.conditions.controller.n1",
-        schema: Condition,
-        deliver: "last-per-subject",
-        signal: resolving.signal,
-      })) {
-        if (e.type === "message" && e.value.resolved === true) return e.value;
-      }
-      throw new Error("the conditions ended");
-    })();
+    const resolved = conditionOfN1((c) => c.resolved === true, resolving.signal);
     try {
       const condition = await deadline(resolved, 30_000, "the refusal about n1 resolved");
       assert.equal(condition.message, "n1 is composed");

@@ -108,21 +108,13 @@ describe("provision asks", () => {
     assert.deepEqual(await ask({ module: "app", kind: "config", key: "greeting" }), {
       value: "hello",
     });
+    const greeting = async () =>
+      ((await ask({ module: "app", kind: "config", key: "greeting" })) as { value: unknown }).value;
     await setConfig("app.greeting", "hi");
-    await waitFor(
-      "the mesh-wide value",
-      async () =>
-        ((await ask({ module: "app", kind: "config", key: "greeting" })) as { value: unknown })
-          .value === "hi",
-    );
+    await waitFor("the mesh-wide value", async () => (await greeting()) === "hi");
     await setConfig(`app.greeting.${NODE}`, "hey");
     await setConfig("app.greeting.elsewhere", "not here");
-    await waitFor(
-      "the node's value",
-      async () =>
-        ((await ask({ module: "app", kind: "config", key: "greeting" })) as { value: unknown })
-          .value === "hey",
-    );
+    await waitFor("the node's value", async () => (await greeting()) === "hey");
   });
 
   test("config: a declared key without a value is NOT_FOUND; an undeclared key is REFUSED", async () => {

@@ -25,6 +25,7 @@ import {
   type GridPage,
   type Snapshot,
 } from "./browser/wire.js";
+import { serveEchoOnRacks } from "@mesh/bus/testing";
 import { codeOf, next, postJson, raw, sse } from "./http-test-support.js";
 import { startView, type View } from "./start-view.js";
 import {
@@ -388,22 +389,7 @@ describe("the view's server: tools", () => {
 
   it("lists a few nodes of each tool with how many serve it, and narrows to a node", async () => {
     // 25 nodes serve echo: the answer names 20 of them and says 25; its size follows the tools.
-    const served = await Promise.all(
-      Array.from({ length: 25 }, (_, i) =>
-        serve(mesh.admin, {
-          name: "echo",
-          version: "1.0.0",
-          endpoints: [
-            {
-              name: "say",
-              subject: toolSubject(`rack-${String(i).padStart(2, "0")}`, "echo", "say"),
-              metadata: { description: "Says it back" },
-              handler: (request) => Promise.resolve(request.json()),
-            },
-          ],
-        }),
-      ),
-    );
+    const served = await serveEchoOnRacks(mesh.admin, 25);
     try {
       type Entry = { node: string; module: string; nodeCount: number };
       const all = (await (await fetch(`${view.url}api/tools`)).json()) as Entry[];

@@ -17,6 +17,7 @@ export { maySubscribe } from "./probe.js";
 export { reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { hasCode } from "./has-code.js";
+export { serveEchoOnRacks } from "./echo-racks.js";
 export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
 export {
   readStockContext,

@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MeshBus, serve } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { MeshBus } from "@mesh/bus";
+import { deadline, serveEchoOnRacks } from "@mesh/bus/testing";
 import { runtimeGrant } from "@mesh/core";
-import { Env, RUNTIME_MODULE, toolSubject, type Manifest } from "@mesh/protocol";
+import { Env, RUNTIME_MODULE, type Manifest } from "@mesh/protocol";
 import { ModuleState, Runtime } from "@mesh/runtime";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { runMesh } from "../testing/run-mesh.js";
@@ -93,22 +93,7 @@ describe("mesh tools and mesh call", () => {
 
   test("a tool served on many nodes names a few of them and counts the rest, also in --json", async () => {
     const admin = bus.admin;
-    const served = await Promise.all(
-      Array.from({ length: 14 }, (_, i) =>
-        serve(admin, {
-          name: "echo",
-          version: "1.0.0",
-          endpoints: [
-            {
-              name: "say",
-              subject: toolSubject(`rack-${String(i).padStart(2, "0")}`, "echo", "say"),
-              metadata: { description: "Says it back" },
-              handler: (request) => Promise.resolve(request.json()),
-            },
-          ],
-        }),
-      ),
-    );
+    const served = await serveEchoOnRacks(admin, 14);
     try {
       const text = await bus.run(["tools", "--module", "echo"]);
       assert.equal(text.code, 0, text.stderr);
