@@ -17,7 +17,6 @@ import { processesMarked, signalGroup } from "./proc.js";
 import {
   LONG_RUNNING,
   bundleOf,
-  composedOf,
   processResource,
   startBus,
   tempRoot,
@@ -85,8 +84,7 @@ test("a host killed with -9 while it applies, then started again, ends with one 
     const resources = Array.from({ length: count }, (_, i) =>
       processResource({ root, module: `m${String(i).padStart(2, "0")}`, name: "p", digest }),
     );
-    const composed = await KvBucket.open(bus.admin, Bucket.composed);
-    await composed.put(NODE, composedOf(NODE, resources));
+    await bus.compose(NODE, resources);
 
     const first = startHost(credentialFile);
     // The first process is up, the rest are being applied: now.

@@ -17,7 +17,6 @@ import {
   LONG_RUNNING,
   archiveResource,
   bundleOf,
-  composedOf,
   processResource,
   rawTar,
   startBus,
@@ -48,11 +47,10 @@ function nodeHelpers(NODE: string) {
       return (await have.get(`${NODE}.${module}`))?.value;
     },
     putComposed: async (
-      resources: Parameters<typeof composedOf>[1],
-      modules?: Parameters<typeof composedOf>[2],
+      resources: Parameters<Bus["compose"]>[1],
+      modules?: Parameters<Bus["compose"]>[2],
     ) => {
-      const composed = await KvBucket.open(bus.admin, Bucket.composed);
-      await composed.put(NODE, composedOf(NODE, resources, modules));
+      await bus.compose(NODE, resources, modules);
     },
   };
 }

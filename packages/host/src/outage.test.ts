@@ -15,7 +15,6 @@ import {
   HOST_PASSWORD,
   LONG_RUNNING,
   bundleOf,
-  composedOf,
   processResource,
   startBus,
   tempRoot,
@@ -56,8 +55,7 @@ test("processes keep running without the bus; when it returns the host reports a
   try {
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
     const one = processResource({ root, module: "one", name: "p", digest });
-    const composed = await KvBucket.open(bus.admin, Bucket.composed);
-    await composed.put(NODE, composedOf(NODE, [one]));
+    await bus.compose(NODE, [one]);
     const have = await KvBucket.open(bus.admin, Bucket.have);
     await waitFor(
       "one healthy",
@@ -99,7 +97,7 @@ test("processes keep running without the bus; when it returns the host reports a
     await waitFor(
       "the new composition written",
       async () => {
-        await composed.put(NODE, composedOf(NODE, [one, two]));
+        await bus.compose(NODE, [one, two]);
         return true;
       },
       60_000,
@@ -139,8 +137,7 @@ test("a host that starts without the bus starts what it ran, from its own disk",
       60_000,
     );
     const p = processResource({ root: own, module: "offline", name: "p", digest });
-    const composed = await KvBucket.open(bus.admin, Bucket.composed);
-    await composed.put(NODE, composedOf(NODE, [p]));
+    await bus.compose(NODE, [p]);
     await waitFor("the process with the bus", () => withBus.processes().has(p.id), 60_000);
     // ...then the machine restarts: its processes are gone, and no bus is to be found.
     await withBus.stop();

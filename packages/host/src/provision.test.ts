@@ -24,7 +24,6 @@ import { Host } from "./host.js";
 import {
   LONG_RUNNING,
   bundleOf,
-  composedOf,
   credentialFor,
   processResource,
   startBus,
@@ -39,7 +38,7 @@ let root: string;
 let host: Host;
 let running: Promise<void>;
 const logged: string[] = [];
-let resources: Parameters<typeof composedOf>[1];
+let resources: Parameters<Bus["compose"]>[1];
 
 const app: ComposedModule = {
   build: "b1",
@@ -74,8 +73,7 @@ before(async () => {
     processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),
     processResource({ root, module: "app", name: "ignores", digest }),
   ];
-  const composed = await KvBucket.open(bus.admin, Bucket.composed);
-  await composed.put(NODE, composedOf(NODE, resources, { app }));
+  await bus.compose(NODE, resources, { app });
   await waitFor("both processes", () => host.processes().size === 2);
 });
 
@@ -204,13 +202,12 @@ describe("provision asks", () => {
     const first = notices.next();
     const second = first.then(() => notices.next());
     await flush(bus.admin);
-    const composed = await KvBucket.open(bus.admin, Bucket.composed);
     const moved: ComposedModule = {
       ...app,
       build: "b2",
       bound: { ...app.bound, "state.notes": "app_notes2" },
     };
-    await composed.put(NODE, composedOf(NODE, resources, { app: moved }));
+    await bus.compose(NODE, resources, { app: moved });
     // Two bound values moved: the state's bucket, and the build (which the runtime reports).
     const said: unknown[] = [];
     for (const next of [first, second]) {

@@ -9,12 +9,10 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { KvBucket } from "@mesh/bus";
-import { Bucket, Env, RUNTIME_MODULE, RUNTIME_PROCESS_ID } from "@mesh/protocol";
+import { Env, RUNTIME_MODULE, RUNTIME_PROCESS_ID } from "@mesh/protocol";
 import { Host } from "./host.js";
 import {
   bundleOf,
-  composedOf,
   processResource,
   startBus,
   tempRoot,
@@ -89,16 +87,15 @@ test("the node's idle time reaches the runtime, and a new environment is handed 
       }),
       id: RUNTIME_PROCESS_ID,
     });
-    const composed = await KvBucket.open(bus.admin, Bucket.composed);
     const served = (version: number) =>
       waitFor(`the runtime serving as ${version}`, async () => {
         const text = await readFile(`${out}.${version}`, "utf8").catch(() => "");
         return text === "" ? undefined : (JSON.parse(text) as Record<string, unknown>);
       });
-    await composed.put("n1", composedOf("n1", [runtime(1)]));
+    await bus.compose("n1", [runtime(1)]);
     const first = await served(1);
     assert.equal(first["idle"], "1500", "the node's idle time is the runtime's");
-    await composed.put("n1", composedOf("n1", [runtime(2)]));
+    await bus.compose("n1", [runtime(2)]);
     const second = await served(2);
     assert.equal(second["stoodBy"], true, "the standby booted ahead took over: no start");
     assert.notEqual(second["pid"], first["pid"]);
@@ -107,7 +104,7 @@ test("the node's idle time reaches the runtime, and a new environment is handed 
     // A new build of the runtime itself: a standby booted from the old code never takes over.
     const rebuilt = await bundleOf({ "main.js": `${RUNTIME}\n// build 2\n` });
     const code = (await bus.artifacts.put(rebuilt)).digest;
-    await composed.put("n1", composedOf("n1", [runtime(3, code)]));
+    await bus.compose("n1", [runtime(3, code)]);
     const third = await served(3);
     assert.equal(third["stoodBy"], false, "the new build was started, not a standby of the old");
   } finally {

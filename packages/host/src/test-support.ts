@@ -11,9 +11,10 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
-import { ArtifactStore, MeshBus, ensureLayout } from "@mesh/bus";
+import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
 import { startTestServer, waitFor as waitUntil, type TestServer } from "@mesh/bus/testing";
 import {
+  Bucket,
   ObjectStore,
   Principal,
   artifactSource,
@@ -35,6 +36,12 @@ export interface Bus {
   readonly artifacts: ArtifactStore;
   /** The host's credential: a user with exactly hostGrant({node}). */
   hostCredential(node: string): Credential;
+  /** Writes `node`'s composition of these resources, as the controller would. */
+  compose(
+    node: string,
+    resources: readonly Resource[],
+    modules?: Record<string, ComposedModule>,
+  ): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +77,10 @@ export async function startBus(
         { user: `host-${node}`, password: HOST_PASSWORD },
         { node, module: Principal.host },
       ),
+    async compose(node, resources, modules) {
+      const composed = await KvBucket.open(admin, Bucket.composed);
+      await composed.put(node, composedOf(node, resources, modules));
+    },
     async stop() {
       await admin.close();
       await server.stop();
