@@ -18,16 +18,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import {
-  ErrorCode,
-  MeshError,
-  Principal,
-  nodeModuleKey,
-  type Credential,
-  type Grant,
-  type Permissions as PermissionsType,
-} from "@mesh/protocol";
-import { hostGrant } from "@mesh/core";
+import { ErrorCode, MeshError, type Credential, type Grant } from "@mesh/protocol";
 import {
   hashPassword,
   type AccountAuthority,
@@ -37,6 +28,7 @@ import {
 } from "@mesh/bus";
 import { signUser, signedCredential, staleBefore } from "./signed-users.js";
 import { BROKER_USERS_FILE, usersFile, withIssued, type IssuedUser } from "./broker-users-file.js";
+import { type DesiredPrincipal, type SharedLogin } from "./principals.js";
 import { RecordFile } from "./record-file.js";
 import {
   mergeRevocation,
@@ -45,45 +37,20 @@ import {
 } from "./revocation-pusher.js";
 import type { Vault } from "./vault.js";
 
-export const PrincipalKind = {
-  host: "host",
-  runtime: "runtime",
-  module: "module",
-  join: "join",
-  /** `mesh mcp --allow`: an mcp credential narrowed to some modules, kept until the root goes. */
-  mcp: "mcp",
-} as const;
-export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
-
+export {
+  PrincipalKind,
+  hostPrincipal,
+  principalUser,
+  sharedLoginOf,
+  type DesiredPrincipal,
+  type SharedLogin,
+} from "./principals.js";
 export {
   BROKER_USERS_FILE,
   readStaticUsers,
   serverUsersOnDisk,
   type IssuedUser,
 } from "./broker-users-file.js";
-
-/** The one login of a bus the mesh does not own: a user and password, or a signed user. */
-export type SharedLogin =
-  | { readonly user: string; readonly password: string }
-  | { readonly user: string; readonly jwt: string; readonly seed: string };
-
-/** The login of `credential`, shared by every principal on a bus the mesh does not own. */
-export function sharedLoginOf(credential: Credential): SharedLogin {
-  if (credential.jwt !== undefined && credential.seed !== undefined) {
-    return { user: credential.user, jwt: credential.jwt, seed: credential.seed };
-  }
-  return { user: credential.user, password: credential.password ?? "" };
-}
-
-/** A principal as the controller wants it now. */
-export interface DesiredPrincipal {
-  readonly user: string;
-  readonly node: string;
-  readonly module: string;
-  readonly kind: PrincipalKind;
-  readonly permissions: PermissionsType;
-  readonly expiresAt?: string;
-}
 
 export interface BrokerOptions {
   /** The controller's folder; the users are kept in `<dir>/broker-users.json`. */
@@ -129,20 +96,6 @@ export interface BrokerOptions {
  * new one served them. A user taken away (`revoke`) is revoked at once.
  */
 export const SUPERSEDED_GRACE_MS = 360_000;
-
-/** `<node>.<module>`: the bus user of a node's principal. */
-export const principalUser = (node: string, module: string): string => nodeModuleKey(node, module);
-
-/** A node's host principal: `<node>.host` with exactly the host's grant. */
-export function hostPrincipal(node: string): DesiredPrincipal {
-  return {
-    user: principalUser(node, Principal.host),
-    node,
-    module: Principal.host,
-    kind: PrincipalKind.host,
-    permissions: hostGrant({ node }),
-  };
-}
 
 export class Broker {
   readonly #options: BrokerOptions;

@@ -1,0 +1,59 @@
+/**
+ * The principals the controller's broker issues credentials to: their kinds, what the controller
+ * wants of one, the user a node's principal logs in as, and the shared login of a bus the mesh
+ * does not own.
+ */
+import { hostGrant } from "@mesh/core";
+import {
+  Principal,
+  nodeModuleKey,
+  type Credential,
+  type Permissions as PermissionsType,
+} from "@mesh/protocol";
+
+export const PrincipalKind = {
+  host: "host",
+  runtime: "runtime",
+  module: "module",
+  join: "join",
+  /** `mesh mcp --allow`: an mcp credential narrowed to some modules, kept until the root goes. */
+  mcp: "mcp",
+} as const;
+export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
+
+/** The one login of a bus the mesh does not own: a user and password, or a signed user. */
+export type SharedLogin =
+  | { readonly user: string; readonly password: string }
+  | { readonly user: string; readonly jwt: string; readonly seed: string };
+
+/** The login of `credential`, shared by every principal on a bus the mesh does not own. */
+export function sharedLoginOf(credential: Credential): SharedLogin {
+  if (credential.jwt !== undefined && credential.seed !== undefined) {
+    return { user: credential.user, jwt: credential.jwt, seed: credential.seed };
+  }
+  return { user: credential.user, password: credential.password ?? "" };
+}
+
+/** A principal as the controller wants it now. */
+export interface DesiredPrincipal {
+  readonly user: string;
+  readonly node: string;
+  readonly module: string;
+  readonly kind: PrincipalKind;
+  readonly permissions: PermissionsType;
+  readonly expiresAt?: string;
+}
+
+/** `<node>.<module>`: the bus user of a node's principal. */
+export const principalUser = (node: string, module: string): string => nodeModuleKey(node, module);
+
+/** A node's host principal: `<node>.host` with exactly the host's grant. */
+export function hostPrincipal(node: string): DesiredPrincipal {
+  return {
+    user: principalUser(node, Principal.host),
+    node,
+    module: Principal.host,
+    kind: PrincipalKind.host,
+    permissions: hostGrant({ node }),
+  };
+}
