@@ -197,6 +197,7 @@ function viewSources({ bus, onProblem }: MeshStateOptions): ViewSources {
     sources[source] = {
       optional: true,
       bucket: {
+        name: source,
         watch: async function* (options) {
           const bucket = await KvBucket.open(bus, source);
           yield* reported(bucket.watch(options), (p) => onProblem?.(source, p));
@@ -230,7 +231,10 @@ async function* reported<T>(
  * key is `<module>.<name>`, and each message is a put of it.
  */
 function conditionsOf(bus: MeshBus, report: (problem: MeshError) => void): Watchable<Condition> {
-  return { watch: ({ signal }) => reported(conditionEvents(bus, signal), report) };
+  return {
+    name: Source.conditions,
+    watch: ({ signal }) => reported(conditionEvents(bus, signal), report),
+  };
 }
 
 async function* conditionEvents(

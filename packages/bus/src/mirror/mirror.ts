@@ -28,6 +28,8 @@ import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
  * then each change, as a bucket's watch does (the view reads the conditions stream so).
  */
 export interface Watchable<T> {
+  /** What it is called in the mirror's log (a bucket's name). */
+  readonly name: string;
   watch(options: {
     readonly signal?: AbortSignal;
     readonly key?: string;
