@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { AccountAuthority, MeshBus } from "@mesh/bus";
+import { AccountAuthority, MeshBus, newUserKey } from "@mesh/bus";
 import {
   deadline,
   startAccountsTestServer,
@@ -114,6 +114,51 @@ describe("Broker in accounts mode", () => {
     await still.close();
   });
 
+  it("revokes a superseded JWT when due also after the controller restarted in the grace", async () => {
+    const grant = (publish: string[]): DesiredPrincipal => ({
+      user: "n2.m",
+      node: "n2",
+      module: "m",
+      kind: PrincipalKind.module,
+      permissions: { publish: { allow: publish }, subscribe: { allow: ["_INBOX.n2.m.>"] } },
+    });
+    const first = await open("restart", 1_500);
+    await first.ensure(grant(["svc.a.>"]));
+    await first.commit();
+    const wide = first.credential("n2.m");
+    await first.ensure(grant(["svc.b.>"])); // narrowed: the wide JWT must not outlive its grace
+    await first.commit();
+    const narrow = first.credential("n2.m");
+    // The controller stops in the grace; the next one opens the same folder.
+    const again = await open("restart", 1_500);
+    const due = again.nextDueAt();
+    assert.ok(due !== undefined, "the pending revocation was kept with the user");
+    await delay(Math.max(0, due - Date.now()) + 50);
+    assert.equal(again.pending, true);
+    assert.equal(await again.commit(), true);
+    await assert.rejects(
+      MeshBus.connect(wide),
+      (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
+    );
+    const still = await MeshBus.connect(narrow);
+    await still.close();
+    const third = await open("restart", 1_500);
+    assert.equal(third.nextDueAt(), undefined, "settled, and kept settled");
+    assert.equal(third.pending, false);
+  });
+
+  it("keeps a revocation in the account's list without pushing it until asked", async () => {
+    const pushed = server.authority.updatesPushed;
+    const key = newUserKey().publicKey;
+    await server.authority.record({ [key]: 1 });
+    assert.equal(server.authority.updatesPushed, pushed, "nothing pushed");
+    assert.equal(server.authority.revocations[key], 1);
+    const kept = JSON.parse(await readFile(server.revocationsPath, "utf8")) as {
+      revocations: Record<string, number>;
+    };
+    assert.equal(kept.revocations[key], 1, "on disk when record resolves");
+  });
+
   it("issues and revokes 1,000 principals with no reload, and a revoked credential is refused within 2 s", async () => {
     const broker = await open("thousand");
     const nodes = Array.from({ length: 1000 }, (_, i) => `n${i}`);
@@ -191,7 +236,9 @@ describe("Broker in accounts mode", () => {
       await assert.rejects(MeshBus.connect(joinCredential), /Authorization|expired/i);
       // Past the join JWT's expiry the server refuses it on its own: its revocation goes with
       // the next update, the host's revocation stays.
-      await delay(Math.max(0, Date.parse(expiresAt) + 1_500 - Date.now()));
+      // The JWT carries whole seconds (its expiry rounded up): past that second, by a margin.
+      const expirySecond = Math.ceil(Date.parse(expiresAt) / 1000);
+      await delay(Math.max(0, expirySecond * 1000 + 1_500 - Date.now()));
       broker.revoke("n1.host");
       await broker.commit();
       assert.deepEqual(Object.keys(authority.revocations), [hostKey]);

@@ -29,6 +29,12 @@ export const IssuedUser = z
     permissions: Permissions,
     /** Join users only: when the token stops working. */
     expiresAt: z.string().optional(),
+    /**
+     * Accounts mode: this key's JWTs signed up to `before` (unix s) were superseded by this one
+     * and are revoked at `due` (epoch ms); kept here so a controller restart in the grace
+     * revokes them all the same.
+     */
+    supersedes: z.object({ before: z.number().int(), due: z.number().int() }).strict().optional(),
   })
   .strict();
 export type IssuedUser = z.infer<typeof IssuedUser>;

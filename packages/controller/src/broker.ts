@@ -32,6 +32,7 @@ import { type DesiredPrincipal, type SharedLogin } from "./principals.js";
 import { RecordFile } from "./record-file.js";
 import {
   mergeRevocation,
+  revocationEntries,
   type RevocationPusher,
   type StagedRevocation,
 } from "./revocation-pusher.js";
@@ -133,7 +134,11 @@ export class Broker {
   static async open(options: BrokerOptions): Promise<Broker> {
     const file = await RecordFile.open(usersFile(join(options.dir, BROKER_USERS_FILE)));
     const broker = new Broker(options, file);
-    for (const u of file.records()) broker.#users.set(u.user, u);
+    for (const u of file.records()) {
+      broker.#users.set(u.user, u);
+      if (u.supersedes !== undefined && u.publicKey !== undefined)
+        broker.#superseded.set(u.publicKey, u.supersedes);
+    }
     return broker;
   }
 
@@ -202,12 +207,14 @@ export class Broker {
     const signed = await signUser(accounts, this.#options.vault, p, same ? kept : undefined);
     if (same && kept.publicKey !== undefined) {
       const grace = this.#options.supersededGraceMs ?? SUPERSEDED_GRACE_MS;
-      this.#superseded.set(kept.publicKey, {
+      // Kept with the new JWT, so the revocation survives a restart of the controller.
+      const supersedes = {
         before: staleBefore(signed.issuedAt),
         due: this.#now().getTime() + grace,
-      });
-    }
-    this.#users.set(p.user, signed);
+      };
+      this.#superseded.set(kept.publicKey, supersedes);
+      this.#users.set(p.user, { ...signed, supersedes });
+    } else this.#users.set(p.user, signed);
     this.#touch(p.user);
     return true;
   }
@@ -329,6 +336,16 @@ export class Broker {
     return next;
   }
 
+  /** The user whose JWT superseded `key`'s older ones no longer carries the pending revocation. */
+  #settleSuperseded(key: string): void {
+    for (const u of this.#users.values()) {
+      if (u.publicKey !== key || u.supersedes === undefined) continue;
+      const { supersedes: _settled, ...rest } = u;
+      this.#users.set(u.user, rest);
+      this.#unsaved.add(u.user);
+    }
+  }
+
   #dueSuperseded(): string[] {
     const now = this.#now().getTime();
     return [...this.#superseded].filter(([, s]) => s.due <= now).map(([key]) => key);
@@ -351,14 +368,9 @@ export class Broker {
       this.commitNote = staged.size === 0 ? "" : `, ${staged.size} to revoke`;
       return;
     }
-    const revocations: Record<string, number> = {};
-    const expires: Record<string, number> = {};
-    for (const [key, r] of staged) {
-      revocations[key] = r.at;
-      if (r.expiresAt !== undefined) expires[key] = r.expiresAt;
-    }
+    const [revocations, expiry] = revocationEntries(staged);
     const started = performance.now();
-    await accounts.revoke(revocations, { ...call, expires });
+    await accounts.revoke(revocations, { ...call, ...expiry });
     const ms = Math.round(performance.now() - started);
     this.commitNote = staged.size === 0 ? "" : `, ${staged.size} revoked (account update ${ms} ms)`;
   }
@@ -371,6 +383,7 @@ export class Broker {
     for (const key of this.#dueSuperseded()) {
       this.#stageRevocation(key, { at: this.#superseded.get(key)?.before ?? 0 });
       this.#superseded.delete(key);
+      this.#settleSuperseded(key);
       this.#dirty = true;
     }
     if (!this.#dirty) return false;
@@ -385,6 +398,10 @@ export class Broker {
     this.#revocations.clear();
     const call = options.signal === undefined ? {} : { signal: options.signal };
     try {
+      // The revocations are kept in the account's list before the users file forgets the users
+      // they end: a controller stopped before the update still leaves nothing to revoke unsaid.
+      if (this.#options.accounts !== undefined && revocations.size > 0)
+        await this.#options.accounts.record(...revocationEntries(revocations));
       await this.#file.save(
         unsaved.flatMap((u) => this.#users.get(u) ?? []),
         unsaved.filter((u) => !this.#users.has(u)),

@@ -91,6 +91,14 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
             ...(credential.ca === undefined ? {} : { ca: credential.ca }),
           })
         : undefined;
+    // Revocations a controller kept but stopped before pushing go to the bus now.
+    await accounts
+      ?.push({ signal: options.signal })
+      .catch((error: unknown) =>
+        log(
+          `controller: the account update at start did not go through (${String(error)}); the next one carries every kept revocation`,
+        ),
+      );
     const controller = await Controller.create({
       bus,
       dir: paths.dir,

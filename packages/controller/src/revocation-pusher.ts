@@ -30,6 +30,19 @@ export function mergeRevocation(
   return expiresAt === undefined ? { at } : { at, expiresAt };
 }
 
+/** Staged revocations as the account authority takes them: seconds, and expiries by key. */
+export function revocationEntries(
+  staged: ReadonlyMap<string, StagedRevocation>,
+): [Record<string, number>, { expires: Record<string, number> }] {
+  const revocations: Record<string, number> = {};
+  const expires: Record<string, number> = {};
+  for (const [key, r] of staged) {
+    revocations[key] = r.at;
+    if (r.expiresAt !== undefined) expires[key] = r.expiresAt;
+  }
+  return [revocations, { expires }];
+}
+
 /** The longest wait before an update the bus did not take is pushed again. */
 export const UPDATE_RETRY_MAX_MS = 30_000;
 
@@ -72,15 +85,10 @@ export class RevocationPusher {
     while (this.#staged.size > 0) {
       const batch = new Map(this.#staged);
       this.#staged.clear();
-      const revocations: Record<string, number> = {};
-      const expires: Record<string, number> = {};
-      for (const [key, r] of batch) {
-        revocations[key] = r.at;
-        if (r.expiresAt !== undefined) expires[key] = r.expiresAt;
-      }
+      const [revocations, expiry] = revocationEntries(batch);
       const started = performance.now();
       try {
-        await this.#options.accounts.revoke(revocations, { expires });
+        await this.#options.accounts.revoke(revocations, expiry);
         this.#retryMs = 0;
         this.#options.onPushed?.(batch.size, Math.round(performance.now() - started));
       } catch (error) {

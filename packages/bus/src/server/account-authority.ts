@@ -115,6 +115,18 @@ export class AccountAuthority {
     } = {},
   ): Promise<void> {
     if (Object.keys(entries).length === 0) return;
+    await this.record(entries, options);
+    await this.push(options.signal === undefined ? {} : { signal: options.signal });
+  }
+
+  /**
+   * Adds revocations to the kept list without pushing it: the next update (or the push a
+   * controller makes at its start) carries them. The list is on disk when this resolves.
+   */
+  async record(
+    entries: Readonly<Record<string, number>>,
+    options: { readonly expires?: Readonly<Record<string, number>> } = {},
+  ): Promise<void> {
     for (const [key, at] of Object.entries(entries)) {
       addRevocation(this.#revocations, key, at, options.expires?.[key]);
     }
@@ -124,7 +136,6 @@ export class AccountAuthority {
       this.#options.pruneMarginS ?? REVOCATION_PRUNE_MARGIN_S,
     );
     await writeSecretJson(this.#options.revocationsPath, this.#revocations);
-    await this.push(options.signal === undefined ? {} : { signal: options.signal });
   }
 
   /**
