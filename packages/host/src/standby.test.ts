@@ -6,12 +6,11 @@
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { readFile, rm } from "node:fs/promises";
 import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
 import { isAlive } from "./proc.js";
-import { Supervisor, logFiles, type ExitInfo, type ProcessSpec } from "./supervisor.js";
-import { tempRoot, waitFor } from "./test-support.js";
+import { Supervisor, logFiles } from "./supervisor.js";
+import { supervisedScript, waitFor } from "./test-support.js";
 
 const roots: string[] = [];
 after(async () => {
@@ -40,35 +39,13 @@ const SCRIPT = [
 ].join("\n");
 
 async function setUp(options: { standbyAfterMs: number }) {
-  const root = await tempRoot();
-  roots.push(root);
-  const cwd = join(root, "bundle");
-  await mkdir(cwd, { recursive: true });
-  await writeFile(join(cwd, "main.cjs"), SCRIPT);
-  const exits: ExitInfo[] = [];
-  const supervisor = new Supervisor({
-    root,
-    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
+  const { root, supervisor, spec, exits } = await supervisedScript(SCRIPT, {
     healthyMs: 200,
     graceMs: 1_000,
-    tail: DEFAULT_TAIL_LIMITS,
-    pollMs: 50,
     standbyAfterMs: options.standbyAfterMs,
-    onSpawned: () => undefined,
-    onExit: (_id, exit) => exits.push(exit),
-    onLine: () => undefined,
+    spec: { env: { VERSION: "1" }, restartAtOnce: true, standby: { STANDBY: "1" } },
   });
-  const spec: ProcessSpec = {
-    id: "t.process-p",
-    module: "t",
-    name: "p",
-    argv: [process.execPath, "main.cjs"],
-    env: { VERSION: "1" },
-    cwd,
-    marker: { name: "MESH_HOST_PROCESS", value: "test:t.process-p" },
-    restartAtOnce: true,
-    standby: { STANDBY: "1" },
-  };
+  roots.push(root);
   const log = logFiles(root, spec).stdout;
   /** The pid of the n-th (1-based) standby that said it stands by. */
   const standby = (n: number): Promise<number> =>

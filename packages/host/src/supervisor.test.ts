@@ -5,12 +5,12 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { watch } from "node:fs";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
 import { isAlive, startTimeOf } from "./proc.js";
-import { Supervisor, logFiles, type ExitInfo, type ProcessSpec } from "./supervisor.js";
-import { tempRoot, waitFor } from "./test-support.js";
+import { Supervisor, logFiles } from "./supervisor.js";
+import { supervisedScript, waitFor } from "./test-support.js";
 
 const roots: string[] = [];
 after(async () => {
@@ -21,34 +21,9 @@ async function setUp(
   script: string,
   options: { healthyMs: number; graceMs: number; standbyAfterMs?: number },
 ) {
-  const root = await tempRoot();
-  roots.push(root);
-  const cwd = join(root, "bundle");
-  await mkdir(cwd, { recursive: true });
-  await writeFile(join(cwd, "main.cjs"), script);
-  const exits: ExitInfo[] = [];
-  const supervisor = new Supervisor({
-    root,
-    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
-    healthyMs: options.healthyMs,
-    graceMs: options.graceMs,
-    tail: DEFAULT_TAIL_LIMITS,
-    pollMs: 50,
-    ...(options.standbyAfterMs === undefined ? {} : { standbyAfterMs: options.standbyAfterMs }),
-    onSpawned: () => undefined,
-    onExit: (_id, exit) => exits.push(exit),
-    onLine: () => undefined,
-  });
-  const spec: ProcessSpec = {
-    id: "t.process-p",
-    module: "t",
-    name: "p",
-    argv: [process.execPath, "main.cjs"],
-    env: {},
-    cwd,
-    marker: { name: "MESH_HOST_PROCESS", value: "test:t.process-p" },
-  };
-  return { root, supervisor, spec, exits };
+  const set = await supervisedScript(script, options);
+  roots.push(set.root);
+  return set;
 }
 
 test("a process that exits after a healthy run is restarted after the first delay again", async () => {

@@ -29,6 +29,8 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
 import { Host, type HostOptions } from "./host.js";
+import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
+import { Supervisor, type ExitInfo, type ProcessSpec } from "./supervisor.js";
 
 export interface Bus {
   readonly server: TestServer;
@@ -308,4 +310,48 @@ export async function withHost<T>(
   } finally {
     await rm(root, { recursive: true, force: true });
   }
+}
+
+/**
+ * A supervisor of one process, `t.process-p`, that runs `script` (its bundle's main.cjs) with
+ * node in a new temporary root, restarting quickly (100 ms doubling, no jitter) and keeping each
+ * exit; `spec` adds to the process's spec. The root is the caller's to remove.
+ */
+export async function supervisedScript(
+  script: string,
+  options: {
+    readonly healthyMs: number;
+    readonly graceMs: number;
+    readonly standbyAfterMs?: number;
+    readonly spec?: Partial<ProcessSpec>;
+  },
+): Promise<{ root: string; supervisor: Supervisor; spec: ProcessSpec; exits: ExitInfo[] }> {
+  const root = await tempRoot();
+  const cwd = join(root, "bundle");
+  await mkdir(cwd, { recursive: true });
+  await writeFile(join(cwd, "main.cjs"), script);
+  const exits: ExitInfo[] = [];
+  const supervisor = new Supervisor({
+    root,
+    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
+    healthyMs: options.healthyMs,
+    graceMs: options.graceMs,
+    tail: DEFAULT_TAIL_LIMITS,
+    pollMs: 50,
+    ...(options.standbyAfterMs === undefined ? {} : { standbyAfterMs: options.standbyAfterMs }),
+    onSpawned: () => undefined,
+    onExit: (_id, exit) => exits.push(exit),
+    onLine: () => undefined,
+  });
+  const spec: ProcessSpec = {
+    id: "t.process-p",
+    module: "t",
+    name: "p",
+    argv: [process.execPath, "main.cjs"],
+    env: {},
+    cwd,
+    marker: { name: "MESH_HOST_PROCESS", value: "test:t.process-p" },
+    ...options.spec,
+  };
+  return { root, supervisor, spec, exits };
 }
