@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { z } from "zod";
@@ -9,6 +7,7 @@ import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus, type BusEvent } from "./mesh-bus.js";
 import { EmbeddedServer } from "./server/embedded-server.js";
 import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server/server-config.js";
+import { ADMIN, TestServers } from "./server/test-servers.js";
 import { deadline, freePort } from "./testing/harness.js";
 import { natsOf } from "./mesh-bus.js";
 
@@ -16,31 +15,20 @@ const PROMPT_MS = 2_000;
 // The client waits 2 s between reconnect attempts (its default); a restart takes one or two.
 const RECONNECT_MS = 10_000;
 
-const admin = { user: "admin", password: "admin-pw" };
-let users: ServerUser[];
-let root = "";
-const started: EmbeddedServer[] = [];
+const admin = ADMIN;
+let servers: TestServers;
 
 before(async () => {
-  root = await mkdtemp(join(tmpdir(), "mesh-events-"));
-  users = [
-    {
-      user: admin.user,
-      passwordHash: await hashPassword(admin.password),
-      permissions: FULL_PERMISSIONS,
-    },
-  ];
+  servers = await TestServers.create("mesh-events-");
 });
 
-after(async () => {
-  await Promise.all(started.map((server) => server.stop({ graceMs: 1_000 })));
-  await rm(root, { recursive: true, force: true });
-});
+after(() => servers?.stopAll());
 
 async function start(dir: string, port: number): Promise<EmbeddedServer> {
-  const server = await EmbeddedServer.start({ dir: join(root, dir), port, users, ref: false });
-  started.push(server);
-  return server;
+  const users = [servers.adminUser];
+  return servers.track(
+    await EmbeddedServer.start({ dir: join(servers.root, dir), port, users, ref: false }),
+  );
 }
 
 function credential(port: number): Credential {
@@ -148,7 +136,7 @@ describe("a refused login is retried, and said", () => {
     module: "late",
   });
   const withLate = async (): Promise<ServerUser[]> => [
-    ...users,
+    servers.adminUser,
     {
       user: late.user,
       passwordHash: await hashPassword(late.password),
@@ -158,9 +146,9 @@ describe("a refused login is retried, and said", () => {
 
   it("reconnects after a restarted bus refused the login until it knew the user again", async () => {
     const port = await freePort();
-    const dir = join(root, "refused-restart");
+    const dir = join(servers.root, "refused-restart");
     let server = await EmbeddedServer.start({ dir, port, users: await withLate(), ref: false });
-    started.push(server);
+    servers.track(server);
     const said: string[] = [];
     const bus = await MeshBus.connect(lateCredential(port), { say: (line) => said.push(line) });
     try {
@@ -168,8 +156,8 @@ describe("a refused login is retried, and said", () => {
       await server.stop();
       // Restarted without the user: every reconnect attempt is refused. The client's default
       // gives up for good after two refusals; the mesh's connection must not.
-      server = await EmbeddedServer.start({ dir, port, users, ref: false });
-      started.push(server);
+      server = await EmbeddedServer.start({ dir, port, users: [servers.adminUser], ref: false });
+      servers.track(server);
       await deadline(
         (async () => {
           while (!said.some((line) => line.includes("refused the login of n0.late"))) {
@@ -205,12 +193,12 @@ describe("a refused login is retried, and said", () => {
   it("with waitForBus, keeps trying a refused login until the bus knows the user", async () => {
     const port = await freePort();
     const server = await EmbeddedServer.start({
-      dir: join(root, "refused-first"),
+      dir: join(servers.root, "refused-first"),
       port,
-      users,
+      users: [servers.adminUser],
       ref: false,
     });
-    started.push(server);
+    servers.track(server);
     const said: string[] = [];
     const connecting = MeshBus.connect(lateCredential(port), {
       waitForBus: true,

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { readdir, readFile, mkdtemp, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection, type Status } from "@nats-io/transport-node";
@@ -12,45 +11,37 @@ import { ErrorCode, inboxPrefix, isMeshError } from "@mesh/protocol";
 import { deadline } from "../testing/harness.js";
 import { EmbeddedServer, ServerFiles } from "./embedded-server.js";
 import { findServer, type NatsServerBinary } from "./find-server.js";
-import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server-config.js";
+import { hashPassword, type ServerUser } from "./server-config.js";
+import { ADMIN, TestServers } from "./test-servers.js";
 
 const WAIT_MS = 5_000;
 
 let binary: NatsServerBinary;
-let root = "";
-const admin = { user: "admin", password: "admin-pw" };
+const admin = ADMIN;
+let servers: TestServers;
 let adminUser: ServerUser;
-const started: EmbeddedServer[] = [];
 
 before(async () => {
   binary = await findServer();
-  root = await mkdtemp(join(tmpdir(), "mesh-embedded-"));
-  adminUser = {
-    user: admin.user,
-    passwordHash: await hashPassword(admin.password),
-    permissions: FULL_PERMISSIONS,
-  };
+  servers = await TestServers.create("mesh-embedded-");
+  adminUser = servers.adminUser;
 });
 
-after(async () => {
-  // Any server a failed test left running is stopped here, by its pid.
-  await Promise.all(started.map((server) => server.stop({ graceMs: 1_000 })));
-  await rm(root, { recursive: true, force: true });
-});
+// Any server a failed test left running is stopped here, by its pid.
+after(() => servers?.stopAll());
 
 async function start(
   name: string,
   options: { port?: number; users?: ServerUser[] } = {},
 ): Promise<EmbeddedServer> {
   const server = await EmbeddedServer.start({
-    dir: join(root, name),
+    dir: join(servers.root, name),
     port: options.port ?? 0,
     users: options.users ?? [adminUser],
     binary,
     startTimeoutMs: 15_000,
   });
-  started.push(server);
-  return server;
+  return servers.track(server);
 }
 
 function connectAs(
@@ -108,7 +99,7 @@ describe("EmbeddedServer lifecycle", () => {
     assert.match(server.url, /^nats:\/\/127\.0\.0\.1:\d+$/);
     assert.ok(server.port > 0);
     assert.equal(server.version, binary.version);
-    assert.equal(server.storeDir, join(root, "basic", ServerFiles.store));
+    assert.equal(server.storeDir, join(servers.root, "basic", ServerFiles.store));
     assert.ok(alive(server.pid));
     assert.equal(server.state, "running");
     const nc = await connectAs(server, admin);
@@ -190,7 +181,7 @@ describe("EmbeddedServer lifecycle", () => {
         assert.match(error.message, /address already in use/);
         return true;
       });
-      assert.deepEqual(await serversOn(join(root, "port-taken", ServerFiles.config)), []);
+      assert.deepEqual(await serversOn(join(servers.root, "port-taken", ServerFiles.config)), []);
     } finally {
       taken.close();
     }
@@ -199,7 +190,7 @@ describe("EmbeddedServer lifecycle", () => {
   it("an aborted start leaves no process", async () => {
     const controller = new AbortController();
     const starting = EmbeddedServer.start({
-      dir: join(root, "aborted"),
+      dir: join(servers.root, "aborted"),
       port: 0,
       users: [adminUser],
       binary,
@@ -208,15 +199,15 @@ describe("EmbeddedServer lifecycle", () => {
     // Abort once the child runs but before it can be ready: on the next turn of the loop.
     setImmediate(() => controller.abort());
     await assert.rejects(starting, (error: unknown) => isMeshError(error, ErrorCode.ABORTED));
-    assert.deepEqual(await serversOn(join(root, "aborted", ServerFiles.config)), []);
+    assert.deepEqual(await serversOn(join(servers.root, "aborted", ServerFiles.config)), []);
   });
 });
 
 describe("EmbeddedServer with TLS", () => {
   it("serves TLS with the certificate it is given", async (t) => {
-    const dir = join(root, "tls");
-    const cert = join(root, "tls-cert.pem");
-    const key = join(root, "tls-key.pem");
+    const dir = join(servers.root, "tls");
+    const cert = join(servers.root, "tls-cert.pem");
+    const key = join(servers.root, "tls-key.pem");
     try {
       await promisify(execFile)("openssl", [
         ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"],
@@ -234,7 +225,7 @@ describe("EmbeddedServer with TLS", () => {
       binary,
       tls: { certFile: cert, keyFile: key },
     });
-    started.push(server);
+    servers.track(server);
     const nc = await connect({
       servers: server.url,
       user: admin.user,
