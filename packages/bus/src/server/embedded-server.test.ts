@@ -12,7 +12,7 @@ import { deadline } from "../testing/harness.js";
 import { EmbeddedServer, ServerFiles } from "./embedded-server.js";
 import { findServer, type NatsServerBinary } from "./find-server.js";
 import { hashPassword, type ServerUser } from "./server-config.js";
-import { ADMIN, TestServers } from "./test-servers.js";
+import { ADMIN, TestServers, connectAs } from "./test-servers.js";
 
 const WAIT_MS = 5_000;
 
@@ -42,20 +42,6 @@ async function start(
     startTimeoutMs: 15_000,
   });
   return servers.track(server);
-}
-
-function connectAs(
-  server: EmbeddedServer,
-  who: { user: string; password: string },
-  extra: { inboxPrefix?: string; reconnectTimeWait?: number; maxReconnectAttempts?: number } = {},
-): Promise<NatsConnection> {
-  return connect({
-    servers: server.url,
-    user: who.user,
-    pass: who.password,
-    timeout: 3_000,
-    ...extra,
-  });
 }
 
 /** Whether a process with this pid exists (signal 0 only checks). */

@@ -6,6 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { EmbeddedServer } from "./embedded-server.js";
 import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server-config.js";
 
@@ -40,4 +41,19 @@ export class TestServers {
     await Promise.all(this.#started.map((server) => server.stop({ graceMs: 1_000 })));
     await rm(this.root, { recursive: true, force: true });
   }
+}
+
+/** A raw NATS connection as `who` (what the server itself allows or refuses, no mesh helper). */
+export function connectAs(
+  server: { readonly url: string },
+  who: { readonly user: string; readonly password: string },
+  extra: { inboxPrefix?: string; reconnectTimeWait?: number; maxReconnectAttempts?: number } = {},
+): Promise<NatsConnection> {
+  return connect({
+    servers: server.url,
+    user: who.user,
+    pass: who.password,
+    timeout: 3_000,
+    ...extra,
+  });
 }

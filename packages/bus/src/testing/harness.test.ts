@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { access } from "node:fs/promises";
 import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import {
   ErrorCode,
@@ -12,6 +12,7 @@ import {
   type Permissions,
 } from "@mesh/protocol";
 import { deadline, freePort, startTestServer, type TestServer, type TestUser } from "./harness.js";
+import { connectAs } from "../server/test-servers.js";
 
 // A violation is answered by the server within milliseconds (docs/nats.md §1.3); a hang would
 // show up as the deadline's TIMEOUT instead of the permission error.
@@ -53,20 +54,6 @@ const odd: TestUser = {
   permissions: { publish: {}, subscribe: { allow: ["_INBOX.n1.odd.>"] } },
 };
 
-function connectAs(
-  server: TestServer,
-  who: { user: string; password: string },
-  inbox?: string,
-): Promise<NatsConnection> {
-  return connect({
-    servers: server.url,
-    user: who.user,
-    pass: who.password,
-    timeout: 3_000,
-    ...(inbox === undefined ? {} : { inboxPrefix: inbox }),
-  });
-}
-
 describe("startTestServer", () => {
   let server: TestServer;
   before(async () => {
@@ -87,7 +74,7 @@ describe("startTestServer", () => {
   });
 
   it("lets a user in whose password hash bcryptjs made ($2b$), with $ and quotes in its name", async () => {
-    await (await connectAs(server, odd, "_INBOX.n1.odd")).close();
+    await (await connectAs(server, odd, { inboxPrefix: "_INBOX.n1.odd" })).close();
     await assert.rejects(
       connectAs(server, { user: odd.user, password: "wrong" }),
       (error: Error) => error.name === "AuthorizationError",
@@ -95,7 +82,7 @@ describe("startTestServer", () => {
   });
 
   it("denies every publish to a user allowed to publish nothing (no empty allow list)", async () => {
-    const nc = await connectAs(server, odd, "_INBOX.n1.odd");
+    const nc = await connectAs(server, odd, { inboxPrefix: "_INBOX.n1.odd" });
     try {
       await assert.rejects(
         deadline(nc.request("anything.at.all", "x"), PROMPT_MS, "the publish being refused"),
@@ -109,7 +96,7 @@ describe("startTestServer", () => {
   describe("a user granted its own inbox and one bucket", () => {
     let nc: NatsConnection;
     before(async () => {
-      nc = await connectAs(server, alpha, inboxPrefix("n1", "alpha"));
+      nc = await connectAs(server, alpha, { inboxPrefix: inboxPrefix("n1", "alpha") });
     });
     after(() => nc.close());
 
