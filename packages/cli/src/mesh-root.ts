@@ -96,7 +96,8 @@ export async function lockRoot(paths: RootPaths): Promise<() => Promise<void>> {
   );
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid runs (one of another user's counts). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

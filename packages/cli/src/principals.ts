@@ -56,19 +56,22 @@ export interface EnsuredPrincipals {
   >;
 }
 
+/** Which principals, on which node, for which bus. */
+export interface PrincipalsOptions {
+  node: string;
+  servers: readonly string[];
+  principals: readonly PrincipalSpec[];
+  /** The bus certificate every credential pins, when the bus speaks TLS. */
+  pin?: { readonly fingerprint: string; readonly ca: string };
+}
+
 /**
  * Makes sure every principal has a credential for `servers` and a matching entry in the users
  * list, creating what is missing, and returns the users list for the bus.
  */
 export async function ensurePrincipals(
   paths: RootPaths,
-  options: {
-    node: string;
-    servers: readonly string[];
-    principals: readonly PrincipalSpec[];
-    /** The bus certificate every credential pins, when the bus speaks TLS. */
-    pin?: { readonly fingerprint: string; readonly ca: string };
-  },
+  options: PrincipalsOptions,
 ): Promise<EnsuredPrincipals> {
   const stored = await readUsers(paths);
   const byPrincipal = new Map(stored.users.map((u) => [u.principal, u]));
@@ -111,15 +114,8 @@ export async function ensurePrincipals(
         permissions: spec.permissions,
       };
       await writeCredential(path, credential);
-    } else if (
-      credential.servers.join(",") !== options.servers.join(",") ||
-      credential.fingerprint !== options.pin?.fingerprint ||
-      credential.ca !== options.pin?.ca
-    ) {
-      // Where the bus is, and the certificate it is pinned to, may move; the login stays.
-      const { fingerprint: _fingerprint, ca: _ca, ...login } = credential;
-      credential = { ...login, servers: [...options.servers], ...options.pin };
-      await writeCredential(path, credential);
+    } else {
+      credential = await repointed(path, credential, options);
     }
     entry = { ...entry, permissions: spec.permissions };
     kept.push(entry);
@@ -156,14 +152,7 @@ async function readUsers(paths: RootPaths): Promise<UsersFile> {
  */
 export async function ensureSignedPrincipals(
   paths: RootPaths,
-  options: {
-    node: string;
-    servers: readonly string[];
-    principals: readonly PrincipalSpec[];
-    keys: AccountKeys;
-    /** The bus certificate every credential pins, when the bus speaks TLS. */
-    pin?: { readonly fingerprint: string; readonly ca: string };
-  },
+  options: PrincipalsOptions & { keys: AccountKeys },
 ): Promise<{
   readonly credentials: EnsuredPrincipals["credentials"];
   readonly revocations: Record<string, number>;
@@ -209,17 +198,31 @@ export async function ensureSignedPrincipals(
         ...options.pin,
       };
       await writeCredential(path, credential);
-    } else if (
-      credential.servers.join(",") !== options.servers.join(",") ||
-      credential.fingerprint !== options.pin?.fingerprint ||
-      credential.ca !== options.pin?.ca
-    ) {
-      // Where the bus is, and the certificate it is pinned to, may move; the signed user stays.
-      const { fingerprint: _fingerprint, ca: _ca, ...login } = credential;
-      credential = { ...login, servers: [...options.servers], ...options.pin };
-      await writeCredential(path, credential);
+    } else {
+      credential = await repointed(path, credential, options);
     }
     credentials.set(spec.principal, { path, credential });
   }
   return { credentials, revocations };
+}
+
+/**
+ * A kept credential pointed at where the bus is now: the servers and the certificate it is pinned
+ * to may move, the login (a password or a signed user) stays. Written back only when it moved.
+ */
+async function repointed(
+  path: string,
+  credential: Credential,
+  to: Pick<PrincipalsOptions, "servers" | "pin">,
+): Promise<Credential> {
+  if (
+    credential.servers.join(",") === to.servers.join(",") &&
+    credential.fingerprint === to.pin?.fingerprint &&
+    credential.ca === to.pin?.ca
+  )
+    return credential;
+  const { fingerprint: _fingerprint, ca: _ca, ...login } = credential;
+  const moved = { ...login, servers: [...to.servers], ...to.pin };
+  await writeCredential(path, moved);
+  return moved;
 }

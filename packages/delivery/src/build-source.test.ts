@@ -1,38 +1,18 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
-import { cp, mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { describe, it } from "node:test";
+import { cp, mkdir, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { buildSource } from "./build-source.js";
 import { directoryDigest } from "./source.js";
 import { packArchive } from "./pack.js";
 import { createHash } from "node:crypto";
+import { folderWith, prebuiltManifest, tempFolder, toolsManifest } from "./test-support.js";
 
-const dirs: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-export async function writeModule(files: Record<string, string>, name = "hello"): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), `mesh-src-${name}-`));
-  dirs.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, ".."), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
+export const writeModule = (files: Record<string, string>, name = "hello"): Promise<string> =>
+  folderWith(files, `src-${name}`);
 
 const HELLO = {
-  "mesh.yaml": [
-    "module: hello",
-    "bundles:",
-    "  - name: tools",
-    "    language: typescript",
-    "    entrypoints: [src/tools.ts]",
-    "    loads: [src/tools.ts]",
-    "",
-  ].join("\n"),
+  "mesh.yaml": toolsManifest("hello"),
   "src/tools.ts": 'import { greet } from "./greet.js";\nexport const tools = { greet };\n',
   "src/greet.ts": "export const greet = (name: string): string => `Hello, ${name}`;\n",
   ".gitignore": "scratch/\n",
@@ -42,8 +22,7 @@ const HELLO = {
 describe("buildSource", () => {
   it("the same source built twice, from copies in different folders at different times, gives the same digests", async () => {
     const a = await writeModule(HELLO);
-    const b = await mkdtemp(join(tmpdir(), "mesh-src-copy-elsewhere-"));
-    dirs.push(b);
+    const b = await tempFolder("src-copy-elsewhere");
     await cp(a, b, { recursive: true });
     // Different file times in the copy: nothing of them may reach the archive.
     const later = new Date(Date.UTC(2031, 5, 1));
@@ -93,27 +72,16 @@ describe("buildSource", () => {
   it("a prebuilt bundle is taken from its source after its digest is checked; a wrong digest fails the build", async () => {
     const archive = packArchive([{ path: "bin/run.js", bytes: Buffer.from("console.log(1);\n") }]);
     const digest = createHash("sha256").update(archive).digest("hex");
-    const manifest = (d: string) =>
-      [
-        "module: pre",
-        "bundles:",
-        "  - name: app",
-        "    language: prebuilt",
-        "    source: dist/app.tar.gz",
-        `    digest: "${d}"`,
-        "processes:",
-        "  - name: app",
-        "    bundle: app",
-        "    run: [node, bin/run.js]",
-        "",
-      ].join("\n");
-    const dir = await writeModule({ "mesh.yaml": manifest(digest) }, "pre");
+    const dir = await writeModule(
+      { "mesh.yaml": prebuiltManifest("dist/app.tar.gz", digest) },
+      "pre",
+    );
     await mkdir(join(dir, "dist"), { recursive: true });
     await writeFile(join(dir, "dist", "app.tar.gz"), archive);
     const good = await buildSource(dir);
     assert.ok(good.ok, good.log);
     assert.equal(good.archives[0]?.digest, digest, "repacked to the same bytes");
-    await writeFile(join(dir, "mesh.yaml"), manifest("0".repeat(64)));
+    await writeFile(join(dir, "mesh.yaml"), prebuiltManifest("dist/app.tar.gz", "0".repeat(64)));
     const bad = await buildSource(dir);
     assert.equal(bad.ok, false);
     assert.match(bad.log, /has digest [0-9a-f]{64}, not the 0{64}/);

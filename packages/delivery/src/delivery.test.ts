@@ -1,85 +1,34 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { deliveryGrant, operatorGrant } from "@mesh/core";
-import { Bucket, Principal, isMeshError, type Build, type Candidate } from "@mesh/protocol";
+import { ArtifactStore, KvBucket } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { Bucket, isMeshError, type Build, type Candidate } from "@mesh/protocol";
 import { Builder } from "./builder.js";
 import { Indexer, revisionOf } from "./indexer.js";
 import { registerModule } from "./register.js";
+import { folderWith, startDeliveryBus, toolsManifest, type DeliveryBus } from "./test-support.js";
 
-const NODE = "n0";
-let server: TestServer;
-let admin: MeshBus;
-let operator: MeshBus;
-let delivery: MeshBus;
+let bus: DeliveryBus;
 const stop = new AbortController();
-const dirs: string[] = [];
 
 before(async () => {
-  server = await startTestServer({
-    users: [
-      { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
-      { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
-    ],
-  });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: NODE, module: "controller" }),
-  );
-  await ensureLayout(admin);
-  operator = await MeshBus.connect(
-    credentialFor(
-      server,
-      { user: "operator", password: "operator-pw" },
-      { node: NODE, module: Principal.operator },
-    ),
-  );
-  delivery = await MeshBus.connect(
-    credentialFor(
-      server,
-      { user: "delivery", password: "delivery-pw" },
-      { node: NODE, module: Principal.delivery },
-    ),
-  );
-  const indexer = await Indexer.create({ bus: delivery, debounceMs: 100 });
-  const builder = await Builder.create({ bus: delivery });
+  bus = await startDeliveryBus();
+  const indexer = await Indexer.create({ bus: bus.delivery, debounceMs: 100 });
+  const builder = await Builder.create({ bus: bus.delivery });
   void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
   void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
 });
 
 after(async () => {
   stop.abort();
-  await delivery?.close();
-  await operator?.close();
-  await admin?.close();
-  await server?.stop();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  await bus?.[Symbol.asyncDispose]();
 });
 
-async function folder(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-delivery-src-"));
-  dirs.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, ".."), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
-
-const manifestText = (module: string): string =>
-  [
-    `module: ${module}`,
-    "bundles:",
-    "  - name: tools",
-    "    language: typescript",
-    "    entrypoints: [src/tools.ts]",
-    "    loads: [src/tools.ts]",
-    "",
-  ].join("\n");
+const folder = (files: Record<string, string>): Promise<string> =>
+  folderWith(files, "delivery-src");
 
 /** The first value under `key` (a pattern) that satisfies `test`, from what stands or what comes. */
 async function waitFor<T>(
@@ -108,14 +57,14 @@ async function waitFor<T>(
 describe("registration, indexer and builder on a real bus", () => {
   it("a registered folder becomes a candidate, then a build with its archive and manifest stored; a change makes the next", async () => {
     const dir = await folder({
-      "mesh.yaml": manifestText("hello"),
+      "mesh.yaml": toolsManifest("hello"),
       "src/tools.ts": 'import { greet } from "./greet.js";\nexport const tools = { greet };\n',
       "src/greet.ts": "export const greet = (n: string): string => `Hello, ${n}`;\n",
     });
-    const { registration } = await registerModule(operator, dir, { by: "ada" });
+    const { registration } = await registerModule(bus.operator, dir, { by: "ada" });
     assert.equal(registration.source.kind, "directory");
-    const builds = await KvBucket.open(admin, Bucket.builds);
-    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    const builds = await KvBucket.open(bus.admin, Bucket.builds);
+    const candidates = await KvBucket.open(bus.admin, Bucket.candidates);
     await waitFor(candidates, "hello.1", () => true, "candidate 1");
     const built = await waitFor(
       builds,
@@ -125,10 +74,10 @@ describe("registration, indexer and builder on a real bus", () => {
     );
     assert.equal(built.candidate, 1);
     const manifest = await (
-      await KvBucket.open(admin, Bucket.manifests)
+      await KvBucket.open(bus.admin, Bucket.manifests)
     ).get(built.manifestDigest as string);
     assert.equal(manifest?.value.bundles[0]?.digest, built.bundles[0]?.digest);
-    const store = await ArtifactStore.open(admin);
+    const store = await ArtifactStore.open(bus.admin);
     assert.equal(
       (await store.info(built.bundles[0]?.digest as string))?.size,
       built.bundles[0]?.size,
@@ -155,26 +104,26 @@ describe("registration, indexer and builder on a real bus", () => {
 
   it("a candidate made while its module was removed is not a failed build: registered again, it is built", async () => {
     const dir = await folder({
-      "mesh.yaml": manifestText("late"),
+      "mesh.yaml": toolsManifest("late"),
       "src/tools.ts": "export const tools = {};\n",
     });
     // As if the indexer made it just before `mesh module remove`: the source is unchanged, so
     // registering again makes no new candidate.
     const { revision, sourceDigest } = await revisionOf({ kind: "directory", path: dir });
-    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    const candidates = await KvBucket.open(bus.admin, Bucket.candidates);
     const at = new Date().toISOString();
     await candidates.put("late.1", { module: "late", seq: 1, revision, sourceDigest, at });
     // The builder takes candidates one at a time, in order: once a later one is built, late's
     // was looked at.
     const after = await folder({
-      "mesh.yaml": manifestText("after"),
+      "mesh.yaml": toolsManifest("after"),
       "src/tools.ts": "export const tools = {};\n",
     });
-    await registerModule(operator, after, { by: "ada" });
-    const builds = await KvBucket.open(admin, Bucket.builds);
+    await registerModule(bus.operator, after, { by: "ada" });
+    const builds = await KvBucket.open(bus.admin, Bucket.builds);
     await waitFor(builds, "after.*", (b: Build) => b.status === "built", "after built");
     assert.deepEqual(await builds.keys("late.*"), [], "not built, and not failed either");
-    await registerModule(operator, dir, { by: "ada" });
+    await registerModule(bus.operator, dir, { by: "ada" });
     const built = await waitFor(
       builds,
       "late.*",
@@ -188,11 +137,11 @@ describe("registration, indexer and builder on a real bus", () => {
 
   it("a compile error gives a failed build with the compiler's message in its log", async () => {
     const dir = await folder({
-      "mesh.yaml": manifestText("broken"),
+      "mesh.yaml": toolsManifest("broken"),
       "src/tools.ts": "export const tools = {\n",
     });
-    await registerModule(operator, dir, { by: "ada" });
-    const builds = await KvBucket.open(admin, Bucket.builds);
+    await registerModule(bus.operator, dir, { by: "ada" });
+    const builds = await KvBucket.open(bus.admin, Bucket.builds);
     const failed = await waitFor(
       builds,
       "broken.*",
@@ -206,7 +155,7 @@ describe("registration, indexer and builder on a real bus", () => {
 
   it("a bad manifest is refused at registration with every problem, and nothing is registered", async () => {
     const dir = await folder({ "mesh.yaml": "module: Bad\nbundles: 3\n" });
-    await assert.rejects(registerModule(operator, dir, { by: "ada" }), (e: unknown) => {
+    await assert.rejects(registerModule(bus.operator, dir, { by: "ada" }), (e: unknown) => {
       assert.ok(isMeshError(e, "MANIFEST_INVALID"));
       assert.match(e.message, /module/);
       assert.match(e.message, /bundles/);
@@ -216,7 +165,7 @@ describe("registration, indexer and builder on a real bus", () => {
 
   it("a local git repository: a candidate per commit on the ref", async () => {
     const repo = await folder({
-      "mesh.yaml": manifestText("gitmod"),
+      "mesh.yaml": toolsManifest("gitmod"),
       "src/tools.ts": "export const tools = {};\n",
     });
     const git = (...args: string[]) =>
@@ -227,15 +176,15 @@ describe("registration, indexer and builder on a real bus", () => {
     git("add", ".");
     git("commit", "--quiet", "-m", "one");
     const first = git("rev-parse", "HEAD");
-    await registerModule(operator, `file://${repo}#main`, { by: "ada" });
-    const candidates = await KvBucket.open(admin, Bucket.candidates);
+    await registerModule(bus.operator, `file://${repo}#main`, { by: "ada" });
+    const candidates = await KvBucket.open(bus.admin, Bucket.candidates);
     const c1 = await waitFor(candidates, "gitmod.1", () => true, "git candidate 1");
     assert.equal(c1.revision, first);
     await writeFile(join(repo, "src/tools.ts"), "export const tools = { a: 1 };\n");
     git("commit", "--quiet", "-am", "two");
     const c2 = await waitFor(candidates, "gitmod.2", () => true, "git candidate 2 after a commit");
     assert.equal(c2.revision, git("rev-parse", "HEAD"));
-    const builds = await KvBucket.open(admin, Bucket.builds);
+    const builds = await KvBucket.open(bus.admin, Bucket.builds);
     await waitFor(
       builds,
       "gitmod.*",

@@ -8,10 +8,9 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { deadline } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { checkArchiveBytes } from "./archive-check.js";
@@ -20,17 +19,9 @@ import { packArchive } from "./pack.js";
 import { parseSourceArgument, readSourceManifest } from "./register.js";
 import { materialise } from "./source.js";
 import { rawTar, rawTarStream, type RawEntry } from "./test-archives.js";
+import { prebuiltManifest, tempFolder } from "./test-support.js";
 
-const dirs: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-async function tempDir(name: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), `mesh-hostile-${name}-`));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = (name: string): Promise<string> => tempFolder(`hostile-${name}`);
 
 const MANIFEST: RawEntry = {
   name: "mesh.yaml",
@@ -224,22 +215,6 @@ describe("FIFOs where a file is expected never block", () => {
     assert.equal(result.ok, false);
   });
 });
-
-function prebuiltManifest(source: string, digest: string): string {
-  return [
-    "module: pre",
-    "bundles:",
-    "  - name: app",
-    "    language: prebuilt",
-    `    source: ${JSON.stringify(source)}`,
-    `    digest: "${digest}"`,
-    "processes:",
-    "  - name: app",
-    "    bundle: app",
-    "    run: [node, bin/run.js]",
-    "",
-  ].join("\n");
-}
 
 describe("a prebuilt bundle's source lies inside the module's folder", () => {
   it("a source outside (absolute, climbing, a file:// URL) fails the build and tells no digest of it", async () => {

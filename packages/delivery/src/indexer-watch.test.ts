@@ -4,21 +4,17 @@
  * periodic digest, saying so, when the system refuses to watch more.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { deliveryGrant, operatorGrant } from "@mesh/core";
-import { Bucket, Principal, candidateKey, type Candidate } from "@mesh/protocol";
+import { KvBucket } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
+import { Bucket, candidateKey, type Candidate } from "@mesh/protocol";
 import { Indexer } from "./indexer.js";
 import { registerModule } from "./register.js";
+import { startDeliveryBus, tempFolder, toolsManifest, type DeliveryBus } from "./test-support.js";
 
-const NODE = "n0";
-let server: TestServer;
-let operator: MeshBus;
-let delivery: MeshBus;
+let bus: DeliveryBus;
 let indexer: Indexer;
 let candidates: KvBucket<Candidate>;
 const said: string[] = [];
@@ -26,35 +22,11 @@ const stop = new AbortController();
 let root = "";
 
 before(async () => {
-  root = await mkdtemp(join(tmpdir(), "mesh-indexer-watch-"));
-  server = await startTestServer({
-    users: [
-      { user: "delivery", password: "delivery-pw", permissions: deliveryGrant({ node: NODE }) },
-      { user: "operator", password: "operator-pw", permissions: operatorGrant({ node: NODE }) },
-    ],
-  });
-  const admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: NODE, module: "controller" }),
-  );
-  await ensureLayout(admin);
-  await admin.close();
-  operator = await MeshBus.connect(
-    credentialFor(
-      server,
-      { user: "operator", password: "operator-pw" },
-      { node: NODE, module: Principal.operator },
-    ),
-  );
-  delivery = await MeshBus.connect(
-    credentialFor(
-      server,
-      { user: "delivery", password: "delivery-pw" },
-      { node: NODE, module: Principal.delivery },
-    ),
-  );
-  candidates = await KvBucket.open(operator, Bucket.candidates);
+  root = await tempFolder("indexer-watch");
+  bus = await startDeliveryBus();
+  candidates = await KvBucket.open(bus.operator, Bucket.candidates);
   indexer = await Indexer.create({
-    bus: delivery,
+    bus: bus.delivery,
     debounceMs: 100,
     pollMs: 500,
     log: (line) => said.push(line),
@@ -64,32 +36,17 @@ before(async () => {
 
 after(async () => {
   stop.abort();
-  await delivery?.close();
-  await operator?.close();
-  await server?.stop();
-  await rm(root, { recursive: true, force: true });
+  await bus?.[Symbol.asyncDispose]();
 });
 
 async function moduleFolder(module: string): Promise<string> {
   const dir = join(root, module);
   await mkdir(join(dir, "src"), { recursive: true });
-  await writeFile(
-    join(dir, "mesh.yaml"),
-    [
-      `module: ${module}`,
-      "bundles:",
-      "  - name: tools",
-      "    language: typescript",
-      "    entrypoints: [src/tools.ts]",
-      "    loads: [src/tools.ts]",
-      "",
-    ].join("\n"),
-  );
+  await writeFile(join(dir, "mesh.yaml"), toolsManifest(module));
   await writeFile(join(dir, "src/tools.ts"), "export const n = 0;\n");
   return dir;
 }
 
-/** Waits for candidate `seq` of `module`. */
 async function candidate(module: string, seq: number, what: string): Promise<Candidate> {
   const ac = new AbortController();
   try {
@@ -113,7 +70,7 @@ async function candidate(module: string, seq: number, what: string): Promise<Can
 describe("the indexer keeps noticing edits", () => {
   it("sees twelve edits under src/, a file renamed over, a folder made later and an edit in it: a candidate each", async () => {
     const dir = await moduleFolder("edits");
-    await registerModule(operator, dir, { by: "ada" });
+    await registerModule(bus.operator, dir, { by: "ada" });
     let seq = 1;
     await candidate("edits", seq, "the first candidate");
     const next = async (change: () => Promise<void>, what: string) => {
@@ -145,7 +102,7 @@ describe("the indexer keeps noticing edits", () => {
 
   it("a watch the system refuses falls back to a periodic digest and says so; edits are still noticed", async () => {
     const dir = await moduleFolder("limited");
-    await registerModule(operator, dir, { by: "ada" });
+    await registerModule(bus.operator, dir, { by: "ada" });
     await candidate("limited", 1, "the first candidate");
     const watcher = await deadline(
       (async () => {

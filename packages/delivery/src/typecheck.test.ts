@@ -1,25 +1,11 @@
 /** Type-checked builds: a type error fails the build with the compiler's words; config agrees. */
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, it } from "node:test";
 import { buildSource } from "./build-source.js";
+import { folderWith } from "./test-support.js";
 
-const dirs: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-async function moduleWith(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-typecheck-"));
-  dirs.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, ".."), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
+const moduleWith = (files: Record<string, string>): Promise<string> =>
+  folderWith(files, "typecheck");
 
 const manifest = (config = "") =>
   [

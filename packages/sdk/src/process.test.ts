@@ -84,36 +84,41 @@ test("a process cannot touch a state its manifest does not declare", async () =>
   );
 });
 
+/** The first message a stream read hands, within a deadline. */
+function firstMessage<T>(
+  read: AsyncIterable<{ type: string; value?: T }>,
+  what: string,
+): Promise<T | undefined> {
+  return deadline(
+    (async () => {
+      for await (const item of read) if (item.type === "message") return item.value;
+      return undefined;
+    })(),
+    10_000,
+    what,
+  );
+}
+
 test("what the process keeps reaches the keeps stream, and its conditions the conditions stream", async () => {
   await using mesh = await connectProcess({ credentialFile });
   mesh.keeps([{ name: "counts", readable: true }]);
   await mesh.condition("started", "info", "counting from 41");
   const stop = new AbortController();
-  const keeps = readStream(admin, Stream.keeps, {
-    filter: "mesh.keeps.n1.counter",
-    schema: Keeps,
-    signal: stop.signal,
-  });
-  const said = await deadline(
-    (async () => {
-      for await (const item of keeps) if (item.type === "message") return item.value;
-      return undefined;
-    })(),
-    10_000,
+  const said = await firstMessage(
+    readStream(admin, Stream.keeps, {
+      filter: "mesh.keeps.n1.counter",
+      schema: Keeps,
+      signal: stop.signal,
+    }),
     "counter's keeps",
   );
   assert.deepEqual(said?.states, [{ name: "counts", readable: true }]);
-  const conditions = readStream(admin, Stream.conditions, {
-    filter: "mesh.conditions.counter.started",
-    schema: Condition,
-    signal: stop.signal,
-  });
-  const condition = await deadline(
-    (async () => {
-      for await (const item of conditions) if (item.type === "message") return item.value;
-      return undefined;
-    })(),
-    10_000,
+  const condition = await firstMessage(
+    readStream(admin, Stream.conditions, {
+      filter: "mesh.conditions.counter.started",
+      schema: Condition,
+      signal: stop.signal,
+    }),
     "counter's condition",
   );
   stop.abort();

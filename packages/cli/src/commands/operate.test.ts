@@ -45,6 +45,13 @@ const logLine = (line: string, msAgo: number): LogLine => ({
  * and an answered ask, twelve conditions and a few log lines of each node.
  */
 async function seedFleet(admin: MeshBus, hello: Manifest): Promise<void> {
+  await seedNodes(admin, hello);
+  await seedAsks(admin);
+  await seedStreams(admin);
+}
+
+/** n1 healthy and present, n2 failing, set back and long gone. */
+async function seedNodes(admin: MeshBus, hello: Manifest): Promise<void> {
   const digest = fingerprintOf(hello);
   await (await KvBucket.open(admin, Bucket.manifests)).put(digest, hello);
   const presence = await KvBucket.open(admin, Bucket.presence);
@@ -98,6 +105,10 @@ async function seedFleet(admin: MeshBus, hello: Manifest): Promise<void> {
     have: "2-b",
     reasons: ["n2 runs 2-b, which is failing; set back to 1-a"],
   });
+}
+
+/** An open ask and an answered one. */
+async function seedAsks(admin: MeshBus): Promise<void> {
   const asks = await KvBucket.open(admin, Bucket.asks);
   for (const id of ["w-open", "w-answered"]) {
     await asks.put(id, {
@@ -112,7 +123,10 @@ async function seedFleet(admin: MeshBus, hello: Manifest): Promise<void> {
   await (
     await KvBucket.open(admin, Bucket.answers)
   ).put("w-answered", { answer: "yes", by: "ada", at: iso(1_000) });
+}
 
+/** Twelve conditions, and a few log lines of each node. */
+async function seedStreams(admin: MeshBus): Promise<void> {
   // Twelve conditions, one second apart: status shows the newest ten.
   for (let i = 0; i < 12; i++) {
     const condition: Condition = {

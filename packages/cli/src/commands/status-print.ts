@@ -34,6 +34,11 @@ function tableSection(
   const lines = [title];
   if (rows.length === 0) lines.push(empty);
   else for (const line of table(header, rows)) lines.push(line);
+  return withMore(lines, more);
+}
+
+/** The lines, then the line saying how many more there are, when there are more. */
+function withMore(lines: string[], more: string | undefined): string[] {
   if (more !== undefined) lines.push(more);
   return lines;
 }
@@ -109,9 +114,7 @@ function attentionSection(report: StatusReport, query: StatusQuery): string[] {
     lines.push(`  ${a.node}/${a.module}: not running because ${a.reason}`);
     if (a.fix !== undefined) lines.push(`      fix: ${a.fix}`);
   }
-  const more = moreLine(report.attention.length, report.page.totals.attention, query);
-  if (more !== undefined) lines.push(more);
-  return lines;
+  return withMore(lines, moreLine(report.attention.length, report.page.totals.attention, query));
 }
 
 function differencesSection(report: StatusReport, query: StatusQuery): string[] {
@@ -129,9 +132,7 @@ function differencesSection(report: StatusReport, query: StatusQuery): string[] 
     );
     for (const reason of d.reasons) lines.push(`      ${reason}`);
   }
-  const more = moreLine(report.differences.length, totals.differences, query);
-  if (more !== undefined) lines.push(more);
-  return lines;
+  return withMore(lines, moreLine(report.differences.length, totals.differences, query));
 }
 
 function asksSection(report: StatusReport): string[] {

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { Bucket, Stream, ObjectStore, ErrorCode } from "@mesh/protocol";
 import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
+import { isAlive } from "../mesh-root.js";
 import { nodeFromHostname } from "./up.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -56,14 +57,9 @@ function startUp(args: readonly string[]): Running {
   return { child, report, exit };
 }
 
-function isGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
+/** `mesh up` of the bus alone on `port`, exiting once it is ready. */
+const startBusOnce = (root: string, port: number, ...more: string[]) =>
+  startUp(["--root", root, "--port", String(port), ...more, "--exit-when-ready", "--bus-only"]);
 
 test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-C leaves no process", async () => {
   const root = await newRoot();
@@ -96,7 +92,7 @@ test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-
 
     up.child.kill("SIGINT");
     assert.equal(await deadline(up.exit, 30_000, "mesh up to stop"), 0);
-    assert.ok(isGone(bus.pid), `nats-server ${bus.pid} is still running after Ctrl-C`);
+    assert.ok(!isAlive(bus.pid), `nats-server ${bus.pid} is still running after Ctrl-C`);
     await assert.rejects(stat(join(root, "up.pid")), { code: "ENOENT" });
   } finally {
     up.child.kill("SIGKILL");
@@ -106,18 +102,11 @@ test("mesh up brings up the bus with the layout; the operator can read it; Ctrl-
 test("a second mesh up on the same root finds its layout and data; a concurrent one is refused", async () => {
   const root = await newRoot();
   const port = await freePort();
-  const first = startUp([
-    "--root",
-    root,
-    "--port",
-    String(port),
-    "--exit-when-ready",
-    "--bus-only",
-  ]);
+  const first = startBusOnce(root, port);
   const firstReport = await deadline(first.report, 60_000, "first mesh up");
   assert.equal(await deadline(first.exit, 30_000, "first mesh up to exit"), 0);
   const firstBus = firstReport["bus"] as { pid: number };
-  assert.ok(isGone(firstBus.pid));
+  assert.ok(!isAlive(firstBus.pid));
 
   const second = startUp(["--root", root]);
   try {
@@ -147,16 +136,7 @@ test("a second mesh up on the same root finds its layout and data; a concurrent 
 test("--auth users runs a users list, and a root keeps the mode it began with", async () => {
   const root = await newRoot();
   const port = await freePort();
-  const first = startUp([
-    "--root",
-    root,
-    "--port",
-    String(port),
-    "--auth",
-    "users",
-    "--exit-when-ready",
-    "--bus-only",
-  ]);
+  const first = startBusOnce(root, port, "--auth", "users");
   const report = await deadline(first.report, 60_000, "mesh up --auth users");
   assert.equal(await deadline(first.exit, 30_000, "mesh up to exit"), 0);
   const bus = report["bus"] as { auth: string; config: string };

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { assign, askId } from "./assign.js";
 import {
-  apply,
   assignTo,
   build,
   manifestOf,
@@ -12,15 +11,9 @@ import {
   retry,
   snapshot,
   wantOf,
-  type MutableSnapshot,
+  helloEverywhere,
+  pass,
 } from "./fixtures.js";
-
-/** A pass, its writes applied, as the shell would leave the buckets. */
-function pass(s: MutableSnapshot, nodes?: string[]) {
-  const result = assign(s, nodes === undefined ? {} : { nodes });
-  apply(s, result);
-  return result;
-}
 
 describe("assign: the rules, each in its place", () => {
   it("placed: nothing is wanted without an assignment", () => {
@@ -57,9 +50,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("built: an unbuilt module is not wanted", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1, { status: "building" });
     const r = pass(s);
     assert.equal(wantOf(r, "n1", "hello"), undefined);
@@ -67,9 +58,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("built: a failed build is never wanted; the last good one stays", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     const b2 = build(s, "hello", 2, { status: "failed" });
     const r = pass(s);
@@ -78,18 +67,14 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("built: a built record whose manifest is not stored is not wanted", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1);
     s.manifests.clear();
     assert.equal(wantOf(pass(s), "n1", "hello"), undefined);
   });
 
   it("newest: a newer build is wanted, with rule and reason", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1);
     assert.equal(wantOf(pass(s), "n1", "hello")?.rule, "newest");
     const b2 = build(s, "hello", 2);
@@ -100,10 +85,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("put: pins one node, other nodes keep the newest", () => {
-    const s = snapshot();
-    present(s, "n1");
-    present(s, "n2");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1", "n2");
     const b1 = build(s, "hello", 1);
     const b2 = build(s, "hello", 2);
     put(s, "n1", "hello", b1);
@@ -114,10 +96,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("put: everywhere; the node's own put wins over all", () => {
-    const s = snapshot();
-    present(s, "n1");
-    present(s, "n2");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1", "n2");
     const b1 = build(s, "hello", 1);
     const b2 = build(s, "hello", 2);
     const b3 = build(s, "hello", 3);
@@ -135,9 +114,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("put: a put to a failed build is not honoured, and says so", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     const b2 = build(s, "hello", 2, { status: "failed" });
     put(s, "all", "hello", b2);
@@ -147,10 +124,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a build a node reported failing goes back to the last healthy one, with a condition", () => {
-    const s = snapshot();
-    present(s, "n1");
-    present(s, "n2");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1", "n2");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "healthy");
     const b2 = build(s, "hello", 2);
@@ -167,9 +141,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: with no healthy build to go back to the failing build stays wanted, saying why and what fixes it", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "failing");
     const r = pass(s);
@@ -188,9 +160,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a retry lifts the mark, so the newest is wanted again; a new failure marks it again", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "healthy");
     const b2 = build(s, "hello", 2);
@@ -209,9 +179,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a healthy run of the build after its failure lifts the mark", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "healthy");
     const b2 = build(s, "hello", 2);
@@ -226,9 +194,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("order: a put beats a set-back (the operator's explicit choice)", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     reportHave(s, "n1", "hello", b1, "failing");
     put(s, "n1", "hello", b1);
@@ -236,9 +202,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("checked: a composition the check refuses is not advanced to; the previous want stands", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     assignTo(s, "all", "node-tools");
     const t1 = build(s, "node-tools", 1, {
       manifest: manifestOf("node-tools", 1, {
@@ -279,9 +243,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("widening: a widening build waits for a yes, then advances", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     pass(s);
     const b2 = build(s, "hello", 2, {
@@ -305,9 +267,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("widening: a first want of a module asks nothing (nothing to widen from)", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1, { manifest: manifestOf("hello", 1, { calls: ["other/tool"] }) });
     const r = pass(s);
     assert.ok(wantOf(r, "n1", "hello"));
@@ -333,9 +293,7 @@ describe("assign: writes and differences", () => {
   });
 
   it("a second pass over what the first wrote writes nothing", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1);
     const first = pass(s);
     assert.ok(first.writes.length > 0);
@@ -343,9 +301,7 @@ describe("assign: writes and differences", () => {
   });
 
   it("unassigning deletes the want", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     build(s, "hello", 1);
     pass(s);
     s.assignments.clear();
@@ -355,9 +311,7 @@ describe("assign: writes and differences", () => {
   });
 
   it("differences say why want, composed and have differ, and vanish when they agree", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     let r = pass(s);
     assert.equal(r.differences.get("n1.hello")?.want, b1);

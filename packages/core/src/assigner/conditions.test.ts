@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { assign, type AssignResult } from "./assign.js";
+import type { AssignResult } from "./assign.js";
 import {
-  apply,
   assignTo,
   build,
   present,
@@ -12,24 +11,16 @@ import {
   retry,
   snapshot,
   type MutableSnapshot,
+  helloEverywhere,
+  pass,
 } from "./fixtures.js";
-
-/** A pass, its writes applied and its conditions held, as the shell leaves them. */
-function pass(s: MutableSnapshot, nodes?: string[]): AssignResult {
-  const result = assign(s, nodes === undefined ? {} : { nodes });
-  apply(s, result);
-  return result;
-}
 
 const said = (r: AssignResult) =>
   r.conditions.map((c) => `${c.resolved === true ? "resolved" : "open"} ${c.name}`);
 
 /** n1 ran build 1 healthy, then reported build 2 failing: set back to build 1. */
 function setBack(): { s: MutableSnapshot; b1: string; b2: string } {
-  const s = snapshot();
-  present(s, "n1");
-  present(s, "n2");
-  assignTo(s, "all", "hello");
+  const s = helloEverywhere("n1", "n2");
   const b1 = build(s, "hello", 1);
   reportHave(s, "n1", "hello", b1, "healthy");
   const b2 = build(s, "hello", 2);
@@ -86,9 +77,7 @@ describe("the assigner resolves its own conditions when their cause ends (issue 
   });
 
   it("a failing build kept wanted is resolved once it runs healthy, or a new build is wanted", () => {
-    const s = snapshot();
-    present(s, "n1");
-    assignTo(s, "all", "hello");
+    const s = helloEverywhere("n1");
     const b1 = build(s, "hello", 1);
     pass(s);
     reportHave(s, "n1", "hello", b1, "failing");

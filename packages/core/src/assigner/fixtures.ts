@@ -7,7 +7,7 @@ import type { Build, Have, Manifest, ManifestInput, Rule, Want } from "@mesh/pro
 import { Manifest as ManifestSchema } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
 import { emptySnapshot, type AssignerSnapshot, type HaveRecord } from "./snapshot.js";
-import type { AssignResult } from "./assign.js";
+import { assign, type AssignResult } from "./assign.js";
 import { cellOf, indexModules, type Cell, type Decision } from "./model.js";
 
 export const T0 = "2026-01-01T00:00:00.000Z";
@@ -150,6 +150,21 @@ export function apply(s: MutableSnapshot, result: AssignResult): void {
     if (c.resolved === true) s.own.conditions.delete(c.name);
     else s.own.conditions.set(c.name, { node: c.node });
   }
+}
+
+/** A pass, its writes applied and its conditions held, as the shell leaves them. */
+export function pass(s: MutableSnapshot, nodes?: string[]): AssignResult {
+  const result = assign(s, nodes === undefined ? {} : { nodes });
+  apply(s, result);
+  return result;
+}
+
+/** A snapshot with `nodes` present and hello assigned to every node. */
+export function helloEverywhere(...nodes: string[]): MutableSnapshot {
+  const s = snapshot();
+  for (const node of nodes) present(s, node);
+  assignTo(s, "all", "hello");
+  return s;
 }
 
 export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {

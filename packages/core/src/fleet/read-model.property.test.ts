@@ -56,6 +56,24 @@ const fleet = fc.record({
 
 type Drawn = typeof fleet extends fc.Arbitrary<infer T> ? T : never;
 
+/** A drawn `have` as its host writes it, under its key. */
+function haveEntry({ c, health, error, exits }: Drawn["have"][number]): [string, Have] {
+  return [
+    `${c.node}.${c.module}`,
+    {
+      build: c.build,
+      fingerprint: "f",
+      health,
+      since: at(NOW),
+      restarts: 1,
+      ...(error === undefined ? {} : { lastError: error }),
+      ...(exits === undefined || health === "healthy"
+        ? {}
+        : { exits: { inARow: exits, last: at(NOW - 500) } }),
+    },
+  ];
+}
+
 function materialise(d: Drawn): FleetState {
   const s = emptyFleetState(NOW) as unknown as { -readonly [K in keyof FleetState]: FleetState[K] };
   const m = <T>(entries: Array<[string, T]>) => new Map(entries);
@@ -89,22 +107,7 @@ function materialise(d: Drawn): FleetState {
       { build, manifestDigest: "a".repeat(64), fingerprint: "f", rule: "newest", reason: "newest" },
     ]),
   );
-  s.have = m(
-    d.have.map(({ c, health, error, exits }): [string, Have] => [
-      `${c.node}.${c.module}`,
-      {
-        build: c.build,
-        fingerprint: "f",
-        health,
-        since: at(NOW),
-        restarts: 1,
-        ...(error === undefined ? {} : { lastError: error }),
-        ...(exits === undefined || health === "healthy"
-          ? {}
-          : { exits: { inARow: exits, last: at(NOW - 500) } }),
-      },
-    ]),
-  );
+  s.have = m(d.have.map(haveEntry));
   s.differences = m(
     d.differences.map((c) => [`${c.node}.${c.module}`, { reasons: [`differs on ${c.node}`] }]),
   );

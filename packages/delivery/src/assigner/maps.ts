@@ -33,54 +33,39 @@ export function newMaps(): Maps {
   return maps as unknown as Maps;
 }
 
+/** The assigner's own buckets (those it writes), and the map of each. */
+const OWN_MAPS = {
+  [Bucket.wants]: "wants",
+  [Bucket.compositions]: "compositions",
+  [Bucket.differences]: "differences",
+  [Bucket.asks]: "asks",
+} as const satisfies Record<AssignerWrite["bucket"], keyof Maps["own"]>;
+
+/** The buckets it only watches, and the map each one's values are kept in. */
+const WATCHED_MAPS: Readonly<Record<string, Exclude<keyof Maps, "own">>> = {
+  [Bucket.modules]: "registrations",
+  [Bucket.assignments]: "assignments",
+  [Bucket.presence]: "presence",
+  [Bucket.candidates]: "candidates",
+  [Bucket.builds]: "builds",
+  [Bucket.manifests]: "manifests",
+  [Bucket.puts]: "puts",
+  [Bucket.retries]: "retries",
+  [Bucket.answers]: "answers",
+  [Bucket.composed]: "composed",
+};
+
 /** The map of one of the assigner's own buckets. */
 export function ownMapOf(maps: Maps, bucket: AssignerWrite["bucket"]): Map<string, unknown> {
-  switch (bucket) {
-    case Bucket.wants:
-      return maps.own.wants;
-    case Bucket.compositions:
-      return maps.own.compositions;
-    case Bucket.differences:
-      return maps.own.differences;
-    case Bucket.asks:
-      return maps.own.asks;
-  }
+  return maps.own[OWN_MAPS[bucket]];
 }
 
 /** The map a watched bucket's values are kept in. */
 export function mapOf(maps: Maps, bucket: string): Map<string, unknown> {
-  switch (bucket) {
-    case Bucket.modules:
-      return maps.registrations;
-    case Bucket.assignments:
-      return maps.assignments;
-    case Bucket.presence:
-      return maps.presence;
-    case Bucket.candidates:
-      return maps.candidates;
-    case Bucket.builds:
-      return maps.builds;
-    case Bucket.manifests:
-      return maps.manifests;
-    case Bucket.puts:
-      return maps.puts;
-    case Bucket.retries:
-      return maps.retries;
-    case Bucket.answers:
-      return maps.answers;
-    case Bucket.composed:
-      return maps.composed;
-    case Bucket.wants:
-      return maps.own.wants;
-    case Bucket.compositions:
-      return maps.own.compositions;
-    case Bucket.differences:
-      return maps.own.differences;
-    case Bucket.asks:
-      return maps.own.asks;
-    default:
-      throw new MeshError(ErrorCode.INTERNAL, `the assigner does not keep ${bucket}`);
-  }
+  if (Object.hasOwn(OWN_MAPS, bucket)) return ownMapOf(maps, bucket as AssignerWrite["bucket"]);
+  const watched = Object.hasOwn(WATCHED_MAPS, bucket) ? WATCHED_MAPS[bucket] : undefined;
+  if (watched !== undefined) return maps[watched];
+  throw new MeshError(ErrorCode.INTERNAL, `the assigner does not keep ${bucket}`);
 }
 
 /** `all.<module>`; undefined for a name no key can carry (its change then touches every node). */
