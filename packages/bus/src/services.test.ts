@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstreamManager,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import { ErrorCode, MeshError, inboxPrefix, toolSubject, type Permissions } from "@mesh/protocol";
 import { MeshBus } from "./mesh-bus.js";
@@ -219,6 +224,19 @@ describe("serve and request", () => {
   });
 });
 
+/**
+ * A push consumer of `stream` delivering everything to `subject` in queue group "q", the group
+ * the test's service serves in: what a forged delivery into an endpoint needs.
+ */
+async function deliverInto(jsm: JetStreamManager, stream: string, subject: string): Promise<void> {
+  await jsm.consumers.add(stream, {
+    deliver_subject: subject,
+    deliver_group: "q",
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+  });
+}
+
 describe("a JetStream delivery into an endpoint's subject", () => {
   it("is rejected when it keeps another stream's subject, and the handler never runs", async () => {
     const jsm = await jetstreamManager(natsOf(admin).nc);
@@ -227,12 +245,7 @@ describe("a JetStream delivery into an endpoint's subject", () => {
     const before = handled.length;
     const rejection = nextRejection();
     // The service serves in queue group "q"; a consumer delivering to that group reaches it.
-    await jsm.consumers.add("FORGED", {
-      deliver_subject: echo,
-      deliver_group: "q",
-      ack_policy: AckPolicy.None,
-      deliver_policy: DeliverPolicy.All,
-    });
+    await deliverInto(jsm, "FORGED", echo);
     await deadline(rejection, PROMPT_MS, "the delivery being rejected");
     assert.equal(rejected.at(-1)?.subject, "forged.command");
     assert.equal(handled.length, before);
@@ -254,12 +267,7 @@ describe("a JetStream delivery into an endpoint's subject", () => {
     await jsm.streams.update("CAPTURED", { subjects: ["captured.elsewhere"] });
     const count = rejected.length;
     rejection = nextRejection();
-    await jsm.consumers.add("CAPTURED", {
-      deliver_subject: quiet,
-      deliver_group: "q",
-      ack_policy: AckPolicy.None,
-      deliver_policy: DeliverPolicy.All,
-    });
+    await deliverInto(jsm, "CAPTURED", quiet);
     await deadline(rejection, PROMPT_MS, "the delivery being rejected");
     assert.equal(rejected.length, count + 1);
     assert.equal(rejected.at(-1)?.subject, quiet);
