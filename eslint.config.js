@@ -3,16 +3,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-/** Where the size rules hold (below). */
-const SIZED = [
-  "packages/bus/**/*.ts",
-  "packages/host/**/*.ts",
-  "packages/runtime/**/*.ts",
-  "packages/controller/**/*.ts",
-  "packages/view/**/*.ts",
-  "scripts/**/*.js",
-];
-
 export default tseslint.config(
   {
     ignores: [
@@ -96,14 +86,14 @@ export default tseslint.config(
     files: ["scripts/**/*.js", "bench/*.js", "eslint.config.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
   },
-  // Code stays readable in pieces (issue 10): no file over 500 lines, no function over 80 lines
-  // outside tests. Held for the packages whose code was split so far.
+  // Code stays readable in pieces (issue 10): no file over 500 lines; no function over 80 lines
+  // outside tests and the test kits. (bench/'s mains, one script per measurement, are not held to it.)
   {
-    files: SIZED,
+    files: ["**/*.ts", "**/*.js", "**/*.mjs"],
     rules: { "max-lines": ["error", { max: 500 }] },
   },
   {
-    files: SIZED,
+    files: ["packages/**/*.ts", "packages/**/*.js", "scripts/**/*.js"],
     ignores: ["**/*.test.ts", "packages/*/src/testing/**"],
     rules: { "max-lines-per-function": ["error", { max: 80 }] },
   },
