@@ -18,7 +18,7 @@ import { buildSource } from "./build-source.js";
 import { packArchive } from "./pack.js";
 import { parseSourceArgument, readSourceManifest } from "./register.js";
 import { materialise } from "./source.js";
-import { rawTar, rawTarStream, type RawEntry } from "./test-archives.js";
+import { rawTar, rawTarStream, type RawEntry } from "@mesh/bus/testing";
 import { prebuiltManifest, tempFolder } from "./test-support.js";
 
 const tempDir = (name: string): Promise<string> => tempFolder(`hostile-${name}`);

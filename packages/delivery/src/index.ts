@@ -17,4 +17,3 @@ export {
 } from "./run.js";
 export { parseSourceArgument, readSourceManifest, registerModule } from "./register.js";
 /** For tests (here and in the CLI): hand-made hostile archives. */
-export { rawTar, rawTarStream, type RawEntry } from "./test-archives.js";

@@ -8,11 +8,15 @@ import { readFileSync, rmSync } from "node:fs";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
 import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
-import { startTestServer, waitFor as waitUntil, type TestServer } from "@mesh/bus/testing";
+import {
+  startTestServer,
+  startTimeOf,
+  waitFor as waitUntil,
+  type TestServer,
+} from "@mesh/bus/testing";
 import {
   Bucket,
   ObjectStore,
@@ -125,10 +129,8 @@ function endRecordedProcesses(): void {
     for (const { pid, startTime } of Object.values(processes)) {
       if (pid === undefined) continue;
       try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
         // Field 22, as proc.ts reads it: only the very process the host recorded.
-        if (stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] === startTime)
-          process.kill(-pid, "SIGKILL");
+        if (startTimeOf(pid) === startTime) process.kill(-pid, "SIGKILL");
       } catch {
         // Gone already.
       }
@@ -156,52 +158,8 @@ export async function bundleOf(files: Record<string, string>): Promise<Uint8Arra
   }
 }
 
-/** One hand-made tar entry: what a hostile archive may hold. */
-export interface RawEntry {
-  readonly name: string;
-  /** ustar type flag: 0 file, 1 hard link, 2 symlink, 3 char device, 4 block device, 5 dir, 6 fifo. */
-  readonly type: "0" | "1" | "2" | "3" | "4" | "5" | "6";
-  readonly data?: string;
-  /** The size the header claims (a bomb claims much, with data that compresses to nothing). */
-  readonly size?: number;
-  readonly linkname?: string;
-  readonly mode?: number;
-}
-
-/** A gzipped tar of hand-made headers. */
-export function rawTar(entries: readonly RawEntry[]): Uint8Array {
-  const blocks: Buffer[] = [];
-  for (const e of entries) {
-    const data = Buffer.from(e.data ?? "");
-    const size = e.size ?? data.length;
-    const header = Buffer.alloc(512, 0);
-    const put = (text: string, offset: number, length: number) =>
-      header.write(text.slice(0, length), offset, length, "latin1");
-    const octal = (n: number, length: number): string =>
-      `${n.toString(8).padStart(length - 1, "0")}\0`;
-    put(e.name, 0, 100);
-    put(octal(e.mode ?? 0o644, 8), 100, 8);
-    put(octal(0, 8), 108, 8);
-    put(octal(0, 8), 116, 8);
-    put(octal(size, 12), 124, 12);
-    put(octal(0, 12), 136, 12);
-    put("        ", 148, 8);
-    put(e.type, 156, 1);
-    put(e.linkname ?? "", 157, 100);
-    put("ustar\0", 257, 6);
-    put("00", 263, 2);
-    let sum = 0;
-    for (const byte of header) sum += byte;
-    put(`${sum.toString(8).padStart(6, "0")}\0 `, 148, 8);
-    blocks.push(header);
-    if (e.type === "0") {
-      const body = e.size === undefined ? data : Buffer.alloc(size, 0);
-      blocks.push(body, Buffer.alloc((512 - (body.length % 512)) % 512, 0));
-    }
-  }
-  blocks.push(Buffer.alloc(1024, 0));
-  return gzipSync(Buffer.concat(blocks));
-}
+/** Hand-made archives: one builder for every package's tests. */
+export { rawTar, type RawEntry } from "@mesh/bus/testing";
 
 /** A process resource running `script` (a file in its bundle) with node. */
 export function processResource(input: {

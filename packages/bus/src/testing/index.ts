@@ -17,6 +17,8 @@ export { maySubscribe } from "./probe.js";
 export { reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { hasCode } from "./has-code.js";
+export { procStatFields, startTimeOf } from "./proc-stat.js";
+export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
 export { serveEchoOnRacks } from "./echo-racks.js";
 export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
 export {

@@ -4,28 +4,18 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { waitFor } from "./wait-for.js";
+import { startTimeOf } from "./proc-stat.js";
 
 const HARNESS = new URL("./index.js", import.meta.url).href;
 const dirs: string[] = [];
 after(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
-
-const startTimeOf = (pid: number): string | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[0] === "Z" ? undefined : fields[19];
-  } catch {
-    return undefined;
-  }
-};
 
 test("a test process killed with SIGKILL takes the nats-servers it started with it, and the reaper ends", async () => {
   const dir = await mkdtemp(join(tmpdir(), "mesh-reaper-"));

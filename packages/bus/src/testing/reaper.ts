@@ -12,9 +12,9 @@
  * ```
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
+import { startTimeOf } from "./proc-stat.js";
 
 export interface ReapOptions {
   /** What asks it to stop first (SIGTERM by default); SIGKILL follows after `graceMs`. */
@@ -64,13 +64,4 @@ function startReaper(): ChildProcess {
   child.unref();
   (child.stdin as unknown as Socket | null)?.unref();
   return child;
-}
-
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
 }

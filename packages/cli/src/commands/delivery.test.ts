@@ -15,7 +15,7 @@ import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { assignerGrant, deliveryGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
-import { rawTar } from "@mesh/delivery";
+import { rawTar } from "@mesh/bus/testing";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));

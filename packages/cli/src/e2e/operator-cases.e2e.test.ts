@@ -6,14 +6,13 @@
  * a watched bucket deleted and made again under the running assigner.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
-import { destroyBucket } from "@mesh/bus/testing";
+import { destroyBucket, startTimeOf } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey } from "@mesh/protocol";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { runMesh, startMesh, type MeshRun } from "../testing/run-mesh.js";
@@ -46,14 +45,6 @@ const mesh = (args: readonly string[], input?: string): Promise<MeshRun> =>
     deadlineMs: READ_MS,
     ...(input === undefined ? {} : { input }),
   });
-
-const startTimeOf = (pid: number): string | undefined => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19];
-  } catch {
-    return undefined;
-  }
-};
 
 async function meshJson<T = Record<string, unknown>>(args: readonly string[]): Promise<T> {
   const run = await mesh([...args, "--json"]);

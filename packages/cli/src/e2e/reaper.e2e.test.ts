@@ -6,11 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { startTimeOf } from "@mesh/bus/testing";
 import { processesUnder } from "../testing/mesh-up.js";
 import { until } from "../testing/until.js";
 
@@ -20,16 +20,6 @@ const dirs: string[] = [];
 after(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
-
-const startTimeOf = (pid: number): string | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[0] === "Z" ? undefined : fields[19];
-  } catch {
-    return undefined;
-  }
-};
 
 /** Runs `body` (module code that starts a mesh on `root`) in a parent, then SIGKILLs the parent. */
 async function killParentOf(body: string): Promise<void> {

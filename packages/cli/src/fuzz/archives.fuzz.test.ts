@@ -14,7 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
-import { checkArchiveBytes, rawTar, unpackArchive, type RawEntry } from "@mesh/delivery";
+import { rawTar, type RawEntry } from "@mesh/bus/testing";
+import { checkArchiveBytes, unpackArchive } from "@mesh/delivery";
 import { checkArchive, unpackBeside } from "@mesh/host";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 
