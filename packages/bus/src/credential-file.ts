@@ -4,7 +4,14 @@
  * is no credential.
  */
 import { open, stat } from "node:fs/promises";
-import { Credential, ErrorCode, MeshError, Principal, inboxPrefix } from "@mesh/protocol";
+import {
+  Credential,
+  ErrorCode,
+  MeshError,
+  Principal,
+  inboxPrefix,
+  issuesText,
+} from "@mesh/protocol";
 import { writeFileAtomic } from "./kit/atomic-file.js";
 
 /** Reads and checks a credential file. */
@@ -53,9 +60,7 @@ export async function readCredential(path: string): Promise<Credential> {
   }
   const parsed = Credential.safeParse(json);
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-      .join("; ");
+    const problems = issuesText(parsed.error);
     throw new MeshError(
       ErrorCode.CREDENTIAL_INVALID,
       `the credential file ${JSON.stringify(path)} is not a mesh credential: ${problems}; ask for a new credential`,

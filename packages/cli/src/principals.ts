@@ -82,11 +82,7 @@ export async function ensurePrincipals(
   for (const spec of options.principals) {
     const path = credentialPath(paths, spec.principal);
     const user = `${options.node}.${spec.principal}`;
-    let credential = await readCredential(path).catch((error: unknown) => {
-      if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID)
-        return undefined;
-      throw error;
-    });
+    let credential = await readKeptCredential(path);
     let entry = byPrincipal.get(spec.principal);
     if (credential?.password === undefined) credential = undefined;
     // A credential whose user moved (another node name) or whose password no longer matches the
@@ -130,6 +126,14 @@ export async function ensurePrincipals(
   return { users, credentials };
 }
 
+/** The credential kept at `path`; undefined when it is missing or damaged (made again). */
+async function readKeptCredential(path: string): Promise<Credential | undefined> {
+  return readCredential(path).catch((error: unknown) => {
+    if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID) return undefined;
+    throw error;
+  });
+}
+
 async function readUsers(paths: RootPaths): Promise<UsersFile> {
   const raw = await readJson(paths.users);
   if (raw === undefined) return { users: [] };
@@ -162,11 +166,7 @@ export async function ensureSignedPrincipals(
   for (const spec of options.principals) {
     const path = credentialPath(paths, spec.principal);
     const user = `${options.node}.${spec.principal}`;
-    let credential = await readCredential(path).catch((error: unknown) => {
-      if (error instanceof MeshError && error.code === ErrorCode.CREDENTIAL_INVALID)
-        return undefined;
-      throw error;
-    });
+    let credential = await readKeptCredential(path);
     const sameKey = credential?.seed !== undefined && credential.user === user;
     const current =
       sameKey &&

@@ -54,3 +54,8 @@ export const Credential = z
     }
   });
 export type Credential = z.infer<typeof Credential>;
+
+/** What a schema refused in a file, as one line: `path: message; …` (`(root)` for the whole). */
+export function issuesText(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+}

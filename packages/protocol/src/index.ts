@@ -179,5 +179,5 @@ export {
   Want,
   type BucketValueOf,
 } from "./values.js";
-export { Credential, FINGERPRINT_PATTERN } from "./credential.js";
+export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { MESH_VERSION } from "./version.js";

@@ -6,15 +6,15 @@
  * 3,000 puts standing — the put's want is never rewritten.
  */
 import assert from "node:assert/strict";
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { deadline } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey, type Have, type Want } from "@mesh/protocol";
-import { DemoMesh, until } from "../testing/demo-mesh.js";
+import { meshForFile } from "../testing/mesh-for-file.js";
+import { until, type DemoMesh } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
@@ -24,18 +24,7 @@ let mesh: DemoMesh | undefined;
 let root = "";
 let sources = "";
 
-before(async () => {
-  root = await mkdtemp(join(tmpdir(), "mesh-marks-"));
-  sources = await mkdtemp(join(tmpdir(), "mesh-marks-src-"));
-  mesh = new DemoMesh({ root, port: await freePort(), node: NODE });
-  await mesh.up();
-});
-
-after(async () => {
-  await mesh?.stop();
-  await rm(root, { recursive: true, force: true });
-  await rm(sources, { recursive: true, force: true });
-});
+meshForFile({ prefix: "mesh-marks", node: NODE }, (made) => ({ mesh, root, sources } = made));
 
 async function mesh$(args: readonly string[]): Promise<Record<string, unknown>> {
   const run = await runMesh([...args, "--root", root, "--json"]);

@@ -6,25 +6,23 @@
  * failed build whose compiler message `mesh builds` shows, and the edit back builds again.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { runMesh } from "../testing/run-mesh.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
 
-const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
 const NODE = "init-one";
 
 let root: string;
 let work: string;
 let dir: string;
-let up: ChildProcess | undefined;
-let upExit: Promise<number | null>;
+let up: MeshUp | undefined;
 
 async function mesh(args: readonly string[], input?: string) {
   return runMesh([...args, "--root", root], input === undefined ? {} : { input });
@@ -57,56 +55,15 @@ async function builds(): Promise<{ build: string; status: string; error?: string
   return (await meshJson<{ builds: [] }>(["builds", "notes"])).builds;
 }
 
-/** Every process whose command line or environment names the root. */
-async function processesOf(folder: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    const env = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
-    if (cmdline.includes(folder) || env.includes(folder)) found.push(Number(entry));
-  }
-  return found;
-}
-
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "mesh-init-root-"));
   work = await mkdtemp(join(tmpdir(), "mesh-init-work-"));
   dir = join(work, "notes");
-  const port = await freePort();
-  up = spawn(
-    process.execPath,
-    [MAIN, "up", "--root", root, "--port", String(port), "--node", NODE, "--json"],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  upExit = new Promise((resolve) => up?.once("exit", (code) => resolve(code)));
-  let out = "";
-  let err = "";
-  up.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  await deadline(
-    new Promise<void>((resolve, reject) => {
-      up?.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        try {
-          JSON.parse(out);
-          resolve();
-        } catch {
-          // not the whole document yet
-        }
-      });
-      void upExit.then((code) => reject(new Error(`mesh up exited ${String(code)}: ${out}${err}`)));
-    }),
-    120_000,
-    "mesh up to be up",
-  );
+  up = await startMeshUp({ root, node: NODE });
 });
 
 after(async () => {
-  up?.kill("SIGINT");
-  await upExit?.catch(() => undefined);
-  for (const pid of await processesOf(root)) process.kill(pid, "SIGKILL");
+  await up?.stop();
   await rm(root, { recursive: true, force: true });
   await rm(work, { recursive: true, force: true });
 });

@@ -15,15 +15,13 @@
  */
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { deadline } from "@mesh/bus/testing";
 import { Bucket, Env } from "@mesh/protocol";
 import { readStatus, type StatusCell, type StatusReport } from "../commands/status.js";
-import { DemoMesh } from "../testing/demo-mesh.js";
+import { meshForFile } from "../testing/mesh-for-file.js";
+import type { DemoMesh } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 import {
   SOAK_MODULES,
@@ -48,22 +46,12 @@ const READ_MS = 5_000;
 const NODE = "soak-1";
 
 let mesh: DemoMesh | undefined;
-let root = "";
 let sources = "";
 
-before(async () => {
+before(() => {
   process.stdout.write(`# lifecycle soak: seed ${SEED} (replay with MESH_SOAK_SEED=${SEED})\n`);
-  root = await mkdtemp(join(tmpdir(), "mesh-soak-"));
-  sources = await mkdtemp(join(tmpdir(), "mesh-soak-src-"));
-  mesh = new DemoMesh({ root, port: await freePort(), node: NODE, demo: false });
-  await mesh.up();
 });
-
-after(async () => {
-  await mesh?.stop();
-  await rm(root, { recursive: true, force: true });
-  await rm(sources, { recursive: true, force: true });
-});
+meshForFile({ prefix: "mesh-soak", node: NODE, demo: false }, (made) => ({ mesh, sources } = made));
 
 /** The soak's modules as status shows them, only those assigned. */
 const assignedCells = (report: StatusReport): StatusCell[] =>

@@ -8,15 +8,16 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { chromium, type Page } from "playwright-core";
 import { KvBucket, MeshBus } from "@mesh/bus";
-import { deadline, freePort } from "@mesh/bus/testing";
+import { deadline } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { processesUnder, startMeshUp, type MeshUp, type MeshUpReport } from "../testing/mesh-up.js";
 import { runMesh } from "../testing/run-mesh.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
 
@@ -28,15 +29,9 @@ const SECOND = "e2e-two";
 let root: string;
 let second: string;
 let sources: string;
-let up: ChildProcess | undefined;
+let up: MeshUp | undefined;
 let join2: ChildProcess | undefined;
-let upExit: Promise<number | null>;
-let report: {
-  view: string;
-  bus: { url: string; pid: number };
-  processes: Record<string, number>;
-  credentials: { operator: string };
-};
+let report: MeshUpReport & { readonly view: string };
 let operator: MeshBus;
 
 async function meshJson(args: readonly string[]): Promise<Record<string, unknown>> {
@@ -94,16 +89,9 @@ async function builtBuilds(module: string): Promise<string[]> {
   return out.sort((a, b) => Number(a.split("-")[0]) - Number(b.split("-")[0]));
 }
 
-/** Every process whose command line or working folder names one of our roots. */
+/** Every process whose command line or environment names one of our roots. */
 async function processesOf(...roots: string[]): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    const env = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
-    if (roots.some((r) => cmdline.includes(r) || env.includes(r))) found.push(Number(entry));
-  }
-  return found;
+  return (await Promise.all(roots.map((r) => processesUnder(r)))).flat();
 }
 
 before(async () => {
@@ -114,41 +102,16 @@ before(async () => {
   for (const example of ["hello", "counter", "board", "broken"]) {
     await cp(join(EXAMPLES, example), join(sources, example), { recursive: true });
   }
-  const port = await freePort();
-  up = spawn(
-    process.execPath,
-    [MAIN, "up", "--root", root, "--port", String(port), "--node", NODE, "--json"],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  upExit = new Promise((resolve) => up?.once("exit", (code) => resolve(code)));
-  let out = "";
-  let err = "";
-  up.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  report = await deadline(
-    new Promise((resolve, reject) => {
-      up?.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        try {
-          resolve(JSON.parse(out) as typeof report);
-        } catch {
-          // not the whole document yet
-        }
-      });
-      void upExit.then((code) => reject(new Error(`mesh up exited ${String(code)}: ${out}${err}`)));
-    }),
-    60_000,
-    "mesh up to be up",
-  );
+  up = await startMeshUp({ root, node: NODE });
+  assert.ok(up.report.view !== undefined, "mesh up serves the view");
+  report = { ...up.report, view: up.report.view };
   operator = await MeshBus.connectWithFile(report.credentials.operator);
 });
 
 after(async () => {
   await operator?.close();
   join2?.kill("SIGINT");
-  up?.kill("SIGINT");
-  await upExit?.catch(() => undefined);
+  await up?.stop();
   for (const pid of await processesOf(root, second)) process.kill(pid, "SIGKILL");
   await rm(root, { recursive: true, force: true });
   await rm(second, { recursive: true, force: true });
@@ -368,8 +331,8 @@ describe("one change, end to end", () => {
       await deadline(exited, 60_000, "the second node to stop");
     }
     await operator.close();
-    up?.kill("SIGINT");
-    assert.equal(await deadline(upExit, 60_000, "mesh up to stop"), 0);
+    up?.child.kill("SIGINT");
+    assert.equal(await deadline(up?.exited ?? Promise.resolve(null), 60_000, "mesh up to stop"), 0);
     up = undefined;
     const left = await deadline(
       (async () => {

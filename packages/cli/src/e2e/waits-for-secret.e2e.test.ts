@@ -4,14 +4,13 @@
  * and in `mesh status`), and starts by itself once the secret is set — no put, no re-assign.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { freePort } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey, type Have } from "@mesh/protocol";
-import { DemoMesh, until } from "../testing/demo-mesh.js";
+import { meshForFile } from "../testing/mesh-for-file.js";
+import { until, type DemoMesh } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "secret-1";
@@ -19,18 +18,10 @@ let mesh: DemoMesh | undefined;
 let root = "";
 let sources = "";
 
-before(async () => {
-  root = await mkdtemp(join(tmpdir(), "mesh-secret-wait-"));
-  sources = await mkdtemp(join(tmpdir(), "mesh-secret-wait-src-"));
-  mesh = new DemoMesh({ root, port: await freePort(), node: NODE, demo: false });
-  await mesh.up();
-});
-
-after(async () => {
-  await mesh?.stop();
-  await rm(root, { recursive: true, force: true });
-  await rm(sources, { recursive: true, force: true });
-});
+meshForFile(
+  { prefix: "mesh-secret-wait", node: NODE, demo: false },
+  (made) => ({ mesh, root, sources } = made),
+);
 
 /** A module with a daemon and an own secret `token`. */
 async function notesModule(): Promise<string> {

@@ -21,6 +21,8 @@ export interface MeshUp {
   readonly root: string;
   readonly report: MeshUpReport;
   readonly child: ChildProcess;
+  /** Resolves with `mesh up`'s exit code once it has exited. */
+  readonly exited: Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -95,7 +97,7 @@ export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> 
       300_000,
       "mesh up to be up",
     );
-    return { root: options.root, report, child, stop };
+    return { root: options.root, report, child, exited, stop };
   } catch (error) {
     await stop();
     throw error;

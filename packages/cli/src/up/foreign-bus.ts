@@ -7,7 +7,7 @@
  */
 import { stat } from "node:fs/promises";
 import { z } from "zod";
-import { ErrorCode, FINGERPRINT_PATTERN, MeshError } from "@mesh/protocol";
+import { ErrorCode, FINGERPRINT_PATTERN, MeshError, issuesText } from "@mesh/protocol";
 import { readJson } from "../mesh-root.js";
 
 /** Where `mesh up` keeps the foreign bus's login in the root's credentials folder. */
@@ -44,9 +44,7 @@ export async function readBusLogin(path: string, how: { given: boolean }): Promi
   }
   const parsed = BusLogin.safeParse(await readJson(path));
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-      .join("; ");
+    const problems = issuesText(parsed.error);
     throw new MeshError(
       ErrorCode.CREDENTIAL_INVALID,
       `${path} is not a bus login (JSON with "user" and "password", and "fingerprint" and "ca" to pin the bus's certificate): ${problems}; ${hint}`,
