@@ -325,13 +325,17 @@ export class Supervisor implements AsyncDisposable {
     let markExited = (): void => undefined;
     unit.exited = new Promise<void>((resolve) => (markExited = resolve));
     unit.markExited = markExited;
-    child.once("exit", (code, signal) => {
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
       this.#exited(
         unit,
         child,
         signal === null ? `exited with code ${String(code)}` : `was ended by ${signal}`,
       );
-    });
+    // A process that exits at once may have exited while it was being launched (its 'exit'
+    // already emitted, with nobody listening): it is said exited now, not taken as running.
+    if (child.exitCode !== null || child.signalCode !== null) {
+      setImmediate(() => onExit(child.exitCode, child.signalCode));
+    } else child.once("exit", onExit);
     this.#options.onSpawned(unit.spec.id, identity);
     this.#prepareStandby(unit);
   }
