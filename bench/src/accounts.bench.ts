@@ -60,6 +60,15 @@ async function usersMode(size: number, vault: Vault): Promise<Mode> {
   });
   broker.requireReload();
   await broker.commit();
+  return connected(broker, server, dir);
+}
+
+/** The mode with CONNECTED hosts connected; stopping it closes them, the server and its folder. */
+async function connected(
+  broker: Broker,
+  server: { readonly url: string; stop(): Promise<void> },
+  dir: string,
+): Promise<Mode> {
   const clients: MeshBus[] = [];
   for (let i = 0; i < CONNECTED; i++) {
     clients.push(await MeshBus.connect(broker.credential(`n${i}.host`)));
@@ -87,20 +96,7 @@ async function accountsMode(size: number, vault: Vault): Promise<Mode> {
   });
   for (let i = 0; i < size; i++) await broker.ensure(host(`n${i}`));
   await broker.commit();
-  const clients: MeshBus[] = [];
-  for (let i = 0; i < CONNECTED; i++) {
-    clients.push(await MeshBus.connect(broker.credential(`n${i}.host`)));
-  }
-  return {
-    broker,
-    url: server.url,
-    clients,
-    async stop() {
-      await Promise.all(clients.map((c) => c.close()));
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+  return connected(broker, server, dir);
 }
 
 /** Issue one new principal and connect with it; then revoke it and wait until it is refused. */

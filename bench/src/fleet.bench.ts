@@ -34,6 +34,7 @@ import { freePort } from "@mesh/bus/testing";
 import { askJoinToken } from "@mesh/controller";
 import { SimNode } from "./fleet-sim.js";
 import { line, quantile, timeEach } from "./measure.js";
+import { viewFirstPaint } from "./view-paint.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
 const HELLO = fileURLToPath(new URL("../../examples/modules/hello", import.meta.url));
@@ -315,38 +316,9 @@ async function atRest(sims: readonly SimNode[]): Promise<void> {
  * The view's first paint: from `mesh view` starting to its page's state and first grid page
  * answered (what a page fetches before it can draw), and how many bytes they are.
  */
-async function viewFirstPaint(root: string, base: { what: string; value: number }): Promise<void> {
+async function viewPaints(root: string, base: { what: string; value: number }): Promise<void> {
   const runs: Array<{ ms: number; bytes: number }> = [];
-  for (let i = 0; i < 3; i++) {
-    const start = performance.now();
-    const child = spawn(process.execPath, [CLI, "view", "--json", "--root", root], {
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = "";
-        child.stdout.setEncoding("utf8");
-        child.stdout.on("data", (chunk: string) => {
-          out += chunk;
-          const m = /"url":\s*"([^"]+)"/.exec(out);
-          if (m?.[1] !== undefined) resolve(m[1]);
-        });
-        child.once("exit", (code) => reject(new Error(`mesh view exited ${String(code)}`)));
-      });
-      const at = (path: string) => {
-        const u = new URL(url);
-        const [pathname, query] = path.split("?");
-        u.pathname = pathname ?? "/";
-        for (const [k, v] of new URLSearchParams(query ?? "")) u.searchParams.set(k, v);
-        return fetch(u).then((r) => r.text());
-      };
-      const [state, grid] = await Promise.all([at("/api/state"), at("/api/grid?from=0&count=50")]);
-      runs.push({ ms: performance.now() - start, bytes: state.length + grid.length });
-    } finally {
-      child.kill("SIGINT");
-      await new Promise((r) => child.once("close", r));
-    }
-  }
+  for (let i = 0; i < 3; i++) runs.push(await viewFirstPaint(["--root", root]));
   const p50 = quantile(
     runs.map((r) => r.ms),
     0.5,
@@ -362,7 +334,7 @@ async function statusFigures(root: string): Promise<void> {
   const bare: number[] = [];
   for (let i = 0; i < 3; i++) bare.push((await mesh(root, ["--version"])).ms);
   const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
-  await viewFirstPaint(root, base);
+  await viewPaints(root, base);
   for (const args of [["status"], ["status", "--json"]]) {
     const runs: Array<{ ms: number; out: string }> = [];
     for (let i = 0; i < 3; i++) runs.push(await mesh(root, args));

@@ -20,6 +20,7 @@ import { credentialFor, startTestServer } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
 import { line, quantile } from "./measure.js";
+import { viewFirstPaint } from "./view-paint.js";
 
 const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
 const NODES = Number(process.env["BENCH_STATUS_NODES"] ?? 10_000);
@@ -102,40 +103,6 @@ async function fill(admin: MeshBus): Promise<number> {
   return puts.length + 2 * modules.length;
 }
 
-/** The view's first paint: `mesh view` up, then its state and first grid page answered. */
-async function viewFirstPaint(credential: string): Promise<{ ms: number; bytes: number }> {
-  const start = performance.now();
-  const child = spawn(process.execPath, [CLI, "view", "--json", "--credential", credential], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      child.stdout.setEncoding("utf8");
-      child.stdout.on("data", (chunk: string) => {
-        out += chunk;
-        const m = /"url":\s*"([^"]+)"/.exec(out);
-        if (m?.[1] !== undefined) resolve(m[1]);
-      });
-      child.once("exit", (code) => reject(new Error(`mesh view exited ${String(code)}`)));
-    });
-    const get = (path: string, query: Record<string, string> = {}) => {
-      const u = new URL(url);
-      u.pathname = path;
-      for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
-      return fetch(u).then((r) => r.text());
-    };
-    const [state, grid] = await Promise.all([
-      get("/api/state"),
-      get("/api/grid", { from: "0", count: "50" }),
-    ]);
-    return { ms: performance.now() - start, bytes: state.length + grid.length };
-  } finally {
-    child.kill("SIGINT");
-    await new Promise((r) => child.once("close", r));
-  }
-}
-
 async function main(): Promise<void> {
   const server = await startTestServer({
     users: [
@@ -183,7 +150,7 @@ async function main(): Promise<void> {
       console.log(`  printed ${runs[0]?.out.length ?? 0} bytes`);
     }
     const paints: Array<{ ms: number; bytes: number }> = [];
-    for (let i = 0; i < RUNS; i++) paints.push(await viewFirstPaint(credential));
+    for (let i = 0; i < RUNS; i++) paints.push(await viewFirstPaint(["--credential", credential]));
     const p50 = quantile(
       paints.map((p) => p.ms),
       0.5,
