@@ -59,7 +59,8 @@ if [ ! -x "${MESH_CHROMIUM:-/usr/bin/chromium}" ]; then
 fi
 
 # Build, unless no source or config changed since the last build (a stamp file says when):
-# `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds.
+# `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds. `npm run build`
+# makes the same outputs and touches the same stamp, so ./mesh does not build again after it.
 stamp=node_modules/.mesh-build-stamp
 changed=yes
 if [ -f "$stamp" ]; then
