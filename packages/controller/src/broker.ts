@@ -27,10 +27,17 @@ import {
   type UsersSink,
 } from "@mesh/bus";
 import { signUser, signedCredential, staleBefore } from "./signed-users.js";
-import { BROKER_USERS_FILE, usersFile, withIssued, type IssuedUser } from "./broker-users-file.js";
+import {
+  BROKER_USERS_FILE,
+  IssuedUsers,
+  usersFile,
+  withIssued,
+  type IssuedUser,
+} from "./broker-users-file.js";
 import { type DesiredPrincipal, type SharedLogin } from "./principals.js";
 import { RecordFile } from "./record-file.js";
 import {
+  Urgency,
   mergeRevocation,
   revocationEntries,
   type RevocationPusher,
@@ -101,13 +108,15 @@ export const SUPERSEDED_GRACE_MS = 360_000;
 export class Broker {
   readonly #options: BrokerOptions;
   readonly #file: RecordFile<IssuedUser>;
-  readonly #users = new Map<string, IssuedUser>();
+  readonly #users = new IssuedUsers();
   /** Users set or taken away since the file last kept them. */
   readonly #unsaved = new Set<string>();
   readonly #changed = new Set<string>();
   readonly #revoked = new Set<string>();
   /** Accounts mode: user keys whose JWTs up to a second go in the next account update. */
   readonly #revocations = new Map<string, StagedRevocation>();
+  /** Accounts mode: spent join users' keys, which the pusher gathers (revocation-pusher.ts). */
+  readonly #joinRevocations = new Map<string, StagedRevocation>();
   /** Accounts mode: superseded JWTs, revoked (up to `before`) once `due` (epoch ms) has come. */
   readonly #superseded = new Map<string, { readonly before: number; readonly due: number }>();
   #dirty = false;
@@ -148,7 +157,7 @@ export class Broker {
 
   /** Every issued user of `node` (join users belong to no node). */
   usersOf(node: string): IssuedUser[] {
-    return [...this.#users.values()].filter((u) => u.node === node && u.kind !== "join");
+    return this.#users.ofNode(node).filter((u) => u.kind !== "join");
   }
 
   all(): IssuedUser[] {
@@ -228,10 +237,11 @@ export class Broker {
       // A join user's JWT expires with its token: its revocation is pruned once past that.
       const expiresAt =
         kept.expiresAt === undefined ? undefined : Math.ceil(Date.parse(kept.expiresAt) / 1000);
-      this.#stageRevocation(kept.publicKey, {
-        at,
-        ...(expiresAt === undefined ? {} : { expiresAt }),
-      });
+      this.#stageRevocation(
+        kept.publicKey,
+        { at, ...(expiresAt === undefined ? {} : { expiresAt }) },
+        kept.kind === "join" ? Urgency.gathered : Urgency.urgent,
+      );
       this.#superseded.delete(kept.publicKey);
     }
     this.#users.delete(user);
@@ -352,27 +362,37 @@ export class Broker {
   }
 
   /** Stages `r` for `key`: the later second, and an expiry only while every one has one. */
-  #stageRevocation(key: string, r: StagedRevocation): void {
-    this.#revocations.set(key, mergeRevocation(this.#revocations.get(key), r));
+  #stageRevocation(key: string, r: StagedRevocation, urgency: Urgency = Urgency.urgent): void {
+    const staged = urgency === Urgency.urgent ? this.#revocations : this.#joinRevocations;
+    staged.set(key, mergeRevocation(staged.get(key), r));
   }
 
-  /** Accounts mode: hands the revocations to the pusher, or pushes them and waits. */
+  /**
+   * Accounts mode: hands the revocations (kept in the account's list already) to the pusher,
+   * which gathers the join users', or pushes them all and waits.
+   */
   async #pushRevocations(
     accounts: AccountAuthority,
-    staged: ReadonlyMap<string, StagedRevocation>,
+    staged: {
+      readonly urgent: ReadonlyMap<string, StagedRevocation>;
+      readonly joins: ReadonlyMap<string, StagedRevocation>;
+    },
     call: { readonly signal?: AbortSignal },
   ): Promise<void> {
     const pusher = this.#options.pusher;
     if (pusher !== undefined) {
-      if (staged.size > 0) pusher.add(staged);
-      this.commitNote = staged.size === 0 ? "" : `, ${staged.size} to revoke`;
+      pusher.add(staged.urgent, Urgency.urgent);
+      pusher.add(staged.joins, Urgency.gathered);
+      this.commitNote = staged.urgent.size === 0 ? "" : `, ${staged.urgent.size} to revoke`;
       return;
     }
-    const [revocations, expiry] = revocationEntries(staged);
+    const all = new Map(staged.joins);
+    for (const [key, r] of staged.urgent) all.set(key, mergeRevocation(all.get(key), r));
+    const [revocations, expiry] = revocationEntries(all);
     const started = performance.now();
     await accounts.revoke(revocations, { ...call, ...expiry });
     const ms = Math.round(performance.now() - started);
-    this.commitNote = staged.size === 0 ? "" : `, ${staged.size} revoked (account update ${ms} ms)`;
+    this.commitNote = all.size === 0 ? "" : `, ${all.size} revoked (account update ${ms} ms)`;
   }
 
   /**
@@ -390,24 +410,32 @@ export class Broker {
     const changed = [...this.#changed];
     const revoked = [...this.#revoked];
     const revocations = new Map(this.#revocations);
+    const joinRevocations = new Map(this.#joinRevocations);
     const unsaved = [...this.#unsaved];
     this.#unsaved.clear();
     this.#dirty = false;
     this.#changed.clear();
     this.#revoked.clear();
     this.#revocations.clear();
+    this.#joinRevocations.clear();
     const call = options.signal === undefined ? {} : { signal: options.signal };
     try {
       // The revocations are kept in the account's list before the users file forgets the users
       // they end: a controller stopped before the update still leaves nothing to revoke unsaid.
-      if (this.#options.accounts !== undefined && revocations.size > 0)
-        await this.#options.accounts.record(...revocationEntries(revocations));
+      if (this.#options.accounts !== undefined && revocations.size + joinRevocations.size > 0) {
+        const all = new Map([...joinRevocations, ...revocations]);
+        await this.#options.accounts.record(...revocationEntries(all));
+      }
       await this.#file.save(
         unsaved.flatMap((u) => this.#users.get(u) ?? []),
         unsaved.filter((u) => !this.#users.has(u)),
       );
       if (this.#options.accounts !== undefined) {
-        await this.#pushRevocations(this.#options.accounts, revocations, call);
+        await this.#pushRevocations(
+          this.#options.accounts,
+          { urgent: revocations, joins: joinRevocations },
+          call,
+        );
       } else if (this.#options.shared === undefined) {
         await this.#options.sink?.setUsers(await this.serverUsers(), call);
         this.commitNote = ", bus reloaded";
@@ -419,6 +447,7 @@ export class Broker {
       for (const u of changed) if (this.#users.has(u)) this.#changed.add(u);
       for (const u of revoked) this.#revoked.add(u);
       for (const [key, r] of revocations) this.#stageRevocation(key, r);
+      for (const [key, r] of joinRevocations) this.#stageRevocation(key, r, Urgency.gathered);
       throw error;
     }
     const grants = this.#options.grants;

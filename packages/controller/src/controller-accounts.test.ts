@@ -16,21 +16,46 @@ import {
   Credential,
   ErrorCode,
   isMeshError,
+  joinUser,
   mcpSealContext,
   nodeModuleKey,
   stateBucket,
 } from "@mesh/protocol";
 import { mcpPrincipal, operatorGrant, fingerprintOf } from "@mesh/core";
-import { KvBucket, MeshBus, ensureLayout, request, requestJoin, unseal } from "@mesh/bus";
+import {
+  AccountAuthority,
+  KvBucket,
+  MeshBus,
+  ensureLayout,
+  request,
+  requestJoin,
+  unseal,
+} from "@mesh/bus";
 import {
   credentialFor,
   deadline,
   startAccountsTestServer,
+  waitFor,
   type AccountsTestServer,
 } from "@mesh/bus/testing";
 import { askJoinToken, askMcpCredential } from "./controller-api.js";
 import { Controller } from "./controller.js";
 import { counter, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-support.js";
+
+/**
+ * Whether the bus refuses `credential` (an authorization violation); other errors throw. A join
+ * user's module is its token's id, which starts with a digit: connected under a module name.
+ */
+async function refusedLogin(credential: Credential): Promise<boolean> {
+  try {
+    const login = { ...credential, module: "joining" };
+    await (await MeshBus.connect(login, { say: () => undefined })).close();
+    return false;
+  } catch (error) {
+    if (/Authorization/i.test(String(error))) return true;
+    throw error;
+  }
+}
 
 describe("the controller in accounts mode", () => {
   let server: AccountsTestServer;
@@ -51,7 +76,12 @@ describe("the controller in accounts mode", () => {
     operator = await MeshBus.connect(
       credentialFor(server, operatorLogin, { node: "hub", module: "operator" }),
     );
-    controller = await Controller.create({ bus: admin, dir, accounts: server.authority });
+    controller = await Controller.create({
+      bus: admin,
+      dir,
+      accounts: server.authority,
+      joinRevocationsEveryMs: 2_000,
+    });
     void controller.run({ signal: AbortSignal.any([]) });
     await deadline(controller.ready, 20_000, "the controller's first pass");
   });
@@ -68,24 +98,24 @@ describe("the controller in accounts mode", () => {
     await kv.put(key, value);
   };
 
-  it("joins a node with a signed one-time token, which works once", async () => {
-    const { token } = await askJoinToken(operator, {});
+  it("joins a node with a signed one-time token, which works once; its join user goes with the next batch", async () => {
+    const { token, id } = await askJoinToken(operator, {});
+    const joinCredential = controller.broker.credential(joinUser(id));
     const credential = await requestJoin({ servers: [server.url], token, node: "n1", keys: n1 });
     assert.equal(credential.password, undefined);
     assert.ok(credential.jwt !== undefined && credential.seed !== undefined);
     const host = await MeshBus.connect(credential);
     await host.close();
-    // The next pass takes the join user away: one account update.
-    const revoked = (async () => {
-      while (server.authority.updatesPushed === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    })();
-    await deadline(revoked, 10_000, "the spent join user's revocation");
+    // Used: mesh.join refuses it (or, once its batch went, the bus refuses its join user).
     await assert.rejects(
       requestJoin({ servers: [server.url], token, node: "n9", keys: newKeys() }),
       (e: unknown) => isMeshError(e, ErrorCode.REFUSED),
     );
+    // The spent join user is revoked by the next batch of join users' revocations (2 s here).
+    await waitFor(() => refusedLogin(joinCredential), {
+      what: "the spent join user refused by the bus",
+      timeout: 20_000,
+    });
   });
 
   it("gives a module a signed credential held to its grant, and revokes it when unwanted", async () => {
@@ -161,5 +191,59 @@ describe("the controller in accounts mode", () => {
       askMcpCredential(operator, { modules: [], publicKey: newKeys().publicKey }),
       (e: unknown) => isMeshError(e, ErrorCode.INVALID_INPUT),
     );
+  });
+});
+
+describe("the controller in accounts mode, restarted", () => {
+  it("loses no pending revocation: a spent join user waiting for its batch is revoked at the next start", async () => {
+    await using server = await startAccountsTestServer();
+    const dir = await mkdtemp(join(tmpdir(), "mesh-controller-restart-"));
+    await using admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const login = await server.issue("hub.operator", operatorGrant({ node: "hub" }));
+    await using operator = await MeshBus.connect(
+      credentialFor(server, login, { node: "hub", module: "operator" }),
+    );
+    const start = async (accounts: AccountAuthority) => {
+      // A batch an hour away: only a start pushes the waiting revocation.
+      const c = await Controller.create({
+        bus: admin,
+        dir,
+        accounts,
+        joinRevocationsEveryMs: 3_600_000,
+      });
+      void c.run({ signal: AbortSignal.any([]) });
+      await deadline(c.ready, 20_000, "the controller's first pass");
+      return c;
+    };
+    const first = await start(server.authority);
+    const { token, id } = await askJoinToken(operator, {});
+    const joinCredential = first.broker.credential(joinUser(id));
+    const joinKey = first.broker.get(joinUser(id))?.publicKey ?? "";
+    await requestJoin({ servers: [server.url], token, node: "r1", keys: newKeys() });
+    await waitFor(() => server.authority.revocations[joinKey] !== undefined, {
+      what: "the join user's revocation kept",
+    });
+    assert.equal(await refusedLogin(joinCredential), false, "not pushed yet: it waits");
+    await first.stop();
+    // Another process: the authority reads the kept list again.
+    const accounts = await AccountAuthority.open({
+      keysPath: server.keysPath,
+      revocationsPath: server.revocationsPath,
+      servers: [server.url],
+    });
+    const second = await start(accounts);
+    try {
+      await waitFor(() => refusedLogin(joinCredential), {
+        what: "the join user refused after the restart",
+        timeout: 20_000,
+      });
+    } finally {
+      await second.stop();
+      await accounts.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -24,6 +24,11 @@ export interface ControllerOptions {
    */
   readonly accounts?: AccountAuthority;
   /**
+   * Accounts mode: how often, at most, spent join users' revocations get an account update of
+   * their own (60 s by default); a principal taken away is revoked at once whatever this is.
+   */
+  readonly joinRevocationsEveryMs?: number;
+  /**
    * A bus the mesh does not own (`mesh up --bus`), with the one login its operator gave: there is
    * no users list to write, and every credential issued is that login (the controller's own)
    * under its principal's name and inbox. The bus then holds the mesh's processes to what that

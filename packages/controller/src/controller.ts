@@ -38,7 +38,7 @@ import {
   type Served,
 } from "@mesh/bus";
 import { Broker, hostPrincipal, principalUser, sharedLoginOf } from "./broker.js";
-import { revocationPusher } from "./revocation-pusher.js";
+import { revocationPusher, type RevocationPusher } from "./revocation-pusher.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
@@ -56,6 +56,8 @@ export class Controller implements AsyncDisposable {
   readonly fleet = new Fleet();
   readonly broker: Broker;
   readonly #options: ControllerOptions;
+  /** Accounts mode: pushes the revocations beside the passes (revocation-pusher.ts). */
+  readonly #pusher: RevocationPusher | undefined;
   readonly #bus: MeshBus;
   readonly #vault: Vault;
   readonly #tokens: JoinTokens;
@@ -86,6 +88,7 @@ export class Controller implements AsyncDisposable {
     options: ControllerOptions;
     vault: Vault;
     broker: Broker;
+    pusher: RevocationPusher | undefined;
     tokens: JoinTokens;
     composed: KvBucket<Composed>;
     secrets: KvBucket<SealedSecret>;
@@ -94,6 +97,7 @@ export class Controller implements AsyncDisposable {
     this.#bus = init.options.bus;
     this.#vault = init.vault;
     this.broker = init.broker;
+    this.#pusher = init.pusher;
     this.#tokens = init.tokens;
     this.#composed = init.composed;
     this.#secretsBucket = init.secrets;
@@ -108,6 +112,7 @@ export class Controller implements AsyncDisposable {
     const { bus, dir } = options;
     const vault = await Vault.open(join(dir, ControllerFiles.vaultKey));
     const credential = bus.credential;
+    const pusher = revocationPusher(options);
     const broker = await Broker.open({
       dir,
       vault,
@@ -116,7 +121,7 @@ export class Controller implements AsyncDisposable {
             ...(options.sink === undefined ? {} : { sink: options.sink }),
             ...(options.staticUsers === undefined ? {} : { staticUsers: options.staticUsers }),
           }
-        : { accounts: options.accounts, pusher: revocationPusher(options.accounts, options.log) }),
+        : { accounts: options.accounts, ...(pusher === undefined ? {} : { pusher }) }),
       servers: options.servers ?? credential.servers,
       ...(options.sharedLogin === true ? { shared: sharedLoginOf(credential) } : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
@@ -128,6 +133,7 @@ export class Controller implements AsyncDisposable {
       options,
       vault,
       broker,
+      pusher,
       tokens: await JoinTokens.open(dir),
       composed: await KvBucket.open(bus, Bucket.composed),
       secrets: await KvBucket.open(bus, Bucket.secrets),
@@ -164,6 +170,8 @@ export class Controller implements AsyncDisposable {
 
   async #run(signal: AbortSignal): Promise<void> {
     const log = this.#options.log ?? (() => undefined);
+    // Revocations a controller kept but stopped before pushing go to the bus now.
+    this.#pusher?.pushKept();
     try {
       const feed = await startFleetFeed({
         bus: this.#bus,
@@ -219,6 +227,7 @@ export class Controller implements AsyncDisposable {
       await this.#served?.stop().catch(() => undefined);
       await this.#feed?.[Symbol.asyncDispose]();
       await this.#seals.flush().catch(() => undefined);
+      this.#pusher?.close();
     }
   }
 
@@ -268,7 +277,7 @@ export class Controller implements AsyncDisposable {
     const nodes = this.fleet.takeDirty();
     const now = this.#now();
     // Join users of spent tokens go with this pass's reload.
-    for (const id of this.#tokens.spent(now)) this.broker.revoke(joinUser(id));
+    for (const id of this.#tokens.takeSpent(now)) this.broker.revoke(joinUser(id));
     if (nodes.length === 0 && !this.broker.pending) return;
     const started = performance.now();
     const context = {

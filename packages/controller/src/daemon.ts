@@ -33,6 +33,11 @@ export interface DaemonOptions {
   readonly busDir?: string;
   /** A bus the mesh does not own: no users list, every credential the controller's login. */
   readonly sharedLogin?: boolean;
+  /**
+   * Accounts mode: how often, at most, spent join users' revocations get an account update of
+   * their own (60 s by default; revocation-pusher.ts).
+   */
+  readonly joinRevocationsEveryMs?: number;
   /** How long a stop may take before the process gives up on a clean one; default 10 s. */
   readonly graceMs?: number;
   readonly log?: (line: string) => void;
@@ -91,21 +96,18 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
             ...(credential.ca === undefined ? {} : { ca: credential.ca }),
           })
         : undefined;
-    // Revocations a controller kept but stopped before pushing go to the bus now.
-    await accounts
-      ?.push({ signal: options.signal })
-      .catch((error: unknown) =>
-        log(
-          `controller: the account update at start did not go through (${String(error)}); the next one carries every kept revocation`,
-        ),
-      );
     const controller = await Controller.create({
       bus,
       dir: paths.dir,
       ...(options.sharedLogin === true
         ? { sharedLogin: true }
         : accounts !== undefined
-          ? { accounts }
+          ? {
+              accounts,
+              ...(options.joinRevocationsEveryMs === undefined
+                ? {}
+                : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
+            }
           : {
               sink: serverFolderSink(paths.bus),
               staticUsers: () => readStaticUsers(paths.users),

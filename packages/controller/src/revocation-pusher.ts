@@ -1,11 +1,24 @@
 /**
  * Accounts mode: the account updates that carry revocations, pushed beside the controller's
  * passes instead of inside them (issue 13). A pass needs no update: a new user's JWT works at
- * once, and the users file is kept before any credential leaves. Awaiting the update in the pass
- * made every pass as slow as the update, and at 1,000 nodes an update took ~1 s on this machine
- * (the server checks each connection of the account against the list), so passes and join-token
- * asks grew with the fleet. Here revocations staged while one update is out go together in the
- * next; an update the bus does not take is tried again 1 s later, doubling up to 30 s.
+ * once, and the users file is kept before any credential leaves.
+ *
+ * An update costs the server a check of every connection of the account (230–560 ms at 1,000
+ * connections on this machine, 1–1.5 s while nodes joined), and it answers the account's other
+ * requests slowly meanwhile, so updates are few:
+ *
+ * - a principal really taken away (a node removed, a module unassigned, a superseded JWT past
+ *   its grace) is **urgent**: its update leaves after a short gathering ({@link GATHER_MS}), so a
+ *   burst of revocations from several passes is one update, and it is refused within ~1 s;
+ * - a spent join user's revocation is **gathered**: it protects nearly nothing (a join user may
+ *   only ask `mesh.join`, which refuses a used token), so those go in one update at most every
+ *   {@link JOIN_REVOCATIONS_EVERY_MS} — or sooner, with the next urgent one.
+ *
+ * Revocations staged while an update is out go together in the next; an update the bus does not
+ * take is tried again 1 s later, doubling up to 30 s. Every revocation is in the account's kept
+ * list (`AccountAuthority.record`) before it is staged here, so one that waits is not lost when
+ * the controller stops: the next controller pushes the kept list at its start ({@link
+ * RevocationPusher.pushKept}).
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
@@ -16,6 +29,10 @@ export interface StagedRevocation {
   readonly at: number;
   readonly expiresAt?: number;
 }
+
+/** How a revocation waits: urgent (a principal taken away) or gathered (a spent join user). */
+export const Urgency = { urgent: "urgent", gathered: "gathered" } as const;
+export type Urgency = (typeof Urgency)[keyof typeof Urgency];
 
 /** `r` on top of `had`: the later second, and an expiry only while every one has one. */
 export function mergeRevocation(
@@ -43,57 +60,167 @@ export function revocationEntries(
   return [revocations, { expires }];
 }
 
+/** Stages each of `from` into `into`, merged with what waits there for the same key. */
+function stageInto(
+  into: Map<string, StagedRevocation>,
+  from: ReadonlyMap<string, StagedRevocation>,
+): void {
+  for (const [key, r] of from) into.set(key, mergeRevocation(into.get(key), r));
+}
+
 /** The longest wait before an update the bus did not take is pushed again. */
 export const UPDATE_RETRY_MAX_MS = 30_000;
 
+/** How long urgent revocations are gathered before their update leaves (a burst is one). */
+export const GATHER_MS = 200;
+
+/** How often, at most, spent join users' revocations get an update of their own. */
+export const JOIN_REVOCATIONS_EVERY_MS = 60_000;
+
+/** One update the bus took: how many keys it revoked (of them gathered), and how long it took. */
+export interface PushedUpdate {
+  readonly revoked: number;
+  readonly gathered: number;
+  readonly ms: number;
+}
+
 export interface RevocationPusherOptions {
   readonly accounts: AccountAuthority;
-  /** Told each update the bus took: how many keys it revoked, and how long it took. */
-  readonly onPushed?: (revoked: number, ms: number) => void;
+  /** How long urgent revocations are gathered ({@link GATHER_MS}). */
+  readonly gatherMs?: number;
+  /** How often, at most, gathered revocations are pushed ({@link JOIN_REVOCATIONS_EVERY_MS}). */
+  readonly gatheredEveryMs?: number;
+  /** Told each update the bus took. */
+  readonly onPushed?: (update: PushedUpdate) => void;
   /** Told each update the bus did not take, and when it is tried again. */
   readonly onDeferred?: (error: MeshError, retryInMs: number) => void;
 }
 
 export class RevocationPusher {
   readonly #options: RevocationPusherOptions;
-  readonly #staged = new Map<string, StagedRevocation>();
+  readonly #urgent = new Map<string, StagedRevocation>();
+  readonly #gathered = new Map<string, StagedRevocation>();
+  /** The kept list goes to the bus even with nothing staged (a controller's start). */
+  #kept = false;
+  /** When the last update (or this pusher) began: gathered ones wait a period from it. */
+  #lastPushAt = Date.now();
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = 0;
   #running: Promise<void> | undefined;
   #retryMs = 0;
+  #closed = false;
+  readonly #idle = new Set<() => void>();
 
   constructor(options: RevocationPusherOptions) {
     this.#options = options;
   }
 
-  /** Stages `revocations` and starts an update unless one is out (the next takes them). */
-  add(revocations: ReadonlyMap<string, StagedRevocation>): void {
-    for (const [key, r] of revocations)
-      this.#staged.set(key, mergeRevocation(this.#staged.get(key), r));
-    this.#running ??= this.#run().finally(() => (this.#running = undefined));
+  /**
+   * Stages `revocations`, already in the account's kept list (`AccountAuthority.record`), for
+   * an update: urgent ones after a short gathering, gathered ones within a period.
+   */
+  add(revocations: ReadonlyMap<string, StagedRevocation>, urgency: Urgency = Urgency.urgent): void {
+    if (revocations.size === 0) return;
+    stageInto(urgency === Urgency.urgent ? this.#urgent : this.#gathered, revocations);
+    this.#schedule();
   }
 
-  /** Whether revocations wait for an update. */
+  /** Pushes the kept list as it stands (what a controller stopped before pushing), urgently. */
+  pushKept(): void {
+    this.#kept = true;
+    this.#schedule();
+  }
+
+  /** Whether revocations wait for an update (gathered ones included). */
   get pending(): boolean {
-    return this.#staged.size > 0;
+    return this.#urgent.size > 0 || this.#gathered.size > 0 || this.#kept;
   }
 
-  /** Resolves once nothing staged waits (an update the bus refuses keeps it waiting). */
-  async settled(): Promise<void> {
-    while (this.#running !== undefined) await this.#running;
+  /** How many gathered revocations wait for their period. */
+  get gathering(): number {
+    return this.#gathered.size;
+  }
+
+  /**
+   * Resolves once no urgent revocation waits and no update is out; gathered ones may still
+   * wait for their period. An update the bus refuses keeps it waiting.
+   */
+  settled(): Promise<void> {
+    if (this.#running === undefined && !this.#urgentWaits()) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.add(resolve));
+  }
+
+  /** Stops timers; what waits is in the kept list, which the next start pushes. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const resolve of this.#idle) resolve();
+    this.#idle.clear();
+  }
+
+  #urgentWaits(): boolean {
+    return this.#urgent.size > 0 || this.#kept;
+  }
+
+  /** When the next update is due (epoch ms), or undefined when nothing waits. */
+  #dueAt(): number | undefined {
+    if (this.#urgentWaits()) return Date.now() + (this.#options.gatherMs ?? GATHER_MS);
+    if (this.#gathered.size === 0) return undefined;
+    return this.#lastPushAt + (this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS);
+  }
+
+  /** Sets the timer for the next update, unless one is out (it looks again when it ends). */
+  #schedule(): void {
+    if (this.#closed || this.#running !== undefined) return;
+    const due = this.#dueAt();
+    if (due === undefined || (this.#timer !== undefined && this.#timerAt <= due)) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = due;
+    this.#timer = setTimeout(() => this.#start(), Math.max(0, due - Date.now()));
+    // Not holding the process open: what waits is in the kept list.
+    this.#timer.unref();
+  }
+
+  #start(): void {
+    this.#timer = undefined;
+    this.#running ??= this.#run().finally(() => {
+      this.#running = undefined;
+      this.#schedule();
+      if (this.#urgentWaits()) return;
+      for (const resolve of this.#idle) resolve();
+      this.#idle.clear();
+    });
+  }
+
+  #gatheredDue(): boolean {
+    const every = this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS;
+    return this.#gathered.size > 0 && Date.now() >= this.#lastPushAt + every;
   }
 
   async #run(): Promise<void> {
-    while (this.#staged.size > 0) {
-      const batch = new Map(this.#staged);
-      this.#staged.clear();
-      const [revocations, expiry] = revocationEntries(batch);
-      const started = performance.now();
+    while (!this.#closed && (this.#urgentWaits() || this.#gatheredDue())) {
+      // Gathered ones go with any update: the account JWT carries the whole kept list anyway.
+      const urgent = new Map(this.#urgent);
+      const gathered = new Map(this.#gathered);
+      const kept = this.#kept;
+      this.#urgent.clear();
+      this.#gathered.clear();
+      this.#kept = false;
+      const started = Date.now();
       try {
-        await this.#options.accounts.revoke(revocations, expiry);
+        await this.#options.accounts.push();
+        this.#lastPushAt = started;
         this.#retryMs = 0;
-        this.#options.onPushed?.(batch.size, Math.round(performance.now() - started));
+        this.#options.onPushed?.({
+          revoked: urgent.size + gathered.size,
+          gathered: gathered.size,
+          ms: Date.now() - started,
+        });
       } catch (error) {
-        for (const [key, r] of batch)
-          this.#staged.set(key, mergeRevocation(this.#staged.get(key), r));
+        stageInto(this.#urgent, urgent);
+        stageInto(this.#gathered, gathered);
+        this.#kept ||= kept;
         this.#retryMs = Math.min(UPDATE_RETRY_MAX_MS, Math.max(1_000, this.#retryMs * 2));
         const said = isMeshError(error)
           ? error
@@ -106,14 +233,24 @@ export class RevocationPusher {
   }
 }
 
-/** The controller's pusher: each update it pushes, and each the bus did not take, in its log. */
-export function revocationPusher(
-  accounts: AccountAuthority,
-  log: ((line: string) => void) | undefined,
-): RevocationPusher {
+/**
+ * The controller's pusher in accounts mode (none otherwise): each update it pushes, and each the
+ * bus did not take, in its log.
+ */
+export function revocationPusher(options: {
+  readonly accounts?: AccountAuthority;
+  readonly log?: (line: string) => void;
+  readonly joinRevocationsEveryMs?: number;
+}): RevocationPusher | undefined {
+  const { accounts, log, joinRevocationsEveryMs } = options;
+  if (accounts === undefined) return undefined;
   return new RevocationPusher({
     accounts,
-    onPushed: (n, ms) => log?.(`controller: ${n} revoked (account update ${ms} ms)`),
+    ...(joinRevocationsEveryMs === undefined ? {} : { gatheredEveryMs: joinRevocationsEveryMs }),
+    onPushed: ({ revoked, gathered, ms }) =>
+      log?.(
+        `controller: ${revoked} revoked, ${gathered} of them spent join users (account update ${ms} ms)`,
+      ),
     onDeferred: (error, inMs) =>
       log?.(`controller: ${error.message}; the revocations wait, pushed again in ${inMs} ms`),
   });

@@ -24,10 +24,26 @@ export function registerDaemonVerbs(program: Command): void {
       .option(
         "--shared-login",
         "the bus is not the mesh's own (mesh up --bus): write no users list, issue the controller's login",
+      )
+      .addOption(
+        new Option(
+          "--join-revocations-every-ms <ms>",
+          "how often, at most, spent join users' revocations get an account update (default 60000)",
+        )
+          .argParser(positiveNumber("--join-revocations-every-ms", "60000", MAX_TIMER_MS))
+          .hideHelp(),
       ),
-    async (options: { root: string; credential?: string; sharedLogin?: boolean }) => {
+    async (options: {
+      root: string;
+      credential?: string;
+      sharedLogin?: boolean;
+      joinRevocationsEveryMs?: number;
+    }) => {
       await runControllerProcess({
         root: options.root,
+        ...(options.joinRevocationsEveryMs === undefined
+          ? {}
+          : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
         ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
         ...(options.credential === undefined ? {} : { credential: options.credential }),
       });
