@@ -39,6 +39,50 @@ export const IssuedUser = z
   .strict();
 export type IssuedUser = z.infer<typeof IssuedUser>;
 
+/**
+ * The issued users by name, with each node's users indexed: a pass asks for one node's users
+ * per node it composes, and scanning every user for it grew with the fleet (three or more
+ * users a node). Every set and delete keeps the index.
+ */
+export class IssuedUsers extends Map<string, IssuedUser> {
+  readonly #byNode = new Map<string, Set<string>>();
+
+  override set(user: string, u: IssuedUser): this {
+    const before = this.get(user);
+    if (before !== undefined && before.node !== u.node) this.#unindex(before);
+    super.set(user, u);
+    let users = this.#byNode.get(u.node);
+    if (users === undefined) {
+      users = new Set();
+      this.#byNode.set(u.node, users);
+    }
+    users.add(user);
+    return this;
+  }
+
+  override delete(user: string): boolean {
+    const before = this.get(user);
+    if (before !== undefined) this.#unindex(before);
+    return super.delete(user);
+  }
+
+  override clear(): void {
+    this.#byNode.clear();
+    super.clear();
+  }
+
+  /** Every user of `node`. */
+  ofNode(node: string): IssuedUser[] {
+    return [...(this.#byNode.get(node) ?? [])].flatMap((user) => this.get(user) ?? []);
+  }
+
+  #unindex(u: IssuedUser): void {
+    const users = this.#byNode.get(u.node);
+    users?.delete(u.user);
+    if (users?.size === 0) this.#byNode.delete(u.node);
+  }
+}
+
 const UsersFile = z.object({ version: z.literal(1), users: z.array(IssuedUser) }).strict();
 
 export const BROKER_USERS_FILE = "broker-users.json";

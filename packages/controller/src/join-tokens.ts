@@ -55,6 +55,15 @@ function tokensFile(path: string): RecordFileOptions<TokenRecord> {
 export class JoinTokens {
   readonly #file: RecordFile<TokenRecord>;
   readonly #tokens = new Map<string, TokenRecord>();
+  /**
+   * What a pass asks of the tokens follows the joins since the last pass, not every token kept
+   * (a week past expiry): used ids not yet handed out by {@link takeSpent}, and unused ids, whose
+   * expiry it checks. Scanning every token each pass was most of a pass's time at 1,000 nodes.
+   */
+  readonly #spent = new Set<string>();
+  readonly #unused = new Set<string>();
+  /** When the first kept token may be forgotten (epoch ms): {@link prune} does nothing before. */
+  #pruneAt = Number.POSITIVE_INFINITY;
 
   private constructor(file: RecordFile<TokenRecord>) {
     this.#file = file;
@@ -63,7 +72,8 @@ export class JoinTokens {
   static async open(dir: string): Promise<JoinTokens> {
     const file = await RecordFile.open(tokensFile(join(dir, JOIN_TOKENS_FILE)));
     const store = new JoinTokens(file);
-    for (const t of file.records()) store.#tokens.set(t.id, t);
+    // Each used token's join user is taken away once per start (gone already: nothing to do).
+    for (const t of file.records()) store.#keep(t);
     return store;
   }
 
@@ -129,29 +139,52 @@ export class JoinTokens {
     return { id: record.id };
   }
 
-  /** Ids whose join user should go: used, or expired. */
-  spent(now: Date): string[] {
-    return [...this.#tokens.values()]
-      .filter((t) => t.usedAt !== undefined || Date.parse(t.expiresAt) <= now.getTime())
-      .map((t) => t.id);
+  /**
+   * Ids whose join user should go — used, or expired unused — that no call has returned since
+   * the store was opened; each is returned once.
+   */
+  takeSpent(now: Date): string[] {
+    const out = [...this.#spent];
+    this.#spent.clear();
+    for (const id of this.#unused) {
+      const t = this.#tokens.get(id);
+      if (t !== undefined && Date.parse(t.expiresAt) > now.getTime()) continue;
+      this.#unused.delete(id);
+      out.push(id);
+    }
+    return out;
   }
 
   /** Forgets expired tokens (used ones are kept a while, so their refusal says "used"). */
   async prune(now: Date): Promise<void> {
+    if (now.getTime() < this.#pruneAt) return;
     const gone: string[] = [];
+    this.#pruneAt = Number.POSITIVE_INFINITY;
     for (const t of [...this.#tokens.values()]) {
-      if (Date.parse(t.expiresAt) + MAX_JOIN_TOKEN_TTL_MS <= now.getTime()) {
+      const forgetAt = Date.parse(t.expiresAt) + MAX_JOIN_TOKEN_TTL_MS;
+      if (forgetAt <= now.getTime()) {
         this.#tokens.delete(t.id);
+        this.#spent.delete(t.id);
+        this.#unused.delete(t.id);
         gone.push(t.id);
-      }
+      } else this.#pruneAt = Math.min(this.#pruneAt, forgetAt);
     }
     if (gone.length > 0) await this.#file.save([], gone);
   }
 
   /** Keeps `record` in memory and on disk (one journal line). */
   async #set(record: TokenRecord): Promise<void> {
-    this.#tokens.set(record.id, record);
+    this.#keep(record);
     await this.#file.save([record]);
+  }
+
+  /** Keeps `record` in memory, noting whether its join user waits to go. */
+  #keep(record: TokenRecord): void {
+    const known = this.#tokens.has(record.id);
+    this.#tokens.set(record.id, record);
+    if (record.usedAt === undefined) this.#unused.add(record.id);
+    else if (this.#unused.delete(record.id) || !known) this.#spent.add(record.id);
+    this.#pruneAt = Math.min(this.#pruneAt, Date.parse(record.expiresAt) + MAX_JOIN_TOKEN_TTL_MS);
   }
 }
 
