@@ -21,10 +21,11 @@
  *   BENCH_FLEET_N=1000 npm run bench -- fleet                    # N = 1,000 (long)
  *
  * Other knobs: BENCH_FLEET_JOINS_AT_ONCE (8), BENCH_FLEET_BUDGET_S (joins stop after it, 1200),
- * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set).
+ * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set),
+ * BENCH_FLEET_LOGS (a folder the mesh's logs are copied to before its root is removed).
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -204,6 +205,7 @@ async function joinPasses(root: string, flush: { what: string; value: number }):
   // An update is said on the pass's line, or on its own line when pushed beside the passes.
   const text = await readFile(join(root, "logs", "mesh", "controller.log"), "utf8").catch(() => "");
   const updates = [...text.matchAll(/account update (\d+) ms/g)].map((m) => Number(m[1]));
+  console.log(`  account updates while joining: ${updates.length}`);
   const uTenth = Math.max(1, Math.floor(updates.length / 10));
   console.log(
     line(
@@ -349,6 +351,13 @@ async function statusFigures(root: string): Promise<void> {
   }
 }
 
+/** Copies the mesh's logs to BENCH_FLEET_LOGS, when set, before the root goes. */
+async function keepLogs(root: string): Promise<void> {
+  const to = env["BENCH_FLEET_LOGS"];
+  if (to !== undefined)
+    await cp(join(root, "logs"), to, { recursive: true }).catch(() => undefined);
+}
+
 async function main(): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), "mesh-bench-fleet-"));
   const { up, ready } = startMesh(root, await freePort());
@@ -417,6 +426,7 @@ async function main(): Promise<void> {
     await Promise.allSettled(sims.map((s) => s.close()));
     up.kill("SIGINT");
     await new Promise((resolve) => up.once("exit", resolve));
+    await keepLogs(root);
     await rm(root, { recursive: true, force: true });
   }
 }
