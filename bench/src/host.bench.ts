@@ -19,6 +19,7 @@ import {
   Principal,
   artifactSource,
   bundlePath,
+  type Composed,
   type Credential,
   type ProcessResource,
 } from "@mesh/protocol";
@@ -66,135 +67,167 @@ async function main(): Promise<void> {
     await ensureLayout(admin);
     const artifacts = await ArtifactStore.open(admin);
     const composed = await KvBucket.open(admin, Bucket.composed);
-    const digest = (await artifacts.put(await tarOf({ "main.js": LONG_RUNNING }))).digest;
-
-    // --- composition to processes started -------------------------------------------------
-    const host = await Host.create({
-      node: NODE,
-      root,
-      credential: credential(Principal.host),
-      pollMs: 50,
-      graceMs: 5_000,
-      stopProcessesOnStop: true,
-      log: () => undefined,
-    });
-    const running = host.run({ signal: new AbortController().signal });
-    let generation = 0;
-    for (const size of SIZES) {
-      const hostMs: number[] = [];
-      const bareMs: number[] = [];
-      for (let round = 0; round < ROUNDS; round++) {
-        generation += 1;
-        // A new environment each round, so every process is new to the host.
-        const resources: ProcessResource[] = Array.from({ length: size }, (_, i) => ({
-          id: `m${i}.process-p`,
-          type: "process",
-          name: "p",
-          module: `m${i}`,
-          source: artifactSource(ObjectStore.artifacts, digest),
-          digest,
-          path: bundlePath(root, `m${i}`, "main"),
-          run: [process.execPath, "main.js"],
-          env: { GENERATION: String(generation) },
-          "restart-on": [],
-        }));
-        const start = process.hrtime.bigint();
-        await composed.put(NODE, { node: NODE, resources, fingerprint: fingerprintOf(resources) });
-        await until(() => {
-          const p = host.processes();
-          return p.size === size && resources.every((r) => p.has(r.id));
-        });
-        hostMs.push(Number(process.hrtime.bigint() - start) / 1e6);
-        await composed.put(NODE, { node: NODE, resources: [], fingerprint: fingerprintOf([]) });
-        await until(() => host.processes().size === 0);
-        await host.settled();
-
-        const children: ChildProcess[] = [];
-        const bareStart = process.hrtime.bigint();
-        await Promise.all(
-          Array.from({ length: size }, () => {
-            const child = spawn(process.execPath, ["-e", LONG_RUNNING], {
-              stdio: "ignore",
-              detached: true,
-            });
-            children.push(child);
-            return new Promise((r) => child.once("spawn", r));
-          }),
-        );
-        bareMs.push(Number(process.hrtime.bigint() - bareStart) / 1e6);
-        await Promise.all(
-          children.map((c) => {
-            const gone = new Promise((r) => c.once("exit", r));
-            c.kill("SIGKILL");
-            return gone;
-          }),
-        );
-      }
-      console.log(
-        line(
-          `composition → ${size} process(es) started, median of ${ROUNDS}`,
-          quantile(hostMs, 0.5),
-          "ms",
-          {
-            what: `spawning ${size} node -e directly`,
-            value: quantile(bareMs, 0.5),
-          },
-        ),
-      );
-    }
-    await host.stop();
-    await running;
-
-    // --- archive throughput ---------------------------------------------------------------
-    const files: Record<string, Buffer> = {};
-    for (let i = 0; i < 64; i++) {
-      // Half random (incompressible), half text-like: a bundle is mostly code.
-      files[`lib/f${i}.js`] =
-        i % 2 === 0 ? randomBytes(128 * 1024) : Buffer.from("x = 1;\n".repeat(18_000));
-    }
-    const bytes = await tarOf(files);
-    const big = (await artifacts.put(bytes)).digest;
-    const unpacked = Object.values(files).reduce((n, b) => n + b.length, 0);
-    const COUNT = 5;
-    const plain = await timeEach(COUNT, async () => {
-      await artifacts.get(big);
-    });
-    const throughRoot = await mkdtemp(join(tmpdir(), "mesh-bench-unpack-"));
-    const full = await timeEach(COUNT, async (i) => {
-      const r = join(throughRoot, String(i));
-      const file = await fetchVerified({
-        root: r,
-        module: "big",
-        source: artifactSource(ObjectStore.artifacts, big),
-        digest: big,
-        fetch: (d, o) => artifacts.get(d, o),
-      });
-      await unpackBeside({
-        file,
-        path: bundlePath(r, "big", "main"),
-        digest: big,
-        module: "big",
-        limits: DEFAULT_ARCHIVE_LIMITS,
-      });
-    });
-    await rm(throughRoot, { recursive: true, force: true });
-    const mb = bytes.length / 1024 / 1024;
-    console.log(
-      line(
-        `archive fetch+verify+check+unpack (${mb.toFixed(1)} MiB archive, ${(unpacked / 1024 / 1024).toFixed(1)} MiB unpacked)`,
-        perSecond(mb, quantile(full, 0.5)),
-        "MiB/s",
-        {
-          what: "plain object-store get of the same bytes",
-          value: perSecond(mb, quantile(plain, 0.5)),
-        },
-      ),
-    );
+    await compositionToProcesses({ root, credential, artifacts, composed });
+    await archiveThroughput(artifacts);
   } finally {
     await admin.close();
     await server.stop();
     await rm(root, { recursive: true, force: true });
   }
+}
+
+interface Setup {
+  readonly root: string;
+  readonly credential: (module: string) => Credential;
+  readonly artifacts: ArtifactStore;
+  readonly composed: KvBucket<Composed>;
+}
+
+/** Composition to processes started, per size, against spawning as many `node -e` directly. */
+async function compositionToProcesses(setup: Setup): Promise<void> {
+  const digest = (await setup.artifacts.put(await tarOf({ "main.js": LONG_RUNNING }))).digest;
+  const host = await Host.create({
+    node: NODE,
+    root: setup.root,
+    credential: setup.credential(Principal.host),
+    pollMs: 50,
+    graceMs: 5_000,
+    stopProcessesOnStop: true,
+    log: () => undefined,
+  });
+  const running = host.run({ signal: new AbortController().signal });
+  let generation = 0;
+  for (const size of SIZES) {
+    const hostMs: number[] = [];
+    const bareMs: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      generation += 1;
+      // A new environment each round, so every process is new to the host.
+      const resources = processesOf(size, { root: setup.root, digest, generation });
+      hostMs.push(await hostStarts(host, setup.composed, resources));
+      bareMs.push(await bareStarts(size));
+    }
+    console.log(
+      line(
+        `composition → ${size} process(es) started, median of ${ROUNDS}`,
+        quantile(hostMs, 0.5),
+        "ms",
+        { what: `spawning ${size} node -e directly`, value: quantile(bareMs, 0.5) },
+      ),
+    );
+  }
+  await host.stop();
+  await running;
+}
+
+function processesOf(
+  size: number,
+  of: { root: string; digest: string; generation: number },
+): ProcessResource[] {
+  return Array.from({ length: size }, (_, i) => ({
+    id: `m${i}.process-p`,
+    type: "process",
+    name: "p",
+    module: `m${i}`,
+    source: artifactSource(ObjectStore.artifacts, of.digest),
+    digest: of.digest,
+    path: bundlePath(of.root, `m${i}`, "main"),
+    run: [process.execPath, "main.js"],
+    env: { GENERATION: String(of.generation) },
+    "restart-on": [],
+  }));
+}
+
+/** Milliseconds from putting the composition to every process started; then empties the node. */
+async function hostStarts(
+  host: Host,
+  composed: KvBucket<Composed>,
+  resources: ProcessResource[],
+): Promise<number> {
+  const start = process.hrtime.bigint();
+  await composed.put(NODE, { node: NODE, resources, fingerprint: fingerprintOf(resources) });
+  await until(() => {
+    const p = host.processes();
+    return p.size === resources.length && resources.every((r) => p.has(r.id));
+  });
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  await composed.put(NODE, { node: NODE, resources: [], fingerprint: fingerprintOf([]) });
+  await until(() => host.processes().size === 0);
+  await host.settled();
+  return ms;
+}
+
+/** Milliseconds to spawn `size` long-running `node -e` processes directly; then kills them. */
+async function bareStarts(size: number): Promise<number> {
+  const children: ChildProcess[] = [];
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: size }, () => {
+      const child = spawn(process.execPath, ["-e", LONG_RUNNING], {
+        stdio: "ignore",
+        detached: true,
+      });
+      children.push(child);
+      return new Promise((r) => child.once("spawn", r));
+    }),
+  );
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  await Promise.all(
+    children.map((c) => {
+      const gone = new Promise((r) => c.once("exit", r));
+      c.kill("SIGKILL");
+      return gone;
+    }),
+  );
+  return ms;
+}
+
+/** Archive fetch + verify + check + unpack against a plain object-store get of the same bytes. */
+async function archiveThroughput(artifacts: ArtifactStore): Promise<void> {
+  const files: Record<string, Buffer> = {};
+  for (let i = 0; i < 64; i++) {
+    // Half random (incompressible), half text-like: a bundle is mostly code.
+    files[`lib/f${i}.js`] =
+      i % 2 === 0 ? randomBytes(128 * 1024) : Buffer.from("x = 1;\n".repeat(18_000));
+  }
+  const bytes = await tarOf(files);
+  const big = (await artifacts.put(bytes)).digest;
+  const unpacked = Object.values(files).reduce((n, b) => n + b.length, 0);
+  const COUNT = 5;
+  const plain = await timeEach(COUNT, async () => {
+    await artifacts.get(big);
+  });
+  const throughRoot = await mkdtemp(join(tmpdir(), "mesh-bench-unpack-"));
+  const full = await timeEach(COUNT, async (i) => {
+    const r = join(throughRoot, String(i));
+    const file = await fetchVerified({
+      root: r,
+      module: "big",
+      source: artifactSource(ObjectStore.artifacts, big),
+      digest: big,
+      fetch: (d, o) => artifacts.get(d, o),
+    });
+    await unpackBeside({
+      file,
+      path: bundlePath(r, "big", "main"),
+      digest: big,
+      module: "big",
+      limits: DEFAULT_ARCHIVE_LIMITS,
+    });
+  });
+  await rm(throughRoot, { recursive: true, force: true });
+  const mb = bytes.length / 1024 / 1024;
+  console.log(
+    line(
+      `archive fetch+verify+check+unpack (${mb.toFixed(1)} MiB archive, ${(unpacked / 1024 / 1024).toFixed(1)} MiB unpacked)`,
+      perSecond(mb, quantile(full, 0.5)),
+      "MiB/s",
+      {
+        what: "plain object-store get of the same bytes",
+        value: perSecond(mb, quantile(plain, 0.5)),
+      },
+    ),
+  );
 }
 
 await main();
