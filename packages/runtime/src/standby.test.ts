@@ -3,7 +3,7 @@
  * channel, it says it is ready, serves nothing, and when told to serve takes the environment it
  * is handed (its modules, its status file, a credential with a wider grant: connected again with
  * it; module code sees the new environment, without the runtime's wiring); a standby whose host
- * goes away (its channel closes) ends.
+ * goes away (its channel closes) ends, and so does one stopped by SIGTERM before it serves.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -162,5 +162,15 @@ describe("a standby runtime", () => {
     const { child, exited } = await startStandby();
     child.disconnect();
     assert.equal(await deadline(exited, WAIT, "the standby ending"), 0);
+  });
+
+  test("a standby stopped by SIGTERM before it serves ends cleanly, saying it leaves", async () => {
+    const { child, exited } = await startStandby();
+    let said = "";
+    child.stderr?.on("data", (chunk: Buffer) => (said += chunk.toString()));
+    assert.ok(child.pid !== undefined);
+    process.kill(child.pid, "SIGTERM");
+    assert.equal(await deadline(exited, WAIT, "the standby ending"), 0);
+    assert.match(said, /SIGTERM: leaving/);
   });
 });

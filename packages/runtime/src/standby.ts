@@ -6,6 +6,7 @@
  * SIGINT, or the host's channel closing (the host is gone, and the next one ends what it did not
  * record), end it.
  */
+import { stopOnSignals } from "@mesh/bus";
 import type { SpareWorker } from "./spare-worker.js";
 
 /** What the host says to a standby over its IPC channel. */
@@ -44,15 +45,25 @@ export async function standBy(spare: SpareWorker): Promise<Handover | undefined>
   const message = (m: Partial<ServeMessage> | null): void => {
     if (m?.t === "serve") resolve(m.env === undefined ? {} : { env: m.env });
   };
-  process.on("SIGUSR2", serve).on("SIGTERM", leave).on("SIGINT", leave);
+  // SIGTERM or SIGINT: the kit's signal stop, whose grace period ends a leave that hangs.
+  const stopping = stopOnSignals({
+    name: "node-tools",
+    doing: "leaving (a standby serves nothing)",
+    log: (line) => process.stderr.write(`[node-tools] ${line}\n`),
+  });
+  stopping.signal.addEventListener("abort", leave, { once: true });
+  process.on("SIGUSR2", serve);
   if (process.send !== undefined) {
     process.on("message", message).on("disconnect", leave);
     process.send(STANDBY_READY);
   }
   process.stderr.write(`[node-tools] standing by (pid ${process.pid})\n`);
   const handover = await told;
-  process.off("SIGUSR2", serve).off("SIGTERM", leave).off("SIGINT", leave);
+  process.off("SIGUSR2", serve);
   process.off("message", message).off("disconnect", leave);
+  // Told to serve: the runtime's own signal stop takes over. Told to leave by a signal: the
+  // grace period keeps running while the caller closes what it opened.
+  if (handover !== undefined || !stopping.signal.aborted) stopping[Symbol.dispose]();
   // From here on the process is the runtime: it outlives the host that started it.
   if (process.connected) process.disconnect();
   if (handover !== undefined)
