@@ -79,6 +79,7 @@ export {
   type Touched,
   type Watchable,
 } from "./mirror/mirror.js";
+export { streamSource, type StreamSourceOptions } from "./mirror/stream-source.js";
 // The daemon kit (./kit/).
 export {
   aborted,

@@ -151,58 +151,75 @@ describe("the controller with its broker, on a real bus", () => {
     }
   });
 
+  /**
+   * Does `act`, then moves n1's facts (its version): n1's pass is the sentinel that the
+   * controller went on. Returns the nodes of every pass until then.
+   */
+  async function passesUntilN1Moves(
+    version: string,
+    act: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<string[][]> {
+    const seen: string[][] = [];
+    let sentinel: () => void = () => undefined;
+    const passed = new Promise<void>((resolve) => (sentinel = resolve));
+    const off = mesh.controller.onPass((report) => {
+      seen.push([...report.nodes]);
+      if (report.nodes.includes("n1")) sentinel();
+    });
+    try {
+      await act();
+      await mesh.put(Bucket.presence, "n1", presenceOf("n1", n1, version));
+      await deadline(passed, 10_000, "a pass over n1");
+      return seen;
+    } finally {
+      off();
+    }
+  }
+
+  /** What counter on n2 says it keeps, naming `node` (its own, or not). */
+  const keepsOnN2 = (node: string, countsReadable: boolean) => () =>
+    publishRaw(
+      mesh.admin,
+      keepsSubject("n2", "counter"),
+      JSON.stringify({
+        node,
+        module: "counter",
+        states: [
+          { name: "counts", readable: countsReadable },
+          { name: "private", readable: false },
+        ],
+        at: new Date().toISOString(),
+      }),
+    );
+
   it("an unchanged composition is not rewritten: sealed values are reused", async () => {
     const writes = mesh.controller.composedWrites;
-    const passed = new Promise<void>((resolve) => {
-      const off = mesh.controller.onPass((report) => {
-        if (report.nodes.includes("n1")) {
-          off();
-          resolve();
-        }
-      });
-    });
     // A presence whose facts moved (its version) recomposes n1; nothing in its composition moves.
-    await mesh.put(Bucket.presence, "n1", presenceOf("n1", n1, "0.1.1"));
-    await deadline(passed, 10_000, "a pass over n1");
+    await passesUntilN1Moves("0.1.1");
     assert.equal(mesh.controller.composedWrites, writes);
     const now = await (await KvBucket.open(mesh.admin, Bucket.composed)).get("n1");
     assert.equal(now?.revision, n1Composed.revision);
   });
 
   it("a keeps report that leaves the owner's states as they were recomposes no node", async () => {
-    const seen: string[][] = [];
-    const off = mesh.controller.onPass((report) => seen.push([...report.nodes]));
-    const passed = new Promise<void>((resolve) => {
-      const offSentinel = mesh.controller.onPass((report) => {
-        if (report.nodes.includes("n1")) {
-          offSentinel();
-          resolve();
-        }
-      });
-    });
-    try {
-      // counter (wanted on n1 and n2) says on n2 what its manifest declares: nothing moves.
-      const keeps = {
-        node: "n2",
-        module: "counter",
-        states: [
-          { name: "counts", readable: true },
-          { name: "private", readable: false },
-        ],
-        at: new Date().toISOString(),
-      };
-      await publishRaw(mesh.admin, keepsSubject("n2", "counter"), JSON.stringify(keeps));
-      // Then n1's facts move: its pass is the sentinel that the controller went on.
-      await mesh.put(Bucket.presence, "n1", presenceOf("n1", n1, "0.1.2"));
-      await deadline(passed, 10_000, "a pass over n1");
-      assert.deepEqual(
-        seen.filter((nodes) => nodes.includes("n2")),
-        [],
-        "no pass composed n2 for a keeps report that changed nothing",
-      );
-    } finally {
-      off();
-    }
+    // counter (wanted on n1 and n2) says on n2 what its manifest declares: nothing moves.
+    const seen = await passesUntilN1Moves("0.1.2", keepsOnN2("n2", true));
+    assert.deepEqual(
+      seen.filter((nodes) => nodes.includes("n2")),
+      [],
+      "no pass composed n2 for a keeps report that changed nothing",
+    );
+  });
+
+  it("a keeps report on one process's subject naming another process is ignored", async () => {
+    // Said on n2's counter subject, naming n1's counter and its counts unreadable: taken, it
+    // would move counter's states and recompose both nodes that run it.
+    const seen = await passesUntilN1Moves("0.1.3", keepsOnN2("n1", false));
+    assert.deepEqual(
+      seen.filter((nodes) => nodes.includes("n2")),
+      [],
+      "no pass composed n2 for a keeps report naming another process",
+    );
   });
 
   it("a secret set through the controller reaches the node sealed, and the operator cannot read mesh-secrets", async () => {

@@ -180,7 +180,6 @@ export class Controller implements AsyncDisposable {
         secretValues: this.#secrets,
         poke: () => this.#poke(),
         log,
-        signal,
       });
       this.#feed = feed;
       this.#served = await serve(this.#bus, {

@@ -2,15 +2,14 @@
  * The controller's fleet feed: the buckets a composition pass reads (wants, presence, manifests,
  * secrets) kept by a bucket mirror, and what every process keeps (a stream), each change fed into
  * the Fleet index, which names the nodes it moves. A watch that ends is watched again by the
- * mirror, which applies what was missed meanwhile (a key deleted too); the keeps stream is read
- * again from what stands.
+ * mirror, which applies what was missed meanwhile (a key deleted too); the keeps stream is one
+ * of its sources, read again from what stands.
  */
 import { z } from "zod";
 import {
-  Backoff,
   KvBucket,
   Mirror,
-  readStream,
+  streamSource,
   type MeshBus,
   type MirrorChange,
   type MirrorSource,
@@ -37,13 +36,12 @@ export interface FleetFeedOptions {
   /** Told after every change: a pass is due. */
   readonly poke: () => void;
   readonly log: (line: string) => void;
-  readonly signal: AbortSignal;
 }
 
 export interface FleetFeed extends AsyncDisposable {
   /** Settles once every bucket and the keeps handed what stands. */
   readonly ready: Promise<void>;
-  /** Rejects once a bucket is lost for good (not heard again within a minute). */
+  /** Rejects once a source is lost for good (not heard again within a minute). */
   readonly failed: Promise<never>;
 }
 
@@ -60,12 +58,20 @@ export async function startFleetFeed(o: FleetFeedOptions): Promise<FleetFeed> {
       bucket: o.secrets,
       into: o.secretValues,
     },
+    [Stream.keeps]: {
+      bucket: streamSource(o.bus, {
+        stream: Stream.keeps,
+        prefix: Subject.keepsPrefix,
+        schema: Keeps,
+        deliver: "last-per-subject",
+      }),
+    },
   };
   const mirror = Mirror.start({
     sources,
     touched: (change) => {
       try {
-        apply(o.fleet, change);
+        apply(o, change);
       } catch (error) {
         // One bad key (a name the layout refuses) is said and skipped, never fatal.
         o.log(`controller: ignored ${change.key}: ${(error as Error).message}`);
@@ -76,25 +82,14 @@ export async function startFleetFeed(o: FleetFeedOptions): Promise<FleetFeed> {
     },
     log: (line) => o.log(`controller: ${line}`),
   });
-  const stop = new AbortController();
-  const signal = AbortSignal.any([o.signal, stop.signal]);
-  let keepsHanded!: () => void;
-  const keepsReady = new Promise<void>((r) => (keepsHanded = r));
-  const keeps = followKeeps(o, signal, keepsHanded);
-  const ready = Promise.all([mirror.ready, keepsReady]).then(() => undefined);
-  ready.catch(() => undefined);
   return {
-    ready,
+    ready: mirror.ready,
     failed: mirror.failed,
-    async [Symbol.asyncDispose]() {
-      stop.abort();
-      await mirror[Symbol.asyncDispose]();
-      await keeps;
-    },
+    [Symbol.asyncDispose]: () => mirror[Symbol.asyncDispose](),
   };
 }
 
-function apply(fleet: Fleet, change: MirrorChange): void {
+function apply({ fleet, log }: FleetFeedOptions, change: MirrorChange): void {
   const { key, after } = change;
   switch (change.source) {
     case Bucket.wants:
@@ -109,40 +104,15 @@ function apply(fleet: Fleet, change: MirrorChange): void {
     case Bucket.secrets:
       fleet.setSecret(key, after !== undefined);
       break;
-  }
-}
-
-/** Reads what every process keeps, again from what stands after a failure (a lost bus). */
-async function followKeeps(
-  o: FleetFeedOptions,
-  signal: AbortSignal,
-  handed: () => void,
-): Promise<void> {
-  const backoff = new Backoff({ initialMs: 250, maxMs: 30_000, healthyMs: 30_000 });
-  while (!signal.aborted) {
-    try {
-      backoff.started();
-      for await (const event of readStream(o.bus, Stream.keeps, {
-        filter: `${Subject.keepsPrefix}.>`,
-        schema: Keeps,
-        deliver: "last-per-subject",
-        signal,
-      })) {
-        if (event.type === "current") handed();
-        else if (event.type === "message") {
-          // Only a process's own word counts: the subject is what its grant let it publish.
-          if (event.subject === keepsSubject(event.value.node, event.value.module)) {
-            o.fleet.setKeeps(event.value);
-          } else o.log(`controller: ignored keeps on ${event.subject} naming another process`);
-        } else o.log(`controller: ${event.problem.message}`);
-        o.poke();
-      }
-      return;
-    } catch (error) {
-      if (signal.aborted) return;
-      const wait = backoff.next();
-      o.log(`controller: reading keeps failed (${(error as Error).message}); again in ${wait} ms`);
-      await new Promise((r) => setTimeout(r, wait));
+    case Stream.keeps: {
+      // A process's word stays until it says another (a report that breaks the schema is none).
+      if (after === undefined) break;
+      const keeps = after as Keeps;
+      // Only a process's own word counts: the subject is what its grant let it publish.
+      if (`${Subject.keepsPrefix}.${key}` === keepsSubject(keeps.node, keeps.module))
+        fleet.setKeeps(keeps);
+      else log(`controller: ignored keeps on ${Subject.keepsPrefix}.${key} naming another process`);
+      break;
     }
   }
 }

@@ -11,7 +11,7 @@ import { Condition, Stream, Subject, type Build, type MeshError } from "@mesh/pr
 import {
   KvBucket,
   Mirror,
-  readStream,
+  streamSource,
   type MeshBus,
   type MirrorChange,
   type MirrorSource,
@@ -231,29 +231,14 @@ async function* reported<T>(
  * key is `<module>.<name>`, and each message is a put of it.
  */
 function conditionsOf(bus: MeshBus, report: (problem: MeshError) => void): Watchable<Condition> {
-  return {
+  const conditions = streamSource(bus, {
     name: Source.conditions,
-    watch: ({ signal }) => reported(conditionEvents(bus, signal), report),
-  };
-}
-
-async function* conditionEvents(
-  bus: MeshBus,
-  signal: AbortSignal | undefined,
-): AsyncGenerator<WatchEvent<Condition>> {
-  const prefix = `${Subject.conditionsPrefix}.`;
-  for await (const event of readStream(bus, Stream.conditions, {
-    filter: `${prefix}>`,
+    stream: Stream.conditions,
+    prefix: Subject.conditionsPrefix,
     schema: Condition,
-    ...(signal === undefined ? {} : { signal }),
-  })) {
-    if (event.type === "current") {
-      yield event;
-      continue;
-    }
-    const key = event.subject.slice(prefix.length);
-    yield event.type === "message"
-      ? { type: "put", key, value: event.value, revision: event.seq, created: event.time }
-      : { type: "invalid", key, revision: event.seq, problem: event.problem };
-  }
+  });
+  return {
+    name: conditions.name,
+    watch: (options) => reported(conditions.watch(options), report),
+  };
 }

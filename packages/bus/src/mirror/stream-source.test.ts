@@ -1,0 +1,86 @@
+/**
+ * A stream as a mirror source, on a real bus: keyed by the subject past the prefix, the last
+ * word per subject standing, a message that breaks the schema taken as absent, and a new
+ * message after ready dirtying its key.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { Keeps, Stream, Subject, keepsSubject } from "@mesh/protocol";
+import { ensureLayout } from "../layout-setup.js";
+import { MeshBus } from "../mesh-bus.js";
+import { publishRaw } from "../testing/buckets.js";
+import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
+import { Mirror } from "./mirror.js";
+import { streamSource } from "./stream-source.js";
+
+let server: TestServer;
+let admin: MeshBus;
+
+before(async () => {
+  server = await startTestServer();
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "n0", module: "mirror" }),
+  );
+  await ensureLayout(admin);
+});
+
+after(async () => {
+  await admin?.close();
+  await server?.stop();
+});
+
+const keeps = (node: string, module: string, readable: boolean): Keeps => ({
+  node,
+  module,
+  states: [{ name: "counts", readable }],
+  at: new Date().toISOString(),
+});
+
+const say = (k: Keeps): Promise<void> =>
+  publishRaw(admin, keepsSubject(k.node, k.module), JSON.stringify(k));
+
+describe("a stream as a mirror source", () => {
+  it("keeps the last word per subject under its key, drops one that breaks the schema, and dirties a key said again", async () => {
+    await say(keeps("n1", "alpha", true));
+    await say(keeps("n1", "alpha", false));
+    await say(keeps("n2", "beta", true));
+    await publishRaw(admin, keepsSubject("n3", "gamma"), "not json");
+    const lines: string[] = [];
+    await using mirror = Mirror.start({
+      sources: {
+        keeps: {
+          bucket: streamSource(admin, {
+            stream: Stream.keeps,
+            prefix: Subject.keepsPrefix,
+            schema: Keeps,
+            deliver: "last-per-subject",
+          }),
+        },
+      },
+      touched: (change) => [change.key],
+      log: (line) => lines.push(line),
+    });
+    await deadline(mirror.ready, 30_000, "the keeps stream handing what stands");
+    const kept = mirror.map("keeps");
+    assert.deepEqual([...kept.keys()].sort(), ["n1.alpha", "n2.beta"]);
+    assert.equal(kept.get("n1.alpha")?.states[0]?.readable, false, "the last word of n1.alpha");
+    assert.ok(
+      lines.some((l) => l.startsWith("keeps n3.gamma:")),
+      `the broken message is said: ${lines.join(" | ")}`,
+    );
+
+    await say(keeps("n2", "beta", false));
+    const dirty = new Set<string>();
+    await deadline(
+      (async () => {
+        while (kept.get("n2.beta")?.states[0]?.readable !== false) {
+          await mirror.changed();
+          for (const key of mirror.take().keys) dirty.add(key);
+        }
+      })(),
+      30_000,
+      "n2.beta said again reaching the mirror",
+    );
+    assert.deepEqual([...dirty], ["n2.beta"]);
+  });
+});
