@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { AccountAuthority, MeshBus, newUserKey } from "@mesh/bus";
+import { AccountAuthority, MeshBus, jwtIssuedAt, newUserKey } from "@mesh/bus";
 import {
   deadline,
   startAccountsTestServer,
@@ -19,10 +19,25 @@ import {
 } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
+import { IssuedUser } from "./broker-users-file.js";
 import { RevocationPusher } from "./revocation-pusher.js";
 import { Vault } from "./vault.js";
 
 const vault = Vault.withKey(randomBytes(32));
+
+/** `user` (`<node>.<module>`) as a module principal that may publish to `publish`. */
+const grant = (user: string, publish: string[]): DesiredPrincipal => {
+  const [node = "", module = ""] = user.split(".");
+  return {
+    user,
+    node,
+    module,
+    kind: PrincipalKind.module,
+    permissions: { publish: { allow: publish }, subscribe: { allow: [`_INBOX.${user}.>`] } },
+  };
+};
+
+const refused = (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message);
 
 describe("Broker in accounts mode", () => {
   let server: AccountsTestServer;
@@ -64,7 +79,7 @@ describe("Broker in accounts mode", () => {
     assert.doesNotMatch(await serverLog(), /Reloaded/);
   });
 
-  it("gives moved permissions a new JWT for the same key, and revokes the older one after a grace", async () => {
+  it("gives moved permissions a new key, and revokes the older key after a grace", async () => {
     const broker = await open("moved", 1_500);
     const principal = (publish: string[]): DesiredPrincipal => ({
       user: "n1.m",
@@ -86,7 +101,7 @@ describe("Broker in accounts mode", () => {
     assert.equal(await broker.ensure(principal(["svc.a.>", "svc.b.>"])), true);
     await broker.commit();
     const after = broker.credential("n1.m");
-    assert.equal(after.seed, before.seed, "the same key");
+    assert.notEqual(after.seed, before.seed, "a new key");
     assert.notEqual(after.jwt, before.jwt);
     // A process holding the old one (a runtime handing over) goes on until it has drained.
     const old = await MeshBus.connect(before);
@@ -114,37 +129,89 @@ describe("Broker in accounts mode", () => {
     await still.close();
   });
 
-  it("revokes a superseded JWT when due also after the controller restarted in the grace", async () => {
-    const grant = (publish: string[]): DesiredPrincipal => ({
-      user: "n2.m",
-      node: "n2",
-      module: "m",
-      kind: PrincipalKind.module,
-      permissions: { publish: { allow: publish }, subscribe: { allow: ["_INBOX.n2.m.>"] } },
-    });
+  it("revokes every superseded key when due also after the controller restarted in the grace", async () => {
     const first = await open("restart", 1_500);
-    await first.ensure(grant(["svc.a.>"]));
+    await first.ensure(grant("n2.m", ["svc.a.>"]));
     await first.commit();
     const wide = first.credential("n2.m");
-    await first.ensure(grant(["svc.b.>"])); // narrowed: the wide JWT must not outlive its grace
+    await first.ensure(grant("n2.m", ["svc.a.>", "svc.c.>"]));
+    await first.commit();
+    const wider = first.credential("n2.m");
+    await first.ensure(grant("n2.m", ["svc.b.>"])); // narrowed: no wider key outlives its grace
     await first.commit();
     const narrow = first.credential("n2.m");
     // The controller stops in the grace; the next one opens the same folder.
     const again = await open("restart", 1_500);
-    const due = again.nextDueAt();
-    assert.ok(due !== undefined, "the pending revocation was kept with the user");
-    await delay(Math.max(0, due - Date.now()) + 50);
+    const pending = again.get("n2.m")?.supersedes ?? [];
+    assert.equal(pending.length, 2, "both pending keys were kept with the user");
+    assert.equal(again.nextDueAt(), Math.min(...pending.map((p) => p.due)));
+    await delay(Math.max(0, ...pending.map((p) => p.due - Date.now())) + 50);
     assert.equal(again.pending, true);
     assert.equal(await again.commit(), true);
-    await assert.rejects(
-      MeshBus.connect(wide),
-      (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
-    );
+    for (const old of [wide, wider]) await assert.rejects(MeshBus.connect(old), refused);
     const still = await MeshBus.connect(narrow);
     await still.close();
     const third = await open("restart", 1_500);
     assert.equal(third.nextDueAt(), undefined, "settled, and kept settled");
+    assert.equal(third.get("n2.m")?.supersedes, undefined);
     assert.equal(third.pending, false);
+  });
+
+  it("re-signs within one second without waiting: each re-sign takes effect, old keys connect until their grace", async () => {
+    const broker = await open("quick", 60_000);
+    const credentials = [];
+    for (const topic of ["a", "b", "c", "d", "e", "f"]) {
+      await broker.ensure(grant("n3.m", [`svc.${topic}.>`]));
+      credentials.push(broker.credential("n3.m"));
+    }
+    await broker.commit();
+    const seconds = credentials.map((c) => jwtIssuedAt(c.jwt ?? ""));
+    // Same key, each JWT had to be of a later second: 6 signs took 5 s. A new key needs none.
+    assert.ok(
+      seconds.some((t, i) => i > 0 && t === seconds[i - 1]),
+      `two re-signs in one second (${seconds.join(", ")})`,
+    );
+    assert.equal(new Set(credentials.map((c) => c.seed)).size, 6, "a key per grant");
+    assert.equal(broker.get("n3.m")?.supersedes?.length, 5);
+    // Every one connects: the newest for good, the superseded ones until their grace is over.
+    for (const c of credentials) await (await MeshBus.connect(c)).close();
+    assert.equal(broker.pending, false, "nothing due in the grace");
+  });
+
+  it("revokes the current key and every pending superseded key at once when the user is taken away", async () => {
+    const broker = await open("taken", 60_000);
+    await broker.ensure(grant("n4.m", ["svc.a.>"]));
+    await broker.commit();
+    const first = broker.credential("n4.m");
+    await broker.ensure(grant("n4.m", ["svc.b.>"]));
+    await broker.commit();
+    const second = broker.credential("n4.m");
+    await broker.ensure(grant("n4.m", ["svc.c.>"]));
+    await broker.commit();
+    const current = broker.credential("n4.m");
+    for (const c of [first, second, current]) await (await MeshBus.connect(c)).close();
+    assert.equal(broker.revoke("n4.m"), true);
+    await broker.commit();
+    assert.equal(broker.nextDueAt(), undefined, "nothing left to revoke later");
+    for (const c of [first, second, current]) await assert.rejects(MeshBus.connect(c), refused);
+    const again = await open("taken", 60_000);
+    assert.equal(again.get("n4.m"), undefined);
+    assert.equal(again.nextDueAt(), undefined);
+  });
+
+  it("reads a users file of a controller that re-signed the same key: its own key, up to `before`", () => {
+    const record = IssuedUser.parse({
+      user: "n5.m",
+      node: "n5",
+      module: "m",
+      kind: "module",
+      publicKey: "UOLD",
+      jwt: "j",
+      issuedAt: 10,
+      permissions: grant("n5.m", ["svc.a.>"]).permissions,
+      supersedes: { before: 9, due: 1_000 },
+    });
+    assert.deepEqual(record.supersedes, [{ key: "UOLD", before: 9, due: 1_000 }]);
   });
 
   it("keeps a revocation in the account's list without pushing it until asked", async () => {

@@ -12,7 +12,17 @@ import { readRecords, type RecordFileOptions } from "./record-file.js";
 
 const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
 
-export const IssuedUser = z
+/**
+ * Accounts mode: a key this user held before its grant moved, revoked whole at `due` (epoch ms).
+ * `before`: only in files of controllers that re-signed the same key — its JWTs up to that
+ * second are revoked, not the key.
+ */
+const Superseded = z
+  .object({ key: z.string().min(1), due: z.number().int(), before: z.number().int().optional() })
+  .strict();
+export type Superseded = z.infer<typeof Superseded>;
+
+const IssuedUserFields = z
   .object({
     user: z.string().min(1),
     node: z.string().min(1),
@@ -21,23 +31,40 @@ export const IssuedUser = z
     /** Users-list mode: the password's bcrypt hash, and the password sealed (context: the user). */
     passwordHash: z.string().min(1).optional(),
     password: Sealed.optional(),
-    /** Accounts mode: the user's public nkey, its seed sealed, its JWT and when it was signed. */
+    /** Accounts mode: the user's public nkey, its seed sealed, and its JWT. */
     publicKey: z.string().min(1).optional(),
     seed: Sealed.optional(),
     jwt: z.string().min(1).optional(),
+    /** When the JWT was signed (unix s); written by controllers that re-signed the same key. */
     issuedAt: z.number().int().optional(),
     permissions: Permissions,
     /** Join users only: when the token stops working. */
     expiresAt: z.string().optional(),
     /**
-     * Accounts mode: this key's JWTs signed up to `before` (unix s) were superseded by this one
-     * and are revoked at `due` (epoch ms); kept here so a controller restart in the grace
-     * revokes them all the same.
+     * Accounts mode: the keys this user held before, each revoked once its grace is over; kept
+     * here so a controller restart in the grace revokes them all the same. A file of a controller
+     * that re-signed the same key holds `{before, due}`: this user's own key, up to `before`.
      */
-    supersedes: z.object({ before: z.number().int(), due: z.number().int() }).strict().optional(),
+    supersedes: z
+      .union([
+        z.array(Superseded),
+        z.object({ before: z.number().int(), due: z.number().int() }).strict(),
+      ])
+      .optional(),
   })
   .strict();
-export type IssuedUser = z.infer<typeof IssuedUser>;
+
+export type IssuedUser = Omit<z.output<typeof IssuedUserFields>, "supersedes"> & {
+  readonly supersedes?: readonly Superseded[];
+};
+
+export const IssuedUser = IssuedUserFields.transform(({ supersedes, ...u }): IssuedUser => {
+  if (supersedes === undefined) return u;
+  const list = Array.isArray(supersedes)
+    ? supersedes
+    : [{ key: u.publicKey ?? "", due: supersedes.due, before: supersedes.before }];
+  return { ...u, supersedes: list.filter((s) => s.key !== "") };
+});
 
 /**
  * The issued users by name, with each node's users indexed: a pass asks for one node's users

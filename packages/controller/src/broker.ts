@@ -14,7 +14,8 @@
  * In accounts mode (decision 0080) a user is an nkey (its seed sealed with the vault's key) and
  * a JWT the mesh account's signing key signs: issuing one changes nothing on the server, and
  * `commit` only keeps the file and, when users were taken away or their permissions moved, pushes
- * one account update with their revocations. Nothing is reloaded.
+ * one account update with their revocations. Nothing is reloaded. Permissions that move give the
+ * user a new key (decision 0090); the old one is revoked whole once its grace is over.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -26,13 +27,14 @@ import {
   type ServerUser,
   type UsersSink,
 } from "@mesh/bus";
-import { signUser, signedCredential, staleBefore } from "./signed-users.js";
+import { signUser, signedCredential } from "./signed-users.js";
 import {
   BROKER_USERS_FILE,
   IssuedUsers,
   usersFile,
   withIssued,
   type IssuedUser,
+  type Superseded,
 } from "./broker-users-file.js";
 import { type DesiredPrincipal, type SharedLogin } from "./principals.js";
 import { RecordFile } from "./record-file.js";
@@ -96,8 +98,8 @@ export interface BrokerOptions {
 }
 
 /**
- * How long a superseded JWT stays good: a process that holds it (the runtime, handing over to
- * one started with the new JWT) serves until its successor serves (the host waits up to 30 s for
+ * How long a superseded key stays good: a process that holds it (the runtime, handing over to
+ * one started with the new key) serves until its successor serves (the host waits up to 30 s for
  * that), then drains its calls before it stops, for up to the longest call deadline (300 s) and
  * 10 s more; 20 s more for the host to apply the composition. Revoking it at once closed the old
  * runtime's connection in the middle of the handover, and its tools had no responder until the
@@ -117,8 +119,8 @@ export class Broker {
   readonly #revocations = new Map<string, StagedRevocation>();
   /** Accounts mode: spent join users' keys, which the pusher gathers (revocation-pusher.ts). */
   readonly #joinRevocations = new Map<string, StagedRevocation>();
-  /** Accounts mode: superseded JWTs, revoked (up to `before`) once `due` (epoch ms) has come. */
-  readonly #superseded = new Map<string, { readonly before: number; readonly due: number }>();
+  /** Accounts mode: superseded keys, revoked once `due` (epoch ms) has come; by key. */
+  readonly #superseded = new Map<string, Superseded & { readonly user: string }>();
   #dirty = false;
   /** What the last commit did to the bus, for the controller's log (", bus reloaded", …). */
   commitNote = "";
@@ -145,8 +147,7 @@ export class Broker {
     const broker = new Broker(options, file);
     for (const u of file.records()) {
       broker.#users.set(u.user, u);
-      if (u.supersedes !== undefined && u.publicKey !== undefined)
-        broker.#superseded.set(u.publicKey, u.supersedes);
+      for (const s of u.supersedes ?? []) broker.#superseded.set(s.key, { ...s, user: u.user });
     }
     return broker;
   }
@@ -201,39 +202,44 @@ export class Broker {
   }
 
   /**
-   * Accounts mode: a new user gets an nkey and a JWT; one whose permissions moved gets a new
-   * JWT for the same key, and every older JWT of the key is revoked by the next commit.
+   * Accounts mode: a new user, or one whose permissions moved, gets a new nkey and a JWT. A key
+   * it held before stays good for its grace (a process holding it hands over and drains), and
+   * is then revoked whole by a commit.
    */
   async #ensureSigned(p: DesiredPrincipal, accounts: AccountAuthority): Promise<boolean> {
     const kept = this.#users.get(p.user);
-    const same =
+    if (
       kept !== undefined &&
       kept.kind === p.kind &&
       kept.node === p.node &&
       kept.module === p.module &&
-      kept.jwt !== undefined;
-    if (same && JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)) return false;
-    const signed = await signUser(accounts, this.#options.vault, p, same ? kept : undefined);
-    if (same && kept.publicKey !== undefined) {
+      kept.jwt !== undefined &&
+      JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)
+    )
+      return false;
+    const signed = await signUser(accounts, this.#options.vault, p);
+    const supersedes = (kept?.supersedes ?? []).filter((s) => s.key !== kept?.publicKey);
+    if (kept?.publicKey !== undefined) {
       const grace = this.#options.supersededGraceMs ?? SUPERSEDED_GRACE_MS;
-      // Kept with the new JWT, so the revocation survives a restart of the controller.
-      const supersedes = {
-        before: staleBefore(signed.issuedAt),
-        due: this.#now().getTime() + grace,
-      };
-      this.#superseded.set(kept.publicKey, supersedes);
-      this.#users.set(p.user, { ...signed, supersedes });
-    } else this.#users.set(p.user, signed);
+      const s: Superseded = { key: kept.publicKey, due: this.#now().getTime() + grace };
+      this.#superseded.set(s.key, { ...s, user: p.user });
+      supersedes.push(s);
+    }
+    // Kept with the new user, so the revocations survive a restart of the controller.
+    this.#users.set(p.user, supersedes.length === 0 ? signed : { ...signed, supersedes });
     this.#touch(p.user);
     return true;
   }
 
-  /** Takes the user away (its live connections are closed by the reload or account update). */
+  /**
+   * Takes the user away (its live connections are closed by the reload or account update),
+   * with every key it held before whose grace is not over.
+   */
   revoke(user: string): boolean {
     const kept = this.#users.get(user);
     if (kept === undefined) return false;
+    const at = Math.floor(this.#now().getTime() / 1000);
     if (kept.publicKey !== undefined) {
-      const at = Math.floor(this.#now().getTime() / 1000);
       // A join user's JWT expires with its token: its revocation is pruned once past that.
       const expiresAt =
         kept.expiresAt === undefined ? undefined : Math.ceil(Date.parse(kept.expiresAt) / 1000);
@@ -242,7 +248,10 @@ export class Broker {
         { at, ...(expiresAt === undefined ? {} : { expiresAt }) },
         kept.kind === "join" ? Urgency.gathered : Urgency.urgent,
       );
-      this.#superseded.delete(kept.publicKey);
+    }
+    for (const s of kept.supersedes ?? []) {
+      this.#stageRevocation(s.key, { at: s.before ?? at });
+      this.#superseded.delete(s.key);
     }
     this.#users.delete(user);
     this.#unsaved.add(user);
@@ -346,14 +355,16 @@ export class Broker {
     return next;
   }
 
-  /** The user whose JWT superseded `key`'s older ones no longer carries the pending revocation. */
+  /** The revocation of the superseded `key` is staged: its user no longer carries it. */
   #settleSuperseded(key: string): void {
-    for (const u of this.#users.values()) {
-      if (u.publicKey !== key || u.supersedes === undefined) continue;
-      const { supersedes: _settled, ...rest } = u;
-      this.#users.set(u.user, rest);
-      this.#unsaved.add(u.user);
-    }
+    const s = this.#superseded.get(key);
+    this.#superseded.delete(key);
+    const u = s === undefined ? undefined : this.#users.get(s.user);
+    if (u?.supersedes === undefined) return;
+    const { supersedes, ...rest } = u;
+    const left = supersedes.filter((o) => o.key !== key);
+    this.#users.set(u.user, left.length === 0 ? rest : { ...rest, supersedes: left });
+    this.#unsaved.add(u.user);
   }
 
   #dueSuperseded(): string[] {
@@ -400,9 +411,10 @@ export class Broker {
    * deletes grants. Nothing staged: nothing is done (no reload).
    */
   async commit(options: { readonly signal?: AbortSignal } = {}): Promise<boolean> {
+    const nowS = Math.floor(this.#now().getTime() / 1000);
     for (const key of this.#dueSuperseded()) {
-      this.#stageRevocation(key, { at: this.#superseded.get(key)?.before ?? 0 });
-      this.#superseded.delete(key);
+      // The whole key: no JWT of it is signed again (`before`: a file that re-signed the key).
+      this.#stageRevocation(key, { at: this.#superseded.get(key)?.before ?? nowS });
       this.#settleSuperseded(key);
       this.#dirty = true;
     }

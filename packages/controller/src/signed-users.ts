@@ -1,39 +1,26 @@
 /**
- * The broker's users in accounts mode (decision 0080): an nkey per principal, its seed sealed
- * with the vault's key, and a JWT the mesh account's signing key signs with the principal's
- * permissions. A JWT is never changed: permissions that move give a new JWT for the same key,
- * signed in a later second than the one before, and the older ones are revoked up to the second
- * before it.
+ * The broker's users in accounts mode (decision 0080): an nkey per principal's grant, its seed
+ * sealed with the vault's key, and a JWT the mesh account's signing key signs with the
+ * principal's permissions. A JWT is never changed, and neither is the grant of a key: permissions
+ * that move give a new key and a new JWT, and the old key is revoked whole once its grace is over
+ * (decision 0090). Reusing the key made each re-sign wait for the next whole second, so that the
+ * new JWT's issue time was past the revocation of the old one (~0.7 s of every assign).
  */
-import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
-import { jwtIssuedAt, newUserKey, type AccountAuthority } from "@mesh/bus";
+import { newUserKey, type AccountAuthority } from "@mesh/bus";
 import type { DesiredPrincipal, IssuedUser } from "./broker.js";
 import type { Vault } from "./vault.js";
 
-/** Signs `p`: with `kept`'s key when given (its permissions moved), else with a new key. */
+/** Signs `p` with a new key: nothing waits, and no other JWT ever carries this key. */
 export async function signUser(
   accounts: AccountAuthority,
   vault: Vault,
   p: DesiredPrincipal,
-  kept: IssuedUser | undefined,
-): Promise<IssuedUser & { readonly issuedAt: number }> {
-  let publicKey: string;
-  let seed: IssuedUser["seed"];
-  if (kept?.publicKey !== undefined && kept.seed !== undefined) {
-    publicKey = kept.publicKey;
-    seed = kept.seed;
-    // A JWT carries its second; the revocation of the old one must not reach the new one.
-    const last = kept.issuedAt ?? 0;
-    while (Math.floor(Date.now() / 1000) <= last) await delay(50);
-  } else {
-    const key = newUserKey();
-    publicKey = key.publicKey;
-    seed = vault.seal(key.seed, p.user);
-  }
+): Promise<IssuedUser> {
+  const key = newUserKey();
   const jwt = await accounts.issue({
     name: p.user,
-    publicKey,
+    publicKey: key.publicKey,
     permissions: p.permissions,
     ...(p.expiresAt === undefined ? {} : { expiresAt: p.expiresAt }),
   });
@@ -43,16 +30,12 @@ export async function signUser(
     module: p.module,
     kind: p.kind,
     permissions: p.permissions,
-    publicKey,
-    seed,
+    publicKey: key.publicKey,
+    seed: vault.seal(key.seed, p.user),
     jwt,
-    issuedAt: jwtIssuedAt(jwt),
     ...(p.expiresAt === undefined ? {} : { expiresAt: p.expiresAt }),
   };
 }
-
-/** The second up to which a key's JWTs are revoked when a JWT of `issuedAt` replaces them. */
-export const staleBefore = (issuedAt: number): number => issuedAt - 1;
 
 /** The credential of a signed user: its JWT and its seed, opened from the vault. */
 export function signedCredential(
