@@ -10,7 +10,6 @@ import {
   hashPassword,
   issueUserJwt,
   isCurrentUserJwt,
-  jwtIssuedAt,
   newUserKey,
   publicKeyOf,
   readCredential,
@@ -150,9 +149,9 @@ async function readUsers(paths: RootPaths): Promise<UsersFile> {
 
 /**
  * Accounts mode (decision 0080): each principal's credential holds an nkey seed and a JWT the
- * mesh account's signing key signed. A key is kept across runs; a JWT whose permissions are no
- * longer the code's is signed again in a later second, and the older JWTs of the key are revoked
- * up to the second before (returned, for the account the bus starts with).
+ * mesh account's signing key signed. A key is kept across runs while its permissions are the
+ * code's; otherwise a new key is signed and the old one is revoked whole (returned, for the
+ * account the bus starts with; decision 0090: the same key again had to wait for a later second).
  */
 export async function ensureSignedPrincipals(
   paths: RootPaths,
@@ -167,27 +166,23 @@ export async function ensureSignedPrincipals(
     const path = credentialPath(paths, spec.principal);
     const user = `${options.node}.${spec.principal}`;
     let credential = await readKeptCredential(path);
-    const sameKey = credential?.seed !== undefined && credential.user === user;
+    const ownKey =
+      credential?.seed !== undefined && credential.user === user
+        ? publicKeyOf(credential.seed)
+        : undefined;
     const current =
-      sameKey &&
+      ownKey !== undefined &&
       credential?.jwt !== undefined &&
       isCurrentUserJwt(options.keys, credential.jwt, spec.permissions);
     if (credential === undefined || !current) {
-      const seed = sameKey && credential?.seed !== undefined ? credential.seed : newUserKey().seed;
-      const publicKey = publicKeyOf(seed);
-      if (sameKey && credential?.jwt !== undefined) {
-        // The new JWT must be of a later second than the revoked ones.
-        const last = jwtIssuedAt(credential.jwt);
-        while (Math.floor(Date.now() / 1000) <= last) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
+      const { seed, publicKey } = newUserKey();
       const jwt = await issueUserJwt(options.keys, {
         name: user,
         publicKey,
         permissions: spec.permissions,
       });
-      if (sameKey) revocations[publicKey] = jwtIssuedAt(jwt) - 1;
+      // No process of this run holds the old key yet: every JWT of it goes at once.
+      if (ownKey !== undefined) revocations[ownKey] = Math.floor(Date.now() / 1000);
       credential = {
         servers: [...options.servers],
         user,

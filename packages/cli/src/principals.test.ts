@@ -1,0 +1,63 @@
+/**
+ * mesh up's own principals in accounts mode, against a real nats-server trusting the mesh's
+ * operator: a credential whose permissions are the code's is kept; one whose permissions moved
+ * gets a new key, and the old key is revoked whole (decision 0090).
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { MeshBus, publicKeyOf } from "@mesh/bus";
+import { startAccountsTestServer, type AccountsTestServer } from "@mesh/bus/testing";
+import { isMeshError, type Permissions } from "@mesh/protocol";
+import { ensureSignedPrincipals } from "./principals.js";
+import { rootPaths } from "./mesh-root.js";
+
+const grant = (publish: string): Permissions => ({
+  publish: { allow: [publish] },
+  subscribe: { allow: ["_INBOX.>"] },
+});
+
+describe("mesh up's signed principals", () => {
+  let server: AccountsTestServer;
+  let root: string;
+  before(async () => {
+    server = await startAccountsTestServer();
+    root = await mkdtemp(join(tmpdir(), "mesh-principals-"));
+  });
+  after(async () => {
+    await server.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const ensure = (publish: string) =>
+    ensureSignedPrincipals(rootPaths(root), {
+      node: "n1",
+      servers: [server.url],
+      principals: [{ principal: "operator", permissions: grant(publish) }],
+      keys: server.keys,
+    });
+
+  it("keeps a current credential; one whose permissions moved gets a new key, the old one revoked whole", async () => {
+    const first = (await ensure("svc.a.>")).credentials.get("operator")?.credential;
+    assert.ok(first?.seed !== undefined);
+    const kept = await ensure("svc.a.>");
+    assert.deepEqual(kept.credentials.get("operator")?.credential, first, "kept as it was");
+    assert.deepEqual(kept.revocations, {});
+
+    const moved = await ensure("svc.b.>");
+    const next = moved.credentials.get("operator")?.credential;
+    assert.ok(next?.seed !== undefined);
+    assert.notEqual(publicKeyOf(next.seed), publicKeyOf(first.seed), "a new key");
+    assert.deepEqual(Object.keys(moved.revocations), [publicKeyOf(first.seed)]);
+
+    // The bus starts with these revocations: the old key is refused, the new one logs in.
+    await server.authority.revoke(moved.revocations);
+    await assert.rejects(
+      MeshBus.connect(first),
+      (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),
+    );
+    await (await MeshBus.connect(next)).close();
+  });
+});
