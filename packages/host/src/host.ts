@@ -33,6 +33,7 @@ import { Applier } from "./apply.js";
 import { Connection, DEFAULT_HEARTBEAT_MS } from "./connection.js";
 import { DEFAULT_HEALTH_RULES, type HealthRules } from "./health.js";
 import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-lines.js";
+import { LogOutbox } from "./log-outbox.js";
 import type { ArchiveLimits } from "./archives.js";
 import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
@@ -120,6 +121,8 @@ export class Host implements AsyncDisposable {
   /** The connection being made: a stop waits for it before it closes the bus. */
   #connecting: Promise<void> = Promise.resolve();
   readonly #timers: NodeJS.Timeout[] = [];
+  /** Output lines read while there was no bus, sent once it is there. */
+  readonly #outbox = new LogOutbox();
 
   private constructor(loaded: Loaded) {
     const { options, node, root, log, store } = loaded;
@@ -207,6 +210,7 @@ export class Host implements AsyncDisposable {
       ...(options.account === undefined ? {} : { account: options.account }),
       ...(options.adopted === undefined ? {} : { adopted: options.adopted }),
       onConnected: async (bus) => {
+        this.#sendHeldLines();
         await this.#reporter.restore();
         this.#watches.start(bus);
       },
@@ -257,17 +261,31 @@ export class Host implements AsyncDisposable {
       },
       onExit: (id, exit) => this.#log(`${exit.reason}; restarting in ${exit.delayMs} ms`),
       onLine: (module, processName, stream, line) => {
+        const said = { process: processName, stream, line, at: new Date().toISOString() };
         const bus = this.#connection.bus;
-        if (bus === undefined) return;
-        publish(bus, logsSubject(this.node, module), {
-          process: processName,
-          stream,
-          line,
-          at: new Date().toISOString(),
-        });
+        if (bus === undefined) {
+          this.#outbox.hold(module, said);
+          return;
+        }
+        this.#sendHeldLines();
+        publish(bus, logsSubject(this.node, module), said);
       },
     });
     return supervisor;
+  }
+
+  /** Sends the output lines read while there was no bus, oldest first (see log-outbox.ts). */
+  #sendHeldLines(): void {
+    const bus = this.#connection.bus;
+    if (bus === undefined || this.#outbox.size === 0) return;
+    const dropped = this.#outbox.drain((module, said) =>
+      publish(bus, logsSubject(this.node, module), said),
+    );
+    if (dropped > 0) {
+      this.#log(
+        `the oldest ${dropped} output line(s) read while the bus was away were not sent to mesh logs: they are in the log files under ${join(this.root, "logs")}`,
+      );
+    }
   }
 
   get state(): Lifecycle {
