@@ -225,6 +225,20 @@ async function joinPasses(root: string, flush: { what: string; value: number }):
   );
 }
 
+/** Every account update of the run: how many, what they revoked, how long each took. */
+async function runUpdates(root: string): Promise<void> {
+  const text = await readFile(join(root, "logs", "mesh", "controller.log"), "utf8").catch(() => "");
+  const said = [
+    ...text.matchAll(/(\d+) revoked, (\d+) of them spent join users \(account update (\d+) ms\)/g),
+  ];
+  const revoked = sum(said.map((m) => Number(m[1])));
+  const joins = sum(said.map((m) => Number(m[2])));
+  const ms = said.map((m) => Number(m[3]));
+  console.log(
+    `account updates over the run: ${said.length}, revoking ${revoked} (${joins} spent join users); each ${ms.join(", ")} ms`,
+  );
+}
+
 const logSize = async (root: string, name: string): Promise<number> =>
   (await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "")).length;
 
@@ -418,6 +432,7 @@ async function main(): Promise<void> {
     await assignEverywhere(root, report.credentials.operator, sims);
     await atRest(sims);
     await statusFigures(root);
+    await runUpdates(root);
     console.log(
       `sealed needs opened: ${sum(sims.map((s) => s.opened))}, refused to open: ${sum(sims.map((s) => s.unopened))}`,
     );
