@@ -82,6 +82,17 @@ describe("a standby runtime", () => {
 
   /** Starts a standby with the credential granted nothing; resolves once it says it is ready. */
   async function startStandby(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+    const { child, exited, ready } = await spawnStandby();
+    await deadline(ready, WAIT, "the standby saying it is ready");
+    return { child, exited };
+  }
+
+  /** Starts a standby with the credential granted nothing, without waiting for it. */
+  async function spawnStandby(): Promise<{
+    child: ChildProcess;
+    exited: Promise<number | null>;
+    ready: Promise<void>;
+  }> {
     const credential = join(dir, "broker-before.json");
     await writeCredential(
       credential,
@@ -106,8 +117,7 @@ describe("a standby runtime", () => {
         if (m?.t === "standby-ready") resolve();
       }),
     );
-    await deadline(ready, WAIT, "the standby saying it is ready");
-    return { child, exited };
+    return { child, exited, ready };
   }
 
   test("told to serve with a new environment, it serves its modules as the new credential", async () => {
@@ -162,6 +172,15 @@ describe("a standby runtime", () => {
     const { child, exited } = await startStandby();
     child.disconnect();
     assert.equal(await deadline(exited, WAIT, "the standby ending"), 0);
+  });
+
+  test("a standby whose host goes away before it is ready ends cleanly, on no unhandled error", async () => {
+    const { child, exited } = await spawnStandby();
+    let said = "";
+    child.stderr?.on("data", (chunk: Buffer) => (said += chunk.toString()));
+    child.disconnect();
+    assert.equal(await deadline(exited, WAIT, "the standby ending"), 0, said);
+    assert.doesNotMatch(said, /ERR_IPC_CHANNEL_CLOSED|Unhandled/);
   });
 
   test("a standby stopped by SIGTERM before it serves ends cleanly, saying it leaves", async () => {

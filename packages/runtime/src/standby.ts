@@ -55,7 +55,10 @@ export async function standBy(spare: SpareWorker): Promise<Handover | undefined>
   process.on("SIGUSR2", serve);
   if (process.send !== undefined) {
     process.on("message", message).on("disconnect", leave);
-    process.send(STANDBY_READY);
+    // The host may be gone already (killed while the spare worker booted): then no one is told,
+    // and the standby leaves as it does when the channel closes, never on an unhandled error.
+    if (process.connected) process.send(STANDBY_READY, undefined, {}, (error) => error && leave());
+    else leave();
   }
   process.stderr.write(`[node-tools] standing by (pid ${process.pid})\n`);
   const handover = await told;
