@@ -2,7 +2,8 @@
  * `mesh status` and the view against a big fleet's real bucket entries (issue 13): a test
  * nats-server holding, for N nodes × M modules (default 10,000 × 20), a presence per node and a
  * want and a have per cell, each module assigned everywhere with its registration — every
- * entry written through the bus, as the assigner and the hosts write them. Measured, against
+ * entry written through the bus, as the assigner and the hosts write them, and the fleet's summary
+ * as the assigner keeps it (decision 0090). Measured, against
  * the CLI's start (`mesh --version`) in the same run: `mesh status`, `mesh status --json`, and
  * the view's first paint (`mesh view` up, its page's state and first grid page answered), with
  * the size of what each printed or sent.
@@ -17,8 +18,17 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
 import { credentialFor, startTestServer } from "@mesh/bus/testing";
-import { operatorGrant } from "@mesh/core";
-import { Bucket, Principal } from "@mesh/protocol";
+import { emptyFleetState, operatorGrant, summarizeFleet, type FleetState } from "@mesh/core";
+import {
+  Bucket,
+  Principal,
+  SUMMARY_KEY,
+  type Assignment,
+  type Have,
+  type ModuleRegistration,
+  type Presence,
+  type Want,
+} from "@mesh/protocol";
 import { line, quantile } from "./measure.js";
 import { viewFirstPaint } from "./view-paint.js";
 
@@ -49,16 +59,54 @@ async function mesh(
   return { ms: performance.now() - start, out, err, code };
 }
 
-/** Writes the fleet: presence, and a want and a have per cell, 2,000 puts at a time. */
+/**
+ * Writes the fleet: presence, and a want and a have per cell, 2,000 puts at a time; then the
+ * fleet's summary as the assigner keeps it (core's `summarizeFleet` of the same entries), timed.
+ */
 async function fill(admin: MeshBus): Promise<number> {
+  const state = {
+    ...emptyFleetState(),
+    presence: new Map<string, Presence>(),
+    assignments: new Map<string, Assignment>(),
+    registrations: new Map<string, ModuleRegistration>(),
+    wants: new Map<string, Want>(),
+    have: new Map<string, Have>(),
+  };
+  const entries = await fillBuckets(admin, state);
+  const started = performance.now();
+  const summary = summarizeFleet({ ...state, now: Date.now() });
+  const ms = performance.now() - started;
+  await (await KvBucket.open(admin, Bucket.summary)).put(SUMMARY_KEY, summary);
+  console.log(
+    `the assigner's summary: computed in ${Math.round(ms)} ms, ${JSON.stringify(summary).length} bytes`,
+  );
+  return entries + 1;
+}
+
+type Filled = Pick<FleetState, "now"> & {
+  presence: Map<string, Presence>;
+  assignments: Map<string, Assignment>;
+  registrations: Map<string, ModuleRegistration>;
+  wants: Map<string, Want>;
+  have: Map<string, Have>;
+};
+
+async function fillBuckets(admin: MeshBus, state: Filled): Promise<number> {
   const at = new Date().toISOString();
   const modules = Array.from({ length: MODULES }, (_, i) => `m${String(i).padStart(2, "0")}`);
   const by = { by: "ada", at };
   const registrations = await KvBucket.open(admin, Bucket.modules);
   const assignments = await KvBucket.open(admin, Bucket.assignments);
   for (const module of modules) {
-    await registrations.put(module, { module, source: { kind: "directory", path: "/src" }, ...by });
+    const registration: ModuleRegistration = {
+      module,
+      source: { kind: "directory", path: "/src" },
+      ...by,
+    };
+    await registrations.put(module, registration);
     await assignments.put(`all.${module}`, by);
+    state.registrations.set(module, registration);
+    state.assignments.set(`all.${module}`, by);
   }
   const presence = await KvBucket.open(admin, Bucket.presence);
   const wants = await KvBucket.open(admin, Bucket.wants);
@@ -67,34 +115,34 @@ async function fill(admin: MeshBus): Promise<number> {
   const puts: Array<() => Promise<unknown>> = [];
   for (let i = 0; i < NODES; i++) {
     const node = `n${String(i).padStart(5, "0")}`;
-    puts.push(() =>
-      presence.put(node, {
-        node,
-        facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
-        publicKey: "k",
-        heartbeat: at,
-      }),
-    );
+    const p: Presence = {
+      node,
+      facts: { hostname: node, os: "linux", arch: "x64", version: "0.1.0" },
+      publicKey: "k",
+      heartbeat: at,
+    };
+    state.presence.set(node, p);
+    puts.push(() => presence.put(node, p));
     for (const module of modules) {
       const key = `${node}.${module}`;
-      puts.push(() =>
-        wants.put(key, {
-          build,
-          manifestDigest: "d".repeat(64),
-          fingerprint: "f".repeat(16),
-          rule: "newest",
-          reason: `the build of ${module}'s newest candidate (1)`,
-        }),
-      );
-      puts.push(() =>
-        have.put(key, {
-          build,
-          fingerprint: "f".repeat(16),
-          health: i % 97 === 0 ? "failing" : "healthy",
-          since: at,
-          restarts: 0,
-        }),
-      );
+      const want: Want = {
+        build,
+        manifestDigest: "d".repeat(64),
+        fingerprint: "f".repeat(16),
+        rule: "newest",
+        reason: `the build of ${module}'s newest candidate (1)`,
+      };
+      const h: Have = {
+        build,
+        fingerprint: "f".repeat(16),
+        health: i % 97 === 0 ? "failing" : "healthy",
+        since: at,
+        restarts: 0,
+      };
+      state.wants.set(key, want);
+      state.have.set(key, h);
+      puts.push(() => wants.put(key, want));
+      puts.push(() => have.put(key, h));
     }
   }
   for (let i = 0; i < puts.length; i += 2_000) {

@@ -31,6 +31,7 @@ export {
   BoundKey,
   Bucket,
   BucketSpec,
+  SUMMARY_KEY,
   CallHeader,
   DEFAULT_NODE_ROOT,
   Env,
@@ -137,7 +138,6 @@ export {
   Answer,
   Ask,
   Assignment,
-  BucketValue,
   Build,
   BuildStatus,
   BuiltBundle,
@@ -177,7 +177,8 @@ export {
   SubjectList,
   ToolDescription,
   Want,
-  type BucketValueOf,
 } from "./values.js";
+export { BucketValue, type BucketValueOf } from "./bucket-value.js";
+export { SUMMARY_REFRESH_MS, Summary, SummaryCell } from "./summary.js";
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { MESH_VERSION } from "./version.js";

@@ -36,7 +36,7 @@ import {
 } from "./layout.js";
 import { ALL_NODES, isName } from "./names.js";
 import { keyName, moduleName, nodeName, refusal, stateName, toolName } from "./test-support.js";
-import { BucketValue } from "./values.js";
+import { BucketValue } from "./bucket-value.js";
 
 /** What NATS accepts as a KV bucket or object store name (nats.js validBucketRe). */
 const isBucketName = (name: string): boolean => /^[-\w]+$/.test(name);

@@ -28,6 +28,11 @@ export const Bucket = {
   grants: "mesh-grants",
   config: "mesh-config",
   secrets: "mesh-secrets",
+  /**
+   * The assigner's summary of the fleet under one key (`fleet`): counts and the first items that
+   * need attention, so readers get the fleet's shape in one get (decision 0090).
+   */
+  summary: "mesh-summary",
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 
@@ -54,7 +59,11 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.grants]: { key: "<node>.<module>", history: 1 },
   [Bucket.config]: { key: "<module>.<key>[.<node>]", history: 1 },
   [Bucket.secrets]: { key: "<module>.<name>", history: 1 },
+  [Bucket.summary]: { key: "fleet", history: 1 },
 };
+
+/** The one key of `mesh-summary`: the whole fleet's summary. */
+export const SUMMARY_KEY = "fleet";
 
 /** The one object store: bundle archives by the SHA-256 of their bytes. */
 export const ObjectStore = {

@@ -38,3 +38,31 @@ export const target: fc.Arbitrary<Target> = fc.oneof(
   nodeName.map((node) => ({ node })),
   fc.constant({ all: true as const }),
 );
+
+/** A good `mesh-summary.fleet` value, for the bucket samples. */
+export const SUMMARY_SAMPLE = {
+  at: "2025-01-02T03:04:05.000Z",
+  nodes: { total: 2, present: 1, gone: 1, never: 0 },
+  cells: { assigned: 2, healthy: 1, starting: 0, notRunning: 1, leaving: 0 },
+  modules: [{ module: "hello", assigned: 2, healthy: 1, starting: 0, notRunning: 1 }],
+  attention: {
+    cells: 1,
+    nodes: 1,
+    first: [
+      {
+        node: "edge-02",
+        module: "hello",
+        state: "not-running",
+        reason: "edge-02 is gone",
+        fix: "start its host",
+      },
+    ],
+  },
+  leaving: { first: [] },
+  differences: {
+    total: 1,
+    first: [
+      { key: "edge-02.hello", difference: { want: "1-e3b0c442", reasons: ["not reported"] } },
+    ],
+  },
+};

@@ -3,12 +3,13 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { z } from "zod";
 import { Credential } from "./credential.js";
+import { BucketValue } from "./bucket-value.js";
 import { Bucket } from "./layout.js";
+import { SUMMARY_SAMPLE } from "./test-support.js";
 import {
   Answer,
   Ask,
   Build,
-  BucketValue,
   Candidate,
   Composed,
   CompositionVerdict,
@@ -159,6 +160,7 @@ const SAMPLE = {
     by: "controller",
     at,
   },
+  [Bucket.summary]: SUMMARY_SAMPLE,
 } as const satisfies Record<Bucket, unknown>;
 
 const CREDENTIAL = {

@@ -1,10 +1,9 @@
 /**
  * The value of every bucket and message of the bus layout, as a schema and a type. A value read
- * off the bus is parsed with its schema before it is trusted; `BucketValue` maps each bucket to
- * its schema so helpers can do that by bucket name.
+ * off the bus is parsed with its schema before it is trusted; `BucketValue` (bucket-value.ts)
+ * maps each bucket to its schema so helpers can do that by bucket name.
  */
 import { z } from "zod";
-import { Bucket } from "./layout.js";
 import { BuildId, Digest, Manifest } from "./manifest.js";
 import { ALL_NODES, ASK_ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { Resource } from "./resources.js";
@@ -440,28 +439,3 @@ export const ToolDescription = z
   })
   .strict();
 export type ToolDescription = z.infer<typeof ToolDescription>;
-
-/** The schema of each bucket's values, by bucket name. */
-export const BucketValue = {
-  [Bucket.modules]: ModuleRegistration,
-  [Bucket.candidates]: Candidate,
-  [Bucket.builds]: Build,
-  [Bucket.manifests]: ResolvedManifest,
-  [Bucket.assignments]: Assignment,
-  [Bucket.presence]: Presence,
-  [Bucket.have]: Have,
-  [Bucket.puts]: Put,
-  [Bucket.retries]: Retry,
-  [Bucket.asks]: Ask,
-  [Bucket.answers]: Answer,
-  [Bucket.wants]: Want,
-  [Bucket.compositions]: CompositionVerdict,
-  [Bucket.differences]: Difference,
-  [Bucket.composed]: Composed,
-  [Bucket.grants]: Grant,
-  [Bucket.config]: ConfigValue,
-  [Bucket.secrets]: SealedSecret,
-} as const satisfies Record<Bucket, z.ZodType>;
-
-/** The value type of a bucket. */
-export type BucketValueOf<B extends Bucket> = z.infer<(typeof BucketValue)[B]>;

@@ -222,7 +222,7 @@ function verdictOf(input: FleetInput, node: string, module: string): CellVerdict
 }
 
 /** Where the operator placed each module: every node, or some nodes. */
-function placeModules(input: FleetInput): Map<string, string> {
+export function placeModules(input: Pick<FleetInput, "assignments">): Map<string, string> {
   const targets = new Map<string, string[]>();
   for (const key of input.assignments.keys()) {
     const [target, module] = split(key);

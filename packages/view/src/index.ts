@@ -31,5 +31,17 @@ export {
   type SourceProblem,
   type ToolEntry,
 } from "./browser/wire.js";
+export {
+  allNodesOf,
+  cellsByModule,
+  differencesIfWhole,
+  fleetStateOf,
+  listNodes,
+  readModuleWide,
+  readNodeKeys,
+  readSummary,
+  type ModuleWide,
+  type NodeKeys,
+} from "./fleet-by-key.js";
 export { gridPage, gridQuery, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
 export { newViewToken, startView, type View, type ViewOptions } from "./start-view.js";

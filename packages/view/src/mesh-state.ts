@@ -98,6 +98,11 @@ export class MeshState {
     return state;
   }
 
+  /** Whether every source has handed what stands (or failed once): `ready` has resolved. */
+  get isReady(): boolean {
+    return this.#mirror.isReady;
+  }
+
   /** The state as a page first gets it: these sources whole, and the fleet's summary. */
   snapshot(sources: readonly Source[], fleet: FleetSummary, now: Date = new Date()): Snapshot {
     const entries: Partial<Record<Source, Record<string, unknown>>> = {};

@@ -23,6 +23,7 @@ import {
   type ToolEntry,
 } from "./browser/wire.js";
 import type { FleetFeed } from "./fleet-feed.js";
+import type { FirstPaint } from "./first-paint.js";
 import { gridQuery } from "./fleet-view.js";
 import type { MeshState } from "./mesh-state.js";
 import {
@@ -57,6 +58,8 @@ export interface RouteContext {
   readonly bus: MeshBus;
   readonly state: MeshState;
   readonly fleet: FleetFeed;
+  /** The first paint from the assigner's summary, while the state is not ready yet. */
+  readonly firstPaint: FirstPaint;
   readonly files: ReadonlyMap<string, PageFile>;
   readonly answers: KvBucket<AnswerValue>;
   /** Who answers asks, as written in `mesh-answers`. */
@@ -96,16 +99,27 @@ const PAGE = new Set<Source>(PAGE_SOURCES);
 /** The state a page starts from: the page sources whole, the fleet summarised. */
 const snapshot = (c: RouteContext) => c.state.snapshot(PAGE_SOURCES, c.fleet.summary());
 
-/** `GET /api/state`: the page's state (JSON), once every source has handed what stands. */
+/**
+ * `GET /api/state`: the page's state (JSON), once every source has handed what stands; before
+ * that, from the assigner's summary when there is one (decision 0090).
+ */
 async function state(c: RouteContext, res: ServerResponse): Promise<void> {
+  const first = c.state.isReady ? undefined : await c.firstPaint.state();
+  if (first !== undefined && !c.state.isReady) return sendJson(res, 200, first);
   await c.state.ready;
   sendJson(res, 200, snapshot(c));
 }
 
-/** `GET /api/grid?from=&count=&filter=&attention=1`: a page of the grid. */
+/**
+ * `GET /api/grid?from=&count=&filter=&attention=1`: a page of the grid; before the state is
+ * ready, read by key for the page's nodes alone when the assigner keeps a summary.
+ */
 async function grid(c: RouteContext, res: ServerResponse, url: URL): Promise<void> {
+  const query = gridQuery(url.searchParams);
+  const first = c.state.isReady ? undefined : await c.firstPaint.grid(query);
+  if (first !== undefined && !c.state.isReady) return sendJson(res, 200, first);
   await c.state.ready;
-  sendJson(res, 200, c.fleet.grid(gridQuery(url.searchParams)));
+  sendJson(res, 200, c.fleet.grid(query));
 }
 
 /** `GET /api/build-log?key=<module>.<build>`: a build's log (text). */

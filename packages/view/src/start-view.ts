@@ -11,6 +11,7 @@ import { createServer, type RequestListener, type Server, type ServerResponse } 
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { FleetFeed } from "./fleet-feed.js";
+import { FirstPaint } from "./first-paint.js";
 import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
 import { MeshState } from "./mesh-state.js";
 import { pageFiles } from "./page-files.js";
@@ -74,6 +75,7 @@ export async function startView(options: ViewOptions): Promise<View> {
     bus: options.bus,
     state,
     fleet,
+    firstPaint: new FirstPaint({ bus: options.bus, signal: stopping.signal }),
     files: await pageFiles(),
     answers: await KvBucket.open(options.bus, Bucket.answers),
     actor: options.actor ?? "operator (view)",

@@ -5,6 +5,7 @@
  * 200,000 rows, more than a call's arguments may hold.
  */
 import type { StatusNode, StatusReport } from "./status.js";
+import { SUMMARY_REFRESH_MS } from "@mesh/protocol";
 import { moreLine, type StatusQuery } from "./status-page.js";
 
 export function printStatus(report: StatusReport, query: StatusQuery): void {
@@ -43,13 +44,15 @@ function withMore(lines: string[], more: string | undefined): string[] {
   return lines;
 }
 
-function summarySection({ summary }: StatusReport): string[] {
+function summarySection(report: StatusReport): string[] {
+  const { summary } = report;
   const n = summary.nodes;
   const c = summary.cells;
   const lines = [
     "SUMMARY",
     `  nodes: ${n.total} (${n.present} present, ${n.gone} gone, ${n.never} never seen)`,
     `  assigned: ${c.assigned} (${c.healthy} healthy, ${c.starting} starting, ${c.notRunning} not running); leaving: ${c.leaving}`,
+    sourceLine(report),
   ];
   if (summary.modules.length === 0) return lines;
   const rows = summary.modules.map((m) => [
@@ -156,6 +159,17 @@ function conditionsSection(report: StatusReport): string[] {
       k.message,
     ]),
   );
+}
+
+/** Where the numbers come from: the assigner's summary (and how old it is), or every bucket. */
+function sourceLine({ source, at }: StatusReport): string {
+  if (source.kind === "every-bucket") return `  read from every bucket: ${source.why}`;
+  const age = Date.parse(at) - Date.parse(source.at);
+  const stale =
+    age > 3 * SUMMARY_REFRESH_MS
+      ? " — older than the assigner keeps it: is it running? `mesh logs assigner`"
+      : "";
+  return `  counted by the assigner at ${source.at} (${ago(Date.parse(at), source.at)})${stale}; the rows below are read now`;
 }
 
 /** How the machine is set up, as its presence says: adopted, and its operator account. */

@@ -5,12 +5,15 @@
  * not follow changes (the view does). Present or gone, and each assigned cell's state, reason and
  * fix, come from core's read model of the fleet (`readFleet`), which the view uses too.
  */
+import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
 import { readFleet, type CellReason, type CellState, type FleetState } from "@mesh/core";
 import {
   Bucket,
   Condition,
+  ErrorCode,
+  MeshError,
   PRESENCE_GONE_MS,
   Stream,
   Subject,
@@ -25,6 +28,7 @@ import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { printStatus } from "./status-print.js";
 import { readAll } from "../read-bucket.js";
+import { readStatusByKey } from "./status-by-key.js";
 export { table } from "./status-print.js";
 import { act, meshVerb, positiveNumber, wholeNumber, type MeshOptions } from "../verb.js";
 import {
@@ -41,7 +45,18 @@ import {
 /** A heartbeat older than this counts as gone (protocol's one threshold, also the view's). */
 export { PRESENCE_GONE_MS };
 /** How many conditions status shows (`mesh conditions` shows them all). */
-const RECENT_CONDITIONS = 10;
+export const RECENT_CONDITIONS = 10;
+
+/**
+ * How long status reads every bucket when the assigner has written no summary yet (an assigner
+ * from before decision 0090, or a mesh just started): a small mesh answers well within it.
+ */
+export const EVERY_BUCKET_MS = 20_000;
+
+/** Where a report's numbers come from: the assigner's summary, or every bucket read whole. */
+export type StatusSource =
+  | { readonly kind: "summary"; readonly at: string }
+  | { readonly kind: "every-bucket"; readonly why: string };
 
 export interface StatusNode {
   readonly node: string;
@@ -84,6 +99,7 @@ export interface StatusReport {
   readonly summary: StatusSummary;
   /** Which rows of each list were shown, of how many (nodes, modules, differences, attention). */
   readonly page: StatusPage;
+  readonly source: StatusSource;
 }
 
 /** Reads everything status shows. `now` decides who is gone; `query` pages and narrows the lists. */
@@ -96,9 +112,36 @@ export async function readStatus(
   },
 ): Promise<StatusReport> {
   const query: StatusQuery = { from: 0, limit: STATUS_LIMIT.json, ...options.query };
-  const { state, conditions } = await readFleetState(bus, options);
-  return statusOf(state, conditions, options.now, query);
+  const byKey = await readStatusByKey(bus, {
+    now: options.now,
+    query,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  if (byKey !== undefined) return byKey;
+  // No summary yet: every bucket, read whole, for at most EVERY_BUCKET_MS.
+  const limit = AbortSignal.timeout(EVERY_BUCKET_MS);
+  const signal = options.signal === undefined ? limit : AbortSignal.any([options.signal, limit]);
+  // Every bucket's read listens on it at once.
+  setMaxListeners(0, signal);
+  try {
+    const { state, conditions } = await readFleetState(bus, { now: options.now, signal });
+    return {
+      ...statusOf(state, conditions, options.now, query),
+      source: { kind: "every-bucket", why: NO_SUMMARY },
+    };
+  } catch (error) {
+    if (!limit.aborted || options.signal?.aborted === true) throw error;
+    throw new MeshError(
+      ErrorCode.TIMEOUT,
+      `${NO_SUMMARY}, and reading every bucket took over ${EVERY_BUCKET_MS / 1000} s; ` +
+        "run an assigner from this release (`mesh up` starts one; `mesh logs assigner`), which keeps the summary status reads in one get",
+      { cause: error },
+    );
+  }
 }
+
+const NO_SUMMARY =
+  "the assigner has written no summary of the fleet yet (an assigner from before it, or a mesh just started)";
 
 /**
  * What status shows of a fleet's state: also what `mesh wants` and `mesh differences` say. The
@@ -156,6 +199,7 @@ export function statusOf(
     conditions: conditions.filter((c) => c.resolved !== true).slice(0, RECENT_CONDITIONS),
     attention: pageOf(attention, query),
     summary: summarize(fleet),
+    source: { kind: "every-bucket", why: "every bucket read whole" },
     page: {
       from: query.from,
       limit: query.limit,
@@ -172,7 +216,7 @@ export function statusOf(
 }
 
 /** One (node, module) as status shows it: want, have, and the read model's state. */
-function statusCell(
+export function statusCell(
   key: string,
   node: string,
   module: string,
@@ -206,7 +250,8 @@ export async function readFleetState(
   bus: MeshBus,
   options: { readonly now: Date; readonly signal?: AbortSignal },
 ): Promise<{ state: FleetState; conditions: Array<Condition & { subject: string }> }> {
-  const read = <B extends Bucket>(bucket: B) => KvBucket.open(bus, bucket).then((b) => readAll(b));
+  const read = <B extends Bucket>(bucket: B) =>
+    KvBucket.open(bus, bucket).then((b) => readAll(b, undefined, options.signal));
   // All at once: each read is a few round trips to the server, and a verb's start waits on them.
   const [
     presence,

@@ -2,3 +2,10 @@
 export { emptyFleetState, nodeState, type FleetState, type NodeState } from "./state.js";
 export { cellReason, type CellReason, type CellState } from "./reason.js";
 export { assignedCells, readFleet, type FleetNode, type FleetView } from "./read-model.js";
+export {
+  SUMMARY_FIRST,
+  counts as fleetCounts,
+  summarizeFleet,
+  summaryContent,
+  type SummaryOptions,
+} from "./summary.js";

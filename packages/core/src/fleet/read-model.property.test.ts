@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { PRESENCE_GONE_MS, type Build, type Have, type Health } from "@mesh/protocol";
+import { PRESENCE_GONE_MS, Summary, type Build, type Have, type Health } from "@mesh/protocol";
 import type { CellState } from "./reason.js";
 import { assignedCells, readFleet } from "./read-model.js";
 import { CRASH_LOOP_EXITS, cellReason } from "./reason.js";
 import { emptyFleetState, nodeState, type FleetState } from "./state.js";
+import { summarizeFleet } from "./summary.js";
 
 const NODES = ["n1", "n2", "n3"];
 const MODULES = ["alpha", "beta"];
@@ -399,3 +400,61 @@ describe("the fleet's read model: each reason", () => {
     assert.match(cellReason(s, "n1", "alpha").fix ?? "", /mesh module add/);
   });
 });
+
+describe("the fleet's summary and pages read by key", () => {
+  it("the summary counts what the read model says, and carries the first of each list", () => {
+    fc.assert(
+      fc.property(fleet, fc.integer({ min: 0, max: 4 }), (d, first) => {
+        const s = materialise(d);
+        const view = readFleet(s);
+        const summary = Summary.parse(summarizeFleet(s, { first }));
+        assert.equal(summary.nodes.total, view.nodes.length);
+        assert.equal(summary.cells.assigned, view.cells.length);
+        assert.equal(
+          summary.cells.healthy + summary.cells.starting + summary.cells.notRunning,
+          view.cells.length,
+        );
+        assert.equal(summary.cells.leaving, view.leaving.length);
+        assert.equal(
+          summary.modules.reduce((n, m) => n + m.assigned, 0),
+          view.cells.length,
+        );
+        assert.equal(summary.attention.cells, view.attention.cells.length);
+        assert.deepEqual(summary.attention.first, view.attention.cells.slice(0, first));
+        assert.equal(summary.differences.total, s.differences.size);
+        assert.ok(summary.differences.first.length <= first);
+        assert.equal(summary.at, at(NOW));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a cell's reason read from its node's keys alone is the one read from every key", () => {
+    fc.assert(
+      fc.property(fleet, fc.subarray(NODES), (d, nodes) => {
+        const whole = materialise(d);
+        const page = onlyNodes(whole, new Set(nodes));
+        for (const node of nodes) {
+          for (const module of MODULES) {
+            assert.deepEqual(cellReason(page, node, module), cellReason(whole, node, module));
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/** The state a reader by key holds: the keys of some nodes, and the module-wide buckets whole. */
+function onlyNodes(s: FleetState, nodes: ReadonlySet<string>): FleetState {
+  const keep = <T>(map: ReadonlyMap<string, T>) =>
+    new Map([...map].filter(([key]) => nodes.has(key.split(".")[0] ?? "")));
+  return {
+    ...s,
+    presence: keep(s.presence),
+    wants: keep(s.wants),
+    have: keep(s.have),
+    differences: keep(s.differences),
+    compositions: keep(s.compositions),
+  };
+}

@@ -201,7 +201,13 @@ describe("assignerGrant", () => {
     "mesh-composed",
     "mesh-grants",
   ];
-  const writes = ["mesh-wants", "mesh-compositions", "mesh-differences", "mesh-asks"];
+  const writes = [
+    "mesh-wants",
+    "mesh-compositions",
+    "mesh-differences",
+    "mesh-asks",
+    "mesh-summary",
+  ];
 
   test("reads what a pass reads, have with its history", () => {
     for (const bucket of [...reads, ...writes]) {
@@ -211,7 +217,7 @@ describe("assignerGrant", () => {
     }
   });
 
-  test("writes wants, compositions, differences and asks only", () => {
+  test("writes wants, compositions, differences, asks and the summary only", () => {
     for (const bucket of writes) assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
     for (const bucket of reads) assert.equal(can(p, kv.put(bucket, "a.b")), false, bucket);
     assert.equal(can(p, kv.get("mesh-config", "a")), false);
@@ -222,6 +228,13 @@ describe("assignerGrant", () => {
     assert.ok(can(p, "mesh.conditions.assigner.set-back"));
     assert.ok(can(p, "mesh.keeps.n0.assigner"));
     assert.ok(hears(p, "_INBOX.n0.assigner.x"));
+  });
+
+  test("reads every module's conditions (the summary's read model reasons with them)", () => {
+    const create = "$JS.API.CONSUMER.CREATE.mesh-conditions.oc_1";
+    assert.ok(can(p, `${create}.mesh.conditions.>`));
+    assert.ok(can(p, `${create}.mesh.conditions.assigner.>`));
+    assert.equal(can(p, "mesh.conditions.hello.said"), false, "it says only its own");
   });
 });
 

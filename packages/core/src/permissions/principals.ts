@@ -133,7 +133,8 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 /**
  * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its
  * history, the manifests for their keys and read by digest) and its own, writes wants,
- * compositions, differences and asks, says conditions (and reads its own back) and what it keeps.
+ * compositions, differences, asks and the fleet's summary (decision 0090), says conditions (and
+ * reads every module's, which the summary's read model reasons with) and what it keeps.
  */
 export function assignerGrant(input: { readonly node: string }): Permissions {
   const reads: readonly Bucket[] = [
@@ -155,6 +156,7 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
     Bucket.compositions,
     Bucket.differences,
     Bucket.asks,
+    Bucket.summary,
   ];
   return toPermissions(
     merge(
@@ -164,8 +166,10 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
         moduleConditionsWildcard(Principal.assigner),
         keepsSubject(input.node, Principal.assigner),
       ),
-      // Its own conditions read back at start, so it resolves those said before a restart.
+      // Its own conditions read back at start, so it resolves those said before a restart; and
+      // every module's, which the fleet's read model reasons with, for the summary it keeps.
       streamRead(Stream.conditions, `${Subject.conditionsPrefix}.${Principal.assigner}.>`),
+      streamRead(Stream.conditions, `${Subject.conditionsPrefix}.>`),
       inbox(input.node, Principal.assigner),
     ),
   );

@@ -16,6 +16,7 @@ import {
   canonicalJson,
   type AssignerSnapshot,
   type AssignerWrite,
+  type FleetState,
   type HaveRecord,
 } from "@mesh/core";
 import {
@@ -27,6 +28,7 @@ import {
   keepSayingKeeps,
   readStream,
   sayCondition,
+  streamSource,
   type Daemon,
   type MeshBus,
   type MirrorSource,
@@ -43,6 +45,7 @@ import {
   type Have,
 } from "@mesh/protocol";
 import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
+import { SummaryKeeper } from "./summary-keeper.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
 export const ASSIGNER_KEEPS = [
@@ -79,6 +82,8 @@ export interface AssignerOptions {
   readonly onPass?: (pass: PassReport) => void;
   /** How many writes are in flight at once. */
   readonly writeConcurrency?: number;
+  /** The least time between two computations of the fleet's summary (ms; default 1 s). */
+  readonly summaryIntervalMs?: number;
 }
 
 export interface PassReport {
@@ -108,6 +113,9 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** Nodes each module has keys for, so a module's change touches only those nodes. */
   readonly #moduleNodes = new Map<string, Set<string>>();
   #stop = new AbortController();
+  /** Every module's latest conditions, by `<module>.<name>`: the summary's read model reads them. */
+  readonly #conditions = new Map<string, Condition>();
+  #summary: SummaryKeeper | undefined;
 
   private constructor(options: AssignerOptions) {
     this.#bus = options.bus;
@@ -122,7 +130,37 @@ export class Assigner implements Daemon, AsyncDisposable {
     for (const bucket of [...WATCHED, Bucket.puts]) {
       assigner.#buckets.set(bucket, await KvBucket.open(options.bus, bucket));
     }
+    assigner.#summary = new SummaryKeeper({
+      bucket: await KvBucket.open(options.bus, Bucket.summary),
+      state: () => assigner.#fleetState(),
+      log: assigner.#log,
+      ...(options.summaryIntervalMs === undefined
+        ? {}
+        : { minIntervalMs: options.summaryIntervalMs }),
+    });
     return assigner;
+  }
+
+  /** The fleet's state as the read model reads it, from what the assigner holds. */
+  #fleetState(): FleetState {
+    const m = this.#maps;
+    const have = new Map<string, Have>();
+    for (const [key, record] of m.have)
+      if (record.current !== undefined) have.set(key, record.current);
+    return {
+      now: Date.now(),
+      presence: m.presence,
+      assignments: m.assignments,
+      registrations: m.registrations,
+      builds: m.builds,
+      wants: m.own.wants,
+      have,
+      differences: m.own.differences,
+      compositions: m.own.compositions,
+      asks: m.own.asks,
+      answers: m.answers,
+      conditions: [...this.#conditions.values()],
+    };
   }
 
   get state(): Lifecycle {
@@ -160,6 +198,9 @@ export class Assigner implements Daemon, AsyncDisposable {
       });
       this.#state = Lifecycle.running;
       this.#log("running: every watch handed what stands");
+      this.#summary?.run(signal).catch((e: unknown) => {
+        this.#log(`the fleet's summary stopped: ${(e as Error).message}`);
+      });
       // A bucket lost for good (not watched again within a minute) stops the assigner rather
       // than let it decide from what it no longer hears; its supervisor starts it again.
       const failed = mirror.failed.catch((e: unknown) => Promise.reject(notHeard(e)));
@@ -201,6 +242,8 @@ export class Assigner implements Daemon, AsyncDisposable {
     const snapshot: AssignerSnapshot = { ...this.#maps, now: new Date().toISOString() };
     const result = assign(snapshot, touchedAll ? {} : { nodes });
     await this.#write(result.writes, signal);
+    // Its own writes are held before they are written, so their echoes move nothing: say so here.
+    if (result.writes.length > 0) this.#summary?.moved();
     for (const c of result.conditions) {
       try {
         await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal });
@@ -324,9 +367,23 @@ export class Assigner implements Daemon, AsyncDisposable {
       optional: true,
       retry: { initialMs: Math.min(1_000, reopenMs), maxMs: reopenMs },
     };
+    // Every module's conditions, for the summary only: no pass reads them. A grant from before
+    // the summary may not read them; the summary is then kept without them.
+    sources[Stream.conditions] = {
+      bucket: streamSource(this.#bus, {
+        stream: Stream.conditions,
+        prefix: Subject.conditionsPrefix,
+        schema: Condition,
+      }),
+      into: this.#conditions,
+      optional: true,
+      retry: { initialMs: 1_000, maxMs: 60_000 },
+    };
     return Mirror.start({
       sources,
       touched: (change) => {
+        this.#summary?.moved();
+        if (change.source === Stream.conditions) return [];
         this.#index(change.source, change.key);
         // Before the first pass nothing needs noting: it decides every node.
         return this.#mirror?.isReady === true ? this.#touchedBy(change.source, change.key) : [];

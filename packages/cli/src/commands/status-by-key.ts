@@ -1,0 +1,196 @@
+/**
+ * `mesh status` from the assigner's summary and a page read by key (decision 0090): the header
+ * and what needs attention from `mesh-summary.fleet` in one get; the node names as a list of
+ * presence keys; then only the keys of the nodes and cells on the page, by direct gets. Its time
+ * follows the page and the modules, not the fleet. Each cell's state, reason and fix is still
+ * core's read model (`cellReason`), given its node's keys.
+ *
+ * With `--node`, every cell of that node is read, so its attention and differences are whole;
+ * otherwise they are the summary's first ones (narrowed by `--module`), with the totals it counts.
+ */
+import { cellReason, nodeState, type CellReason } from "@mesh/core";
+import { conditionSubject, nodeModuleKey, type Difference, type Summary } from "@mesh/protocol";
+import type { MeshBus } from "@mesh/bus";
+import {
+  allNodesOf,
+  cellsByModule,
+  differencesIfWhole,
+  fleetStateOf,
+  listNodes,
+  readModuleWide,
+  readNodeKeys,
+  readSummary,
+} from "@mesh/view";
+import { narrowed, pageOf, type StatusQuery } from "./status-page.js";
+import { RECENT_CONDITIONS, statusCell, type StatusNode, type StatusReport } from "./status.js";
+
+type Cell = { readonly node: string; readonly module: string };
+
+/** The report from the summary and the page's keys; undefined when there is no summary yet. */
+export async function readStatusByKey(
+  bus: MeshBus,
+  options: { readonly now: Date; readonly query: StatusQuery; readonly signal?: AbortSignal },
+): Promise<StatusReport | undefined> {
+  const { query, signal } = options;
+  const summary = await readSummary(bus, signal);
+  if (summary === undefined) return undefined;
+  const [wide, present] = await Promise.all([readModuleWide(bus, signal), listNodes(bus, signal)]);
+  const byModule = cellsByModule(wide, present, summary.leaving.first);
+  const allNodes = allNodesOf(present, byModule).filter((node) => narrowed(query, node));
+  const cells = narrowedCells(byModule, query);
+  const pageCells = pageOf(cells, query);
+  const pageNodes = pageOf(allNodes, query);
+  // A node's every cell is read when narrowed to it: its attention and differences are whole.
+  const read = query.node === undefined ? pageCells : cells;
+  const known = differencesIfWhole(summary);
+  const keys = await readNodeKeys(bus, {
+    nodes: [...pageNodes, ...read.map((c) => c.node)],
+    compositions: [],
+    cells: read,
+    ...(known === undefined ? {} : { differences: known }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  // A node's composition verdict is a reason only where a cell's want is not what it runs.
+  const unapplied = read.filter((c) => {
+    const key = nodeModuleKey(c.node, c.module);
+    const want = keys.wants.get(key);
+    return want !== undefined && keys.have.get(key)?.build !== want.build;
+  });
+  const { compositions } = await readNodeKeys(bus, {
+    nodes: [],
+    compositions: unapplied.map((c) => c.node),
+    cells: [],
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const state = fleetStateOf(wide, { ...keys, compositions }, options.now.getTime());
+  const presentSet = new Set(present);
+  const assigned = ({ node, module }: Cell): boolean =>
+    wide.assignments.has(nodeModuleKey(node, module)) ||
+    (wide.assignments.has(`all.${module}`) && presentSet.has(node));
+  const reasons = new Map<string, CellReason>();
+  for (const c of read)
+    if (assigned(c))
+      reasons.set(nodeModuleKey(c.node, c.module), cellReason(state, c.node, c.module));
+  const { attention, attentionTotal } = attentionOf(summary, query, read, reasons);
+  const { differences, differencesTotal } = differencesOf(summary, query, read, keys.differences);
+  return {
+    at: options.now.toISOString(),
+    nodes: pageNodes.map((node) => statusNode(node, state.presence.get(node), state.now)),
+    modules: pageCells.map(({ node, module }) =>
+      statusCell(nodeModuleKey(node, module), node, module, state, reasons),
+    ),
+    differences: pageOf(differences, query),
+    asks: [...wide.asks.values()]
+      .filter((a) => !wide.answers.has(a.id))
+      .sort((a, b) => cmp(a.at, b.at)),
+    conditions: wide.conditions
+      .filter((c) => c.resolved !== true)
+      .sort((a, b) => cmp(b.at, a.at))
+      .slice(0, RECENT_CONDITIONS)
+      .map((c) => ({ ...c, subject: conditionSubject(c.module, c.name) })),
+    attention: pageOf(attention, query),
+    summary: { nodes: summary.nodes, cells: summary.cells, modules: summary.modules },
+    page: {
+      from: query.from,
+      limit: query.limit,
+      ...(query.node === undefined ? {} : { node: query.node }),
+      ...(query.module === undefined ? {} : { module: query.module }),
+      totals: {
+        nodes: allNodes.length,
+        modules: cells.length,
+        differences: differencesTotal,
+        attention: attentionTotal,
+      },
+    },
+    source: { kind: "summary", at: summary.at },
+  };
+}
+
+/** The cells inside the query's narrowing, by module then node. */
+function narrowedCells(byModule: ReadonlyMap<string, string[]>, query: StatusQuery): Cell[] {
+  const out: Cell[] = [];
+  for (const [module, nodes] of byModule) {
+    if (query.module !== undefined && module !== query.module) continue;
+    if (query.node !== undefined) {
+      if (nodes.includes(query.node)) out.push({ node: query.node, module });
+      continue;
+    }
+    for (const node of nodes) out.push({ node, module });
+  }
+  return out;
+}
+
+/** What needs attention: a node's own, whole; else the summary's first, narrowed, and its count. */
+function attentionOf(
+  summary: Summary,
+  query: StatusQuery,
+  read: readonly Cell[],
+  reasons: ReadonlyMap<string, CellReason>,
+): { attention: CellReason[]; attentionTotal: number } {
+  if (query.node !== undefined) {
+    const attention = read.flatMap((c) => {
+      const r = reasons.get(nodeModuleKey(c.node, c.module));
+      return r?.state === "not-running" ? [r] : [];
+    });
+    return { attention, attentionTotal: attention.length };
+  }
+  const attention = summary.attention.first.flatMap(({ fix, ...c }): CellReason[] =>
+    narrowed(query, c.node, c.module) ? [fix === undefined ? c : { ...c, fix }] : [],
+  );
+  const total =
+    query.module === undefined
+      ? summary.attention.cells
+      : (summary.modules.find((m) => m.module === query.module)?.notRunning ?? attention.length);
+  return { attention, attentionTotal: total };
+}
+
+/** The differences: a node's own, whole; else the summary's first, narrowed, and its count. */
+function differencesOf(
+  summary: Summary,
+  query: StatusQuery,
+  read: readonly Cell[],
+  found: ReadonlyMap<string, Difference>,
+): { differences: StatusReport["differences"]; differencesTotal: number } {
+  if (query.node !== undefined) {
+    const differences = read
+      .map((c) => nodeModuleKey(c.node, c.module))
+      .sort()
+      .flatMap((key) => {
+        const d = found.get(key);
+        return d === undefined ? [] : [{ ...d, ...splitKey(key) }];
+      });
+    return { differences, differencesTotal: differences.length };
+  }
+  const differences = summary.differences.first.flatMap(({ key, difference }) => {
+    const cell = splitKey(key);
+    return narrowed(query, cell.node, cell.module) ? [{ ...cell, ...difference }] : [];
+  });
+  // Narrowed to a module: exact when the summary carries every difference, else those it carries.
+  return {
+    differences,
+    differencesTotal: query.module === undefined ? summary.differences.total : differences.length,
+  };
+}
+
+function statusNode(
+  node: string,
+  presence: Parameters<typeof nodeState>[0],
+  now: number,
+): StatusNode {
+  if (presence === undefined)
+    return { node, present: false, heartbeat: null, since: null, facts: null };
+  return {
+    node,
+    present: nodeState(presence, now) === "present",
+    heartbeat: presence.heartbeat,
+    since: presence.heartbeat,
+    facts: presence.facts,
+  };
+}
+
+function splitKey(key: string): Cell {
+  const dot = key.indexOf(".");
+  return { node: key.slice(0, dot), module: key.slice(dot + 1) };
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,0 +1,183 @@
+/**
+ * The page's first paint before the view's mirror holds the whole fleet (decision 0090): the
+ * state from the assigner's summary and the buckets that grow with modules, and the first grid
+ * page from the keys of its nodes alone, read by direct gets. A large fleet's mirror takes long to
+ * fill; a page need not wait for it. Without a summary (an assigner from before it) the page waits
+ * for the mirror, as before.
+ *
+ * Only "what needs attention" is approximate until the mirror is ready: it is the summary's first
+ * cells.
+ */
+import type { MeshBus } from "@mesh/bus";
+import { nodeState } from "@mesh/core";
+import { PRESENCE_GONE_MS, parseTargetModuleKey, type Build, type Summary } from "@mesh/protocol";
+import {
+  GRID_MAX_MODULES,
+  Source,
+  type BuildSummary,
+  type FleetSummary,
+  type GridPage,
+  type GridQuery,
+  type Snapshot,
+} from "./browser/wire.js";
+import {
+  allNodesOf,
+  cellsByModule,
+  differencesIfWhole,
+  fleetStateOf,
+  listNodes,
+  readModuleWide,
+  readNodeKeys,
+  readSummary,
+  type ModuleWide,
+} from "./fleet-by-key.js";
+import { gridPage, placeModules, type FleetIndex } from "./fleet-view.js";
+
+/** How long the state and a grid page asked together share one read of the shape (ms). */
+const SHAPE_KEPT_MS = 2_000;
+
+/** What the first paint reads once, shared by the state and the grid asked together. */
+interface Shape {
+  readonly summary: Summary;
+  readonly wide: ModuleWide;
+  readonly nodes: readonly string[];
+  readonly modules: readonly string[];
+}
+
+export class FirstPaint {
+  readonly #bus: MeshBus;
+  readonly #signal: AbortSignal;
+  #shape: Promise<Shape | undefined> | undefined;
+  /** When the shape was read: a page asking later reads it again. */
+  #readAt = 0;
+
+  constructor(options: { readonly bus: MeshBus; readonly signal: AbortSignal }) {
+    this.#bus = options.bus;
+    this.#signal = options.signal;
+  }
+
+  /** The page's state from the summary; undefined when there is none. */
+  async state(now: Date = new Date()): Promise<Snapshot | undefined> {
+    const shape = await this.#read();
+    if (shape === undefined) return undefined;
+    const entries: Snapshot["entries"] = {
+      [Source.modules]: Object.fromEntries(shape.wide.registrations),
+      [Source.builds]: Object.fromEntries(
+        [...shape.wide.builds].map(([key, build]) => [key, withoutLog(build)]),
+      ),
+      [Source.asks]: Object.fromEntries(shape.wide.asks),
+      [Source.answers]: Object.fromEntries(shape.wide.answers),
+      [Source.conditions]: Object.fromEntries(
+        shape.wide.conditions.map((c) => [`${c.module}.${c.name}`, c]),
+      ),
+    };
+    return {
+      at: now.toISOString(),
+      entries,
+      fleet: fleetSummary(shape),
+      problems: {},
+      bus: "connected",
+    };
+  }
+
+  /** One grid page from its nodes' keys; undefined when there is no summary. */
+  async grid(query: GridQuery, now: Date = new Date()): Promise<GridPage | undefined> {
+    const shape = await this.#read();
+    if (shape === undefined) return undefined;
+    const index: FleetIndex = {
+      version: 0,
+      nodes: shape.nodes,
+      modules: shape.modules,
+      nodeStates: new Map(),
+      troubled: shape.summary.attention.first.map((c) => [c.node, c.module] as const),
+      troubledNodes: new Set(),
+      placements: placeModules(shape.wide),
+      summary: fleetSummary(shape),
+    };
+    // The window of nodes the page shows, as the grid narrows and windows them.
+    const probe = gridPage(fleetStateOfNothing(shape, now), index, query);
+    const window = probe.columns.map((c) => c.node);
+    const rows = probe.rows.map((r) => r.module).slice(0, GRID_MAX_MODULES);
+    const known = differencesIfWhole(shape.summary);
+    const keys = await readNodeKeys(this.#bus, {
+      nodes: window,
+      cells: window.flatMap((node) => rows.map((module) => ({ node, module }))),
+      ...(known === undefined ? {} : { differences: known }),
+      signal: this.#signal,
+    });
+    const input = { ...fleetStateOf(shape.wide, keys, now.getTime()), puts: shape.wide.puts };
+    const nodeStates = new Map(window.map((n) => [n, nodeState(keys.presence.get(n), input.now)]));
+    return gridPage(input, { ...index, nodeStates }, query);
+  }
+
+  /** The summary, the module-wide buckets and the node names: read once, for the first paint. */
+  #read(): Promise<Shape | undefined> {
+    if (performance.now() - this.#readAt > SHAPE_KEPT_MS) this.#shape = undefined;
+    this.#shape ??= (async () => {
+      this.#readAt = performance.now();
+      const [summary, wide, present] = await Promise.all([
+        readSummary(this.#bus, this.#signal),
+        readModuleWide(this.#bus, this.#signal),
+        listNodes(this.#bus, this.#signal),
+      ]);
+      if (summary === undefined) return undefined;
+      const byModule = cellsByModule(wide, present, summary.leaving.first);
+      const modules = new Set<string>([...wide.registrations.keys(), ...byModule.keys()]);
+      for (const key of wide.assignments.keys()) modules.add(moduleOf(key));
+      for (const m of summary.modules) modules.add(m.module);
+      modules.delete("");
+      return {
+        summary,
+        wide,
+        nodes: allNodesOf(present, byModule),
+        modules: [...modules].sort(),
+      };
+    })();
+    // A failed read is tried again by the next page.
+    this.#shape.catch(() => (this.#shape = undefined));
+    return this.#shape;
+  }
+}
+
+/** The page's summary of the fleet from the assigner's. */
+function fleetSummary(shape: Shape): FleetSummary {
+  const { summary } = shape;
+  return {
+    version: 0,
+    nodes: summary.nodes,
+    modules: shape.modules.length,
+    cells: {
+      healthy: summary.cells.healthy,
+      starting: summary.cells.starting,
+      notRunning: summary.cells.notRunning,
+    },
+    attention: { cells: summary.attention.cells, nodes: summary.attention.nodes },
+    differences: summary.differences,
+    presenceGoneMs: PRESENCE_GONE_MS,
+  };
+}
+
+/** A state with no node's keys: enough for the grid to narrow and window the names. */
+function fleetStateOfNothing(shape: Shape, now: Date) {
+  const none = new Map();
+  return {
+    ...fleetStateOf(
+      shape.wide,
+      { presence: none, compositions: none, wants: none, have: none, differences: none },
+      now.getTime(),
+    ),
+    puts: shape.wide.puts,
+  };
+}
+
+function withoutLog({ log, ...build }: Build): BuildSummary {
+  return { ...build, logLines: log === "" ? 0 : log.split("\n").length };
+}
+
+function moduleOf(key: string): string {
+  try {
+    return parseTargetModuleKey(key).module;
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * The fleet read by key, not by whole bucket (decision 0090): the assigner's summary in one get,
+ * the buckets that grow with modules (registrations, assignments, builds, puts, asks, answers) and
+ * the conditions whole, the node names as a list of presence keys, and then only the keys of the
+ * nodes and cells a page shows, by direct gets. What `mesh status` and the view's first paint read;
+ * each cell's state and reason is still core's read model, given the keys of its node.
+ */
+import type { KvBucket, MeshBus } from "@mesh/bus";
+import { KvBucket as Kv, streamSource } from "@mesh/bus";
+import type { FleetState } from "@mesh/core";
+import {
+  ALL_NODES,
+  Bucket,
+  ErrorCode,
+  MeshError,
+  SUMMARY_KEY,
+  Condition,
+  Stream,
+  Subject,
+  nodeModuleKey,
+  parseTargetModuleKey,
+  type Answer,
+  type Ask,
+  type Assignment,
+  type Build,
+  type CompositionVerdict,
+  type Difference,
+  type Have,
+  type ModuleRegistration,
+  type Presence,
+  type Put,
+  type Summary,
+  type Want,
+} from "@mesh/protocol";
+
+/** The buckets that grow with the modules, not the nodes, read whole; and the conditions. */
+export interface ModuleWide {
+  readonly registrations: ReadonlyMap<string, ModuleRegistration>;
+  readonly assignments: ReadonlyMap<string, Assignment>;
+  readonly builds: ReadonlyMap<string, Build>;
+  readonly puts: ReadonlyMap<string, Put>;
+  readonly asks: ReadonlyMap<string, Ask>;
+  readonly answers: ReadonlyMap<string, Answer>;
+  readonly conditions: readonly Condition[];
+}
+
+/** The keys of some nodes and cells, as a page reads them. */
+export interface NodeKeys {
+  readonly presence: ReadonlyMap<string, Presence>;
+  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
+  readonly wants: ReadonlyMap<string, Want>;
+  readonly have: ReadonlyMap<string, Have>;
+  readonly differences: ReadonlyMap<string, Difference>;
+}
+
+/** How many gets are in flight at once. */
+const GETS_AT_ONCE = 256;
+
+/** The assigner's summary, or undefined when none was written (an older assigner, a new mesh). */
+export async function readSummary(
+  bus: MeshBus,
+  signal?: AbortSignal,
+): Promise<Summary | undefined> {
+  const bucket = await Kv.open(bus, Bucket.summary);
+  try {
+    return (await bucket.get(SUMMARY_KEY, signal === undefined ? {} : { signal }))?.value;
+  } catch (error) {
+    // A bus from before the summary has no such bucket: as good as no summary.
+    if (error instanceof MeshError && error.code === ErrorCode.NOT_FOUND) return undefined;
+    throw error;
+  }
+}
+
+/** The module-wide buckets and the conditions, each read whole at once. */
+export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promise<ModuleWide> {
+  const whole = <B extends Bucket>(bucket: B) =>
+    Kv.open(bus, bucket).then((b) => readWhole(b, signal));
+  const [registrations, assignments, builds, puts, asks, answers, conditions] = await Promise.all([
+    whole(Bucket.modules),
+    whole(Bucket.assignments),
+    whole(Bucket.builds),
+    whole(Bucket.puts),
+    whole(Bucket.asks),
+    whole(Bucket.answers),
+    readWhole(
+      streamSource(bus, {
+        stream: Stream.conditions,
+        prefix: Subject.conditionsPrefix,
+        schema: Condition,
+      }),
+      signal,
+    ),
+  ]);
+  return {
+    registrations,
+    assignments,
+    builds,
+    puts,
+    asks,
+    answers,
+    conditions: [...conditions.values()],
+  };
+}
+
+/** Every node that has a presence, sorted: a list of keys, no values. */
+export async function listNodes(bus: MeshBus, signal?: AbortSignal): Promise<string[]> {
+  const presence = await Kv.open(bus, Bucket.presence);
+  return presence.keys(">", signal === undefined ? {} : { signal });
+}
+
+/**
+ * The nodes each module has a cell on, as the read model places them (a node's own assignment,
+ * `all` on every node present), with the cells the summary says are leaving; by module, sorted.
+ */
+export function cellsByModule(
+  wide: Pick<ModuleWide, "assignments">,
+  nodes: readonly string[],
+  leaving: Summary["leaving"]["first"],
+): Map<string, string[]> {
+  const extra = new Map<string, Set<string>>();
+  const everywhere = new Set<string>();
+  const add = (module: string, node: string): void => {
+    const set = extra.get(module) ?? new Set<string>();
+    set.add(node);
+    extra.set(module, set);
+  };
+  for (const key of wide.assignments.keys()) {
+    const parsed = safeTarget(key);
+    if (parsed === undefined) continue;
+    if ("node" in parsed.target) add(parsed.module, parsed.target.node);
+    else everywhere.add(parsed.module);
+  }
+  for (const { node, module } of leaving) add(module, node);
+  const out = new Map<string, string[]>();
+  for (const module of [...new Set([...everywhere, ...extra.keys()])].sort()) {
+    const more = [...(extra.get(module) ?? [])].filter((n) => n !== ALL_NODES);
+    if (!everywhere.has(module)) out.set(module, more.sort());
+    else if (more.length === 0) out.set(module, [...nodes]);
+    else out.set(module, [...new Set([...nodes, ...more])].sort());
+  }
+  return out;
+}
+
+/** Every node named: those with a presence, and those only an assignment or a leaving cell names. */
+export function allNodesOf(
+  present: readonly string[],
+  byModule: ReadonlyMap<string, readonly string[]>,
+): string[] {
+  const known = new Set(present);
+  const more = new Set<string>();
+  for (const nodes of byModule.values())
+    for (const node of nodes) if (!known.has(node)) more.add(node);
+  return more.size === 0 ? [...present] : [...present, ...more].sort();
+}
+
+/**
+ * The keys of these nodes (presence; composition, of `compositions` when given) and cells (want,
+ * have, difference), by gets. `differences`, when the summary carries every one, is used instead of
+ * asking for each cell's.
+ */
+export async function readNodeKeys(
+  bus: MeshBus,
+  options: {
+    readonly nodes: Iterable<string>;
+    readonly compositions?: Iterable<string>;
+    readonly cells: Iterable<{ readonly node: string; readonly module: string }>;
+    readonly differences?: ReadonlyMap<string, Difference>;
+    readonly signal?: AbortSignal;
+  },
+): Promise<NodeKeys> {
+  const open = <B extends Bucket>(b: B) => Kv.open(bus, b);
+  const [presence, compositions, wants, have, differences] = await Promise.all([
+    open(Bucket.presence),
+    open(Bucket.compositions),
+    open(Bucket.wants),
+    open(Bucket.have),
+    open(Bucket.differences),
+  ]);
+  const nodes = [...new Set(options.nodes)];
+  const cells = [...new Set([...options.cells].map((c) => nodeModuleKey(c.node, c.module)))];
+  const out = {
+    presence: new Map<string, Presence>(),
+    compositions: new Map<string, CompositionVerdict>(),
+    wants: new Map<string, Want>(),
+    have: new Map<string, Have>(),
+    differences: new Map<string, Difference>(),
+  };
+  const gets: Array<() => Promise<void>> = [];
+  const get = <T>(bucket: KvBucket<T>, key: string, into: Map<string, T>) =>
+    gets.push(async () => {
+      const entry = await bucket.get(
+        key,
+        options.signal === undefined ? {} : { signal: options.signal },
+      );
+      if (entry !== undefined) into.set(key, entry.value);
+    });
+  for (const node of nodes) get(presence, node, out.presence);
+  for (const node of new Set(options.compositions ?? nodes))
+    get(compositions, node, out.compositions);
+  for (const key of cells) {
+    get(wants, key, out.wants);
+    get(have, key, out.have);
+    const known = options.differences;
+    if (known === undefined) get(differences, key, out.differences);
+    else if (known.has(key)) out.differences.set(key, known.get(key) as Difference);
+  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < gets.length) await (gets[next++] as () => Promise<void>)();
+  };
+  await Promise.all(Array.from({ length: Math.min(GETS_AT_ONCE, gets.length) }, worker));
+  return out;
+}
+
+/** Every difference, when the summary carries them all (else undefined: each is read by key). */
+export function differencesIfWhole(summary: Summary): Map<string, Difference> | undefined {
+  const { total, first } = summary.differences;
+  return first.length < total ? undefined : new Map(first.map((d) => [d.key, d.difference]));
+}
+
+/** The read model's state from what was read: the module-wide buckets whole, some nodes' keys. */
+export function fleetStateOf(wide: ModuleWide, keys: NodeKeys, now: number): FleetState {
+  return {
+    now,
+    presence: keys.presence,
+    assignments: wide.assignments,
+    registrations: wide.registrations,
+    builds: wide.builds,
+    wants: keys.wants,
+    have: keys.have,
+    differences: keys.differences,
+    compositions: keys.compositions,
+    asks: wide.asks,
+    answers: wide.answers,
+    conditions: wide.conditions,
+  };
+}
+
+/** What a watchable holds as it stands (its values, by key). */
+async function readWhole<T>(
+  source: { watch(options: { signal?: AbortSignal }): AsyncIterable<WatchLike<T>> },
+  signal: AbortSignal | undefined,
+): Promise<Map<string, T>> {
+  const values = new Map<string, T>();
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  signal?.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const e of source.watch({ signal: ac.signal })) {
+      if (e.type === "current") break;
+      if (e.type === "put") values.set(e.key, e.value);
+      else if (e.type === "delete") values.delete(e.key);
+    }
+    // A read cut short by the caller's signal is a failure, not what stands.
+    signal?.throwIfAborted();
+  } finally {
+    signal?.removeEventListener("abort", stop);
+    ac.abort();
+  }
+  return values;
+}
+
+type WatchLike<T> =
+  | { readonly type: "current" }
+  | { readonly type: "put"; readonly key: string; readonly value: T }
+  | { readonly type: "delete" | "invalid"; readonly key: string };
+
+function safeTarget(key: string): ReturnType<typeof parseTargetModuleKey> | undefined {
+  try {
+    return parseTargetModuleKey(key);
+  } catch {
+    return undefined;
+  }
+}
