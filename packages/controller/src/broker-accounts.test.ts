@@ -5,7 +5,7 @@
 import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -19,7 +19,6 @@ import {
 } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
-import { IssuedUser } from "./broker-users-file.js";
 import { RevocationPusher } from "./revocation-pusher.js";
 import { Vault } from "./vault.js";
 
@@ -199,19 +198,41 @@ describe("Broker in accounts mode", () => {
     assert.equal(again.nextDueAt(), undefined);
   });
 
-  it("reads a users file of a controller that re-signed the same key: its own key, up to `before`", () => {
-    const record = IssuedUser.parse({
-      user: "n5.m",
-      node: "n5",
-      module: "m",
-      kind: "module",
-      publicKey: "UOLD",
-      jwt: "j",
-      issuedAt: 10,
-      permissions: grant("n5.m", ["svc.a.>"]).permissions,
-      supersedes: { before: 9, due: 1_000 },
-    });
-    assert.deepEqual(record.supersedes, [{ key: "UOLD", before: 9, due: 1_000 }]);
+  it("revokes a pending same-key revocation of an older controller's file up to its second only", async () => {
+    // What a controller before decision 0090 left: one key, a JWT signed again in a later
+    // second, and the older JWTs' revocation pending as `supersedes: {before, due}`.
+    const { permissions } = grant("n5.m", ["svc.a.>"]);
+    const key = newUserKey();
+    const issue = () =>
+      server.authority.issue({ name: "n5.m", publicKey: key.publicKey, permissions });
+    const older = await issue();
+    while (Math.floor(Date.now() / 1000) <= jwtIssuedAt(older)) await delay(50);
+    const jwt = await issue();
+    await mkdir(join(dir, "legacy"), { recursive: true });
+    const record = { user: "n5.m", node: "n5", module: "m", kind: "module" as const };
+    const user = {
+      ...record,
+      publicKey: key.publicKey,
+      seed: vault.seal(key.seed, "n5.m"),
+      jwt,
+      issuedAt: jwtIssuedAt(jwt),
+      permissions,
+      supersedes: { before: jwtIssuedAt(jwt) - 1, due: Date.now() },
+    };
+    await writeFile(
+      join(dir, "legacy", "broker-users.json"),
+      JSON.stringify({ version: 1, users: [user] }),
+    );
+    const broker = await open("legacy");
+    assert.deepEqual(broker.get("n5.m")?.supersedes, [
+      { key: key.publicKey, before: jwtIssuedAt(jwt) - 1, due: user.supersedes.due },
+    ]);
+    assert.equal(broker.pending, true, "due");
+    await broker.commit();
+    const held = { ...record, servers: [server.url], seed: key.seed };
+    await assert.rejects(MeshBus.connect({ ...held, jwt: older }), refused);
+    await (await MeshBus.connect(broker.credential("n5.m"))).close();
+    assert.equal(broker.nextDueAt(), undefined);
   });
 
   it("keeps a revocation in the account's list without pushing it until asked", async () => {
