@@ -1,7 +1,7 @@
 /**
  * mesh up's own principals in accounts mode, against a real nats-server trusting the mesh's
  * operator: a credential whose permissions are the code's is kept; one whose permissions moved
- * gets a new key, and the old key is revoked whole (decision 0090).
+ * gets a new key, and the old key is revoked whole (decision 0091).
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";

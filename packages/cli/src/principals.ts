@@ -151,7 +151,7 @@ async function readUsers(paths: RootPaths): Promise<UsersFile> {
  * Accounts mode (decision 0080): each principal's credential holds an nkey seed and a JWT the
  * mesh account's signing key signed. A key is kept across runs while its permissions are the
  * code's; otherwise a new key is signed and the old one is revoked whole (returned, for the
- * account the bus starts with; decision 0090: the same key again had to wait for a later second).
+ * account the bus starts with; decision 0091: the same key again had to wait for a later second).
  */
 export async function ensureSignedPrincipals(
   paths: RootPaths,

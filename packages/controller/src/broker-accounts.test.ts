@@ -199,7 +199,7 @@ describe("Broker in accounts mode", () => {
   });
 
   it("revokes a pending same-key revocation of an older controller's file up to its second only", async () => {
-    // What a controller before decision 0090 left: one key, a JWT signed again in a later
+    // What a controller before decision 0091 left: one key, a JWT signed again in a later
     // second, and the older JWTs' revocation pending as `supersedes: {before, due}`.
     const { permissions } = grant("n5.m", ["svc.a.>"]);
     const key = newUserKey();

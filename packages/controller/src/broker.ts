@@ -15,7 +15,7 @@
  * a JWT the mesh account's signing key signs: issuing one changes nothing on the server, and
  * `commit` only keeps the file and, when users were taken away or their permissions moved, pushes
  * one account update with their revocations. Nothing is reloaded. Permissions that move give the
- * user a new key (decision 0090); the old one is revoked whole once its grace is over.
+ * user a new key (decision 0091); the old one is revoked whole once its grace is over.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";

@@ -3,7 +3,7 @@
  * sealed with the vault's key, and a JWT the mesh account's signing key signs with the
  * principal's permissions. A JWT is never changed, and neither is the grant of a key: permissions
  * that move give a new key and a new JWT, and the old key is revoked whole once its grace is over
- * (decision 0090). Reusing the key made each re-sign wait for the next whole second, so that the
+ * (decision 0091). Reusing the key made each re-sign wait for the next whole second, so that the
  * new JWT's issue time was past the revocation of the old one (~0.7 s of every assign).
  */
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
