@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { AccountAuthority, MeshBus, jwtIssuedAt, newUserKey } from "@mesh/bus";
+import { AccountAuthority, MeshBus, jwtIssuedAt, newUserKey, readRevocationList } from "@mesh/bus";
 import {
   deadline,
   startAccountsTestServer,
@@ -241,10 +241,24 @@ describe("Broker in accounts mode", () => {
     await server.authority.record({ [key]: 1 });
     assert.equal(server.authority.updatesPushed, pushed, "nothing pushed");
     assert.equal(server.authority.revocations[key], 1);
-    const kept = JSON.parse(await readFile(server.revocationsPath, "utf8")) as {
-      revocations: Record<string, number>;
-    };
+    const kept = await readRevocationList(server.revocationsPath);
     assert.equal(kept.revocations[key], 1, "on disk when record resolves");
+    // Another process (a restarted controller) finds it, and its push carries it.
+    const again = await AccountAuthority.open({
+      keysPath: server.keysPath,
+      revocationsPath: server.revocationsPath,
+      servers: [server.url],
+    });
+    try {
+      assert.equal(again.revocations[key], 1);
+      await again.push();
+      const written = JSON.parse(await readFile(server.revocationsPath, "utf8")) as {
+        revocations: Record<string, number>;
+      };
+      assert.equal(written.revocations[key], 1, "the list written whole by the update");
+    } finally {
+      await again.close();
+    }
   });
 
   it("issues and revokes 1,000 principals with no reload, and a revoked credential is refused within 2 s", async () => {

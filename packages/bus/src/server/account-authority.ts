@@ -20,6 +20,9 @@ import {
 import {
   REVOCATION_PRUNE_MARGIN_S,
   addRevocation,
+  appendRevocations,
+  dropJournal,
+  hasJournal,
   pruneRevocations,
   readRevocationList,
   type RevocationList,
@@ -50,6 +53,10 @@ export class AccountAuthority {
   readonly #revocations: RevocationList;
   /** The system user's connection the updates go on, kept between them; made when first needed. */
   #system: Promise<MeshBus> | undefined;
+  /** The kept list's file work, one at a time (an append must not fall between a write and a drop). */
+  #files: Promise<unknown> = Promise.resolve();
+  /** Revocations were appended to the journal since the list was last written whole. */
+  #journaled = false;
   /** How many account updates were pushed; a test checks a pass pushes at most one. */
   updatesPushed = 0;
 
@@ -72,7 +79,15 @@ export class AccountAuthority {
         { path: options.keysPath },
       );
     }
-    return new AccountAuthority(options, keys, await readRevocationList(options.revocationsPath));
+    const authority = new AccountAuthority(
+      options,
+      keys,
+      await readRevocationList(options.revocationsPath),
+    );
+    // The journal folded in at once: a torn last line must not have lines appended after it.
+    authority.#journaled = await hasJournal(options.revocationsPath);
+    await authority.#writeList();
+    return authority;
   }
 
   /** The mesh account's public key. */
@@ -121,21 +136,41 @@ export class AccountAuthority {
 
   /**
    * Adds revocations to the kept list without pushing it: the next update (or the push a
-   * controller makes at its start) carries them. The list is on disk when this resolves.
+   * controller makes at its start) carries them. They are on disk when this resolves, appended
+   * to the list's journal: the cost of what is revoked, not of every revocation kept.
    */
-  async record(
+  record(
     entries: Readonly<Record<string, number>>,
     options: { readonly expires?: Readonly<Record<string, number>> } = {},
   ): Promise<void> {
-    for (const [key, at] of Object.entries(entries)) {
-      addRevocation(this.#revocations, key, at, options.expires?.[key]);
-    }
-    pruneRevocations(
-      this.#revocations,
-      Math.floor(Date.now() / 1000),
-      this.#options.pruneMarginS ?? REVOCATION_PRUNE_MARGIN_S,
-    );
-    await writeSecretJson(this.#options.revocationsPath, this.#revocations);
+    return this.#filed(async () => {
+      for (const [key, at] of Object.entries(entries)) {
+        addRevocation(this.#revocations, key, at, options.expires?.[key]);
+      }
+      await appendRevocations(this.#options.revocationsPath, entries, options.expires);
+      this.#journaled ||= Object.keys(entries).length > 0;
+    });
+  }
+
+  /** Prunes the list and, when it moved since, writes it whole and drops the journal. */
+  #writeList(): Promise<void> {
+    return this.#filed(async () => {
+      const pruned = pruneRevocations(
+        this.#revocations,
+        Math.floor(Date.now() / 1000),
+        this.#options.pruneMarginS ?? REVOCATION_PRUNE_MARGIN_S,
+      );
+      if (!this.#journaled && pruned === 0) return;
+      await writeSecretJson(this.#options.revocationsPath, this.#revocations);
+      await dropJournal(this.#options.revocationsPath);
+      this.#journaled = false;
+    });
+  }
+
+  #filed<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#files.then(fn);
+    this.#files = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -148,6 +183,8 @@ export class AccountAuthority {
         cause: options.signal.reason,
       });
     }
+    // Written whole once per update (pruned), not at every record.
+    await this.#writeList();
     const jwt = await meshAccountJwt(this.#keys, this.#revocations.revocations);
     // Kept past this call, so not bound to its signal; connecting gives up after the timeout.
     this.#system ??= connectSystemUser({ ...this.#options, keys: this.#keys });

@@ -5,10 +5,17 @@
  * stops mattering once that has passed (the server refuses an expired JWT and closes its
  * connection at the expiry), so it is pruned then, with a margin for the servers' clocks:
  * without it the account JWT would grow by ~70 bytes with every join for good.
+ *
+ * Revocations recorded between two updates are appended to a journal beside the list
+ * (`revocations.json.journal`, one JSON line each, synced), and the update writes the list whole
+ * and drops the journal: rewriting the whole list at every commit that revoked something cost
+ * each pass of the controller the size of every revocation kept (issue 13).
  */
-import { readFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { mkdir, open, readFile, rm } from "node:fs/promises";
 import { z } from "zod";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { syncFolder } from "../kit/atomic-file.js";
 
 /** Revoked user keys: a user JWT issued at or before the second given no longer connects. */
 export type Revocations = Readonly<Record<string, number>>;
@@ -31,15 +38,95 @@ const RevocationFile = z.object({
   expires: z.record(z.string(), z.number().int()).optional(),
 });
 
-/** The list kept in `path`; an empty one when there is no file yet. */
-export async function readRevocationList(path: string): Promise<RevocationList> {
-  let text: string;
+const JournalLine = z
+  .object({ key: z.string().min(1), at: z.number().int(), expiresAt: z.number().int().optional() })
+  .strict();
+
+/** Where the revocations recorded since the list at `path` was written are appended. */
+export const journalOf = (path: string): string => `${path}.journal`;
+
+/** The text of `path`, or undefined when there is no such file. */
+async function readIfThere(path: string): Promise<string | undefined> {
   try {
-    text = await readFile(path, "utf8");
+    return await readFile(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { revocations: {}, expires: {} };
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+}
+
+/** The list kept in `path` with its journal applied; an empty one when there is no file yet. */
+export async function readRevocationList(path: string): Promise<RevocationList> {
+  const text = await readIfThere(path);
+  const list = text === undefined ? { revocations: {}, expires: {} } : parseList(path, text);
+  const journal = await readIfThere(journalOf(path));
+  if (journal !== undefined) applyJournal(list, journalOf(path), journal);
+  return list;
+}
+
+/**
+ * Appends revocations to the journal beside `path` and syncs it: on disk when this resolves.
+ * `expires` as for {@link addRevocation}, by key.
+ */
+export async function appendRevocations(
+  path: string,
+  entries: Readonly<Record<string, number>>,
+  expires: Readonly<Record<string, number>> = {},
+): Promise<void> {
+  const lines = Object.entries(entries).map(([key, at]) => {
+    const expiresAt = expires[key];
+    return `${JSON.stringify(expiresAt === undefined ? { key, at } : { key, at, expiresAt })}\n`;
+  });
+  if (lines.length === 0) return;
+  const journal = journalOf(path);
+  await mkdir(dirname(journal), { recursive: true, mode: 0o700 });
+  const handle = await open(journal, "a", 0o600);
+  let made = false;
+  try {
+    made = (await handle.stat()).size === 0;
+    await handle.writeFile(lines.join(""));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  // A new journal's name must survive a power cut too.
+  if (made) await syncFolder(dirname(journal));
+}
+
+/** Whether revocations were appended beside `path` since the list was last written whole. */
+export async function hasJournal(path: string): Promise<boolean> {
+  return (await readIfThere(journalOf(path))) !== undefined;
+}
+
+/** Drops the journal beside `path` (its lines are in the list written whole). */
+export async function dropJournal(path: string): Promise<void> {
+  await rm(journalOf(path), { force: true });
+}
+
+/**
+ * Applies each journal line in order. A crash mid-append leaves at most a torn last line: its
+ * revocation was never acknowledged, so it is dropped; any other bad line refuses the file.
+ */
+function applyJournal(list: RevocationList, path: string, text: string): void {
+  const lines = text.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  lines.forEach((line, i) => {
+    let parsed: z.infer<typeof JournalLine> | undefined;
+    try {
+      parsed = JournalLine.parse(JSON.parse(line));
+    } catch {
+      if (i === lines.length - 1) return;
+      throw new MeshError(
+        ErrorCode.INVALID_VALUE,
+        `${path} line ${i + 1} is not a revocation the controller wrote; restore the folder from a backup`,
+        { path },
+      );
+    }
+    addRevocation(list, parsed.key, parsed.at, parsed.expiresAt);
+  });
+}
+
+function parseList(path: string, text: string): RevocationList {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
