@@ -172,9 +172,12 @@ export async function putVerb(
   await using bus = await connect(options);
   const puts = await KvBucket.open(bus, Bucket.puts);
   if (build === undefined) {
-    await puts.delete(key);
-    if (options.json === true) printJson({ ok: true, key, put: null });
-    else out(await unputMessage(bus, key, module, options.node));
+    // Said as it is: a put that does not stand is not lifted, and puts elsewhere still hold.
+    const lifted = (await puts.get(key)) !== undefined;
+    if (lifted) await puts.delete(key);
+    const others = (await puts.keys(`*.${module}`)).filter((k) => k !== key).sort();
+    if (options.json === true) printJson({ ok: true, key, put: null, lifted, others });
+    else out(await unputMessage(bus, { key, module, node: options.node, lifted, others }));
     return ExitCode.ok;
   }
   const record = await (await KvBucket.open(bus, Bucket.builds)).get(buildKey(module, build));

@@ -282,10 +282,38 @@ describe("the operator's verbs: status, retry, logs, conditions", () => {
   test("mesh retry lifts a node's failed mark (recording the have revision); unput says where marks stand", async () => {
     const have = await KvBucket.open(admin, Bucket.have);
     const revision = (await have.get("n2.hello"))?.revision ?? 0;
+    const builds = await KvBucket.open(admin, Bucket.builds);
+    const built = (build: string, candidate: number) =>
+      builds.put(`hello.${build}`, {
+        module: "hello",
+        build,
+        status: "built",
+        candidate,
+        bundles: [],
+        log: "",
+        timings: { started: iso(0) },
+      });
+    await built("1-a", 1);
+    await built("2-b", 2);
+    const puts = await KvBucket.open(admin, Bucket.puts);
+    const put = { build: "1-a", by: "test", why: "pinned", at: iso(0) };
+    await puts.put("n2.hello", put);
+    await puts.put("n1.hello", put);
     const unput = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
     assert.equal(unput.code, 0, unput.stderr);
+    assert.match(unput.stdout, /^lifted the put n2\.hello;/);
+    assert.match(unput.stdout, /its puts n1\.hello stand, they hold/, "the other put still holds");
     assert.match(unput.stdout, /except where a failure marks it: n2 \(2-b\)/);
     assert.match(unput.stdout, /mesh retry hello --node n2/);
+    await puts.delete("n1.hello");
+    // Nothing stands there now: unput says so rather than claiming to lift it.
+    const none = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
+    assert.match(none.stdout, /^no put stands at n2\.hello, so nothing changes;/);
+    // A newer build is not marked: the mark on 2-b keeps nothing from being wanted.
+    await built("3-c", 3);
+    const newer = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
+    assert.doesNotMatch(newer.stdout, /except where/, newer.stdout);
+    await builds.delete("hello.3-c");
     const retried = json<{ key: string; haveRevision: number; lifted: Record<string, string[]> }>(
       await runMesh(["retry", "hello", "--node", "n2", "--json", "--credential", cred]),
     );

@@ -12,6 +12,7 @@ import {
   checkName,
   parseNodeModuleKey,
   targetModuleKey,
+  type Build,
   type Have,
   type Retry,
   type Target,
@@ -93,17 +94,58 @@ export async function retryVerb(module: string, options: RetryOptions): Promise<
     out(`retry ${module} on ${where}: no build of it is marked failing there; nothing changes`);
   } else {
     const lifted = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
+    const newest = await newestBuilt(bus, module);
+    const then = [...marked.values()].some(
+      (builds) => newest !== undefined && builds.includes(newest),
+    )
+      ? `the assigner wants the newest build${newest === undefined ? "" : ` ${newest}`} there again and the host starts it`
+      : `no mark was on the newest build${newest === undefined ? "" : ` ${newest}`}, so what is wanted does not change`;
     out(
-      `retry ${module} on ${where}: lifted the failed marks on ${lifted}; the assigner wants the newest build there again and the host starts it (\`mesh status\` shows how it goes)`,
+      `retry ${module} on ${where}: lifted the failed marks on ${lifted}; ${then} (\`mesh status\` shows how it goes)`,
     );
   }
   return ExitCode.ok;
 }
 
+/** The build of the module's newest candidate that built, as the assigner's `newest` rule reads it. */
+async function newestBuilt(bus: MeshBus, module: string): Promise<string | undefined> {
+  const builds = await KvBucket.open(bus, Bucket.builds);
+  let top: Build | undefined;
+  for (const key of await builds.keys(`${module}.*`)) {
+    const b = (await builds.get(key))?.value;
+    if (b?.status === "built" && (top === undefined || b.candidate > top.candidate)) top = b;
+  }
+  return top?.build;
+}
+
+/** What `mesh unput` did and what the assigner does after it. */
+export interface Unput {
+  readonly key: string;
+  readonly module: string;
+  readonly node: string | undefined;
+  /** Whether a put stood at the key (and was lifted). */
+  readonly lifted: boolean;
+  /** The keys of the module's other puts, which still hold. */
+  readonly others: readonly string[];
+}
+
 /** What lifting a put really does, for `mesh unput`. */
-export async function unputMessage(bus: MeshBus, key: string, module: string, node?: string) {
-  const { marked } = await readMarks(bus, module, node);
-  const base = `lifted the put ${key}; the assigner wants the newest build of ${module} again`;
+export async function unputMessage(bus: MeshBus, unput: Unput): Promise<string> {
+  const { key, module, node, lifted, others } = unput;
+  // Only a mark on the newest build keeps it from being wanted; older marks change nothing.
+  const newest = await newestBuilt(bus, module);
+  const marked = new Map(
+    [...(await readMarks(bus, module, node)).marked].filter(
+      ([, builds]) => newest !== undefined && builds.includes(newest),
+    ),
+  );
+  const still =
+    others.length === 0
+      ? ""
+      : ` (but where its puts ${others.join(", ")} stand, they hold: \`mesh unput ${module} --node N\` lifts one)`;
+  const base = lifted
+    ? `lifted the put ${key}; the assigner wants the newest build of ${module} again${still}`
+    : `no put stands at ${key}, so nothing changes; the assigner wants the newest build of ${module}${still}`;
   if (marked.size === 0) return `${base} (\`mesh wants --module ${module}\` shows it)`;
   const where = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
   return (
