@@ -2,6 +2,8 @@
  * Issue 14, cases 3 and 4, on a real mesh from `mesh up --demo`: a daemon that exits at once is
  * said to crash-loop (not `starting`) with its fixes; a first build that crashes stays
  * wanted, failing, and `mesh status` says why and what fixes it, and a fixed build runs by itself;
+ * a set-back ends with the healthy build running, `mesh unput` says the mark stands and
+ * `mesh retry` lifts it (the newest wanted again, and set back again while it crashes);
  * a put holds while the assigner is killed with kill -9 and started again by `mesh up`, with
  * 3,000 puts standing — the put's want is never rewritten.
  */
@@ -139,6 +141,93 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       150_000,
       "the fixed build to run healthy",
     );
+  });
+
+  test("14.3: a set-back ends with the healthy build running and no exit on a stale credential; unput says the mark stands; retry lifts it: the newest is wanted again and, crashing still, set back again", async () => {
+    const folder = await copyOfBroken("wobbler", "steady");
+    await mesh$(["module", "add", folder]);
+    await mesh$(["assign", "wobbler", "--all"]);
+    const have = await bucket(Bucket.have);
+    const haveOf = async () => (await have.get(nodeModuleKey(NODE, "wobbler")))?.value;
+    const good = await until(
+      async () => ((await haveOf())?.health === "healthy" ? (await haveOf())?.build : undefined),
+      150_000,
+      "wobbler's first build healthy",
+    );
+    await writeFile(join(folder, "src", "mode.json"), '{ "mode": "crash" }\n');
+    const setBack = await until(
+      async () => {
+        const w = await wantOf("wobbler");
+        return w?.rule === "set-back" ? w : undefined;
+      },
+      150_000,
+      "the set-back",
+    );
+    assert.equal(setBack.build, good);
+    const bad = /build (\S+) failing/.exec(setBack.reason)?.[1];
+    assert.ok(bad !== undefined && bad !== good, setBack.reason);
+    await until(
+      async () => {
+        const h = await haveOf();
+        return h?.health === "healthy" && h.build === good ? true : undefined;
+      },
+      150_000,
+      "the set-back to end with the healthy build running",
+    );
+    // Its credential was valid throughout: no process of wobbler was refused by the bus.
+    const logs = await runMesh(["logs", "wobbler", "--lines", "500", "--json", "--root", root]);
+    assert.doesNotMatch(logs.stdout, /Authorization Violation|stale or revoked/i);
+
+    const unput = await runMesh(["unput", "wobbler", "--node", NODE, "--root", root]);
+    assert.match(
+      unput.stdout,
+      new RegExp(`^no put stands at ${NODE}\\.wobbler, so nothing changes`),
+    );
+    assert.match(unput.stdout, new RegExp(`except where a failure marks it: ${NODE} \\(${bad}\\)`));
+    assert.match(unput.stdout, new RegExp(`mesh retry wobbler --node ${NODE}`));
+
+    // Every want of wobbler from here on: the retry makes the newest wanted, its crash sets back.
+    const wants = await bucket(Bucket.wants);
+    const ac = new AbortController();
+    const written: string[] = [];
+    let listening!: () => void;
+    const heard = new Promise<void>((r) => (listening = r));
+    const watching = (async () => {
+      for await (const e of wants.watch({
+        key: nodeModuleKey(NODE, "wobbler"),
+        include: "updates",
+        signal: ac.signal,
+      })) {
+        if (e.type === "current") listening();
+        else if (e.type === "put") written.push(`${e.value.rule} ${e.value.build}`);
+      }
+    })().catch(() => undefined);
+    try {
+      await deadline(heard, 60_000, "the watch of wobbler's want");
+      const retried = await runMesh(["retry", "wobbler", "--node", NODE, "--root", root]);
+      assert.match(
+        retried.stdout,
+        new RegExp(
+          `lifted the failed marks on ${NODE} \\(${bad}\\); the assigner wants the newest build ${bad} there again`,
+        ),
+      );
+      const again = await until(
+        () => {
+          const i = written.indexOf(`newest ${bad}`);
+          const both = i >= 0 && written.slice(i + 1).includes(`set-back ${good}`);
+          return Promise.resolve(both ? written : undefined);
+        },
+        150_000,
+        "the newest wanted again, then set back again",
+      );
+      assert.ok(again.length >= 2, JSON.stringify(again));
+      const unputAgain = await runMesh(["unput", "wobbler", "--node", NODE, "--root", root]);
+      assert.match(unputAgain.stdout, new RegExp(`marks it: ${NODE} \\(${bad}\\)`), "marked again");
+    } finally {
+      ac.abort();
+      await watching;
+      await mesh$(["unassign", "wobbler", "--all"]);
+    }
   });
 
   test("a put holds through kill -9 of the assigner with 3,000 puts standing: its want is never rewritten", async () => {
