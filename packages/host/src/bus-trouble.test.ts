@@ -89,7 +89,7 @@ test("a host whose bus has no JetStream yet waits for it, never reports its buil
     stopProcessesOnStop: true,
     log: (line) => logged.push(line),
   });
-  const running = host.run();
+  const running = host.run({ signal: new AbortController().signal });
   let adminBus: MeshBus | undefined;
   try {
     await waitFor(

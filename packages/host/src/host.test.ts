@@ -398,7 +398,7 @@ describe("the host", () => {
         ...FAST_HOST,
       });
       assert.equal(host.state, "stopped");
-      const running = host.run();
+      const running = host.run({ signal: new AbortController().signal });
       await waitFor("running", () => host.state === "running");
       await host.stop();
       await running;

@@ -17,7 +17,17 @@
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { Lifecycle, loadOrCreateNodeKeys, publish, readCredential, type NodeKeys } from "@mesh/bus";
+import {
+  DaemonLife,
+  Lifecycle,
+  aborted,
+  loadOrCreateNodeKeys,
+  publish,
+  readCredential,
+  type Daemon,
+  type NodeKeys,
+  type RunOptions,
+} from "@mesh/bus";
 import {
   RUNTIME_PROCESS_ID,
   logsSubject,
@@ -101,10 +111,10 @@ interface Loaded {
   readonly credential: Credential;
 }
 
-export class Host implements AsyncDisposable {
+export class Host implements Daemon, AsyncDisposable {
   readonly node: string;
   readonly root: string;
-  #state: Lifecycle = Lifecycle.stopped;
+  readonly #life: DaemonLife;
   readonly #options: HostOptions;
   readonly #credential: Credential;
   readonly #log: (line: string) => void;
@@ -131,6 +141,7 @@ export class Host implements AsyncDisposable {
     this.#options = options;
     this.#credential = loaded.credential;
     this.#log = log;
+    this.#life = new DaemonLife({ initial: Lifecycle.stopped, log });
     this.#store = store;
     const signal = this.#stop.signal;
     this.#provisioner = new Provisioner({
@@ -289,7 +300,7 @@ export class Host implements AsyncDisposable {
   }
 
   get state(): Lifecycle {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** The processes running now, by resource id. */
@@ -318,31 +329,20 @@ export class Host implements AsyncDisposable {
   }
 
   /** Runs until the signal aborts (or stop()); resolves when stopped. */
-  async run(options: { signal?: AbortSignal } = {}): Promise<void> {
-    const signal = options.signal;
-    const stop = this.#stop;
-    const onAbort = (): void => stop.abort();
-    if (signal?.aborted === true) return;
-    signal?.addEventListener("abort", onAbort, { once: true });
-    this.#state = Lifecycle.starting;
-    try {
-      await this.#start();
-    } catch (error) {
-      this.#state = Lifecycle.failed;
-      signal?.removeEventListener("abort", onAbort);
+  run(options: RunOptions): Promise<void> {
+    const signal = AbortSignal.any([options.signal, this.#stop.signal]);
+    return this.#life.run({ signal }, async (signal) => {
+      if (signal.aborted) return;
+      try {
+        await this.#start();
+      } catch (error) {
+        await this.#shutdown();
+        throw error;
+      }
+      this.#life.set(Lifecycle.running);
+      await aborted(signal);
       await this.#shutdown();
-      this.#state = Lifecycle.failed;
-      throw error;
-    }
-    this.#state = Lifecycle.running;
-    await new Promise<void>((r) => {
-      if (stop.signal.aborted) r();
-      else stop.signal.addEventListener("abort", () => r(), { once: true });
     });
-    signal?.removeEventListener("abort", onAbort);
-    this.#state = Lifecycle.stopping;
-    await this.#shutdown();
-    this.#state = Lifecycle.stopped;
   }
 
   /** Asks run() to stop, and waits until every apply in progress is done. */

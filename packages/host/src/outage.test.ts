@@ -51,7 +51,7 @@ test("processes keep running without the bus; when it returns the host reports a
     stopProcessesOnStop: true,
     log: (line) => logged.push(line),
   });
-  const running = host.run();
+  const running = host.run({ signal: new AbortController().signal });
   try {
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
     const one = processResource({ root, module: "one", name: "p", digest });
@@ -130,7 +130,7 @@ test("a host that starts without the bus starts what it ran, from its own disk",
   try {
     // Applied once with the bus (which the test above restarted: writes wait for it)...
     const withBus = await Host.create({ ...options, credential });
-    const withBusRun = withBus.run();
+    const withBusRun = withBus.run({ signal: new AbortController().signal });
     const digest = await waitFor(
       "the bundle stored",
       async () => (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest,
@@ -144,7 +144,7 @@ test("a host that starts without the bus starts what it ran, from its own disk",
     await withBusRun;
     const nowhere = { ...credential, servers: [`nats://127.0.0.1:${await freePort()}`] };
     const offline = await Host.create({ ...options, credential: nowhere });
-    const offlineRun = offline.run();
+    const offlineRun = offline.run({ signal: new AbortController().signal });
     try {
       const identity = await waitFor("the process without the bus", () =>
         offline.processes().get(p.id),

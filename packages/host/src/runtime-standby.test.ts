@@ -73,7 +73,7 @@ test("the node's idle time reaches the runtime, and a new environment is handed 
     stopProcessesOnStop: true,
     log: () => undefined,
   });
-  const running = host.run();
+  const running = host.run({ signal: new AbortController().signal });
   try {
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": RUNTIME }))).digest;
     const out = join(root, "runtime-out");

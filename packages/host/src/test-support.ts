@@ -258,7 +258,7 @@ export async function withHost<T>(
       ...options,
       root,
     });
-    const running = host.run();
+    const running = host.run({ signal: new AbortController().signal });
     try {
       return await body(host, root);
     } finally {

@@ -21,6 +21,7 @@ import {
 } from "@mesh/core";
 import {
   ALL,
+  DaemonLife,
   KvBucket,
   Lifecycle,
   Mirror,
@@ -32,6 +33,7 @@ import {
   type Daemon,
   type MeshBus,
   type MirrorSource,
+  type RunOptions,
   type Touched,
 } from "@mesh/bus";
 import {
@@ -101,7 +103,7 @@ const OWN_CONDITIONS_DEADLINE_MS = 10_000;
 type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
 
 export class Assigner implements Daemon, AsyncDisposable {
-  #state: Lifecycle = Lifecycle.starting;
+  readonly #life: DaemonLife;
   #passes = 0;
   readonly #bus: MeshBus;
   readonly #options: AssignerOptions;
@@ -121,6 +123,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#bus = options.bus;
     this.#options = options;
     this.#log = options.log ?? (() => undefined);
+    this.#life = new DaemonLife({ log: this.#log });
     this.#maps = newMaps();
   }
 
@@ -164,7 +167,7 @@ export class Assigner implements Daemon, AsyncDisposable {
   }
 
   get state(): Lifecycle {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** How many passes have been made. */
@@ -172,10 +175,14 @@ export class Assigner implements Daemon, AsyncDisposable {
     return this.#passes;
   }
 
-  async run(options: { signal: AbortSignal }): Promise<void> {
+  run(options: RunOptions): Promise<void> {
     const signal = AbortSignal.any([options.signal, this.#stop.signal]);
     // Up to writeConcurrency writes listen on the signal at once, by design.
     setMaxListeners(0, signal);
+    return this.#life.run({ signal }, (signal) => this.#work(signal));
+  }
+
+  async #work(signal: AbortSignal): Promise<void> {
     const mirror = this.#startMirror();
     this.#mirror = mirror;
     try {
@@ -196,8 +203,7 @@ export class Assigner implements Daemon, AsyncDisposable {
             `what the assigner keeps could not be said yet (${e.message}); said again on reconnect`,
           ),
       });
-      this.#state = Lifecycle.running;
-      this.#log("running: every watch handed what stands");
+      this.#life.set(Lifecycle.running, "every watch handed what stands");
       this.#summary?.run(signal).catch((e: unknown) => {
         this.#log(`the fleet's summary stopped: ${(e as Error).message}`);
       });
@@ -215,14 +221,9 @@ export class Assigner implements Daemon, AsyncDisposable {
         await this.#pass(full, signal);
         full = false;
       }
-    } catch (error) {
-      this.#state = Lifecycle.failed;
-      throw error;
     } finally {
-      this.#state = this.#state === Lifecycle.failed ? Lifecycle.failed : Lifecycle.stopping;
       // Every watch is stopped before the connection may close under it.
       await mirror[Symbol.asyncDispose]();
-      if (this.#state !== Lifecycle.failed) this.#state = Lifecycle.stopped;
     }
   }
 
