@@ -22,7 +22,7 @@
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import type { AccountAuthority } from "@mesh/bus";
+import { Backoff, type AccountAuthority } from "@mesh/bus";
 
 /** A revocation waiting for the next update: up to which second, and when the JWTs expire. */
 export interface StagedRevocation {
@@ -68,7 +68,8 @@ function stageInto(
   for (const [key, r] of from) into.set(key, mergeRevocation(into.get(key), r));
 }
 
-/** The longest wait before an update the bus did not take is pushed again. */
+/** The first and the longest wait before an update the bus did not take is pushed again. */
+export const UPDATE_RETRY_FIRST_MS = 1_000;
 export const UPDATE_RETRY_MAX_MS = 30_000;
 
 /** How long urgent revocations are gathered before their update leaves (a burst is one). */
@@ -107,7 +108,7 @@ export class RevocationPusher {
   #timer: NodeJS.Timeout | undefined;
   #timerAt = 0;
   #running: Promise<void> | undefined;
-  #retryMs = 0;
+  readonly #retry = new Backoff({ initialMs: UPDATE_RETRY_FIRST_MS, maxMs: UPDATE_RETRY_MAX_MS });
   #closed = false;
   readonly #idle = new Set<() => void>();
 
@@ -211,7 +212,7 @@ export class RevocationPusher {
       try {
         await this.#options.accounts.push();
         this.#lastPushAt = started;
-        this.#retryMs = 0;
+        this.#retry.reset();
         this.#options.onPushed?.({
           revoked: urgent.size + gathered.size,
           gathered: gathered.size,
@@ -221,13 +222,13 @@ export class RevocationPusher {
         stageInto(this.#urgent, urgent);
         stageInto(this.#gathered, gathered);
         this.#kept ||= kept;
-        this.#retryMs = Math.min(UPDATE_RETRY_MAX_MS, Math.max(1_000, this.#retryMs * 2));
+        const retryMs = this.#retry.next();
         const said = isMeshError(error)
           ? error
           : new MeshError(ErrorCode.ACCOUNT_UPDATE_FAILED, String(error), { cause: error });
-        this.#options.onDeferred?.(said, this.#retryMs);
+        this.#options.onDeferred?.(said, retryMs);
         // Not holding the process open: a controller that stops keeps the list on disk.
-        await delay(this.#retryMs, undefined, { ref: false });
+        await delay(retryMs, undefined, { ref: false });
       }
     }
   }
