@@ -79,7 +79,12 @@ export {
   type Touched,
   type Watchable,
 } from "./mirror/mirror.js";
-export { streamSource, type StreamSourceOptions } from "./mirror/stream-source.js";
+export {
+  openedOnWatch,
+  skippingInvalid,
+  streamSource,
+  type StreamSourceOptions,
+} from "./mirror/sources.js";
 // The daemon kit (./kit/).
 export {
   aborted,

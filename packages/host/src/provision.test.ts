@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { KvBucket, MeshBus, flush, request, type BusMessage } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, publishRaw } from "@mesh/bus/testing";
 import {
   Bucket,
   ErrorCode,
@@ -57,17 +57,7 @@ const appGrant = moduleGrant({
 before(async () => {
   bus = await startBus([NODE], [{ user: "app-p1", password: APP_PASSWORD, permissions: appGrant }]);
   root = await tempRoot();
-  host = await Host.create({
-    node: NODE,
-    root,
-    credential: bus.hostCredential(NODE),
-    health: { healthyMs: 300 },
-    pollMs: 100,
-    graceMs: 2_000,
-    stopProcessesOnStop: true,
-    log: (line) => logged.push(line),
-  });
-  running = host.run({ signal: new AbortController().signal });
+  await startHost();
   const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
   resources = [
     processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),
@@ -83,6 +73,21 @@ after(async () => {
   await bus.stop();
   await rm(root, { recursive: true, force: true });
 });
+
+/** Starts the host on the root (again: it carries on from what it kept there). */
+async function startHost(): Promise<void> {
+  host = await Host.create({
+    node: NODE,
+    root,
+    credential: bus.hostCredential(NODE),
+    health: { healthyMs: 300 },
+    pollMs: 100,
+    graceMs: 2_000,
+    stopProcessesOnStop: true,
+    log: (line) => logged.push(line),
+  });
+  running = host.run({ signal: new AbortController().signal });
+}
 
 const ask = (body: unknown) =>
   request(bus.admin, provisionSubject(NODE), body, { timeoutMs: 10_000 });
@@ -298,5 +303,26 @@ describe("provision asks", () => {
       (e: unknown) => isMeshError(e) && e.code === ErrorCode.PERMISSION_DENIED,
     );
     stop.abort();
+  });
+
+  test("a config value deleted while the host was stopped is gone once it is back; an invalid one is ignored", async () => {
+    const answer = async (key: string) =>
+      ((await ask({ module: "app", kind: "config", key })) as { value: unknown }).value;
+    await setConfig(`app.greeting.${NODE}`, "before the stop");
+    await waitFor("the node's value", async () => (await answer("greeting")) === "before the stop");
+    await host.stop();
+    await running;
+    const config = await KvBucket.open(bus.admin, Bucket.config);
+    await config.delete(`app.greeting.${NODE}`);
+    await setConfig("app.greeting", "mesh-wide");
+    await startHost();
+    await waitFor("the mesh-wide value", async () => (await answer("greeting")) === "mesh-wide");
+
+    // A value that breaks the schema leaves the key as it was; the next good one still comes.
+    await publishRaw(bus.admin, `$KV.${Bucket.config}.app.greeting`, "not json");
+    await setConfig("app.color", "red");
+    await waitFor("the next value", async () => (await answer("color")) === "red");
+    assert.equal(await answer("greeting"), "mesh-wide");
+    assert.ok(logged.some((l) => l.startsWith("ignored an invalid config value for app.greeting")));
   });
 });

@@ -1,9 +1,18 @@
 /**
- * The host's watches of the bus: its node's composition and mesh-config. Each runs in a loop that
- * watches again when a watch ends with an error; a new connection starts them anew.
+ * The host's watches of the bus: its node's composition and the mesh-config keys it reads, kept
+ * by the bus's mirror, which watches again (with the kit's backoff) when a watch ends or stalls
+ * and applies what it missed meanwhile. A new connection starts them anew. Each source is
+ * optional: the host never stops for a bus it cannot hear, it goes on with what it applied.
  */
-import { KvBucket, type MeshBus } from "@mesh/bus";
-import { Bucket, ErrorCode, isMeshError, nodeKey, type Composed } from "@mesh/protocol";
+import {
+  Mirror,
+  openedOnWatch,
+  skippingInvalid,
+  type MeshBus,
+  type MirrorChange,
+  type Sources,
+} from "@mesh/bus";
+import { Bucket, nodeKey, type Composed, type ConfigValue } from "@mesh/protocol";
 import type { AppliedStore } from "./applied-state.js";
 import type { Provisioner } from "./provisioner.js";
 
@@ -19,94 +28,92 @@ export interface WatchesOptions {
   readonly log: (line: string) => void;
 }
 
+type Json = ConfigValue["value"];
+
 export class Watches {
   readonly #o: WatchesOptions;
-  #watches: AbortController | undefined;
-  /** The watch loops running: a stop waits for them before it closes the bus, or a watch still
-   * starting leaks the client's heartbeat timer. */
-  readonly #following = new Set<Promise<void>>();
+  #mirror: AsyncDisposable | undefined;
+  /** The mirror being stopped: a stop waits for it before it closes the bus. */
+  #stopping: Promise<void> = Promise.resolve();
 
   constructor(options: WatchesOptions) {
     this.#o = options;
   }
 
-  /** Ends the watches and resolves once their loops are done. */
+  /** Ends the watches and resolves once they are done. */
   async stop(): Promise<void> {
-    this.#watches?.abort();
-    await Promise.allSettled([...this.#following]);
+    this.#end();
+    await this.#stopping;
   }
 
-  /** (Re)starts the watches of the composition and of config. */
+  /** (Re)starts the watches of the composition and of config on `bus`. */
   start(bus: MeshBus): void {
-    this.#watches?.abort();
-    const watches = new AbortController();
-    this.#watches = watches;
-    const signal = AbortSignal.any([watches.signal, this.#o.signal]);
-    const node = this.#o.node;
-    void this.#follow("the composition", signal, async () => {
-      const composed = await KvBucket.open(bus, Bucket.composed);
-      for await (const event of composed.watch({ key: nodeKey(node), signal })) {
-        if (event.type === "put") this.#o.onComposed(event.value);
-        else if (event.type === "delete")
-          this.#o.onComposed({ node, resources: [], fingerprint: "none" });
-        else if (event.type === "invalid")
-          this.#o.log(`ignored an invalid composition: ${event.problem.message}`);
-      }
-    });
-    // Only the keys this node reads: mesh-wide (`<module>.<key>`) and its own
-    // (`<module>.<key>.<node>`); another node's values never reach this host.
-    this.#followConfig(bus, signal, "*.*", (key) => key.split(".").length === 2);
-    this.#followConfig(bus, signal, `*.*.${node}`, (key) => key.split(".").length === 3);
-  }
-
-  /** Follows the config keys `filter` names; `mine` says which kept keys that filter covers. */
-  #followConfig(
-    bus: MeshBus,
-    signal: AbortSignal,
-    filter: string,
-    mine: (key: string) => boolean,
-  ): void {
-    void this.#follow(`config ${filter}`, signal, async () => {
-      const config = await KvBucket.open(bus, Bucket.config);
-      const { provisioner, store } = this.#o;
-      // Keys deleted while the host was away are not handed by a new watch: what it does not
-      // hand by its `current` marker is gone.
-      const seen = new Set<string>();
-      let current = false;
-      for await (const event of config.watch({ key: filter, signal })) {
-        if (event.type === "current") {
-          current = true;
-          provisioner.retainConfig(seen, mine);
-          store.retainConfig(seen, mine);
-        } else if (event.type === "put") {
-          if (!current) seen.add(event.key);
-          provisioner.setConfig(event.key, event.value.value);
-          store.setConfig(event.key, event.value.value);
-        } else if (event.type === "delete") {
-          provisioner.setConfig(event.key, undefined);
-          store.setConfig(event.key, undefined);
-        }
-        if (event.type !== "invalid") this.#o.onConfig();
-      }
+    this.#end();
+    if (this.#o.signal.aborted) return;
+    this.#mirror = Mirror.start({
+      sources: this.#sources(bus),
+      touched: (change) => {
+        this.#touched(change);
+        return [];
+      },
+      log: this.#o.log,
     });
   }
 
-  #follow(what: string, signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
-    const loop = this.#followLoop(what, signal, fn);
-    this.#following.add(loop);
-    void loop.finally(() => this.#following.delete(loop));
-    return loop;
+  #end(): void {
+    const mirror = this.#mirror;
+    this.#mirror = undefined;
+    if (mirror !== undefined)
+      this.#stopping = Promise.all([this.#stopping, mirror[Symbol.asyncDispose]()]).then(
+        () => undefined,
+      );
   }
 
-  async #followLoop(what: string, signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await fn();
-      } catch (error) {
-        if (signal.aborted || isMeshError(error, ErrorCode.ABORTED)) return;
-        this.#o.log(`watching ${what} failed (${(error as Error).message}); watching again`);
-      }
-      await new Promise((r) => setTimeout(r, 1_000).unref());
+  #sources(bus: MeshBus): Sources {
+    const { node, log, store } = this.#o;
+    const config = skippingInvalid(openedOnWatch(bus, Bucket.config), (key, problem) =>
+      log(`ignored an invalid config value for ${key}: ${problem.message}`),
+    );
+    // What the host kept is where each starts: a key a fresh watch does not hand was deleted
+    // while the host was away, and goes.
+    const kept = (parts: number): Map<string, Json> =>
+      new Map(
+        Object.entries(store.config as Record<string, Json>).filter(
+          ([key]) => key.split(".").length === parts,
+        ),
+      );
+    const inner = (_: Json | undefined, value: ConfigValue | undefined) => value?.value;
+    return {
+      composed: {
+        optional: true,
+        key: nodeKey(node),
+        bucket: skippingInvalid(openedOnWatch(bus, Bucket.composed), (_, problem) =>
+          log(`ignored an invalid composition: ${problem.message}`),
+        ),
+      },
+      // Only the config keys this node reads: mesh-wide (`<module>.<key>`) and its own
+      // (`<module>.<key>.<node>`); another node's values never reach this host.
+      config: { optional: true, key: "*.*", bucket: config, into: kept(2), fold: inner },
+      "own config": {
+        optional: true,
+        key: `*.*.${node}`,
+        bucket: config,
+        into: kept(3),
+        fold: inner,
+      },
+    };
+  }
+
+  #touched({ source, key, after }: MirrorChange): void {
+    const { node, provisioner, store } = this.#o;
+    if (source === "composed") {
+      this.#o.onComposed(
+        (after as Composed | undefined) ?? { node, resources: [], fingerprint: "none" },
+      );
+      return;
     }
+    provisioner.setConfig(key, after as Json | undefined);
+    store.setConfig(key, after);
+    this.#o.onConfig();
   }
 }

@@ -9,14 +9,13 @@ import { isDeepStrictEqual } from "node:util";
 import type { Bucket } from "@mesh/protocol";
 import { Condition, Stream, Subject, type Build, type MeshError } from "@mesh/protocol";
 import {
-  KvBucket,
   Mirror,
+  openedOnWatch,
+  skippingInvalid,
   streamSource,
   type MeshBus,
   type MirrorChange,
   type MirrorSource,
-  type Watchable,
-  type WatchEvent,
 } from "@mesh/bus";
 import {
   Source,
@@ -195,55 +194,29 @@ export class MeshState {
   }
 }
 
-/** Every source of the view, each optional: the view shows what it can read. */
+/**
+ * Every source of the view, each optional: the view shows what it can read. A value that breaks
+ * its schema is reported and left out, so what the page showed for its key stays until a good
+ * value comes. The conditions stream keeps the last condition per module and name: its key is
+ * `<module>.<name>`.
+ */
 function viewSources({ bus, onProblem }: MeshStateOptions): ViewSources {
   const sources = {} as Record<Source, MirrorSource<unknown>>;
   for (const source of BUCKET_SOURCES) {
     sources[source] = {
       optional: true,
-      bucket: {
-        name: source,
-        watch: async function* (options) {
-          const bucket = await KvBucket.open(bus, source);
-          yield* reported(bucket.watch(options), (p) => onProblem?.(source, p));
-        },
-      },
+      bucket: skippingInvalid(openedOnWatch(bus, source), (_, p) => onProblem?.(source, p)),
     };
   }
-  sources[Source.conditions] = {
-    optional: true,
-    bucket: conditionsOf(bus, (p) => onProblem?.(Source.conditions, p)),
-  };
-  return sources;
-}
-
-/**
- * The events a page's source hands the mirror: a value that breaks its schema is reported and
- * left out, so what the page showed for its key stays until a good value comes.
- */
-async function* reported<T>(
-  events: AsyncIterable<WatchEvent<T>>,
-  report: (problem: MeshError) => void,
-): AsyncGenerator<WatchEvent<T>> {
-  for await (const event of events) {
-    if (event.type === "invalid") report(event.problem);
-    else yield event;
-  }
-}
-
-/**
- * The conditions stream as a source: it keeps the last condition per module and name, so the
- * key is `<module>.<name>`, and each message is a put of it.
- */
-function conditionsOf(bus: MeshBus, report: (problem: MeshError) => void): Watchable<Condition> {
   const conditions = streamSource(bus, {
     name: Source.conditions,
     stream: Stream.conditions,
     prefix: Subject.conditionsPrefix,
     schema: Condition,
   });
-  return {
-    name: conditions.name,
-    watch: (options) => reported(conditions.watch(options), report),
+  sources[Source.conditions] = {
+    optional: true,
+    bucket: skippingInvalid(conditions, (_, p) => onProblem?.(Source.conditions, p)),
   };
+  return sources;
 }

@@ -11,7 +11,7 @@ import { MeshBus } from "../mesh-bus.js";
 import { publishRaw } from "../testing/buckets.js";
 import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
 import { Mirror } from "./mirror.js";
-import { streamSource } from "./stream-source.js";
+import { streamSource } from "./sources.js";
 
 let server: TestServer;
 let admin: MeshBus;
