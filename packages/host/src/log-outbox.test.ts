@@ -66,7 +66,7 @@ describe("output a process wrote while no host ran", () => {
     // Writes a line each time it is told to (SIGUSR2), so the test says when.
     const script = `process.on("SIGUSR2", () => console.error("said while no host read " + Date.now())); console.log("started"); setInterval(() => {}, 1 << 30);`;
     const first = await Host.create(options);
-    const firstRun = first.run();
+    const firstRun = first.run({ signal: new AbortController().signal });
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": script }))).digest;
     const p = processResource({ root, module: "talker", name: "p", digest });
     let identity;
@@ -88,7 +88,7 @@ describe("output a process wrote while no host ran", () => {
     await flush(bus.admin);
     process.kill(identity.pid, "SIGUSR2");
     const second = await Host.create({ ...options, stopProcessesOnStop: true });
-    const secondRun = second.run();
+    const secondRun = second.run({ signal: new AbortController().signal });
     try {
       await waitFor(
         "the line said while no host ran, on mesh.logs",
