@@ -69,16 +69,6 @@ describe("output a process wrote while no host ran", () => {
     const firstRun = first.run({ signal: new AbortController().signal });
     const digest = (await bus.artifacts.put(await bundleOf({ "main.js": script }))).digest;
     const p = processResource({ root, module: "talker", name: "p", digest });
-    let identity;
-    try {
-      await bus.compose(NODE, [p]);
-      identity = await waitFor("the process", () => first.processes().get(p.id), 60_000);
-    } finally {
-      // Stopped without stopping its processes, as a host being restarted is.
-      await first.stop();
-      await firstRun;
-    }
-    assert.ok(await isAlive(identity), "the process outlives its host");
     const listening = new AbortController();
     const got: LogLine[] = [];
     const lines = bus.admin.subscribe(logsSubject(NODE, "talker"), { signal: listening.signal });
@@ -86,6 +76,18 @@ describe("output a process wrote while no host ran", () => {
       for await (const m of lines) got.push(LogLine.parse(m.json()));
     })();
     await flush(bus.admin);
+    let identity;
+    try {
+      await bus.compose(NODE, [p]);
+      identity = await waitFor("the process", () => first.processes().get(p.id), 60_000);
+      // It said "started" once its SIGUSR2 handler was set: before, the signal would end it.
+      await waitFor("the process started", () => got.some((l) => l.line === "started"), 60_000);
+    } finally {
+      // Stopped without stopping its processes, as a host being restarted is.
+      await first.stop();
+      await firstRun;
+    }
+    assert.ok(await isAlive(identity), "the process outlives its host");
     process.kill(identity.pid, "SIGUSR2");
     const second = await Host.create({ ...options, stopProcessesOnStop: true });
     const secondRun = second.run({ signal: new AbortController().signal });
