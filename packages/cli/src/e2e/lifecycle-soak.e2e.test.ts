@@ -4,7 +4,8 @@
  * config, secret set and unset, kill -9 of a mesh process — in bursts at an operator's pace.
  * After each burst the mesh is left alone until it is quiet, then:
  *
- * - every read verb answers within 5 s (`status`, `wants`, `differences`, `conditions`);
+ * - every read verb answers within 5 s (`status`, `wants`, `differences`, `conditions`,
+ *   `assignments`, `logs`);
  * - every assigned module runs healthy, or is not running with a reason and a command that fixes
  *   it — none stays `starting`, none is stopped without a cause;
  * - a module assigned, not put, whose last edit is good (and, for vault, whose secret is set)
@@ -183,7 +184,14 @@ async function buildsSaid(c: SoakContext): Promise<string> {
 /** Each read verb of the built CLI answers within 5 s; the slowest, for the report. */
 async function readVerbs(c: SoakContext): Promise<number> {
   let slowest = 0;
-  for (const verb of [["status"], ["wants"], ["differences"], ["conditions", "--open"]]) {
+  for (const verb of [
+    ["status"],
+    ["wants"],
+    ["differences"],
+    ["conditions", "--open"],
+    ["assignments"],
+    ["logs", "node-tools"],
+  ]) {
     const t0 = performance.now();
     const run = await runMesh([...verb, "--json", "--root", c.mesh.root], { deadlineMs: READ_MS });
     slowest = Math.max(slowest, performance.now() - t0);
@@ -233,7 +241,8 @@ describe("the lifecycle soak", () => {
       process.stdout.write(
         `# quiet ${quietPeriods} after action ${i}, ${Math.round((Date.now() - started) / 1000)} s\n`,
       );
-      if (quietPeriods % 3 === 1) slowestVerb = Math.max(slowestVerb, await readVerbs(c));
+      // After each quiet period (issue 14: no read verb hangs, each returns within 5 s).
+      slowestVerb = Math.max(slowestVerb, await readVerbs(c));
     }
     const drawn = new Map<string, number>();
     for (const line of history) {
