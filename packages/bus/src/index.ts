@@ -88,6 +88,7 @@ export {
 // The daemon kit (./kit/).
 export {
   aborted,
+  appendDurably,
   Backoff,
   backoffDelay,
   DaemonBase,

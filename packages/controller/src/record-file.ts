@@ -9,7 +9,8 @@
  * A crash mid-append leaves at most a torn last line: it is dropped (its change was never
  * acknowledged), and the open that finds it writes a fresh snapshot.
  */
-import { open, readFile, unlink } from "node:fs/promises";
+import { readFile, unlink } from "node:fs/promises";
+import { appendDurably } from "@mesh/bus";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { readJsonFile, writeJsonFile } from "./files.js";
 
@@ -80,13 +81,10 @@ export class RecordFile<T> {
       await this.#compact();
       return;
     }
-    const handle = await open(journalPath(this.#options.path), "a", 0o600);
-    try {
-      await handle.write(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await appendDurably(
+      journalPath(this.#options.path),
+      lines.map((l) => `${JSON.stringify(l)}\n`).join(""),
+    );
     this.#journalLines += lines.length;
   }
 

@@ -7,6 +7,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { dirname } from "node:path";
+import { syncFolder } from "@mesh/bus";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 
 export interface VaultSealed {
@@ -55,6 +56,8 @@ export class Vault {
     } finally {
       await handle.close();
     }
+    // Its name must survive a power cut too: without the key, mesh-secrets cannot be opened.
+    await syncFolder(dirname(path));
     return new Vault(key);
   }
 

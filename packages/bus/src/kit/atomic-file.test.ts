@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { writeFileAtomic } from "./atomic-file.js";
+import { appendDurably, writeFileAtomic } from "./atomic-file.js";
 
 describe("writeFileAtomic", async () => {
   const dir = await mkdtemp(join(tmpdir(), "mesh-atomic-"));
@@ -35,5 +35,19 @@ describe("writeFileAtomic", async () => {
       (await readdir(dir)).filter((name) => name.endsWith(".tmp")),
       [],
     );
+  });
+});
+
+describe("appendDurably", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mesh-append-"));
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  test("makes the file (0600) and its folder (0700), then appends after what stands", async () => {
+    const path = join(dir, "a", "journal");
+    await appendDurably(path, "one\n");
+    await appendDurably(path, new TextEncoder().encode("two\n"));
+    assert.equal(await readFile(path, "utf8"), "one\ntwo\n");
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    assert.equal((await stat(join(dir, "a"))).mode & 0o777, 0o700);
   });
 });

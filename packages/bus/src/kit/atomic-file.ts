@@ -59,3 +59,27 @@ export async function syncFolder(folder: string): Promise<void> {
     await handle.close();
   }
 }
+
+/**
+ * Appends to a file (a journal) so that what was appended survives a power cut: the file is
+ * fsynced, and its folder too when the append made it. A crash mid-append can leave a last line
+ * cut short; a reader of the journal skips it.
+ */
+export async function appendDurably(
+  path: string,
+  data: string | Uint8Array,
+  options: Pick<AtomicWriteOptions, "mode" | "folderMode"> = {},
+): Promise<void> {
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
+  const handle = await open(path, "a", options.mode ?? 0o600);
+  let made = false;
+  try {
+    made = (await handle.stat()).size === 0;
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  if (made) await syncFolder(folder);
+}

@@ -28,4 +28,9 @@ export {
   type BackoffOptions,
   type BackoffPolicy,
 } from "./backoff.js";
-export { syncFolder, writeFileAtomic, type AtomicWriteOptions } from "./atomic-file.js";
+export {
+  appendDurably,
+  syncFolder,
+  writeFileAtomic,
+  type AtomicWriteOptions,
+} from "./atomic-file.js";

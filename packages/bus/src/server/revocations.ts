@@ -11,11 +11,10 @@
  * and drops the journal: rewriting the whole list at every commit that revoked something cost
  * each pass of the controller the size of every revocation kept (issue 13).
  */
-import { dirname } from "node:path";
-import { mkdir, open, readFile, rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { z } from "zod";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { syncFolder } from "../kit/atomic-file.js";
+import { appendDurably } from "../kit/atomic-file.js";
 
 /** Revoked user keys: a user JWT issued at or before the second given no longer connects. */
 export type Revocations = Readonly<Record<string, number>>;
@@ -78,19 +77,7 @@ export async function appendRevocations(
     return `${JSON.stringify(expiresAt === undefined ? { key, at } : { key, at, expiresAt })}\n`;
   });
   if (lines.length === 0) return;
-  const journal = journalOf(path);
-  await mkdir(dirname(journal), { recursive: true, mode: 0o700 });
-  const handle = await open(journal, "a", 0o600);
-  let made = false;
-  try {
-    made = (await handle.stat()).size === 0;
-    await handle.writeFile(lines.join(""));
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  // A new journal's name must survive a power cut too.
-  if (made) await syncFolder(dirname(journal));
+  await appendDurably(journalOf(path), lines.join(""));
 }
 
 /** Whether revocations were appended beside `path` since the list was last written whole. */
