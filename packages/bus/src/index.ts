@@ -81,6 +81,7 @@ export {
 } from "./mirror/mirror.js";
 export {
   openedOnWatch,
+  readStanding,
   skippingInvalid,
   streamSource,
   type StreamSourceOptions,

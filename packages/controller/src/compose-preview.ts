@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { Bucket, checkNodeName } from "@mesh/protocol";
-import { KvBucket, type MeshBus, type WatchEvent } from "@mesh/bus";
+import { KvBucket, readStanding, type MeshBus } from "@mesh/bus";
 import { Fleet } from "./fleet.js";
 import { intakeManifest } from "./manifest-intake.js";
 import { DEFAULT_ARTIFACT_STORE, planNode, type NodePlan } from "./node-plan.js";
@@ -24,7 +24,7 @@ export async function previewComposition(
   const call = options.signal === undefined ? {} : { signal: options.signal };
   const fleet = new Fleet();
   const wants = await KvBucket.open(bus, Bucket.wants);
-  for (const [key, value] of await standing(wants.watch(call))) fleet.setWant(key, value);
+  for (const [key, value] of await readStanding(wants, call)) fleet.setWant(key, value);
   const manifests = await KvBucket.openWith(bus, Bucket.manifests, z.unknown());
   const digests = new Set<string>();
   for (const n of fleet.nodes()) {
@@ -41,15 +41,4 @@ export async function previewComposition(
     artifactStore: options.artifactStore ?? DEFAULT_ARTIFACT_STORE,
     ownerStates: (m) => fleet.ownerStates(m),
   });
-}
-
-/** The values that stand in a bucket, read with one watch (no get per key). */
-async function standing<T>(events: AsyncGenerator<WatchEvent<T>>): Promise<Map<string, T>> {
-  const out = new Map<string, T>();
-  for await (const e of events) {
-    if (e.type === "current") break;
-    if (e.type === "put") out.set(e.key, e.value);
-    else if (e.type === "delete") out.delete(e.key);
-  }
-  return out;
 }

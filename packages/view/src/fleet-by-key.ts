@@ -6,7 +6,7 @@
  * each cell's state and reason is still core's read model, given the keys of its node.
  */
 import type { KvBucket, MeshBus } from "@mesh/bus";
-import { KvBucket as Kv, streamSource } from "@mesh/bus";
+import { KvBucket as Kv, readStanding, streamSource } from "@mesh/bus";
 import type { FleetState } from "@mesh/core";
 import {
   ALL_NODES,
@@ -74,7 +74,7 @@ export async function readSummary(
 /** The module-wide buckets and the conditions, each read whole at once. */
 export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promise<ModuleWide> {
   const whole = <B extends Bucket>(bucket: B) =>
-    Kv.open(bus, bucket).then((b) => readWhole(b, signal));
+    Kv.open(bus, bucket).then((b) => readStanding(b, { signal }));
   const [registrations, assignments, builds, puts, asks, answers, conditions] = await Promise.all([
     whole(Bucket.modules),
     whole(Bucket.assignments),
@@ -82,13 +82,13 @@ export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promis
     whole(Bucket.puts),
     whole(Bucket.asks),
     whole(Bucket.answers),
-    readWhole(
+    readStanding(
       streamSource(bus, {
         stream: Stream.conditions,
         prefix: Subject.conditionsPrefix,
         schema: Condition,
       }),
-      signal,
+      { signal },
     ),
   ]);
   return {
@@ -235,35 +235,6 @@ export function fleetStateOf(wide: ModuleWide, keys: NodeKeys, now: number): Fle
     conditions: wide.conditions,
   };
 }
-
-/** What a watchable holds as it stands (its values, by key). */
-async function readWhole<T>(
-  source: { watch(options: { signal?: AbortSignal }): AsyncIterable<WatchLike<T>> },
-  signal: AbortSignal | undefined,
-): Promise<Map<string, T>> {
-  const values = new Map<string, T>();
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  signal?.addEventListener("abort", stop, { once: true });
-  try {
-    for await (const e of source.watch({ signal: ac.signal })) {
-      if (e.type === "current") break;
-      if (e.type === "put") values.set(e.key, e.value);
-      else if (e.type === "delete") values.delete(e.key);
-    }
-    // A read cut short by the caller's signal is a failure, not what stands.
-    signal?.throwIfAborted();
-  } finally {
-    signal?.removeEventListener("abort", stop);
-    ac.abort();
-  }
-  return values;
-}
-
-type WatchLike<T> =
-  | { readonly type: "current" }
-  | { readonly type: "put"; readonly key: string; readonly value: T }
-  | { readonly type: "delete" | "invalid"; readonly key: string };
 
 function safeTarget(key: string): ReturnType<typeof parseTargetModuleKey> | undefined {
   try {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { appendDurably, writeFileAtomic } from "./atomic-file.js";
 
-describe("writeFileAtomic", async () => {
+describe("writeFileAtomic and appendDurably", async () => {
   const dir = await mkdtemp(join(tmpdir(), "mesh-atomic-"));
   after(() => rm(dir, { recursive: true, force: true }));
 
@@ -36,18 +36,13 @@ describe("writeFileAtomic", async () => {
       [],
     );
   });
-});
 
-describe("appendDurably", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-append-"));
-  after(() => rm(dir, { recursive: true, force: true }));
-
-  test("makes the file (0600) and its folder (0700), then appends after what stands", async () => {
-    const path = join(dir, "a", "journal");
+  test("an append makes the file (0600) and its folder (0700), then appends after what stands", async () => {
+    const path = join(dir, "b", "journal");
     await appendDurably(path, "one\n");
     await appendDurably(path, new TextEncoder().encode("two\n"));
     assert.equal(await readFile(path, "utf8"), "one\ntwo\n");
     assert.equal((await stat(path)).mode & 0o777, 0o600);
-    assert.equal((await stat(join(dir, "a"))).mode & 0o777, 0o700);
+    assert.equal((await stat(join(dir, "b"))).mode & 0o777, 0o700);
   });
 });

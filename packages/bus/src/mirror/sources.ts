@@ -97,3 +97,34 @@ async function* streamEvents<T>(
       : { type: "invalid", key, revision: event.seq, problem: event.problem };
   }
 }
+
+/**
+ * What a source holds as it stands, read once (its values by key; a value that breaks its
+ * schema taken as absent): for what shows it and ends. A read cut short by `signal` throws.
+ */
+export async function readStanding<T>(
+  source: Watchable<T>,
+  options: { readonly key?: string; readonly signal?: AbortSignal | undefined } = {},
+): Promise<Map<string, T>> {
+  const values = new Map<string, T>();
+  const { signal } = options;
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  signal?.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const e of source.watch({
+      signal: ac.signal,
+      ...(options.key === undefined ? {} : { key: options.key }),
+    })) {
+      if (e.type === "current") break;
+      if (e.type === "put") values.set(e.key, e.value);
+      else values.delete(e.key);
+    }
+    // A read cut short by the caller's signal is a failure, not what stands.
+    signal?.throwIfAborted();
+  } finally {
+    signal?.removeEventListener("abort", stop);
+    ac.abort();
+  }
+  return values;
+}
