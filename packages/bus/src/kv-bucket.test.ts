@@ -56,6 +56,7 @@ const WATCHED = {
   invalid: "gamma_invalid",
   abort: "gamma_abort",
   writes: "gamma_writes",
+  held: "gamma_held",
 } as const;
 
 const alpha = { user: "n1-alpha", password: "alpha-pw" };
@@ -266,6 +267,18 @@ describe("a credential granted its own inbox and one bucket", () => {
     assert.equal(bus.isClosed, false);
     await own.put("after", { n: 2 });
     assert.deepEqual((await own.get("after"))?.value, { n: 2 });
+  });
+});
+
+describe("KvBucket.keysHeld", () => {
+  it("lists every key the stream holds, a deleted one's marker too, from the stream's info", async () => {
+    const bucket = await KvBucket.openWith(admin, WATCHED.held, z.unknown());
+    for (const key of ["b", "a", "c.d"]) await bucket.put(key, { n: 1 });
+    await bucket.delete("b");
+    const held = await bucket.keysHeld();
+    for (const key of ["a", "b", "c.d"]) assert.ok(held.includes(key), key);
+    assert.deepEqual(held, [...held].sort());
+    assert.equal((await bucket.keys()).includes("b"), false, "keys() leaves the deleted one out");
   });
 });
 

@@ -2,6 +2,7 @@
  * A key-value bucket whose values are JSON checked against a schema. Reads parse before they are
  * trusted; writes check before they leave. Every call takes an AbortSignal.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 import { PermissionViolationError, type Status } from "@nats-io/nats-core";
 import type { z } from "zod";
@@ -10,6 +11,7 @@ import {
   ErrorCode,
   MeshError,
   isMeshError,
+  kvStreamName,
   type Bucket,
   type BucketValueOf,
 } from "@mesh/protocol";
@@ -170,6 +172,34 @@ export class KvBucket<T> {
           const out: string[] = [];
           for await (const key of await this.#kv.keys(filter)) out.push(key);
           return out.sort();
+        })(),
+        options.signal,
+        doing,
+      ),
+    );
+  }
+
+  /**
+   * Every key the bucket's stream holds a message under, sorted — a deleted key's marker too —
+   * from one stream info request per 100,000 keys (`subjects_filter`): far cheaper than `keys()`,
+   * which receives one message per key. A caller that must not see deleted keys checks the count
+   * against what it knows, and lists with `keys()` when they differ. Needs `STREAM.INFO`.
+   */
+  async keysHeld(options: CallOptions = {}): Promise<string[]> {
+    const doing = `listing the subjects of ${this.name}`;
+    const prefix = `$KV.${this.name}.`;
+    if (this.#bus === undefined) throw new MeshError(ErrorCode.INTERNAL, `${doing}: no connection`);
+    const nc = natsOf(this.#bus).nc;
+    return withContext({ doing }, () =>
+      abortable(
+        (async () => {
+          const jsm = await jetstreamManager(nc, { checkAPI: false });
+          const info = await jsm.streams.info(kvStreamName(this.name), {
+            subjects_filter: `${prefix}>`,
+          });
+          return Object.keys(info.state.subjects ?? {})
+            .map((subject) => subject.slice(prefix.length))
+            .sort();
         })(),
         options.signal,
         doing,

@@ -51,9 +51,17 @@ export class FirstPaint {
   /** When the shape was read: a page asking later reads it again. */
   #readAt = 0;
 
-  constructor(options: { readonly bus: MeshBus; readonly signal: AbortSignal }) {
+  readonly #onPainted: () => void;
+
+  constructor(options: {
+    readonly bus: MeshBus;
+    readonly signal: AbortSignal;
+    /** Told once a first grid page was served, or there is no summary to paint from. */
+    readonly onPainted?: () => void;
+  }) {
     this.#bus = options.bus;
     this.#signal = options.signal;
+    this.#onPainted = options.onPainted ?? (() => undefined);
   }
 
   /** The page's state from the summary; undefined when there is none. */
@@ -84,6 +92,14 @@ export class FirstPaint {
   async grid(query: GridQuery, now: Date = new Date()): Promise<GridPage | undefined> {
     const shape = await this.#read();
     if (shape === undefined) return undefined;
+    try {
+      return await this.#grid(shape, query, now);
+    } finally {
+      this.#onPainted();
+    }
+  }
+
+  async #grid(shape: Shape, query: GridQuery, now: Date): Promise<GridPage> {
     const index: FleetIndex = {
       version: 0,
       nodes: shape.nodes,
@@ -115,12 +131,18 @@ export class FirstPaint {
     if (performance.now() - this.#readAt > SHAPE_KEPT_MS) this.#shape = undefined;
     this.#shape ??= (async () => {
       this.#readAt = performance.now();
-      const [summary, wide, present] = await Promise.all([
-        readSummary(this.#bus, this.#signal),
-        readModuleWide(this.#bus, this.#signal),
-        listNodes(this.#bus, this.#signal),
+      const reading = readModuleWide(this.#bus, this.#signal);
+      reading.catch(() => undefined);
+      const summary = await readSummary(this.#bus, this.#signal);
+      if (summary === undefined) {
+        this.#onPainted();
+        return undefined;
+      }
+      const heard = summary.nodes.present + summary.nodes.gone;
+      const [wide, present] = await Promise.all([
+        reading,
+        listNodes(this.#bus, this.#signal, heard),
       ]);
-      if (summary === undefined) return undefined;
       const byModule = cellsByModule(wide, present, summary.leaving.first);
       const modules = new Set<string>([...wide.registrations.keys(), ...byModule.keys()]);
       for (const key of wide.assignments.keys()) modules.add(moduleOf(key));

@@ -102,10 +102,24 @@ export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promis
   };
 }
 
-/** Every node that has a presence, sorted: a list of keys, no values. */
-export async function listNodes(bus: MeshBus, signal?: AbortSignal): Promise<string[]> {
+/**
+ * Every node that has a presence, sorted: a list of keys, no values. `heard`, the summary's count
+ * of nodes ever present, lets it take the stream's subjects in one request (a deleted key's
+ * marker stays among them, so only when the count agrees); else the keys are listed one message
+ * each.
+ */
+export async function listNodes(
+  bus: MeshBus,
+  signal?: AbortSignal,
+  heard?: number,
+): Promise<string[]> {
   const presence = await Kv.open(bus, Bucket.presence);
-  return presence.keys(">", signal === undefined ? {} : { signal });
+  const options = signal === undefined ? {} : { signal };
+  if (heard !== undefined) {
+    const held = await presence.keysHeld(options).catch(() => undefined);
+    if (held?.length === heard) return held;
+  }
+  return presence.keys(">", options);
 }
 
 /**
@@ -116,7 +130,7 @@ export function cellsByModule(
   wide: Pick<ModuleWide, "assignments">,
   nodes: readonly string[],
   leaving: Summary["leaving"]["first"],
-): Map<string, string[]> {
+): Map<string, readonly string[]> {
   const extra = new Map<string, Set<string>>();
   const everywhere = new Set<string>();
   const add = (module: string, node: string): void => {
@@ -131,12 +145,16 @@ export function cellsByModule(
     else everywhere.add(parsed.module);
   }
   for (const { node, module } of leaving) add(module, node);
-  const out = new Map<string, string[]>();
+  const out = new Map<string, readonly string[]>();
+  const known = new Set(nodes);
   for (const module of [...new Set([...everywhere, ...extra.keys()])].sort()) {
     const more = [...(extra.get(module) ?? [])].filter((n) => n !== ALL_NODES);
     if (!everywhere.has(module)) out.set(module, more.sort());
-    else if (more.length === 0) out.set(module, [...nodes]);
-    else out.set(module, [...new Set([...nodes, ...more])].sort());
+    else {
+      // The same list for every module placed everywhere, not a copy each.
+      const beyond = more.filter((n) => !known.has(n));
+      out.set(module, beyond.length === 0 ? nodes : [...nodes, ...beyond].sort());
+    }
   }
   return out;
 }
@@ -148,8 +166,10 @@ export function allNodesOf(
 ): string[] {
   const known = new Set(present);
   const more = new Set<string>();
-  for (const nodes of byModule.values())
+  for (const nodes of byModule.values()) {
+    if (nodes === present) continue;
     for (const node of nodes) if (!known.has(node)) more.add(node);
+  }
   return more.size === 0 ? [...present] : [...present, ...more].sort();
 }
 

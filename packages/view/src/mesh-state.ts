@@ -16,6 +16,7 @@ import {
   type MeshBus,
   type MirrorChange,
   type MirrorSource,
+  type Watchable,
 } from "@mesh/bus";
 import {
   Source,
@@ -40,7 +41,22 @@ export interface MeshStateOptions {
   readonly onProblem?: (source: Source, error: MeshError | Error) => void;
   /** Waits between attempts to watch a source again after it failed (ms), doubling to 30 s. */
   readonly retryMs?: number;
+  /**
+   * The sources with a key per node (presence, wants, have, differences, compositions) are
+   * watched only once this resolves: a large fleet's first paint, read by key, does not wait
+   * behind them (decision 0090). At once when omitted.
+   */
+  readonly nodeSourcesAfter?: Promise<void>;
 }
+
+/** The sources with a key per node: the ones a large fleet's first paint must not wait behind. */
+const PER_NODE = new Set<Source>([
+  Source.presence,
+  Source.wants,
+  Source.have,
+  Source.differences,
+  Source.compositions,
+]);
 
 const BUCKET_SOURCES = [
   Source.modules,
@@ -200,12 +216,17 @@ export class MeshState {
  * value comes. The conditions stream keeps the last condition per module and name: its key is
  * `<module>.<name>`.
  */
-function viewSources({ bus, onProblem }: MeshStateOptions): ViewSources {
+function viewSources({ bus, onProblem, nodeSourcesAfter }: MeshStateOptions): ViewSources {
   const sources = {} as Record<Source, MirrorSource<unknown>>;
   for (const source of BUCKET_SOURCES) {
+    const opened = openedOnWatch(bus, source);
+    const gated =
+      PER_NODE.has(source) && nodeSourcesAfter !== undefined
+        ? watchedAfter(nodeSourcesAfter, opened)
+        : opened;
     sources[source] = {
       optional: true,
-      bucket: skippingInvalid(openedOnWatch(bus, source), (_, p) => onProblem?.(source, p)),
+      bucket: skippingInvalid(gated, (_, p) => onProblem?.(source, p)),
     };
   }
   const conditions = streamSource(bus, {
@@ -219,4 +240,15 @@ function viewSources({ bus, onProblem }: MeshStateOptions): ViewSources {
     bucket: skippingInvalid(conditions, (_, p) => onProblem?.(Source.conditions, p)),
   };
   return sources;
+}
+
+/** The source, watched only once `after` resolves. */
+function watchedAfter<T>(after: Promise<void>, source: Watchable<T>): Watchable<T> {
+  return {
+    name: source.name,
+    watch: async function* (options) {
+      await after;
+      yield* source.watch(options);
+    },
+  };
 }

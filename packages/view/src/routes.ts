@@ -176,6 +176,11 @@ async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse
   });
   // Changes that arrive before the first state is sent are already in it.
   res.write(": the mesh's view\n\n");
+  // Before the state is ready, the first paint from the summary; the whole state follows.
+  const first = c.state.isReady ? undefined : await c.firstPaint.state();
+  if (first !== undefined && !c.state.isReady && !res.destroyed) {
+    sendEvent(res, ViewEvent.snapshot, first);
+  }
   await c.state.ready;
   if (res.destroyed) return;
   sendEvent(res, ViewEvent.snapshot, snapshot(c));

@@ -12,6 +12,7 @@ import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { FleetFeed } from "./fleet-feed.js";
 import { FirstPaint } from "./first-paint.js";
+import { readSummary } from "./fleet-by-key.js";
 import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
 import { MeshState } from "./mesh-state.js";
 import { pageFiles } from "./page-files.js";
@@ -54,6 +55,13 @@ export interface View extends AsyncDisposable {
 }
 
 const MIN_TOKEN_LENGTH = 16;
+/** The per-node sources are watched at the latest this long after the start (ms). */
+const NODE_SOURCES_LATEST_MS = 10_000;
+/** How long closing waits for the watches to have started before it stops them (ms). */
+const CLOSE_WAITS_FOR_READY_MS = 10_000;
+
+const delay = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export async function startView(options: ViewOptions): Promise<View> {
   const host = options.host ?? "127.0.0.1";
@@ -64,9 +72,12 @@ export async function startView(options: ViewOptions): Promise<View> {
   setMaxListeners(1_000, stopping.signal);
   const onOuterAbort = (): void => void close();
   options.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  const gate = firstPaintGate(options.bus, stopping.signal);
+  const { firstPaint, nodeSourcesAfter, paintedOrLate } = gate;
   const state = MeshState.start({
     bus: options.bus,
     signal: stopping.signal,
+    nodeSourcesAfter,
     onProblem: (source, error) => options.onProblem?.(`reading ${source}`, error),
   });
   const fleet = new FleetFeed({ state, signal: stopping.signal });
@@ -75,7 +86,7 @@ export async function startView(options: ViewOptions): Promise<View> {
     bus: options.bus,
     state,
     fleet,
-    firstPaint: new FirstPaint({ bus: options.bus, signal: stopping.signal }),
+    firstPaint,
     files: await pageFiles(),
     answers: await KvBucket.open(options.bus, Bucket.answers),
     actor: options.actor ?? "operator (view)",
@@ -89,6 +100,7 @@ export async function startView(options: ViewOptions): Promise<View> {
   const server = createServer(serving(handle, options.onProblem));
   const port = await listen(server, host, options.port ?? 0).catch(async (error: unknown) => {
     options.signal?.removeEventListener("abort", onOuterAbort);
+    paintedOrLate();
     await state.ready; // see close()
     stopping.abort();
     throw error;
@@ -112,7 +124,9 @@ export async function startView(options: ViewOptions): Promise<View> {
       // Stop the watches only once each has started (or failed to): the NATS client finishes
       // starting a watch whose caller gave up, and one that finishes on a connection the caller
       // has closed meanwhile leaves a heartbeat timer behind that keeps the process alive.
-      await state.ready;
+      paintedOrLate();
+      // Bounded: a fleet too large for the mirror is never ready (decision 0090).
+      await Promise.race([state.ready, delay(CLOSE_WAITS_FOR_READY_MS)]);
       stopping.abort();
       await closed;
     })();
@@ -127,6 +141,33 @@ export async function startView(options: ViewOptions): Promise<View> {
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/**
+ * The first paint from the summary, and the promise the per-node sources wait for: resolved once
+ * a first grid page was painted from the summary, when there is no summary, when the view
+ * closes, or at the latest NODE_SOURCES_LATEST_MS after the start (decision 0090).
+ */
+function firstPaintGate(
+  bus: MeshBus,
+  signal: AbortSignal,
+): { firstPaint: FirstPaint; nodeSourcesAfter: Promise<void>; paintedOrLate: () => void } {
+  let resolve!: () => void;
+  const nodeSourcesAfter = new Promise<void>((r) => (resolve = r));
+  const late = setTimeout(() => resolve(), NODE_SOURCES_LATEST_MS);
+  late.unref();
+  const paintedOrLate = (): void => {
+    clearTimeout(late);
+    resolve();
+  };
+  readSummary(bus, signal).then(
+    (summary) => {
+      if (summary === undefined) paintedOrLate();
+    },
+    () => paintedOrLate(),
+  );
+  const firstPaint = new FirstPaint({ bus, signal, onPainted: paintedOrLate });
+  return { firstPaint, nodeSourcesAfter, paintedOrLate };
 }
 
 /** A random token for a view that listens beyond loopback. */

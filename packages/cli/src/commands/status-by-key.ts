@@ -20,6 +20,7 @@ import {
   readModuleWide,
   readNodeKeys,
   readSummary,
+  type NodeKeys,
 } from "@mesh/view";
 import { narrowed, pageOf, type StatusQuery } from "./status-page.js";
 import { RECENT_CONDITIONS, statusCell, type StatusNode, type StatusReport } from "./status.js";
@@ -32,37 +33,24 @@ export async function readStatusByKey(
   options: { readonly now: Date; readonly query: StatusQuery; readonly signal?: AbortSignal },
 ): Promise<StatusReport | undefined> {
   const { query, signal } = options;
+  // The module-wide reads need no summary: they start beside its get.
+  const reading = readModuleWide(bus, signal);
+  reading.catch(() => undefined);
   const summary = await readSummary(bus, signal);
   if (summary === undefined) return undefined;
-  const [wide, present] = await Promise.all([readModuleWide(bus, signal), listNodes(bus, signal)]);
+  const [wide, present] = await Promise.all([
+    reading,
+    listNodes(bus, signal, summary.nodes.present + summary.nodes.gone),
+  ]);
   const byModule = cellsByModule(wide, present, summary.leaving.first);
   const allNodes = allNodesOf(present, byModule).filter((node) => narrowed(query, node));
   const cells = narrowedCells(byModule, query);
-  const pageCells = pageOf(cells, query);
+  // Narrowed to a node, every cell of it is read: its attention and differences are whole.
+  const pageCells = query.node === undefined ? cells.page : pageOf(cells.page, query);
   const pageNodes = pageOf(allNodes, query);
-  // A node's every cell is read when narrowed to it: its attention and differences are whole.
-  const read = query.node === undefined ? pageCells : cells;
-  const known = differencesIfWhole(summary);
-  const keys = await readNodeKeys(bus, {
-    nodes: [...pageNodes, ...read.map((c) => c.node)],
-    compositions: [],
-    cells: read,
-    ...(known === undefined ? {} : { differences: known }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  // A node's composition verdict is a reason only where a cell's want is not what it runs.
-  const unapplied = read.filter((c) => {
-    const key = nodeModuleKey(c.node, c.module);
-    const want = keys.wants.get(key);
-    return want !== undefined && keys.have.get(key)?.build !== want.build;
-  });
-  const { compositions } = await readNodeKeys(bus, {
-    nodes: [],
-    compositions: unapplied.map((c) => c.node),
-    cells: [],
-    ...(signal === undefined ? {} : { signal }),
-  });
-  const state = fleetStateOf(wide, { ...keys, compositions }, options.now.getTime());
+  const read = cells.page;
+  const keys = await readPageKeys(bus, { summary, nodes: pageNodes, cells: read, signal });
+  const state = fleetStateOf(wide, keys, options.now.getTime());
   const presentSet = new Set(present);
   const assigned = ({ node, module }: Cell): boolean =>
     wide.assignments.has(nodeModuleKey(node, module)) ||
@@ -97,7 +85,7 @@ export async function readStatusByKey(
       ...(query.module === undefined ? {} : { module: query.module }),
       totals: {
         nodes: allNodes.length,
-        modules: cells.length,
+        modules: cells.total,
         differences: differencesTotal,
         attention: attentionTotal,
       },
@@ -106,18 +94,69 @@ export async function readStatusByKey(
   };
 }
 
-/** The cells inside the query's narrowing, by module then node. */
-function narrowedCells(byModule: ReadonlyMap<string, string[]>, query: StatusQuery): Cell[] {
-  const out: Cell[] = [];
+/**
+ * The keys of the page's nodes and cells: a node's composition only where a cell's want is not
+ * what it runs (only there is it a reason), a difference only when the summary lacks some.
+ */
+async function readPageKeys(
+  bus: MeshBus,
+  page: {
+    readonly summary: Summary;
+    readonly nodes: readonly string[];
+    readonly cells: readonly Cell[];
+    readonly signal: AbortSignal | undefined;
+  },
+): Promise<NodeKeys> {
+  const { summary, cells: read, signal } = page;
+  const known = differencesIfWhole(summary);
+  const keys = await readNodeKeys(bus, {
+    nodes: [...page.nodes, ...read.map((c) => c.node)],
+    compositions: [],
+    cells: read,
+    ...(known === undefined ? {} : { differences: known }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const unapplied = read.filter((c) => {
+    const key = nodeModuleKey(c.node, c.module);
+    const want = keys.wants.get(key);
+    return want !== undefined && keys.have.get(key)?.build !== want.build;
+  });
+  const { compositions } = await readNodeKeys(bus, {
+    nodes: [],
+    compositions: unapplied.map((c) => c.node),
+    cells: [],
+    ...(signal === undefined ? {} : { signal }),
+  });
+  return { ...keys, compositions };
+}
+
+/**
+ * The cells inside the query's narrowing, by module then node: how many, and the page of them —
+ * walked, not listed (10,000 nodes × 20 modules are 200,000 cells). Narrowed to a node, the page
+ * is every cell of it (at most one per module).
+ */
+function narrowedCells(
+  byModule: ReadonlyMap<string, readonly string[]>,
+  query: StatusQuery,
+): { total: number; page: Cell[] } {
+  const page: Cell[] = [];
+  let total = 0;
   for (const [module, nodes] of byModule) {
     if (query.module !== undefined && module !== query.module) continue;
     if (query.node !== undefined) {
-      if (nodes.includes(query.node)) out.push({ node: query.node, module });
+      if (nodes.includes(query.node)) {
+        page.push({ node: query.node, module });
+        total += 1;
+      }
       continue;
     }
-    for (const node of nodes) out.push({ node, module });
+    // The part of this module's cells that falls on the page.
+    const start = Math.max(0, query.from - total);
+    const end = Math.min(nodes.length, query.from + query.limit - total);
+    for (let i = start; i < end; i++) page.push({ node: nodes[i] as string, module });
+    total += nodes.length;
   }
-  return out;
+  return { total, page };
 }
 
 /** What needs attention: a node's own, whole; else the summary's first, narrowed, and its count. */

@@ -3,7 +3,7 @@
  * every assigned (node, module) with its state, reason and fix, and what needs attention. Used
  * by `mesh status`; the view reads the same.
  */
-import { ALL_NODES, nodeModuleKey, parseTargetModuleKey, type Presence } from "@mesh/protocol";
+import { ALL_NODES, parseTargetModuleKey, type Presence } from "@mesh/protocol";
 import { cellReason, type CellReason } from "./reason.js";
 import { nodeState, type FleetState, type NodeState } from "./state.js";
 
@@ -29,21 +29,35 @@ export interface FleetView {
 }
 
 export function readFleet(state: FleetState): FleetView {
-  const assigned = assignedCells(state);
+  const byModule = assignedByModule(state);
   const names = new Set<string>(state.presence.keys());
-  for (const { node } of assigned) names.add(node);
+  for (const nodes of byModule.values()) for (const node of nodes) names.add(node);
   const nodes = [...names].sort().map((node): FleetNode => {
     const p = state.presence.get(node);
     const base = { node, state: nodeState(p, state.now) };
     return p === undefined ? base : { ...base, heartbeat: p.heartbeat, facts: p.facts };
   });
-  const cells = assigned.map(({ node, module }) => cellReason(state, node, module));
-  const inCells = new Set(assigned.map(({ node, module }) => nodeModuleKey(node, module)));
+  // Each node judged once, not once per module.
+  const where = new Map(nodes.map((n) => [n.node, n.state]));
+  const cells: CellReason[] = [];
+  const inCells = new Set<string>();
+  for (const [module, moduleNodes] of byModule) {
+    for (const node of moduleNodes) {
+      cells.push(cellReason(state, node, module, where.get(node)));
+      inCells.add(`${node}.${module}`);
+    }
+  }
   const leaving: Array<{ node: string; module: string }> = [];
-  for (const key of new Set([...state.wants.keys(), ...state.have.keys()])) {
-    const cell = parse(key);
-    if (cell === undefined || inCells.has(key)) continue;
-    if (state.wants.has(key) || state.have.get(key)?.health !== "stopped") leaving.push(cell);
+  const seen = new Set<string>();
+  for (const map of [state.wants, state.have] as const) {
+    for (const key of map.keys()) {
+      // Most keys are assigned cells: those are skipped before any parsing.
+      if (inCells.has(key) || seen.has(key)) continue;
+      seen.add(key);
+      const cell = parse(key);
+      if (cell === undefined) continue;
+      if (state.wants.has(key) || state.have.get(key)?.health !== "stopped") leaving.push(cell);
+    }
   }
   leaving.sort(byModuleThenNode);
   return {
@@ -59,7 +73,19 @@ export function readFleet(state: FleetState): FleetView {
 
 /** Every (node, module) an assignment places: a node's own, and `all` on every known node. */
 export function assignedCells(state: FleetState): Array<{ node: string; module: string }> {
-  const out = new Map<string, { node: string; module: string }>();
+  const out: Array<{ node: string; module: string }> = [];
+  for (const [module, nodes] of assignedByModule(state))
+    for (const node of nodes) out.push({ node, module });
+  return out;
+}
+
+/**
+ * The nodes each module is placed on, modules and nodes sorted: a node's own assignment, and
+ * `all` on every node present once. The presence keys are sorted once for every `all` module.
+ */
+function assignedByModule(state: FleetState): Map<string, string[]> {
+  const everywhere = new Set<string>();
+  const own = new Map<string, Set<string>>();
   for (const key of state.assignments.keys()) {
     let parsed;
     try {
@@ -68,12 +94,26 @@ export function assignedCells(state: FleetState): Array<{ node: string; module: 
       continue;
     }
     const { target, module } = parsed;
-    const targets = "node" in target ? [target.node] : [...state.presence.keys()];
-    for (const node of targets) {
-      if (node !== ALL_NODES) out.set(nodeModuleKey(node, module), { node, module });
+    if (!("node" in target)) everywhere.add(module);
+    else if (target.node !== ALL_NODES) {
+      const set = own.get(module) ?? new Set<string>();
+      set.add(target.node);
+      own.set(module, set);
     }
   }
-  return [...out.values()].sort(byModuleThenNode);
+  const present =
+    everywhere.size === 0 ? [] : [...state.presence.keys()].filter((n) => n !== ALL_NODES).sort();
+  const presentSet = new Set(present);
+  const out = new Map<string, string[]>();
+  for (const module of [...new Set([...everywhere, ...own.keys()])].sort()) {
+    const mine = [...(own.get(module) ?? [])];
+    if (!everywhere.has(module)) out.set(module, mine.sort());
+    else {
+      const more = mine.filter((n) => !presentSet.has(n));
+      out.set(module, more.length === 0 ? present : [...present, ...more].sort());
+    }
+  }
+  return out;
 }
 
 function parse(key: string): { node: string; module: string } | undefined {

@@ -4,7 +4,7 @@
  * named, with the command that fixes it. A pure function of the fleet's state.
  */
 import { nodeModuleKey, PRESENCE_GONE_MS, type Have, type Want } from "@mesh/protocol";
-import { nodeState, type FleetState } from "./state.js";
+import { nodeState, type FleetState, type NodeState } from "./state.js";
 
 export type CellState = "healthy" | "starting" | "not-running";
 
@@ -21,14 +21,25 @@ export interface CellReason {
 type Verdict = Omit<CellReason, "node" | "module">;
 
 /** Why an assigned module runs, starts, or does not run on a node, and what fixes it. */
-export function cellReason(state: FleetState, node: string, module: string): CellReason {
-  const verdict = nodePart(state, node, module) ?? wantPart(state, node, module);
+export function cellReason(
+  state: FleetState,
+  node: string,
+  module: string,
+  /** The node's state, when the caller judged it already (`nodeState` of its presence). */
+  where?: NodeState,
+): CellReason {
+  const verdict = nodePart(state, node, module, where) ?? wantPart(state, node, module);
   return { node, module, ...verdict };
 }
 
-function nodePart(state: FleetState, node: string, module: string): Verdict | undefined {
+function nodePart(
+  state: FleetState,
+  node: string,
+  module: string,
+  judged: NodeState | undefined,
+): Verdict | undefined {
   const presence = state.presence.get(node);
-  const where = nodeState(presence, state.now);
+  const where = judged ?? nodeState(presence, state.now);
   const unassign = `\`mesh unassign ${module} --node ${node}\``;
   if (where === "never") {
     return notRunning(
@@ -46,7 +57,8 @@ function nodePart(state: FleetState, node: string, module: string): Verdict | un
 }
 
 function wantPart(state: FleetState, node: string, module: string): Verdict {
-  const key = nodeModuleKey(node, module);
+  // A lookup key only (`nodeModuleKey` without its name checks, run 200,000 times on a big fleet).
+  const key = `${node}.${module}`;
   const want = state.wants.get(key);
   const have = state.have.get(key);
   if (want === undefined) return unwanted(state, node, module);

@@ -55,17 +55,17 @@ export function counts(fleet: FleetView): Pick<Summary, "nodes" | "cells" | "mod
     notRunning: 0,
     leaving: fleet.leaving.length,
   };
-  const byModule = new Map<string, Summary["modules"][number]>();
+  type Line = { -readonly [K in keyof Summary["modules"][number]]: Summary["modules"][number][K] };
+  const byModule = new Map<string, Line>();
   for (const c of fleet.cells) {
-    const m = byModule.get(c.module) ?? {
-      module: c.module,
-      assigned: 0,
-      healthy: 0,
-      starting: 0,
-      notRunning: 0,
-    };
+    let m = byModule.get(c.module);
+    if (m === undefined) {
+      m = { module: c.module, assigned: 0, healthy: 0, starting: 0, notRunning: 0 };
+      byModule.set(c.module, m);
+    }
     const state = c.state === "not-running" ? "notRunning" : c.state;
-    byModule.set(c.module, { ...m, assigned: m.assigned + 1, [state]: m[state] + 1 });
+    m.assigned += 1;
+    m[state] += 1;
     cells[state] += 1;
   }
   const modules = [...byModule.values()].sort((a, b) => (a.module < b.module ? -1 : 1));
