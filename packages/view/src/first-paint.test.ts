@@ -58,7 +58,7 @@ const get = async <T>(path: string): Promise<T> => (await fetch(`${view.url}${pa
 
 describe("the view's first paint from the summary", () => {
   it("without a summary there is no first paint: the page waits for the mirror", async () => {
-    const first = new FirstPaint({ bus: mesh.operator, signal: stop.signal });
+    const first = new FirstPaint({ bus: mesh.operator, signal: stop.signal, above: 0 });
     assert.equal(await first.state(), undefined);
     assert.equal(await first.grid({ from: 0, count: 50, filter: "", attention: false }), undefined);
   });
@@ -67,7 +67,9 @@ describe("the view's first paint from the summary", () => {
     const now = new Date();
     const summary = summarizeFleet(stateOf(now.getTime()));
     await (await KvBucket.open(mesh.admin, Bucket.summary)).put(SUMMARY_KEY, summary);
-    const first = new FirstPaint({ bus: mesh.operator, signal: stop.signal });
+    const small = new FirstPaint({ bus: mesh.operator, signal: stop.signal });
+    assert.equal(await small.state(), undefined, "a small fleet waits for the mirror");
+    const first = new FirstPaint({ bus: mesh.operator, signal: stop.signal, above: 0 });
 
     const state = (await first.state(now)) as Snapshot;
     const whole = await get<Snapshot>("api/state");

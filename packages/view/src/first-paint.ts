@@ -3,7 +3,7 @@
  * state from the assigner's summary and the buckets that grow with modules, and the first grid
  * page from the keys of its nodes alone, read by direct gets. A large fleet's mirror takes long to
  * fill; a page need not wait for it. Without a summary (an assigner from before it) the page waits
- * for the mirror, as before.
+ * for the mirror, as before; so does a small fleet (FIRST_PAINT_ABOVE).
  *
  * Only "what needs attention" is approximate until the mirror is ready: it is the summary's first
  * cells.
@@ -33,6 +33,12 @@ import {
 } from "./fleet-by-key.js";
 import { gridPage, placeModules, type FleetIndex } from "./fleet-view.js";
 
+/**
+ * A fleet of at most this many cells (assigned and leaving) waits for the mirror, which fills
+ * quickly and is exact to the moment; a larger one is painted first from the summary.
+ */
+export const FIRST_PAINT_ABOVE = 1_000;
+
 /** How long the state and a grid page asked together share one read of the shape (ms). */
 const SHAPE_KEPT_MS = 2_000;
 
@@ -53,15 +59,25 @@ export class FirstPaint {
 
   readonly #onPainted: () => void;
 
+  readonly #above: number;
+
   constructor(options: {
     readonly bus: MeshBus;
     readonly signal: AbortSignal;
     /** Told once a first grid page was served, or there is no summary to paint from. */
     readonly onPainted?: () => void;
+    /** Only a fleet of more cells than this is painted from the summary (default 1,000). */
+    readonly above?: number;
   }) {
     this.#bus = options.bus;
     this.#signal = options.signal;
     this.#onPainted = options.onPainted ?? (() => undefined);
+    this.#above = options.above ?? FIRST_PAINT_ABOVE;
+  }
+
+  /** Whether there is a summary of a fleet large enough to paint from it. */
+  async applies(): Promise<boolean> {
+    return (await this.#read()) !== undefined;
   }
 
   /** The page's state from the summary; undefined when there is none. */
@@ -134,7 +150,7 @@ export class FirstPaint {
       const reading = readModuleWide(this.#bus, this.#signal);
       reading.catch(() => undefined);
       const summary = await readSummary(this.#bus, this.#signal);
-      if (summary === undefined) {
+      if (summary === undefined || summary.cells.assigned + summary.cells.leaving <= this.#above) {
         this.#onPainted();
         return undefined;
       }

@@ -12,7 +12,6 @@ import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { FleetFeed } from "./fleet-feed.js";
 import { FirstPaint } from "./first-paint.js";
-import { readSummary } from "./fleet-by-key.js";
 import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
 import { MeshState } from "./mesh-state.js";
 import { pageFiles } from "./page-files.js";
@@ -40,6 +39,8 @@ export interface ViewOptions {
   readonly callTimeoutMs?: number;
   /** Told about what went wrong behind a page (a source that cannot be read, a failed call). */
   readonly onProblem?: (what: string, error: unknown) => void;
+  /** A fleet of more cells than this is painted first from the assigner's summary (default 1,000). */
+  readonly firstPaintAbove?: number;
   /** Stops the view, like close(). */
   readonly signal?: AbortSignal;
 }
@@ -72,7 +73,7 @@ export async function startView(options: ViewOptions): Promise<View> {
   setMaxListeners(1_000, stopping.signal);
   const onOuterAbort = (): void => void close();
   options.signal?.addEventListener("abort", onOuterAbort, { once: true });
-  const gate = firstPaintGate(options.bus, stopping.signal);
+  const gate = firstPaintGate(options.bus, stopping.signal, options.firstPaintAbove);
   const { firstPaint, nodeSourcesAfter, paintedOrLate } = gate;
   const state = MeshState.start({
     bus: options.bus,
@@ -145,12 +146,13 @@ export async function startView(options: ViewOptions): Promise<View> {
 
 /**
  * The first paint from the summary, and the promise the per-node sources wait for: resolved once
- * a first grid page was painted from the summary, when there is no summary, when the view
- * closes, or at the latest NODE_SOURCES_LATEST_MS after the start (decision 0090).
+ * a first grid page was painted from the summary, when there is no summary or the fleet is small,
+ * when the view closes, or at the latest NODE_SOURCES_LATEST_MS after the start (decision 0090).
  */
 function firstPaintGate(
   bus: MeshBus,
   signal: AbortSignal,
+  above: number | undefined,
 ): { firstPaint: FirstPaint; nodeSourcesAfter: Promise<void>; paintedOrLate: () => void } {
   let resolve!: () => void;
   const nodeSourcesAfter = new Promise<void>((r) => (resolve = r));
@@ -160,13 +162,18 @@ function firstPaintGate(
     clearTimeout(late);
     resolve();
   };
-  readSummary(bus, signal).then(
-    (summary) => {
-      if (summary === undefined) paintedOrLate();
+  const firstPaint = new FirstPaint({
+    bus,
+    signal,
+    onPainted: paintedOrLate,
+    ...(above === undefined ? {} : { above }),
+  });
+  firstPaint.applies().then(
+    (applies) => {
+      if (!applies) paintedOrLate();
     },
     () => paintedOrLate(),
   );
-  const firstPaint = new FirstPaint({ bus, signal, onPainted: paintedOrLate });
   return { firstPaint, nodeSourcesAfter, paintedOrLate };
 }
 

@@ -15,7 +15,8 @@ import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { readFleetState, readStatus, statusOf, type StatusReport } from "./status.js";
 import type { StatusQuery } from "./status-page.js";
 
-const NODES = 60;
+/** Two modules everywhere: more cells than status reads whole (STATUS_WHOLE_UP_TO). */
+const NODES = 520;
 const BUILD = "1-aaaaaaaa";
 
 describe("mesh status from the summary and pages read by key", () => {
@@ -50,9 +51,9 @@ describe("mesh status from the summary and pages read by key", () => {
     await bus.put(Bucket.assignments, "all.beta", by);
     await bus.put(Bucket.assignments, "n0005.gamma", by);
     await bus.put(Bucket.assignments, "ghost.alpha", by); // a node never seen
-    for (let i = 0; i < NODES; i++) {
+    const seedNode = async (i: number): Promise<void> => {
       const node = `n${String(i).padStart(4, "0")}`;
-      await bus.put(Bucket.presence, node, presenceOf(node, i % 13 === 0 ? gone : at));
+      await bus.put(Bucket.presence, node, presenceOf(node, i % 53 === 0 ? gone : at));
       const want = {
         build: BUILD,
         manifestDigest: "d".repeat(64),
@@ -64,7 +65,7 @@ describe("mesh status from the summary and pages read by key", () => {
       await bus.put(
         Bucket.have,
         `${node}.alpha`,
-        i % 7 === 0
+        i % 29 === 0
           ? { ...healthyHave(BUILD, at), health: "failing", lastError: "exit 1" }
           : healthyHave(BUILD, at),
       );
@@ -74,6 +75,11 @@ describe("mesh status from the summary and pages read by key", () => {
           reasons: [`${node} reports another build`],
         });
       }
+    };
+    for (let i = 0; i < NODES; i += 100) {
+      await Promise.all(
+        Array.from({ length: Math.min(100, NODES - i) }, (_, j) => seedNode(i + j)),
+      );
     }
     // Wanted where nothing assigns it any more: leaving.
     await bus.put(Bucket.wants, "n0003.delta", {
@@ -110,7 +116,7 @@ describe("mesh status from the summary and pages read by key", () => {
   };
 
   test("without a summary it reads every bucket, and says so", async () => {
-    const report = await readStatus(operator, { now, query: { from: 0, limit: 20 } });
+    const report = await readStatus(operator, { now, query: { from: 0, limit: 20 }, wholeUpTo: 0 });
     assert.equal(report.source.kind, "every-bucket");
     const text = await bus.text(["status"]);
     assert.match(text, /read from every bucket: the assigner has written no summary/);
@@ -122,7 +128,7 @@ describe("mesh status from the summary and pages read by key", () => {
     const queries: StatusQuery[] = [
       { from: 0, limit: 50 },
       { from: 40, limit: 30 },
-      { from: 110, limit: 500 },
+      { from: 510, limit: 500 },
       { from: 0, limit: 500 },
       { from: 0, limit: 50, node: "n0005" },
       { from: 0, limit: 50, node: "n0003" },
@@ -131,12 +137,12 @@ describe("mesh status from the summary and pages read by key", () => {
       { from: 10, limit: 20, module: "gamma" },
       { from: 0, limit: 50, module: "nosuch" },
     ];
-    const first = await readStatus(operator, { now, query: { from: 0, limit: 50 } });
+    const first = await readStatus(operator, { now, query: { from: 0, limit: 50 }, wholeUpTo: 0 });
     assert.equal(first.modules.length, 50);
     assert.ok(first.attention.length > 0 && first.differences.length > 0 && first.asks.length > 0);
     assert.ok(first.modules.some((c) => c.state === "healthy"));
     for (const query of queries) {
-      const byKey = await readStatus(operator, { now, query });
+      const byKey = await readStatus(operator, { now, query, wholeUpTo: 0 });
       assert.deepEqual(byKey.source, { kind: "summary", at: now.toISOString() });
       assert.deepEqual(
         comparable(byKey),
@@ -151,9 +157,9 @@ describe("mesh status from the summary and pages read by key", () => {
     await bus.put(Bucket.summary, SUMMARY_KEY, summarizeFleet(state, { first: 2 }));
     for (const query of [
       { from: 0, limit: 500 },
-      { from: 0, limit: 50, node: "n0011" },
+      { from: 0, limit: 50, node: "n0022" },
     ]) {
-      const byKey = await readStatus(operator, { now, query });
+      const byKey = await readStatus(operator, { now, query, wholeUpTo: 0 });
       const whole = await everyBucket(query);
       assert.deepEqual(byKey.modules, whole.modules, JSON.stringify(query));
       assert.ok(byKey.modules.some((c) => c.differs));
@@ -163,12 +169,24 @@ describe("mesh status from the summary and pages read by key", () => {
     await bus.put(Bucket.summary, SUMMARY_KEY, summarizeFleet(state));
   });
 
+  test("up to STATUS_WHOLE_UP_TO cells it reads every bucket, exact to the moment, and says so", async () => {
+    const query = { from: 0, limit: 20 };
+    const big = await readStatus(operator, { now, query });
+    assert.equal(big.source.kind, "summary", "1,043 cells are more than 1,000");
+    const small = await readStatus(operator, { now, query, wholeUpTo: 5_000 });
+    assert.equal(small.source.kind, "every-bucket");
+    assert.match(
+      small.source.kind === "every-bucket" ? small.source.why : "",
+      /a fleet of 1043 cells, read whole/,
+    );
+  });
+
   test("the text says the assigner counted it", async () => {
     const text = await bus.text(["status"]);
     assert.match(
       text,
       /counted by the assigner at \S+ \(\d+[smhd] ago\).*the rows below are read now/,
     );
-    assert.match(text, /nodes: 61 \(\d+ present, \d+ gone, 1 never seen\)/);
+    assert.match(text, /nodes: 521 \(\d+ present, \d+ gone, 1 never seen\)/);
   });
 });

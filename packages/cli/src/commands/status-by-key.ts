@@ -27,17 +27,40 @@ import { RECENT_CONDITIONS, statusCell, type StatusNode, type StatusReport } fro
 
 type Cell = { readonly node: string; readonly module: string };
 
-/** The report from the summary and the page's keys; undefined when there is no summary yet. */
+/**
+ * A fleet of at most this many cells (assigned and leaving) is read whole: as quick, and exact to
+ * the moment, where the summary may be a second behind.
+ */
+export const STATUS_WHOLE_UP_TO = 1_000;
+
+/** Why status reads every bucket: the assigner wrote no summary yet. */
+export const NO_SUMMARY =
+  "the assigner has written no summary of the fleet yet (an assigner from before it, or a mesh just started)";
+
+/**
+ * The report from the summary and the page's keys; or, when there is no summary yet or the fleet
+ * is small, why every bucket is to be read instead.
+ */
 export async function readStatusByKey(
   bus: MeshBus,
-  options: { readonly now: Date; readonly query: StatusQuery; readonly signal?: AbortSignal },
-): Promise<StatusReport | undefined> {
+  options: {
+    readonly now: Date;
+    readonly query: StatusQuery;
+    readonly signal?: AbortSignal;
+    /** Read whole up to this many cells (default {@link STATUS_WHOLE_UP_TO}). */
+    readonly wholeUpTo?: number;
+  },
+): Promise<StatusReport | string> {
   const { query, signal } = options;
   // The module-wide reads need no summary: they start beside its get.
   const reading = readModuleWide(bus, signal);
   reading.catch(() => undefined);
   const summary = await readSummary(bus, signal);
-  if (summary === undefined) return undefined;
+  if (summary === undefined) return NO_SUMMARY;
+  const size = summary.cells.assigned + summary.cells.leaving;
+  if (size <= (options.wholeUpTo ?? STATUS_WHOLE_UP_TO)) {
+    return `a fleet of ${size} cells, read whole (exact to the moment)`;
+  }
   const [wide, present] = await Promise.all([
     reading,
     listNodes(bus, signal, summary.nodes.present + summary.nodes.gone),

@@ -109,6 +109,8 @@ export async function readStatus(
     readonly now: Date;
     readonly signal?: AbortSignal;
     readonly query?: Partial<StatusQuery>;
+    /** Read every bucket up to this many cells (default STATUS_WHOLE_UP_TO). */
+    readonly wholeUpTo?: number;
   },
 ): Promise<StatusReport> {
   const query: StatusQuery = { from: 0, limit: STATUS_LIMIT.json, ...options.query };
@@ -116,9 +118,10 @@ export async function readStatus(
     now: options.now,
     query,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(options.wholeUpTo === undefined ? {} : { wholeUpTo: options.wholeUpTo }),
   });
-  if (byKey !== undefined) return byKey;
-  // No summary yet: every bucket, read whole, for at most EVERY_BUCKET_MS.
+  if (typeof byKey !== "string") return byKey;
+  // Every bucket, read whole, for at most EVERY_BUCKET_MS.
   const limit = AbortSignal.timeout(EVERY_BUCKET_MS);
   const signal = options.signal === undefined ? limit : AbortSignal.any([options.signal, limit]);
   // Every bucket's read listens on it at once.
@@ -127,21 +130,18 @@ export async function readStatus(
     const { state, conditions } = await readFleetState(bus, { now: options.now, signal });
     return {
       ...statusOf(state, conditions, options.now, query),
-      source: { kind: "every-bucket", why: NO_SUMMARY },
+      source: { kind: "every-bucket", why: byKey },
     };
   } catch (error) {
     if (!limit.aborted || options.signal?.aborted === true) throw error;
     throw new MeshError(
       ErrorCode.TIMEOUT,
-      `${NO_SUMMARY}, and reading every bucket took over ${EVERY_BUCKET_MS / 1000} s; ` +
+      `${byKey}, and reading every bucket took over ${EVERY_BUCKET_MS / 1000} s; ` +
         "run an assigner from this release (`mesh up` starts one; `mesh logs assigner`), which keeps the summary status reads in one get",
       { cause: error },
     );
   }
 }
-
-const NO_SUMMARY =
-  "the assigner has written no summary of the fleet yet (an assigner from before it, or a mesh just started)";
 
 /**
  * What status shows of a fleet's state: also what `mesh wants` and `mesh differences` say. The
