@@ -137,11 +137,17 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       "the want to stay, saying the fix",
     );
     assert.equal(kept.build, failing.build, "the failing first build stays wanted");
-    const status = (await mesh$(["status"])) as {
-      attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
-    };
-    const cell = status.attention.find((c) => c.module === "fragile" && c.node === NODE);
-    assert.ok(cell !== undefined, "status lists fragile as needing attention");
+    // Attention comes from the assigner's summary, which may lag the want by a second or so.
+    const cell = await until(
+      async () =>
+        (
+          (await mesh$(["status"])) as {
+            attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
+          }
+        ).attention.find((c) => c.module === "fragile" && c.node === NODE),
+      60_000,
+      "status to list fragile as needing attention",
+    );
     assert.match(cell.reason, /crash-loops on marks-1: \d+ exits in a row/);
     assert.match(cell.fix ?? "", /mesh retry fragile --node/);
     // The fix: a steady build, wanted and running without anything else done.

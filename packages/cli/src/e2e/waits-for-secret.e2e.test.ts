@@ -74,8 +74,14 @@ describe("a module assigned before its secret is set", () => {
     );
     assert.equal(waiting.health, "starting", "waiting for a secret is not failing");
     assert.match(waiting.waitingFor?.fix ?? "", /mesh secret set notes token/);
-    const status = await mesh_(["status"]);
-    assert.match(status, /mesh secret set notes token/, status);
+    // What needs attention comes from the assigner's summary (decision 0090): it may lag the
+    // have just read by a second or so.
+    await until(
+      async () => (/mesh secret set notes token/.test(await mesh_(["status"])) ? true : undefined),
+      60_000,
+      "mesh status to say the fix",
+      { explain: () => mesh_(["status"]) },
+    );
     // Still wanted: nothing set it back or dropped it while it waited.
     const wants = await KvBucket.open(bus, Bucket.wants);
     assert.ok((await wants.get(nodeModuleKey(NODE, "notes")))?.value !== undefined);
