@@ -81,8 +81,8 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
         150_000,
         "looper to exit twice in a row",
       );
-      // Attention comes from the assigner's fleet summary, written at most once a second
-      // (decision 0090): it may lag the have that was just read by that much.
+      // On a fleet past 1,000 cells attention comes from the assigner's summary, written at most
+      // once a second (decision 0090): it may lag the have just read by that much.
       type Attention = {
         attention: Array<{ node: string; module: string; reason: string; fix?: string }>;
       };
@@ -137,7 +137,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       "the want to stay, saying the fix",
     );
     assert.equal(kept.build, failing.build, "the failing first build stays wanted");
-    // Attention comes from the assigner's summary, which may lag the want by a second or so.
+    // Attention may come from the assigner's summary, which may lag the want by a second or so.
     const cell = await until(
       async () =>
         (

@@ -268,7 +268,7 @@ describe("issue 14's cases on a real mesh from mesh up", () => {
       150_000,
       "the set-back's condition resolved once a newer build runs healthy",
     );
-    // Status's conditions come from the assigner's summary, which may lag by a second or so.
+    // Status's conditions may come from the assigner's summary, which may lag by a second or so.
     await until(
       async () => (/wobbly.*set back/.test((await mesh(["status"])).stdout) ? undefined : true),
       60_000,

@@ -74,7 +74,7 @@ describe("a module assigned before its secret is set", () => {
     );
     assert.equal(waiting.health, "starting", "waiting for a secret is not failing");
     assert.match(waiting.waitingFor?.fix ?? "", /mesh secret set notes token/);
-    // What needs attention comes from the assigner's summary (decision 0090): it may lag the
+    // What needs attention may come from the assigner's summary (decision 0090): it may lag the
     // have just read by a second or so.
     await until(
       async () => (/mesh secret set notes token/.test(await mesh_(["status"])) ? true : undefined),
