@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
@@ -98,7 +99,7 @@ describe("mesh join", () => {
     assert.match(refusal.message, /mesh join-token/, "says how to get a new token");
   });
 
-  it("a root that joined joins again without a token and runs its host until SIGINT", async () => {
+  it("a root that joined joins again without a token and runs its host until SIGINT; --adopted and --account reach its presence (issue 14.12)", async () => {
     const root = join(dir, "n7");
     const first = await runMesh([
       "join",
@@ -127,7 +128,13 @@ describe("mesh join", () => {
     ).finally(() => ac.abort());
     const child = spawn(
       process.execPath,
-      [MAIN, "join", server.url, "--node", "n7", "--root", root],
+      [
+        MAIN,
+        "join",
+        server.url,
+        ...["--node", "n7", "--root", root],
+        ...["--adopted", "--account", userInfo().username],
+      ],
       {
         env: { ...process.env, [Env.credential]: "" },
         stdio: ["ignore", "ignore", "pipe"],
@@ -139,6 +146,8 @@ describe("mesh join", () => {
     try {
       const seen = await present;
       assert.equal(seen?.node, "n7");
+      assert.equal(seen?.facts.adopted, true, JSON.stringify(seen));
+      assert.equal(seen?.facts.account, userInfo().username);
       process.kill(child.pid as number, "SIGINT");
       assert.equal(
         await deadline(exited, 20_000, "mesh join's host stopping on SIGINT").catch(
