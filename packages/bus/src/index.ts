@@ -80,6 +80,7 @@ export {
   type Watchable,
 } from "./mirror/mirror.js";
 export {
+  conditionsSource,
   openedOnWatch,
   readStanding,
   skippingInvalid,

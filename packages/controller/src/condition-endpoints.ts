@@ -4,16 +4,16 @@
  * publish to (the operator does not speak as a module); the controller, which speaks for the
  * mesh, says the condition again with `resolved`, so it replaces the open one.
  */
-import { readStream, sayCondition, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
 import {
-  Condition,
-  ErrorCode,
-  MeshError,
-  Principal,
-  Stream,
-  Subject,
-  conditionSubject,
-} from "@mesh/protocol";
+  conditionsSource,
+  readStanding,
+  sayCondition,
+  type EndpointSpec,
+  type MeshBus,
+  type Request,
+} from "@mesh/bus";
+import type { Condition } from "@mesh/protocol";
+import { ErrorCode, MeshError, Principal, Subject, conditionSubject } from "@mesh/protocol";
 import { ConditionResolveAsk, type ConditionResolveAnswer } from "./controller-api.js";
 
 export interface ConditionEndpointsInput {
@@ -70,20 +70,8 @@ async function conditionResolve(
 
 /** The condition the stream keeps under one subject, if any. */
 async function lastCondition(bus: MeshBus, subject: string): Promise<Condition | undefined> {
-  const ac = new AbortController();
-  let last: Condition | undefined;
-  try {
-    for await (const e of readStream(bus, Stream.conditions, {
-      filter: subject,
-      schema: Condition,
-      deliver: "last-per-subject",
-      signal: ac.signal,
-    })) {
-      if (e.type === "current") break;
-      if (e.type === "message") last = e.value;
-    }
-  } finally {
-    ac.abort();
-  }
-  return last;
+  const kept = await readStanding(
+    conditionsSource(bus, { filter: subject, deliver: "last-per-subject" }),
+  );
+  return [...kept.values()][0];
 }

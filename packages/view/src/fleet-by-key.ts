@@ -6,17 +6,15 @@
  * each cell's state and reason is still core's read model, given the keys of its node.
  */
 import type { KvBucket, MeshBus } from "@mesh/bus";
-import { KvBucket as Kv, readStanding, streamSource } from "@mesh/bus";
+import { KvBucket as Kv, conditionsSource, readStanding } from "@mesh/bus";
 import type { FleetState } from "@mesh/core";
+import type { Condition } from "@mesh/protocol";
 import {
   ALL_NODES,
   Bucket,
   ErrorCode,
   MeshError,
   SUMMARY_KEY,
-  Condition,
-  Stream,
-  Subject,
   nodeModuleKey,
   parseTargetModuleKey,
   type Answer,
@@ -82,14 +80,7 @@ export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promis
     whole(Bucket.puts),
     whole(Bucket.asks),
     whole(Bucket.answers),
-    readStanding(
-      streamSource(bus, {
-        stream: Stream.conditions,
-        prefix: Subject.conditionsPrefix,
-        schema: Condition,
-      }),
-      { signal },
-    ),
+    readStanding(conditionsSource(bus), { signal }),
   ]);
   return {
     registrations,

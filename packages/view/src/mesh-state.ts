@@ -7,12 +7,12 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Bucket } from "@mesh/protocol";
-import { Condition, Stream, Subject, type Build, type MeshError } from "@mesh/protocol";
+import type { Build, MeshError } from "@mesh/protocol";
 import {
   Mirror,
   openedOnWatch,
   skippingInvalid,
-  streamSource,
+  conditionsSource,
   type MeshBus,
   type MirrorChange,
   type MirrorSource,
@@ -229,12 +229,7 @@ function viewSources({ bus, onProblem, nodeSourcesAfter }: MeshStateOptions): Vi
       bucket: skippingInvalid(gated, (_, p) => onProblem?.(source, p)),
     };
   }
-  const conditions = streamSource(bus, {
-    name: Source.conditions,
-    stream: Stream.conditions,
-    prefix: Subject.conditionsPrefix,
-    schema: Condition,
-  });
+  const conditions = conditionsSource(bus, { name: Source.conditions });
   sources[Source.conditions] = {
     optional: true,
     bucket: skippingInvalid(conditions, (_, p) => onProblem?.(Source.conditions, p)),

@@ -15,6 +15,7 @@
  * ```
  */
 import type { z } from "zod";
+import { Condition, Stream, Subject } from "@mesh/protocol";
 import type { Bucket, BucketValueOf, MeshError } from "@mesh/protocol";
 import { KvBucket, type WatchEvent } from "../kv-bucket.js";
 import type { MeshBus } from "../mesh-bus.js";
@@ -55,8 +56,10 @@ export function skippingInvalid<T>(
 
 export interface StreamSourceOptions<T> {
   readonly stream: string;
-  /** The subjects read are `<prefix>.>`; a message's key is its subject past `<prefix>.`. */
+  /** A message's key is its subject past `<prefix>.`. */
   readonly prefix: string;
+  /** One subject filter under the prefix (what a grant reads); every subject, `<prefix>.>`, by default. */
+  readonly filter?: string;
   readonly schema: z.ZodType<T>;
   /** What the mirror's log calls it; the stream's name by default. */
   readonly name?: string;
@@ -82,7 +85,7 @@ async function* streamEvents<T>(
 ): AsyncGenerator<WatchEvent<T>> {
   const prefix = `${options.prefix}.`;
   for await (const event of readStream(bus, options.stream, {
-    filter: `${prefix}>`,
+    filter: options.filter ?? `${prefix}>`,
     schema: options.schema,
     ...(options.deliver === undefined ? {} : { deliver: options.deliver }),
     ...(signal === undefined ? {} : { signal }),
@@ -96,6 +99,22 @@ async function* streamEvents<T>(
       ? { type: "put", key, value: event.value, revision: event.seq, created: event.time }
       : { type: "invalid", key, revision: event.seq, problem: event.problem };
   }
+}
+
+/**
+ * The conditions stream as a source: it keeps the last condition per module and name, so a key
+ * is `<module>.<name>`.
+ */
+export function conditionsSource(
+  bus: MeshBus,
+  options: Pick<StreamSourceOptions<Condition>, "filter" | "name" | "deliver"> = {},
+): Watchable<Condition> {
+  return streamSource(bus, {
+    ...options,
+    stream: Stream.conditions,
+    prefix: Subject.conditionsPrefix,
+    schema: Condition,
+  });
 }
 
 /**

@@ -7,15 +7,14 @@
  */
 import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
-import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
+import { KvBucket, conditionsSource, readStanding, type MeshBus } from "@mesh/bus";
 import { readFleet, type CellReason, type CellState, type FleetState } from "@mesh/core";
+import type { Condition } from "@mesh/protocol";
 import {
   Bucket,
-  Condition,
   ErrorCode,
   MeshError,
   PRESENCE_GONE_MS,
-  Stream,
   Subject,
   parseNodeModuleKey,
   type Ask,
@@ -309,27 +308,14 @@ export async function readConditions(
   bus: MeshBus,
   options: { readonly module?: string; readonly signal?: AbortSignal } = {},
 ): Promise<Array<Condition & { subject: string }>> {
-  const ac = new AbortController();
-  const stop = () => ac.abort();
-  options.signal?.addEventListener("abort", stop, { once: true });
-  const found: Array<Condition & { subject: string }> = [];
-  try {
-    for await (const event of readStream(bus, Stream.conditions, {
-      filter:
-        options.module === undefined
-          ? `${Subject.conditionsPrefix}.>`
-          : `${Subject.conditionsPrefix}.${options.module}.*`,
-      schema: Condition,
-      signal: ac.signal,
-    })) {
-      if (event.type === "current") break;
-      if (event.type === "message") found.push({ ...event.value, subject: event.subject });
-    }
-  } finally {
-    options.signal?.removeEventListener("abort", stop);
-    ac.abort();
-  }
-  return found.sort((a, b) => cmp(b.at, a.at));
+  const filter =
+    options.module === undefined ? undefined : `${Subject.conditionsPrefix}.${options.module}.*`;
+  const kept = await readStanding(conditionsSource(bus, filter === undefined ? {} : { filter }), {
+    signal: options.signal,
+  });
+  return [...kept]
+    .map(([key, c]) => ({ ...c, subject: `${Subject.conditionsPrefix}.${key}` }))
+    .sort((a, b) => cmp(b.at, a.at));
 }
 
 export function registerStatusVerb(program: Command): void {

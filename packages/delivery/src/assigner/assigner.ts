@@ -29,7 +29,7 @@ import {
   keepSayingKeeps,
   readStream,
   sayCondition,
-  streamSource,
+  conditionsSource,
   type Daemon,
   type MeshBus,
   type MirrorSource,
@@ -371,11 +371,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     // Every module's conditions, for the summary only: no pass reads them. A grant from before
     // the summary may not read them; the summary is then kept without them.
     sources[Stream.conditions] = {
-      bucket: streamSource(this.#bus, {
-        stream: Stream.conditions,
-        prefix: Subject.conditionsPrefix,
-        schema: Condition,
-      }),
+      bucket: conditionsSource(this.#bus),
       into: this.#conditions,
       optional: true,
       retry: { initialMs: 1_000, maxMs: 60_000 },

@@ -6,17 +6,11 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
-import { KvBucket, MeshBus, readStream } from "@mesh/bus";
+import { KvBucket, MeshBus, conditionsSource, readStanding } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { assignerGrant, operatorGrant } from "@mesh/core";
-import {
-  Bucket,
-  Condition,
-  Principal,
-  Stream,
-  moduleConditionsWildcard,
-  type Credential,
-} from "@mesh/protocol";
+import type { Condition } from "@mesh/protocol";
+import { Bucket, Principal, moduleConditionsWildcard, type Credential } from "@mesh/protocol";
 import { Assigner, type PassReport } from "./assigner.js";
 import { NODE, T0, addHelloBuild, emptyLayout, seedFleet } from "./test-fleet.js";
 
@@ -148,22 +142,9 @@ async function startAssigner(
 
 /** The last condition the assigner said under a name, as the stream keeps it. */
 async function lastCondition(admin: MeshBus, name: string): Promise<Condition | undefined> {
-  const ac = new AbortController();
-  let last: Condition | undefined;
-  try {
-    for await (const e of readStream(admin, Stream.conditions, {
-      filter: `${moduleConditionsWildcard(Principal.assigner).slice(0, -1)}${name}`,
-      schema: Condition,
-      deliver: "last-per-subject",
-      signal: ac.signal,
-    })) {
-      if (e.type === "current") break;
-      if (e.type === "message") last = e.value;
-    }
-  } finally {
-    ac.abort();
-  }
-  return last;
+  const filter = `${moduleConditionsWildcard(Principal.assigner).slice(0, -1)}${name}`;
+  const kept = await readStanding(conditionsSource(admin, { filter, deliver: "last-per-subject" }));
+  return [...kept.values()][0];
 }
 
 /** Starts `mesh assigner` as its own process on the assigner's credential file. */
