@@ -4,7 +4,7 @@
  * lists (nodes, cells, differences, what needs attention), narrowed to a node or a module. A fleet
  * of 10,000 nodes fits in one screen and one response of bounded size.
  */
-import type { CellReason, FleetView } from "@mesh/core";
+import { fleetCounts, type CellReason, type FleetView } from "@mesh/core";
 
 /** How many rows of each list status shows unless asked for more (`--limit`). */
 export const STATUS_LIMIT = { text: 50, json: 500 } as const;
@@ -60,37 +60,9 @@ export interface StatusPage {
   };
 }
 
-/** The summary of the whole fleet, whatever the query narrows. */
+/** The summary of the whole fleet, whatever the query narrows (core's count, as the assigner's summary has it). */
 export function summarize(fleet: FleetView): StatusSummary {
-  const nodes = { total: fleet.nodes.length, present: 0, gone: 0, never: 0 };
-  for (const n of fleet.nodes) nodes[n.state] += 1;
-  const byModule = new Map<string, ModuleSummary>();
-  const cells = {
-    assigned: fleet.cells.length,
-    healthy: 0,
-    starting: 0,
-    notRunning: 0,
-    leaving: fleet.leaving.length,
-  };
-  for (const c of fleet.cells) {
-    const m = byModule.get(c.module) ?? {
-      module: c.module,
-      assigned: 0,
-      healthy: 0,
-      starting: 0,
-      notRunning: 0,
-    };
-    const counted = { ...m, assigned: m.assigned + 1 };
-    if (c.state === "healthy") counted.healthy += 1;
-    else if (c.state === "starting") counted.starting += 1;
-    else counted.notRunning += 1;
-    byModule.set(c.module, counted);
-    if (c.state === "healthy") cells.healthy += 1;
-    else if (c.state === "starting") cells.starting += 1;
-    else cells.notRunning += 1;
-  }
-  const modules = [...byModule.values()].sort((a, b) => (a.module < b.module ? -1 : 1));
-  return { nodes, cells, modules };
+  return fleetCounts(fleet);
 }
 
 /** Whether a row of (node, module) is inside the query's narrowing. */
