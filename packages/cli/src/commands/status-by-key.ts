@@ -22,7 +22,7 @@ import {
   readSummary,
   type NodeKeys,
 } from "@mesh/view";
-import { narrowed, pageOf, type StatusQuery } from "./status-page.js";
+import { narrowed, pageInfo, pageOf, type StatusQuery } from "./status-page.js";
 import { RECENT_CONDITIONS, statusCell, type StatusNode, type StatusReport } from "./status.js";
 
 type Cell = { readonly node: string; readonly module: string };
@@ -101,18 +101,12 @@ export async function readStatusByKey(
       .map((c) => ({ ...c, subject: conditionSubject(c.module, c.name) })),
     attention: pageOf(attention, query),
     summary: { nodes: summary.nodes, cells: summary.cells, modules: summary.modules },
-    page: {
-      from: query.from,
-      limit: query.limit,
-      ...(query.node === undefined ? {} : { node: query.node }),
-      ...(query.module === undefined ? {} : { module: query.module }),
-      totals: {
-        nodes: allNodes.length,
-        modules: cells.total,
-        differences: differencesTotal,
-        attention: attentionTotal,
-      },
-    },
+    page: pageInfo(query, {
+      nodes: allNodes.length,
+      modules: cells.total,
+      differences: differencesTotal,
+      attention: attentionTotal,
+    }),
     source: { kind: "summary", at: summary.at },
   };
 }

@@ -73,6 +73,17 @@ export function narrowed(query: StatusQuery, node: string, module?: string): boo
   );
 }
 
+/** What a status says of its page: the query's window and narrowing, and each list's total. */
+export function pageInfo(query: StatusQuery, totals: StatusPage["totals"]): StatusPage {
+  return {
+    from: query.from,
+    limit: query.limit,
+    ...(query.node === undefined ? {} : { node: query.node }),
+    ...(query.module === undefined ? {} : { module: query.module }),
+    totals,
+  };
+}
+
 /** The page of `rows` the query asks for. */
 export function pageOf<T>(rows: readonly T[], query: StatusQuery): T[] {
   return rows.slice(query.from, query.from + query.limit);

@@ -34,6 +34,7 @@ import {
   STATUS_LIMIT,
   attentionOf,
   narrowed,
+  pageInfo,
   pageOf,
   summarize,
   type StatusPage,
@@ -199,18 +200,12 @@ export function statusOf(
     attention: pageOf(attention, query),
     summary: summarize(fleet),
     source: { kind: "every-bucket", why: "every bucket read whole" },
-    page: {
-      from: query.from,
-      limit: query.limit,
-      ...(query.node === undefined ? {} : { node: query.node }),
-      ...(query.module === undefined ? {} : { module: query.module }),
-      totals: {
-        nodes: allNodes.length,
-        modules: sortedCells.length,
-        differences: allDifferences.length,
-        attention: attention.length,
-      },
-    },
+    page: pageInfo(query, {
+      nodes: allNodes.length,
+      modules: sortedCells.length,
+      differences: allDifferences.length,
+      attention: attention.length,
+    }),
   };
 }
 
