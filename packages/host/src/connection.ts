@@ -3,7 +3,15 @@
  * store and mesh-have, answers the runtime's provision asks, writes the presence heartbeat, and
  * says when the bus goes and comes back. What runs keeps running without it.
  */
-import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
+import {
+  ArtifactStore,
+  Backoff,
+  KvBucket,
+  MeshBus,
+  serve,
+  type NodeKeys,
+  type Served,
+} from "@mesh/bus";
 import {
   Bucket,
   MESH_VERSION,
@@ -120,7 +128,8 @@ export class Connection {
    */
   async #open(bus: MeshBus): Promise<void> {
     const { signal } = this.#o;
-    for (let attempt = 0; !signal.aborted; attempt++) {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
+    while (!signal.aborted) {
       try {
         this.#artifacts ??= await ArtifactStore.open(bus, { signal });
         this.#have ??= await KvBucket.open(bus, Bucket.have);
@@ -128,7 +137,7 @@ export class Connection {
         return;
       } catch (error) {
         if (signal.aborted) return;
-        const delay = Math.min(10_000, 500 * 2 ** Math.min(attempt, 5));
+        const delay = backoff.next();
         this.#o.log(
           `cannot use the bus yet (${(error as Error).message}); trying again in ${delay} ms`,
         );
