@@ -10,6 +10,7 @@ import {
 } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError, JetStreamError } from "@nats-io/jetstream";
 import { ErrorCode, MeshError, type MeshErrorFields } from "@mesh/protocol";
+import { Backoff } from "./kit/backoff.js";
 
 /** What was being done, for the message: "reading mesh-have key n1.hello". */
 export interface ErrorContext extends Omit<MeshErrorFields, "cause"> {
@@ -122,11 +123,13 @@ export function isBusTrouble(error: unknown): boolean {
 }
 
 /**
- * Delays between retries of a transient failure: about 6.4 s in all before giving up. A reload
- * on a loaded machine, or a cluster electing a stream leader (4–8 s, docs/nats.md §5), can
- * take longer than the 2.4 s this once was.
+ * Retries of a transient failure: 8, with the kit's backoff from 50 ms doubling to 2.5 s (jitter
+ * included, so the processes a reload interrupted do not all come back at once): 6.5–8 s in all
+ * before giving up. A reload on a loaded machine, or a cluster electing a stream leader (4–8 s,
+ * docs/nats.md §5), can take longer than the 2.4 s this once was.
  */
-const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 1_600, 1_600, 1_600] as const;
+const TRANSIENT_RETRIES = 8;
+const TRANSIENT_BACKOFF = { initialMs: 50, maxMs: 2_500 } as const;
 
 /**
  * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure
@@ -134,13 +137,15 @@ const TRANSIENT_DELAYS_MS = [50, 100, 200, 400, 800, 1_600, 1_600, 1_600] as con
  * not reach JetStream and so did nothing.
  */
 export async function withContext<T>(context: ErrorContext, fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+  const backoff = new Backoff(TRANSIENT_BACKOFF);
+  for (;;) {
     try {
       return await fn();
     } catch (error) {
-      const delay = TRANSIENT_DELAYS_MS[attempt];
-      if (delay === undefined || !isTransient(error)) throw toMeshError(error, context);
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (backoff.failures >= TRANSIENT_RETRIES || !isTransient(error)) {
+        throw toMeshError(error, context);
+      }
+      await new Promise((resolve) => setTimeout(resolve, backoff.next()));
     }
   }
 }
