@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmod, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ErrorCode, isMeshError, type Credential } from "@mesh/protocol";
 import { credentialInbox, readCredential, writeCredential } from "./credential-file.js";
+import { withTempDir } from "./testing/fixtures.js";
 
 const sample: Credential = {
   servers: ["nats://127.0.0.1:4222"],
@@ -14,14 +14,7 @@ const sample: Credential = {
   module: "hello",
 };
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-cred-"));
-  try {
-    await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const withDir = (fn: (dir: string) => Promise<void>) => withTempDir("mesh-cred-", fn);
 
 test("a written credential is mode 0600 and reads back the same", () =>
   withDir(async (dir) => {

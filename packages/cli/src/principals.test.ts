@@ -4,12 +4,9 @@
  * gets a new key, and the old key is revoked whole (decision 0091).
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { MeshBus, publicKeyOf } from "@mesh/bus";
-import { startAccountsTestServer, type AccountsTestServer } from "@mesh/bus/testing";
+import { accountsSuite } from "@mesh/bus/testing";
 import { isMeshError, type Permissions } from "@mesh/protocol";
 import { ensureSignedPrincipals } from "./principals.js";
 import { rootPaths } from "./mesh-root.js";
@@ -20,23 +17,14 @@ const grant = (publish: string): Permissions => ({
 });
 
 describe("mesh up's signed principals", () => {
-  let server: AccountsTestServer;
-  let root: string;
-  before(async () => {
-    server = await startAccountsTestServer();
-    root = await mkdtemp(join(tmpdir(), "mesh-principals-"));
-  });
-  after(async () => {
-    await server.stop();
-    await rm(root, { recursive: true, force: true });
-  });
+  const suite = accountsSuite("mesh-principals-", { before, after });
 
   const ensure = (publish: string) =>
-    ensureSignedPrincipals(rootPaths(root), {
+    ensureSignedPrincipals(rootPaths(suite.dir), {
       node: "n1",
-      servers: [server.url],
+      servers: [suite.server.url],
       principals: [{ principal: "operator", permissions: grant(publish) }],
-      keys: server.keys,
+      keys: suite.server.keys,
     });
 
   it("keeps a current credential; one whose permissions moved gets a new key, the old one revoked whole", async () => {
@@ -53,7 +41,7 @@ describe("mesh up's signed principals", () => {
     assert.deepEqual(Object.keys(moved.revocations), [publicKeyOf(first.seed)]);
 
     // The bus starts with these revocations: the old key is refused, the new one logs in.
-    await server.authority.revoke(moved.revocations);
+    await suite.server.authority.revoke(moved.revocations);
     await assert.rejects(
       MeshBus.connect(first),
       (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message),

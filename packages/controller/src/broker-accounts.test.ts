@@ -5,18 +5,12 @@
 import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { AccountAuthority, MeshBus, jwtIssuedAt, newUserKey, readRevocationList } from "@mesh/bus";
-import {
-  deadline,
-  startAccountsTestServer,
-  waitFor,
-  type AccountsTestServer,
-} from "@mesh/bus/testing";
+import { accountsSuite, deadline, startAccountsTestServer, waitFor } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
 import { RevocationPusher } from "./revocation-pusher.js";
@@ -39,27 +33,18 @@ const grant = (user: string, publish: string[]): DesiredPrincipal => {
 const refused = (e: unknown) => isMeshError(e) && /Authorization/i.test(e.message);
 
 describe("Broker in accounts mode", () => {
-  let server: AccountsTestServer;
-  let dir: string;
-  before(async () => {
-    server = await startAccountsTestServer();
-    dir = await mkdtemp(join(tmpdir(), "mesh-broker-acc-"));
-  });
-  after(async () => {
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const suite = accountsSuite("mesh-broker-acc-", { before, after });
 
   const open = (sub: string, supersededGraceMs?: number) =>
     Broker.open({
-      dir: join(dir, sub),
+      dir: join(suite.dir, sub),
       vault,
-      accounts: server.authority,
-      servers: [server.url],
+      accounts: suite.server.authority,
+      servers: [suite.server.url],
       ...(supersededGraceMs === undefined ? {} : { supersededGraceMs }),
     });
 
-  const serverLog = () => readFile(server.server.logPath, "utf8");
+  const serverLog = () => readFile(suite.server.server.logPath, "utf8");
 
   it("issues a signed user the bus takes at once, hashes nothing, and keeps its key across a restart", async () => {
     const broker = await open("keep");
@@ -67,7 +52,7 @@ describe("Broker in accounts mode", () => {
     assert.equal(await broker.ensure(hostPrincipal("n1")), false, "unchanged");
     assert.equal(await broker.commit(), true);
     assert.equal(broker.hashesMade, 0);
-    assert.equal(server.authority.updatesPushed, 0, "issuing pushes nothing");
+    assert.equal(suite.server.authority.updatesPushed, 0, "issuing pushes nothing");
     const credential = broker.credential("n1.host");
     assert.equal(credential.password, undefined);
     const bus = await MeshBus.connect(credential);
@@ -204,11 +189,11 @@ describe("Broker in accounts mode", () => {
     const { permissions } = grant("n5.m", ["svc.a.>"]);
     const key = newUserKey();
     const issue = () =>
-      server.authority.issue({ name: "n5.m", publicKey: key.publicKey, permissions });
+      suite.server.authority.issue({ name: "n5.m", publicKey: key.publicKey, permissions });
     const older = await issue();
     while (Math.floor(Date.now() / 1000) <= jwtIssuedAt(older)) await delay(50);
     const jwt = await issue();
-    await mkdir(join(dir, "legacy"), { recursive: true });
+    await mkdir(join(suite.dir, "legacy"), { recursive: true });
     const record = { user: "n5.m", node: "n5", module: "m", kind: "module" as const };
     const user = {
       ...record,
@@ -220,7 +205,7 @@ describe("Broker in accounts mode", () => {
       supersedes: { before: jwtIssuedAt(jwt) - 1, due: Date.now() },
     };
     await writeFile(
-      join(dir, "legacy", "broker-users.json"),
+      join(suite.dir, "legacy", "broker-users.json"),
       JSON.stringify({ version: 1, users: [user] }),
     );
     const broker = await open("legacy");
@@ -229,30 +214,30 @@ describe("Broker in accounts mode", () => {
     ]);
     assert.equal(broker.pending, true, "due");
     await broker.commit();
-    const held = { ...record, servers: [server.url], seed: key.seed };
+    const held = { ...record, servers: [suite.server.url], seed: key.seed };
     await assert.rejects(MeshBus.connect({ ...held, jwt: older }), refused);
     await (await MeshBus.connect(broker.credential("n5.m"))).close();
     assert.equal(broker.nextDueAt(), undefined);
   });
 
   it("keeps a revocation in the account's list without pushing it until asked", async () => {
-    const pushed = server.authority.updatesPushed;
+    const pushed = suite.server.authority.updatesPushed;
     const key = newUserKey().publicKey;
-    await server.authority.record({ [key]: 1 });
-    assert.equal(server.authority.updatesPushed, pushed, "nothing pushed");
-    assert.equal(server.authority.revocations[key], 1);
-    const kept = await readRevocationList(server.revocationsPath);
+    await suite.server.authority.record({ [key]: 1 });
+    assert.equal(suite.server.authority.updatesPushed, pushed, "nothing pushed");
+    assert.equal(suite.server.authority.revocations[key], 1);
+    const kept = await readRevocationList(suite.server.revocationsPath);
     assert.equal(kept.revocations[key], 1, "on disk when record resolves");
     // Another process (a restarted controller) finds it, and its push carries it.
     const again = await AccountAuthority.open({
-      keysPath: server.keysPath,
-      revocationsPath: server.revocationsPath,
-      servers: [server.url],
+      keysPath: suite.server.keysPath,
+      revocationsPath: suite.server.revocationsPath,
+      servers: [suite.server.url],
     });
     try {
       assert.equal(again.revocations[key], 1);
       await again.push();
-      const written = JSON.parse(await readFile(server.revocationsPath, "utf8")) as {
+      const written = JSON.parse(await readFile(suite.server.revocationsPath, "utf8")) as {
         revocations: Record<string, number>;
       };
       assert.equal(written.revocations[key], 1, "the list written whole by the update");
@@ -275,18 +260,18 @@ describe("Broker in accounts mode", () => {
     const closed = (async () => {
       for await (const s of natsOf(first).nc.status()) if (s.type === "disconnect") return;
     })();
-    const pushed = server.authority.updatesPushed;
+    const pushed = suite.server.authority.updatesPushed;
     const revoking = Date.now();
     for (const node of nodes) broker.revoke(`${node}.host`);
     await broker.commit();
     await deadline(closed, 2_000, "the revoked host's live connection closing");
     const refusedMs = Date.now() - revoking;
-    assert.equal(server.authority.updatesPushed, pushed + 1, "one account update for all");
+    assert.equal(suite.server.authority.updatesPushed, pushed + 1, "one account update for all");
     const kept = await Broker.open({
-      dir: join(dir, "thousand"),
+      dir: join(suite.dir, "thousand"),
       vault,
-      accounts: server.authority,
-      servers: [server.url],
+      accounts: suite.server.authority,
+      servers: [suite.server.url],
     });
     assert.equal(kept.all().length, 0);
     await assert.rejects(
@@ -311,7 +296,7 @@ describe("Broker in accounts mode", () => {
     });
     try {
       const broker = await Broker.open({
-        dir: join(dir, "prune"),
+        dir: join(suite.dir, "prune"),
         vault,
         accounts: authority,
         servers: [own.url],
@@ -336,7 +321,7 @@ describe("Broker in accounts mode", () => {
       await broker.commit();
       assert.deepEqual(Object.keys(authority.revocations), [joinKey]);
       await assert.rejects(MeshBus.connect(joinCredential), /Authorization|expired/i);
-      // Past the join JWT's expiry the server refuses it on its own: its revocation goes with
+      // Past the join JWT's expiry the suite.server refuses it on its own: its revocation goes with
       // the next update, the host's revocation stays.
       // The JWT carries whole seconds (its expiry rounded up): past that second, by a margin.
       const expirySecond = Math.ceil(Date.parse(expiresAt) / 1000);
@@ -357,15 +342,15 @@ describe("Broker in accounts mode", () => {
 
   it("fails a commit the bus cannot take as ACCOUNT_UPDATE_FAILED, and keeps it staged", async () => {
     const broker = await Broker.open({
-      dir: join(dir, "down"),
+      dir: join(suite.dir, "down"),
       vault,
       accounts: await AccountAuthority.open({
-        keysPath: server.keysPath,
-        revocationsPath: join(dir, "down-revocations.json"),
+        keysPath: suite.server.keysPath,
+        revocationsPath: join(suite.dir, "down-revocations.json"),
         servers: ["nats://127.0.0.1:1"],
         timeoutMs: 500,
       }),
-      servers: [server.url],
+      servers: [suite.server.url],
     });
     await broker.ensure(hostPrincipal("n1"));
     await broker.commit();
@@ -377,25 +362,25 @@ describe("Broker in accounts mode", () => {
   });
 
   it("with a pusher, a commit hands its revocations over and returns; the update follows, and revokes", async () => {
-    const pusher = new RevocationPusher({ accounts: server.authority });
+    const pusher = new RevocationPusher({ accounts: suite.server.authority });
     const broker = await Broker.open({
-      dir: join(dir, "pusher"),
+      dir: join(suite.dir, "pusher"),
       vault,
-      accounts: server.authority,
-      servers: [server.url],
+      accounts: suite.server.authority,
+      servers: [suite.server.url],
       pusher,
     });
     for (const n of ["p1", "p2", "p3"]) await broker.ensure(hostPrincipal(n));
     await broker.commit();
     const [p1, p2] = [broker.credential("p1.host"), broker.credential("p2.host")];
-    const before = server.authority.updatesPushed;
+    const before = suite.server.authority.updatesPushed;
     broker.revoke("p1.host");
     await broker.commit();
     broker.revoke("p2.host");
     await broker.commit();
     await pusher.settled();
     assert.equal(pusher.pending, false);
-    assert.ok(server.authority.updatesPushed - before <= 2, "at most an update a commit");
+    assert.ok(suite.server.authority.updatesPushed - before <= 2, "at most an update a commit");
     for (const gone of [p1, p2]) {
       await assert.rejects(MeshBus.connect(gone), (e: unknown) => /Authorization/i.test(String(e)));
     }
@@ -405,8 +390,8 @@ describe("Broker in accounts mode", () => {
   it("with a pusher, an update the bus cannot take waits for a retry, doubling; the commit issues its users", async () => {
     const deferred: Array<{ code: string; inMs: number }> = [];
     const accounts = await AccountAuthority.open({
-      keysPath: server.keysPath,
-      revocationsPath: join(dir, "deferred-revocations.json"),
+      keysPath: suite.server.keysPath,
+      revocationsPath: join(suite.dir, "deferred-revocations.json"),
       servers: ["nats://127.0.0.1:1"],
       timeoutMs: 500,
     });
@@ -415,10 +400,10 @@ describe("Broker in accounts mode", () => {
       onDeferred: (error, inMs) => deferred.push({ code: error.code, inMs }),
     });
     const broker = await Broker.open({
-      dir: join(dir, "deferred"),
+      dir: join(suite.dir, "deferred"),
       vault,
       accounts,
-      servers: [server.url],
+      servers: [suite.server.url],
       pusher,
     });
     await broker.ensure(hostPrincipal("n1"));

@@ -1,25 +1,18 @@
 /** The broker on its own: passwords made and hashed once, kept across restarts, grants staged. */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { hostGrant } from "@mesh/core";
 import { verifyPassword, type ServerUser } from "@mesh/bus";
 import { BROKER_USERS_FILE, Broker, hostPrincipal } from "./broker.js";
 import { Vault } from "./vault.js";
+import { withTempDir } from "@mesh/bus/testing";
 
 const vault = Vault.withKey(randomBytes(32));
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-broker-"));
-  try {
-    await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const withDir = (fn: (dir: string) => Promise<void>) => withTempDir("mesh-broker-", fn);
 
 function recordingSink(): {
   lists: ServerUser[][];

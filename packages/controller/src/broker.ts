@@ -107,6 +107,11 @@ export interface BrokerOptions {
  */
 export const SUPERSEDED_GRACE_MS = 360_000;
 
+/** Whether the kept user `kept` is still the one `p` describes: the same kind, node and module. */
+function sameHolder(kept: IssuedUser, p: DesiredPrincipal): boolean {
+  return kept.kind === p.kind && kept.node === p.node && kept.module === p.module;
+}
+
 export class Broker {
   readonly #options: BrokerOptions;
   readonly #file: RecordFile<IssuedUser>;
@@ -172,13 +177,7 @@ export class Broker {
   async ensure(p: DesiredPrincipal, password?: string): Promise<boolean> {
     if (this.#options.accounts !== undefined) return this.#ensureSigned(p, this.#options.accounts);
     const kept = this.#users.get(p.user);
-    if (
-      kept !== undefined &&
-      kept.kind === p.kind &&
-      kept.node === p.node &&
-      kept.module === p.module &&
-      kept.passwordHash !== undefined
-    ) {
+    if (kept !== undefined && sameHolder(kept, p) && kept.passwordHash !== undefined) {
       if (JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)) return false;
       this.#users.set(p.user, { ...kept, permissions: p.permissions });
       this.#touch(p.user);
@@ -210,9 +209,7 @@ export class Broker {
     const kept = this.#users.get(p.user);
     if (
       kept !== undefined &&
-      kept.kind === p.kind &&
-      kept.node === p.node &&
-      kept.module === p.module &&
+      sameHolder(kept, p) &&
       kept.jwt !== undefined &&
       JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)
     )

@@ -6,18 +6,10 @@
 import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { MeshBus } from "@mesh/bus";
-import {
-  deadline,
-  startAccountsTestServer,
-  waitFor,
-  type AccountsTestServer,
-} from "@mesh/bus/testing";
-import type { Credential } from "@mesh/protocol";
+import { accountsSuite, deadline, refusesLogin, waitFor } from "@mesh/bus/testing";
 import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
 import { RevocationPusher } from "./revocation-pusher.js";
 import { Vault } from "./vault.js";
@@ -34,39 +26,21 @@ const joinPrincipal = (id: string): DesiredPrincipal => ({
   expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
 });
 
-/** Whether the bus refuses `credential` (an authorization violation); other errors throw. */
-async function refused(credential: Credential): Promise<boolean> {
-  try {
-    await (await MeshBus.connect(credential, { say: () => undefined })).close();
-    return false;
-  } catch (error) {
-    if (/Authorization/i.test(String(error))) return true;
-    throw error;
-  }
-}
-
 describe("the revocation pusher on a real bus", () => {
-  let server: AccountsTestServer;
-  let dir: string;
   const pushers: RevocationPusher[] = [];
-  before(async () => {
-    server = await startAccountsTestServer();
-    dir = await mkdtemp(join(tmpdir(), "mesh-pusher-"));
-  });
-  after(async () => {
+  after(() => {
     for (const p of pushers) p.close();
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
   });
+  const suite = accountsSuite("mesh-pusher-", { before, after });
 
   const open = async (sub: string, options: { gatherMs?: number; gatheredEveryMs?: number }) => {
-    const pusher = new RevocationPusher({ accounts: server.authority, ...options });
+    const pusher = new RevocationPusher({ accounts: suite.server.authority, ...options });
     pushers.push(pusher);
     const broker = await Broker.open({
-      dir: join(dir, sub),
+      dir: join(suite.dir, sub),
       vault,
-      accounts: server.authority,
-      servers: [server.url],
+      accounts: suite.server.authority,
+      servers: [suite.server.url],
       pusher,
     });
     return { pusher, broker };
@@ -78,14 +52,14 @@ describe("the revocation pusher on a real bus", () => {
     for (const n of hosts) await broker.ensure(hostPrincipal(n));
     await broker.commit();
     const credentials = hosts.map((n) => broker.credential(`${n}.host`));
-    const before = server.authority.updatesPushed;
+    const before = suite.server.authority.updatesPushed;
     for (const n of hosts) {
       broker.revoke(`${n}.host`);
       await broker.commit();
     }
     await deadline(pusher.settled(), 10_000, "the burst's update");
-    assert.equal(server.authority.updatesPushed - before, 1, "one update for the burst");
-    for (const c of credentials) assert.equal(await refused(c), true, c.user);
+    assert.equal(suite.server.authority.updatesPushed - before, 1, "one update for the burst");
+    for (const c of credentials) assert.equal(await refusesLogin(c), true, c.user);
   });
 
   it("revokes a spent join user by the next batch, and a principal taken away within 2 s", async () => {
@@ -95,13 +69,16 @@ describe("the revocation pusher on a real bus", () => {
     await broker.commit();
     const [joinA, joinB] = [broker.credential("join.a"), broker.credential("join.b")];
     const host = broker.credential("n1.host");
-    const before = server.authority.updatesPushed;
+    const before = suite.server.authority.updatesPushed;
     broker.revoke("join.a");
     await broker.commit();
     assert.equal(pusher.gathering, 1, "the join user's revocation waits for its batch");
-    assert.equal(server.authority.updatesPushed, before, "no update of its own at once");
-    await waitFor(() => refused(joinA), { what: "the spent join user refused", timeout: 20_000 });
-    assert.equal(server.authority.updatesPushed, before + 1);
+    assert.equal(suite.server.authority.updatesPushed, before, "no update of its own at once");
+    await waitFor(() => refusesLogin(joinA), {
+      what: "the spent join user refused",
+      timeout: 20_000,
+    });
+    assert.equal(suite.server.authority.updatesPushed, before + 1);
     // A principal taken away does not wait for a batch, and takes the waiting join users along.
     const live = await MeshBus.connect(host, { say: () => undefined });
     const closed = (async () => {
@@ -117,8 +94,8 @@ describe("the revocation pusher on a real bus", () => {
     await live.close().catch(() => undefined);
     await deadline(pusher.settled(), 10_000, "the urgent update");
     assert.equal(pusher.gathering, 0, "the waiting join user went with it");
-    assert.equal(await refused(joinB), true);
-    assert.equal(await refused(host), true);
+    assert.equal(await refusesLogin(joinB), true);
+    assert.equal(await refusesLogin(host), true);
     process.stdout.write(`# a host taken away: refused in ${refusedMs} ms\n`);
   });
 });

@@ -33,3 +33,4 @@ export {
   type AccountsTestServer,
   type SignedLogin,
 } from "./accounts-harness.js";
+export { accountsSuite, refusesLogin, withTempDir, type AccountsSuite } from "./fixtures.js";
