@@ -22,13 +22,10 @@ import {
 } from "./browser/wire.js";
 import {
   allNodesOf,
-  cellsByModule,
   differencesIfWhole,
   fleetStateOf,
-  listNodes,
-  readModuleWide,
   readNodeKeys,
-  readSummary,
+  readShape,
   type ModuleWide,
 } from "./fleet-by-key.js";
 import { gridPage, placeModules, type FleetIndex } from "./fleet-view.js";
@@ -147,19 +144,12 @@ export class FirstPaint {
     if (performance.now() - this.#readAt > SHAPE_KEPT_MS) this.#shape = undefined;
     this.#shape ??= (async () => {
       this.#readAt = performance.now();
-      const reading = readModuleWide(this.#bus, this.#signal);
-      reading.catch(() => undefined);
-      const summary = await readSummary(this.#bus, this.#signal);
-      if (summary === undefined || summary.cells.assigned + summary.cells.leaving <= this.#above) {
+      const read = await readShape(this.#bus, { above: this.#above, signal: this.#signal });
+      if (read === "none" || !("summary" in read)) {
         this.#onPainted();
         return undefined;
       }
-      const heard = summary.nodes.present + summary.nodes.gone;
-      const [wide, present] = await Promise.all([
-        reading,
-        listNodes(this.#bus, this.#signal, heard),
-      ]);
-      const byModule = cellsByModule(wide, present, summary.leaving.first);
+      const { summary, wide, present, byModule } = read;
       const modules = new Set<string>([...wide.registrations.keys(), ...byModule.keys()]);
       for (const key of wide.assignments.keys()) modules.add(moduleOf(key));
       for (const m of summary.modules) modules.add(m.module);

@@ -8,7 +8,6 @@
 import type { KvBucket, MeshBus } from "@mesh/bus";
 import { KvBucket as Kv, conditionsSource, readStanding } from "@mesh/bus";
 import type { FleetState } from "@mesh/core";
-import type { Condition } from "@mesh/protocol";
 import {
   ALL_NODES,
   Bucket,
@@ -17,38 +16,35 @@ import {
   SUMMARY_KEY,
   nodeModuleKey,
   parseTargetModuleKey,
-  type Answer,
-  type Ask,
-  type Assignment,
-  type Build,
   type CompositionVerdict,
   type Difference,
   type Have,
-  type ModuleRegistration,
   type Presence,
   type Put,
   type Summary,
   type Want,
 } from "@mesh/protocol";
 
-/** The buckets that grow with the modules, not the nodes, read whole; and the conditions. */
-export interface ModuleWide {
-  readonly registrations: ReadonlyMap<string, ModuleRegistration>;
-  readonly assignments: ReadonlyMap<string, Assignment>;
-  readonly builds: ReadonlyMap<string, Build>;
-  readonly puts: ReadonlyMap<string, Put>;
-  readonly asks: ReadonlyMap<string, Ask>;
-  readonly answers: ReadonlyMap<string, Answer>;
-  readonly conditions: readonly Condition[];
-}
+/** The buckets that grow with the modules, not the nodes, read whole (the read model's, and puts). */
+export type ModuleWide = Pick<
+  FleetState,
+  "registrations" | "assignments" | "builds" | "asks" | "answers" | "conditions"
+> & { readonly puts: ReadonlyMap<string, Put> };
 
-/** The keys of some nodes and cells, as a page reads them. */
-export interface NodeKeys {
-  readonly presence: ReadonlyMap<string, Presence>;
-  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
-  readonly wants: ReadonlyMap<string, Want>;
-  readonly have: ReadonlyMap<string, Have>;
-  readonly differences: ReadonlyMap<string, Difference>;
+/** The keys of some nodes and cells, as a page reads them: the rest of the read model's state. */
+export type NodeKeys = Pick<
+  FleetState,
+  "presence" | "compositions" | "wants" | "have" | "differences"
+>;
+
+/** What a read by key starts from: the summary, the module-wide buckets, the node names. */
+export interface FleetShape {
+  readonly summary: Summary;
+  readonly wide: ModuleWide;
+  /** Every node with a presence, sorted. */
+  readonly present: readonly string[];
+  /** Each module's cells ({@link cellsByModule}). */
+  readonly byModule: ReadonlyMap<string, readonly string[]>;
 }
 
 /** How many gets are in flight at once. */
@@ -91,6 +87,27 @@ export async function readModuleWide(bus: MeshBus, signal?: AbortSignal): Promis
     answers,
     conditions: [...conditions.values()],
   };
+}
+
+/**
+ * The fleet's shape, read by key: the summary first (the module-wide reads start beside its get),
+ * then, for a fleet of more than `above` cells, the node names and each module's cells. Else
+ * `cells`, the summary's count (a fleet small enough to read whole), or `none` (no summary yet).
+ */
+export async function readShape(
+  bus: MeshBus,
+  options: { readonly above: number; readonly signal?: AbortSignal | undefined },
+): Promise<FleetShape | { readonly cells: number } | "none"> {
+  const { signal } = options;
+  const reading = readModuleWide(bus, signal);
+  reading.catch(() => undefined);
+  const summary = await readSummary(bus, signal);
+  if (summary === undefined) return "none";
+  const cells = summary.cells.assigned + summary.cells.leaving;
+  if (cells <= options.above) return { cells };
+  const heard = summary.nodes.present + summary.nodes.gone;
+  const [wide, present] = await Promise.all([reading, listNodes(bus, signal, heard)]);
+  return { summary, wide, present, byModule: cellsByModule(wide, present, summary.leaving.first) };
 }
 
 /**

@@ -33,13 +33,11 @@ export {
 } from "./browser/wire.js";
 export {
   allNodesOf,
-  cellsByModule,
   differencesIfWhole,
   fleetStateOf,
-  listNodes,
-  readModuleWide,
   readNodeKeys,
-  readSummary,
+  readShape,
+  type FleetShape,
   type ModuleWide,
   type NodeKeys,
 } from "./fleet-by-key.js";

@@ -13,13 +13,10 @@ import { conditionSubject, nodeModuleKey, type Difference, type Summary } from "
 import type { MeshBus } from "@mesh/bus";
 import {
   allNodesOf,
-  cellsByModule,
   differencesIfWhole,
   fleetStateOf,
-  listNodes,
-  readModuleWide,
   readNodeKeys,
-  readSummary,
+  readShape,
   type NodeKeys,
 } from "@mesh/view";
 import { narrowed, pageInfo, pageOf, type StatusQuery } from "./status-page.js";
@@ -52,20 +49,11 @@ export async function readStatusByKey(
   },
 ): Promise<StatusReport | string> {
   const { query, signal } = options;
-  // The module-wide reads need no summary: they start beside its get.
-  const reading = readModuleWide(bus, signal);
-  reading.catch(() => undefined);
-  const summary = await readSummary(bus, signal);
-  if (summary === undefined) return NO_SUMMARY;
-  const size = summary.cells.assigned + summary.cells.leaving;
-  if (size <= (options.wholeUpTo ?? STATUS_WHOLE_UP_TO)) {
-    return `a fleet of ${size} cells, read whole (exact to the moment)`;
-  }
-  const [wide, present] = await Promise.all([
-    reading,
-    listNodes(bus, signal, summary.nodes.present + summary.nodes.gone),
-  ]);
-  const byModule = cellsByModule(wide, present, summary.leaving.first);
+  const shape = await readShape(bus, { above: options.wholeUpTo ?? STATUS_WHOLE_UP_TO, signal });
+  if (shape === "none") return NO_SUMMARY;
+  if (!("summary" in shape))
+    return `a fleet of ${shape.cells} cells, read whole (exact to the moment)`;
+  const { summary, wide, present, byModule } = shape;
   const allNodes = allNodesOf(present, byModule).filter((node) => narrowed(query, node));
   const cells = narrowedCells(byModule, query);
   // Narrowed to a node, every cell of it is read: its attention and differences are whole.
