@@ -321,7 +321,7 @@ describe("Broker in accounts mode", () => {
       await broker.commit();
       assert.deepEqual(Object.keys(authority.revocations), [joinKey]);
       await assert.rejects(MeshBus.connect(joinCredential), /Authorization|expired/i);
-      // Past the join JWT's expiry the suite.server refuses it on its own: its revocation goes with
+      // Past the join JWT's expiry the server refuses it on its own: its revocation goes with
       // the next update, the host's revocation stays.
       // The JWT carries whole seconds (its expiry rounded up): past that second, by a margin.
       const expirySecond = Math.ceil(Date.parse(expiresAt) / 1000);

@@ -33,11 +33,11 @@ import {
 } from "@mesh/bus";
 import {
   credentialFor,
+  accountsSuite,
   deadline,
   refusesLogin,
   startAccountsTestServer,
   waitFor,
-  type AccountsTestServer,
 } from "@mesh/bus/testing";
 import { askJoinToken, askMcpCredential } from "./controller-api.js";
 import { Controller } from "./controller.js";
@@ -50,39 +50,35 @@ import { counter, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-s
 const refusedLogin = (credential: Credential) => refusesLogin({ ...credential, module: "joining" });
 
 describe("the controller in accounts mode", () => {
-  let server: AccountsTestServer;
   let admin: MeshBus;
   let operator: MeshBus;
   let controller: Controller;
-  let dir: string;
   const n1 = newKeys();
 
-  before(async () => {
-    server = await startAccountsTestServer();
-    dir = await mkdtemp(join(tmpdir(), "mesh-controller-acc-"));
-    admin = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: "hub", module: "controller" }),
-    );
-    await ensureLayout(admin);
-    const operatorLogin = await server.issue("hub.operator", operatorGrant({ node: "hub" }));
-    operator = await MeshBus.connect(
-      credentialFor(server, operatorLogin, { node: "hub", module: "operator" }),
-    );
-    controller = await Controller.create({
-      bus: admin,
-      dir,
-      accounts: server.authority,
-      joinRevocationsEveryMs: 2_000,
-    });
-    void controller.run({ signal: AbortSignal.any([]) });
-    await deadline(controller.ready, 20_000, "the controller's first pass");
-  });
+  // Registered before the suite's own, so that it runs before the suite stops the server.
   after(async () => {
     await controller.stop();
     await operator.close();
     await admin.close();
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
+  });
+  const suite = accountsSuite("mesh-controller-acc-", { before, after });
+  before(async () => {
+    admin = await MeshBus.connect(
+      credentialFor(suite.server, suite.server.admin, { node: "hub", module: "controller" }),
+    );
+    await ensureLayout(admin);
+    const operatorLogin = await suite.server.issue("hub.operator", operatorGrant({ node: "hub" }));
+    operator = await MeshBus.connect(
+      credentialFor(suite.server, operatorLogin, { node: "hub", module: "operator" }),
+    );
+    controller = await Controller.create({
+      bus: admin,
+      dir: suite.dir,
+      accounts: suite.server.authority,
+      joinRevocationsEveryMs: 2_000,
+    });
+    void controller.run({ signal: AbortSignal.any([]) });
+    await deadline(controller.ready, 20_000, "the controller's first pass");
   });
 
   const put = async (bucket: string, key: string, value: unknown) => {
@@ -93,14 +89,19 @@ describe("the controller in accounts mode", () => {
   it("joins a node with a signed one-time token, which works once; its join user goes with the next batch", async () => {
     const { token, id } = await askJoinToken(operator, {});
     const joinCredential = controller.broker.credential(joinUser(id));
-    const credential = await requestJoin({ servers: [server.url], token, node: "n1", keys: n1 });
+    const credential = await requestJoin({
+      servers: [suite.server.url],
+      token,
+      node: "n1",
+      keys: n1,
+    });
     assert.equal(credential.password, undefined);
     assert.ok(credential.jwt !== undefined && credential.seed !== undefined);
     const host = await MeshBus.connect(credential);
     await host.close();
     // Used: mesh.join refuses it (or, once its batch went, the bus refuses its join user).
     await assert.rejects(
-      requestJoin({ servers: [server.url], token, node: "n9", keys: newKeys() }),
+      requestJoin({ servers: [suite.server.url], token, node: "n9", keys: newKeys() }),
       (e: unknown) => isMeshError(e, ErrorCode.REFUSED),
     );
     // The spent join user is revoked by the next batch of join users' revocations (2 s here).
@@ -148,7 +149,7 @@ describe("the controller in accounts mode", () => {
     process.stdout.write(`# an unassigned module: refused in ${Date.now() - unassigned} ms\n`);
     await assert.rejects(MeshBus.connect(viewerCredential), /Authorization/i);
     await bus.close().catch(() => undefined);
-    assert.doesNotMatch(await readFile(server.server.logPath, "utf8"), /Reloaded/);
+    assert.doesNotMatch(await readFile(suite.server.server.logPath, "utf8"), /Reloaded/);
   });
   it("issues mesh mcp --allow's credential, held by the server to those modules' tools", async () => {
     const keys = newKeys();
