@@ -23,6 +23,7 @@ import {
   runtimeGrant,
   type CompositionRefusal,
   type GrantProblem,
+  type LeftOut,
   type StateDeclaration,
 } from "@mesh/core";
 import { PrincipalKind, principalUser, type DesiredPrincipal } from "./broker.js";
@@ -37,13 +38,11 @@ export interface PlanContext {
   readonly ownerStates: (module: string) => readonly StateDeclaration[] | undefined;
 }
 
-/** Why a node was not composed: core's refusals, or an input that is missing or broken. */
-export interface NodeRefusal {
-  readonly code: string;
-  readonly module?: string;
-  readonly reason: string;
-  readonly fix: string;
-}
+/**
+ * Why a node was not composed: core's refusals, or an input that is missing or broken (told as
+ * core tells its own, with a code of the controller's).
+ */
+export type NodeRefusal = Omit<CompositionRefusal, "code" | "node"> & { readonly code: string };
 
 export type NodePlan =
   | {
@@ -54,7 +53,7 @@ export type NodePlan =
       readonly modules: Readonly<Record<string, ComposedModule>>;
       readonly principals: readonly DesiredPrincipal[];
       readonly grantProblems: readonly GrantProblem[];
-      readonly leftOut: readonly { module: string; reason: string }[];
+      readonly leftOut: readonly LeftOut[];
     }
   | { readonly ok: false; readonly node: string; readonly refusals: readonly NodeRefusal[] };
 
