@@ -84,44 +84,44 @@ test("a process cannot touch a state its manifest does not declare", async () =>
   );
 });
 
-/** The first message a stream read hands, within a deadline. */
-function firstMessage<T>(
-  read: AsyncIterable<{ type: string; value?: T }>,
+/**
+ * The first message the admin reads on `stream` under `filter`, within a deadline; the read is
+ * stopped once it is in (or the deadline passed).
+ */
+async function firstMessage<T>(
+  stream: string,
+  filter: string,
+  schema: z.ZodType<T>,
   what: string,
 ): Promise<T | undefined> {
-  return deadline(
-    (async () => {
-      for await (const item of read) if (item.type === "message") return item.value;
-      return undefined;
-    })(),
-    10_000,
-    what,
-  );
+  const stop = new AbortController();
+  const read = readStream(admin, stream, { filter, schema, signal: stop.signal });
+  try {
+    return await deadline(
+      (async () => {
+        for await (const item of read) if (item.type === "message") return item.value;
+        return undefined;
+      })(),
+      10_000,
+      what,
+    );
+  } finally {
+    stop.abort();
+  }
 }
 
 test("what the process keeps reaches the keeps stream, and its conditions the conditions stream", async () => {
   await using mesh = await connectProcess({ credentialFile });
   mesh.keeps([{ name: "counts", readable: true }]);
   await mesh.condition("started", "info", "counting from 41");
-  const stop = new AbortController();
-  const said = await firstMessage(
-    readStream(admin, Stream.keeps, {
-      filter: "mesh.keeps.n1.counter",
-      schema: Keeps,
-      signal: stop.signal,
-    }),
-    "counter's keeps",
-  );
+  const said = await firstMessage(Stream.keeps, "mesh.keeps.n1.counter", Keeps, "counter's keeps");
   assert.deepEqual(said?.states, [{ name: "counts", readable: true }]);
   const condition = await firstMessage(
-    readStream(admin, Stream.conditions, {
-      filter: "mesh.conditions.counter.started",
-      schema: Condition,
-      signal: stop.signal,
-    }),
+    Stream.conditions,
+    "mesh.conditions.counter.started",
+    Condition,
     "counter's condition",
   );
-  stop.abort();
   assert.equal(condition?.message, "counting from 41");
   assert.equal(condition?.node, "n1");
 });
