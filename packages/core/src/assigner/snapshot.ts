@@ -2,23 +2,8 @@
  * What one pass of the assigner reads: every bucket it watches, as plain maps keyed as the bus
  * keys them, and the clock's reading (the rules hold no clock; only a new ask is stamped with it).
  */
-import type {
-  Answer,
-  Ask,
-  Assignment,
-  Build,
-  Composed,
-  CompositionVerdict,
-  Difference,
-  Have,
-  Manifest,
-  ModuleRegistration,
-  Presence,
-  Put,
-  Retry,
-  Want,
-  Candidate,
-} from "@mesh/protocol";
+import type { Have, Manifest, ModuleRegistration } from "@mesh/protocol";
+import type { BucketMaps } from "../bucket-maps.js";
 
 /** One kept report, with its revision in mesh-have when the shell knows it (a retry compares it). */
 export type HaveReport = Have & { readonly revision?: number };
@@ -32,11 +17,7 @@ export interface HaveRecord {
 }
 
 /** What the assigner itself wrote and stands now: a pass writes only what differs from it. */
-export interface AssignerOwn {
-  readonly wants: ReadonlyMap<string, Want>;
-  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
-  readonly differences: ReadonlyMap<string, Difference>;
-  readonly asks: ReadonlyMap<string, Ask>;
+export interface AssignerOwn extends BucketMaps<"wants" | "compositions" | "differences" | "asks"> {
   /**
    * The assigner's conditions that are said and not resolved, by name, with the node each is
    * about: a pass resolves those of its nodes whose cause has ended.
@@ -49,28 +30,21 @@ export interface OpenCondition {
   readonly node: string;
 }
 
-export interface AssignerSnapshot {
+/**
+ * Keys: `assignments`, `puts` (empty when the puts bucket could not be opened) and `retries`
+ * (operators' retries, which lift failed marks) `<node>.<module>` or `all.<module>`; `candidates`
+ * `<module>.<seq>`; `builds` `<module>.<build>`; `composed` by node.
+ */
+export interface AssignerSnapshot extends BucketMaps<
+  "assignments" | "presence" | "candidates" | "builds" | "puts" | "retries" | "answers" | "composed"
+> {
   /** ISO 8601; stamps new asks only. */
   readonly now: string;
   readonly registrations: ReadonlyMap<string, ModuleRegistration>;
-  /** `<node>.<module>` or `all.<module>`. */
-  readonly assignments: ReadonlyMap<string, Assignment>;
-  readonly presence: ReadonlyMap<string, Presence>;
-  /** `<module>.<seq>`. */
-  readonly candidates: ReadonlyMap<string, Candidate>;
-  /** `<module>.<build>`. */
-  readonly builds: ReadonlyMap<string, Build>;
   /** By digest. */
   readonly manifests: ReadonlyMap<string, Manifest>;
   /** `<node>.<module>`. */
   readonly have: ReadonlyMap<string, HaveRecord>;
-  /** `<node>.<module>` or `all.<module>`; empty when the puts bucket could not be opened. */
-  readonly puts: ReadonlyMap<string, Put>;
-  /** `<node>.<module>` or `all.<module>`: operators' retries, which lift failed marks. */
-  readonly retries: ReadonlyMap<string, Retry>;
-  readonly answers: ReadonlyMap<string, Answer>;
-  /** By node. */
-  readonly composed: ReadonlyMap<string, Composed>;
   readonly own: AssignerOwn;
 }
 

@@ -4,37 +4,30 @@
  */
 import {
   PRESENCE_GONE_MS,
-  type Answer,
-  type Ask,
-  type Assignment,
-  type Build,
-  type CompositionVerdict,
   type Condition,
-  type Difference,
-  type Have,
   type ModuleRegistration,
   type Presence,
-  type Want,
 } from "@mesh/protocol";
+import type { BucketMaps } from "../bucket-maps.js";
 
-export interface FleetState {
+/**
+ * Keys: `assignments` `<node>.<module>` or `all.<module>`; `builds` `<module>.<build>`; `wants`,
+ * `have` (the latest report) and `differences` `<node>.<module>`; `compositions` by node.
+ */
+export interface FleetState extends BucketMaps<
+  | "presence"
+  | "assignments"
+  | "builds"
+  | "wants"
+  | "have"
+  | "differences"
+  | "compositions"
+  | "asks"
+  | "answers"
+> {
   /** Milliseconds since the epoch: what "gone" is judged against. */
   readonly now: number;
-  readonly presence: ReadonlyMap<string, Presence>;
-  /** `<node>.<module>` or `all.<module>`. */
-  readonly assignments: ReadonlyMap<string, Assignment>;
   readonly registrations: ReadonlyMap<string, ModuleRegistration>;
-  /** `<module>.<build>`. */
-  readonly builds: ReadonlyMap<string, Build>;
-  /** `<node>.<module>`. */
-  readonly wants: ReadonlyMap<string, Want>;
-  /** `<node>.<module>`: the latest report. */
-  readonly have: ReadonlyMap<string, Have>;
-  readonly differences: ReadonlyMap<string, Difference>;
-  /** By node. */
-  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
-  readonly asks: ReadonlyMap<string, Ask>;
-  readonly answers: ReadonlyMap<string, Answer>;
   /** The latest conditions (the stream keeps the last per module and name). */
   readonly conditions: readonly Condition[];
 }
