@@ -38,6 +38,21 @@ function tableSection(
   return withMore(lines, more);
 }
 
+/**
+ * A table section showing one page of a list: when the page has no rows, `none` if the whole list
+ * is empty, else that this page has none; then how many more there are.
+ */
+function pageSection(
+  title: string,
+  none: string,
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  page: { readonly total: number; readonly query: StatusQuery },
+): string[] {
+  const empty = page.total === 0 ? none : "  none on this page";
+  return tableSection(title, empty, header, rows, moreLine(rows.length, page.total, page.query));
+}
+
 /** The lines, then the line saying how many more there are, when there are more. */
 function withMore(lines: string[], more: string | undefined): string[] {
   if (more !== undefined) lines.push(more);
@@ -69,12 +84,9 @@ function summarySection(report: StatusReport): string[] {
 
 function nodesSection(report: StatusReport, query: StatusQuery): string[] {
   const now = Date.parse(report.at);
-  const { totals } = report.page;
-  return tableSection(
+  return pageSection(
     "NODES",
-    totals.nodes === 0
-      ? "  no node has joined; `mesh up` or `mesh join` adds one"
-      : "  none on this page",
+    "  no node has joined; `mesh up` or `mesh join` adds one",
     ["node", "state", "last heartbeat", "machine", "host"],
     report.nodes.map((node) => [
       node.node,
@@ -83,17 +95,14 @@ function nodesSection(report: StatusReport, query: StatusQuery): string[] {
       machineOf(node.facts),
       node.facts === null ? "-" : `${node.facts.hostname} ${node.facts.os}/${node.facts.arch}`,
     ]),
-    moreLine(report.nodes.length, totals.nodes, query),
+    { total: report.page.totals.nodes, query },
   );
 }
 
 function modulesSection(report: StatusReport, query: StatusQuery): string[] {
-  const { totals } = report.page;
-  return tableSection(
+  return pageSection(
     "MODULES",
-    totals.modules === 0
-      ? "  nothing is wanted or running; `mesh assign <module> --all` places one"
-      : "  none on this page",
+    "  nothing is wanted or running; `mesh assign <module> --all` places one",
     ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
     report.modules.map((cell) => [
       cell.module,
@@ -105,7 +114,7 @@ function modulesSection(report: StatusReport, query: StatusQuery): string[] {
       cell.have === null ? "-" : String(cell.have.restarts),
       `${cell.state}${cell.differs ? ", differs" : ""}`,
     ]),
-    moreLine(report.modules.length, totals.modules, query),
+    { total: report.page.totals.modules, query },
   );
 }
 
