@@ -3,7 +3,7 @@
  * exactly the composition's processes, one copy each, and nothing the first host started is
  * left behind. The hosts run as separate Node processes, as they do on a machine.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -14,37 +14,23 @@ import { KvBucket, writeCredential } from "@mesh/bus";
 import { Bucket } from "@mesh/protocol";
 import { HOST_PROCESS_MARKER } from "./host.js";
 import { processesMarked, signalGroup } from "./proc.js";
-import {
-  LONG_RUNNING,
-  bundleOf,
-  processResource,
-  startBus,
-  tempRoot,
-  waitFor,
-  type Bus,
-} from "./test-support.js";
+import { LONG_RUNNING, bundleOf, busAndRoot, processResource, waitFor } from "./test-support.js";
 
 const NODE = "k1";
 const MAIN = join(fileURLToPath(new URL(".", import.meta.url)), "main.js");
-let bus: Bus;
-let root: string;
 const children: ChildProcess[] = [];
 
-before(async () => {
-  bus = await startBus([NODE]);
-  root = await tempRoot();
+const fx = busAndRoot([NODE], {
+  async ending() {
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    // Every process a host started here, ended by its pid.
+    for (const p of await marked()) await signalGroup(p, "SIGKILL");
+  },
 });
 
-after(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  // Every process a host started here, ended by its pid.
-  for (const p of await marked()) await signalGroup(p, "SIGKILL");
-  await bus.stop();
-  await rm(root, { recursive: true, force: true });
-});
-
-const marker = (): string => createHash("sha256").update(resolve(root)).digest("hex").slice(0, 16);
+const marker = (): string =>
+  createHash("sha256").update(resolve(fx.root)).digest("hex").slice(0, 16);
 const marked = () => processesMarked(HOST_PROCESS_MARKER, `${marker()}:`);
 
 function startHost(credentialFile: string): ChildProcess {
@@ -55,7 +41,7 @@ function startHost(credentialFile: string): ChildProcess {
       "--node",
       NODE,
       "--root",
-      root,
+      fx.root,
       "--credential",
       credentialFile,
       "--healthy-ms",
@@ -76,6 +62,7 @@ const exited = (child: ChildProcess): Promise<void> =>
   );
 
 test("a host killed with -9 while it applies, then started again, ends with one copy of each process and no orphan", async (t) => {
+  const { bus, root } = fx;
   const credentialFile = join(root, "..", `${NODE}-${Date.now()}.credential.json`);
   await writeCredential(credentialFile, bus.hostCredential(NODE));
   try {

@@ -5,22 +5,13 @@
  * it does.
  */
 import assert from "node:assert/strict";
-import { rm } from "node:fs/promises";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { flush } from "@mesh/bus";
 import { LogLine, logsSubject } from "@mesh/protocol";
 import { Host } from "./host.js";
 import { LogOutbox } from "./log-outbox.js";
 import { isAlive } from "./proc.js";
-import {
-  FAST_HOST,
-  bundleOf,
-  processResource,
-  startBus,
-  tempRoot,
-  waitFor,
-  type Bus,
-} from "./test-support.js";
+import { FAST_HOST, bundleOf, busAndRoot, processResource, waitFor } from "./test-support.js";
 
 const NODE = "lo1";
 
@@ -50,18 +41,10 @@ describe("the lines kept while there is no bus", () => {
 });
 
 describe("output a process wrote while no host ran", () => {
-  let bus: Bus;
-  let root: string;
-  before(async () => {
-    bus = await startBus([NODE]);
-    root = await tempRoot();
-  });
-  after(async () => {
-    await bus.stop();
-    await rm(root, { recursive: true, force: true });
-  });
+  const fx = busAndRoot([NODE]);
 
   test("reaches mesh.logs once the next host, which adopts the process, has the bus", async () => {
+    const { bus, root } = fx;
     const options = { ...FAST_HOST, node: NODE, root, credential: bus.hostCredential(NODE) };
     // Writes a line each time it is told to (SIGUSR2), so the test says when.
     const script = `process.on("SIGUSR2", () => console.error("said while no host read " + Date.now())); console.log("started"); setInterval(() => {}, 1 << 30);`;

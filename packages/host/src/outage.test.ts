@@ -2,7 +2,7 @@
  * The bus goes away for a while: what runs keeps running; when the bus is back the host reports
  * and follows changes again, without being restarted.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { EmbeddedServer, KvBucket, hashPassword, FULL_PERMISSIONS } from "@mesh/bus";
@@ -15,30 +15,22 @@ import {
   HOST_PASSWORD,
   LONG_RUNNING,
   bundleOf,
+  busAndRoot,
   processResource,
-  startBus,
   tempRoot,
   waitFor,
-  type Bus,
 } from "./test-support.js";
 
 const NODE = "o1";
-let bus: Bus;
-let root: string;
 let revived: EmbeddedServer | undefined;
-
-before(async () => {
-  bus = await startBus([NODE]);
-  root = await tempRoot();
-});
-
-after(async () => {
-  await revived?.stop();
-  await bus.stop();
-  await rm(root, { recursive: true, force: true });
+const fx = busAndRoot([NODE], {
+  async ending() {
+    await revived?.stop();
+  },
 });
 
 test("processes keep running without the bus; when it returns the host reports and follows changes", async () => {
+  const { bus, root } = fx;
   const logged: string[] = [];
   const host = await Host.create({
     node: NODE,
@@ -116,6 +108,7 @@ test("processes keep running without the bus; when it returns the host reports a
 });
 
 test("a host that starts without the bus starts what it ran, from its own disk", async () => {
+  const { bus } = fx;
   const own = await tempRoot();
   const credential = bus.hostCredential(NODE);
   const options = {

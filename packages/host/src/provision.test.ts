@@ -2,9 +2,8 @@
  * The provisioner client on a real bus: what a module composed here may ask, what it may not,
  * the notice when a value moves, and a JetStream delivery dressed as an ask.
  */
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { rm } from "node:fs/promises";
 import { KvBucket, MeshBus, flush, request, type BusMessage } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
 import { deadline, publishRaw } from "@mesh/bus/testing";
@@ -24,17 +23,14 @@ import { Host } from "./host.js";
 import {
   LONG_RUNNING,
   bundleOf,
+  busAndRoot,
   credentialFor,
   processResource,
-  startBus,
-  tempRoot,
   waitFor,
   type Bus,
 } from "./test-support.js";
 
 const NODE = "p1";
-let bus: Bus;
-let root: string;
 let host: Host;
 let running: Promise<void>;
 const logged: string[] = [];
@@ -54,32 +50,31 @@ const appGrant = moduleGrant({
   owners: {},
 }).permissions;
 
-before(async () => {
-  bus = await startBus([NODE], [{ user: "app-p1", password: APP_PASSWORD, permissions: appGrant }]);
-  root = await tempRoot();
-  await startHost();
-  const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
-  resources = [
-    processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),
-    processResource({ root, module: "app", name: "ignores", digest }),
-  ];
-  await bus.compose(NODE, resources, { app });
-  await waitFor("both processes", () => host.processes().size === 2);
-});
-
-after(async () => {
-  await host.stop();
-  await running;
-  await bus.stop();
-  await rm(root, { recursive: true, force: true });
+const fx = busAndRoot([NODE], {
+  users: [{ user: "app-p1", password: APP_PASSWORD, permissions: appGrant }],
+  async starting() {
+    const { bus, root } = fx;
+    await startHost();
+    const digest = (await bus.artifacts.put(await bundleOf({ "main.js": LONG_RUNNING }))).digest;
+    resources = [
+      processResource({ root, module: "app", name: "follows", digest, restartOn: ["config"] }),
+      processResource({ root, module: "app", name: "ignores", digest }),
+    ];
+    await bus.compose(NODE, resources, { app });
+    await waitFor("both processes", () => host.processes().size === 2);
+  },
+  async ending() {
+    await host.stop();
+    await running;
+  },
 });
 
 /** Starts the host on the root (again: it carries on from what it kept there). */
 async function startHost(): Promise<void> {
   host = await Host.create({
     node: NODE,
-    root,
-    credential: bus.hostCredential(NODE),
+    root: fx.root,
+    credential: fx.bus.hostCredential(NODE),
     health: { healthyMs: 300 },
     pollMs: 100,
     graceMs: 2_000,
@@ -90,10 +85,10 @@ async function startHost(): Promise<void> {
 }
 
 const ask = (body: unknown) =>
-  request(bus.admin, provisionSubject(NODE), body, { timeoutMs: 10_000 });
+  request(fx.bus.admin, provisionSubject(NODE), body, { timeoutMs: 10_000 });
 
 async function setConfig(key: string, value: unknown): Promise<void> {
-  const config = await KvBucket.open(bus.admin, Bucket.config);
+  const config = await KvBucket.open(fx.bus.admin, Bucket.config);
   await config.put(key, { value: value as never, by: "ada", at: new Date().toISOString() });
 }
 
@@ -130,7 +125,7 @@ describe("provision asks", () => {
 
   test("the host watches only the mesh-wide config keys and its own node's, never another node's", async () => {
     // What the server delivers is bounded by each consumer's filter: read them off the stream.
-    const jsm = await natsOf(bus.admin).js.jetstreamManager();
+    const jsm = await natsOf(fx.bus.admin).js.jetstreamManager();
     const filters: string[] = [];
     await waitFor("the host's two config watches", async () => {
       filters.length = 0;
@@ -149,7 +144,7 @@ describe("provision asks", () => {
           .value === "blue",
     );
     // Gone again, as the tests after this one expect.
-    await (await KvBucket.open(bus.admin, Bucket.config)).delete(`app.color.${NODE}`);
+    await (await KvBucket.open(fx.bus.admin, Bucket.config)).delete(`app.color.${NODE}`);
     await waitFor("this node's value gone", async () =>
       ask({ module: "app", kind: "config", key: "color" }).then(
         () => false,
@@ -167,7 +162,7 @@ describe("provision asks", () => {
     });
     assert.deepEqual(await ask({ module: "app", kind: "bound", key: "node" }), { value: NODE });
     assert.deepEqual(await ask({ module: "app", kind: "bound", key: "servers" }), {
-      value: [bus.server.url],
+      value: [fx.bus.server.url],
     });
     await refusedWith({ module: "app", kind: "bound", key: "nothing" }, ErrorCode.NOT_FOUND);
   });
@@ -186,9 +181,9 @@ describe("provision asks", () => {
 
   test("an operator's value says changed, and restarts exactly the process that restarts on config", async () => {
     const before = host.processes();
-    const notices = bus.admin.subscribe(provisionChangedSubject(NODE));
+    const notices = fx.bus.admin.subscribe(provisionChangedSubject(NODE));
     const first = notices.next();
-    await flush(bus.admin);
+    await flush(fx.bus.admin);
     await setConfig("app.color", "blue");
     const notice: IteratorResult<BusMessage> = await deadline(first, 10_000, "the change notice");
     assert.ok(notice.done !== true);
@@ -203,16 +198,16 @@ describe("provision asks", () => {
   });
 
   test("a composition that moves a bound value says changed for it; the module's build is reported", async () => {
-    const notices = bus.admin.subscribe(provisionChangedSubject(NODE));
+    const notices = fx.bus.admin.subscribe(provisionChangedSubject(NODE));
     const first = notices.next();
     const second = first.then(() => notices.next());
-    await flush(bus.admin);
+    await flush(fx.bus.admin);
     const moved: ComposedModule = {
       ...app,
       build: "b2",
       bound: { ...app.bound, "state.notes": "app_notes2" },
     };
-    await bus.compose(NODE, resources, { app: moved });
+    await fx.bus.compose(NODE, resources, { app: moved });
     // Two bound values moved: the state's bucket, and the build (which the runtime reports).
     const said: unknown[] = [];
     for (const next of [first, second]) {
@@ -231,7 +226,7 @@ describe("provision asks", () => {
     assert.deepEqual(await ask({ module: "app", kind: "bound", key: "state.notes" }), {
       value: "app_notes2",
     });
-    const have = await KvBucket.open(bus.admin, Bucket.have);
+    const have = await KvBucket.open(fx.bus.admin, Bucket.have);
     await waitFor(
       "build b2 reported",
       async () => (await have.get(`${NODE}.app`))?.value.build === "b2",
@@ -243,7 +238,7 @@ describe("provision asks", () => {
     // subscriber (docs/nats.md §1.4.3): here a stored config entry, into the provision subject.
     await setConfig("app.forged", { module: "app", kind: "config", key: "greeting" });
     const created = (await request(
-      bus.admin,
+      fx.bus.admin,
       "$JS.API.CONSUMER.CREATE.KV_mesh-config.forger.$KV.mesh-config.app.forged",
       {
         stream_name: "KV_mesh-config",
@@ -267,7 +262,7 @@ describe("provision asks", () => {
   test("a module's own process asks as itself on its own subject, hears its own changes, and cannot ask as another", async () => {
     await using app = await MeshBus.connect(
       credentialFor(
-        bus.server,
+        fx.bus.server,
         { user: "app-p1", password: APP_PASSWORD },
         { node: NODE, module: "app" },
       ),
@@ -312,14 +307,14 @@ describe("provision asks", () => {
     await waitFor("the node's value", async () => (await answer("greeting")) === "before the stop");
     await host.stop();
     await running;
-    const config = await KvBucket.open(bus.admin, Bucket.config);
+    const config = await KvBucket.open(fx.bus.admin, Bucket.config);
     await config.delete(`app.greeting.${NODE}`);
     await setConfig("app.greeting", "mesh-wide");
     await startHost();
     await waitFor("the mesh-wide value", async () => (await answer("greeting")) === "mesh-wide");
 
     // A value that breaks the schema leaves the key as it was; the next good one still comes.
-    await publishRaw(bus.admin, `$KV.${Bucket.config}.app.greeting`, "not json");
+    await publishRaw(fx.bus.admin, `$KV.${Bucket.config}.app.greeting`, "not json");
     await setConfig("app.color", "red");
     await waitFor("the next value", async () => (await answer("color")) === "red");
     assert.equal(await answer("greeting"), "mesh-wide");

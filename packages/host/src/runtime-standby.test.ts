@@ -5,20 +5,13 @@
  * standby booted ahead (no process started), which is handed the new environment; a new build of
  * the runtime is started anew.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, rm } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Env, RUNTIME_MODULE, RUNTIME_PROCESS_ID } from "@mesh/protocol";
 import { Host } from "./host.js";
-import {
-  bundleOf,
-  processResource,
-  startBus,
-  tempRoot,
-  waitFor,
-  type Bus,
-} from "./test-support.js";
+import { bundleOf, busAndRoot, processResource, waitFor } from "./test-support.js";
 
 /** Writes what it serves as (its env, pid, whether it stood by) and a status file as the runtime does. */
 const RUNTIME = `
@@ -49,18 +42,10 @@ if (process.env.${Env.runtimeStandby} === "1") {
 setInterval(() => {}, 1 << 30);
 `;
 
-let bus: Bus;
-let root: string;
-before(async () => {
-  bus = await startBus(["n1"]);
-  root = await tempRoot();
-});
-after(async () => {
-  await bus.stop();
-  await rm(root, { recursive: true, force: true });
-});
+const fx = busAndRoot(["n1"]);
 
 test("the node's idle time reaches the runtime, and a new environment is handed to the standby", async () => {
+  const { bus, root } = fx;
   const host = await Host.create({
     node: "n1",
     root,

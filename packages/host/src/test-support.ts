@@ -8,6 +8,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
 import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
@@ -90,6 +91,56 @@ export async function startBus(
     async stop() {
       await admin.close();
       await server.stop();
+    },
+  };
+}
+
+/** What a test file (or suite) on the bus has: read it inside hooks and tests only. */
+export interface BusAndRoot {
+  readonly bus: Bus;
+  readonly root: string;
+}
+
+/**
+ * The set-up the host's tests on a bus share, as hooks of the enclosing suite (the file at top
+ * level): before its tests a bus (startBus of `nodes` and `users`), a temporary root, then
+ * `starting` (what the tests share on them); after them `ending` (what the tests left running),
+ * then the bus stopped and the root removed. One hook each: a file's own top-level `before` runs
+ * as soon as it is declared, so what needs the bus goes in `starting`.
+ */
+export function busAndRoot(
+  nodes: readonly string[],
+  options: {
+    readonly users?: Parameters<typeof startBus>[1];
+    readonly starting?: () => Promise<void>;
+    readonly ending?: () => Promise<void>;
+  } = {},
+): BusAndRoot {
+  let bus: Bus | undefined;
+  let root: string | undefined;
+  before(async () => {
+    bus = await startBus(nodes, options.users);
+    root = await tempRoot();
+    await options.starting?.();
+  });
+  after(async () => {
+    try {
+      await options.ending?.();
+    } finally {
+      await bus?.stop();
+      if (root !== undefined) await rm(root, { recursive: true, force: true });
+    }
+  });
+  const set = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("busAndRoot: read before its before hook ran");
+    return value;
+  };
+  return {
+    get bus() {
+      return set(bus);
+    },
+    get root() {
+      return set(root);
     },
   };
 }
