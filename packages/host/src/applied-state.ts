@@ -52,6 +52,9 @@ export interface AppliedState {
   processes: Record<string, AppliedProcess>;
 }
 
+/** The state's tables of what was applied, by key. */
+type Table = "deliveries" | "needs" | "processes";
+
 export const emptyState = (): AppliedState => ({
   version: 1,
   config: {},
@@ -164,9 +167,12 @@ export class AppliedStore {
     this.#save();
   }
 
-  /** A process about to be started (recorded before the spawn). */
-  recordProcess(id: string, process: AppliedProcess): void {
-    this.#state.processes[id] = process;
+  /**
+   * Keeps `entry` under `key` in one of the state's tables: a process about to be started
+   * (recorded before the spawn), a need file written, a bundle unpacked.
+   */
+  record<T extends Table>(table: T, key: string, entry: AppliedState[T][string]): void {
+    (this.#state[table] as Record<string, AppliedState[T][string]>)[key] = entry;
     this.#save();
   }
 
@@ -178,33 +184,14 @@ export class AppliedStore {
     this.#save();
   }
 
-  forgetProcess(id: string): void {
-    delete this.#state.processes[id];
+  /** Forgets `key` in one of the state's tables. */
+  forget(table: Table, key: string): void {
+    delete this.#state[table][key];
     this.#save();
   }
 
   forgetAllProcesses(): void {
     this.#state.processes = {};
-    this.#save();
-  }
-
-  recordNeed(id: string, need: AppliedNeed): void {
-    this.#state.needs[id] = need;
-    this.#save();
-  }
-
-  forgetNeed(id: string): void {
-    delete this.#state.needs[id];
-    this.#save();
-  }
-
-  recordDelivery(path: string, delivery: AppliedDelivery): void {
-    this.#state.deliveries[path] = delivery;
-    this.#save();
-  }
-
-  forgetDelivery(path: string): void {
-    delete this.#state.deliveries[path];
     this.#save();
   }
 

@@ -130,7 +130,7 @@ export class Applier {
         log(`adopted ${id} (pid ${identity.pid})`);
       } else {
         // Gone, never spawned, or not in the composition it came from: started again if wanted.
-        store.forgetProcess(id);
+        store.forget("processes", id);
       }
     }
     for (const stray of marked) {
@@ -254,17 +254,17 @@ export class Applier {
       if (record === undefined || pass.replaced.has(id)) continue;
       if (failed.has(record.module) && desired.processes.has(id)) continue; // keeps what runs
       await supervisor.stop(id);
-      store.forgetProcess(id);
+      store.forget("processes", id);
     }
     for (const id of plan.removeNeeds) {
       const record = store.needs[id];
       if (record === undefined) continue;
       await removeNeed(root, record);
-      store.forgetNeed(id);
+      store.forget("needs", id);
     }
     for (const path of plan.removeDeliveries) {
       await removeBundle(path);
-      store.forgetDelivery(path);
+      store.forget("deliveries", path);
     }
   }
 
@@ -278,11 +278,11 @@ export class Applier {
           checkNeedPath(root, need);
           await refuseForeignFile(need);
           // Ours from here on, before the write: a crash in between must not make it foreign.
-          store.recordNeed(need.id, { module: need.module, path: need.path, fingerprint: "" });
+          store.record("needs", need.id, { module: need.module, path: need.path, fingerprint: "" });
           await store.saved();
         }
         await writeNeed({ root, need, privateKey: this.#o.keys.privateKey, known: true });
-        store.recordNeed(need.id, {
+        store.record("needs", need.id, {
           module: need.module,
           path: need.path,
           fingerprint: fingerprintOf(need),
@@ -298,7 +298,7 @@ export class Applier {
       if (pass.failed.has(d.module)) continue;
       try {
         await placeBundle(d.path, d.digest);
-        this.#o.store.recordDelivery(d.path, { module: d.module, digest: d.digest });
+        this.#o.store.record("deliveries", d.path, { module: d.module, digest: d.digest });
       } catch (error) {
         pass.fail(d.module, error);
       }
@@ -317,7 +317,7 @@ export class Applier {
       if (supervisor.status(id) !== undefined) continue; // kept running above
       // Recorded before the spawn: a crash between the two leaves a marked process the next
       // host ends, never one it does not know of.
-      store.recordProcess(id, {
+      store.record("processes", id, {
         module: want.resource.module,
         name: want.resource.name,
         effective: want.effective,
@@ -340,7 +340,7 @@ export class Applier {
       spec: this.spec(want.resource),
       modules: toolModulesOf(want.resource),
       record: async () => {
-        store.recordProcess(want.resource.id, {
+        store.record("processes", want.resource.id, {
           module: want.resource.module,
           name: want.resource.name,
           effective: want.effective,

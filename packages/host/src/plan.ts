@@ -121,24 +121,22 @@ export function planOf(desired: Desired, applied: AppliedState): Plan {
   for (const d of sortedValues(desired.deliveries)) {
     if (applied.deliveries[d.path]?.digest !== d.digest) fetch.push(d);
   }
-  const stop: string[] = [];
-  const start: string[] = [];
-  for (const id of Object.keys(applied.processes).sort()) {
-    const want = desired.processes.get(id);
-    if (want === undefined || want.effective !== applied.processes[id]?.effective) stop.push(id);
-  }
-  for (const [id, want] of sortedEntries(desired.processes)) {
-    if (applied.processes[id]?.effective !== want.effective) start.push(id);
-  }
-  const removeNeeds: string[] = [];
-  const writeNeeds: NeedResource[] = [];
-  for (const id of Object.keys(applied.needs).sort()) {
-    const want = desired.needs.get(id);
-    if (want === undefined || want.path !== applied.needs[id]?.path) removeNeeds.push(id);
-  }
-  for (const [id, want] of sortedEntries(desired.needs)) {
-    if (applied.needs[id]?.fingerprint !== fingerprintOf(want)) writeNeeds.push(want);
-  }
+  const processes = changes(
+    applied.processes,
+    desired.processes,
+    (had, want) => had.effective !== want.effective,
+    (had, want) => had?.effective !== want.effective,
+  );
+  const needs = changes(
+    applied.needs,
+    desired.needs,
+    (had, want) => had.path !== want.path,
+    (had, want) => had?.fingerprint !== fingerprintOf(want),
+  );
+  const stop = processes.drop;
+  const start = processes.put.map(([id]) => id);
+  const removeNeeds = needs.drop;
+  const writeNeeds = needs.put.map(([, want]) => want);
   const removeDeliveries = Object.keys(applied.deliveries)
     .filter((path) => !desired.deliveries.has(path))
     .sort();
@@ -154,6 +152,27 @@ export const isEmptyPlan = (plan: Plan): boolean =>
     plan.writeNeeds.length +
     plan.start.length ===
   0;
+
+/**
+ * A table of what is applied against what is wanted, by key: what to take away (applied, and
+ * wanted no more or `moved` from where it was) and what to put (wanted, and not applied as it is:
+ * `stale`), each in key order.
+ */
+function changes<A, D>(
+  applied: Readonly<Record<string, A>>,
+  desired: ReadonlyMap<string, D>,
+  moved: (had: A, want: D) => boolean,
+  stale: (had: A | undefined, want: D) => boolean,
+): { drop: string[]; put: Array<[string, D]> } {
+  const drop = Object.keys(applied)
+    .sort()
+    .filter((id) => {
+      const want = desired.get(id);
+      return want === undefined || moved(applied[id] as A, want);
+    });
+  const put = sortedEntries(desired).filter(([id, want]) => stale(applied[id], want));
+  return { drop, put };
+}
 
 function sortedEntries<T>(map: ReadonlyMap<string, T>): Array<[string, T]> {
   return [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
