@@ -58,10 +58,25 @@ async function setUp(options: { standbyAfterMs: number }) {
   return { supervisor, spec, exits, standby, said, root };
 }
 
-test("a standby booted ahead takes over at once when the process exits after a healthy run", async () => {
-  const { supervisor, spec, exits, standby, said } = await setUp({ standbyAfterMs: 50 });
+/**
+ * The fixture of every test here: SCRIPT supervised (setUp) and started, for the length of
+ * `body`; then every process of the supervisor stopped, also when the body fails.
+ */
+async function withStarted(
+  options: { standbyAfterMs: number },
+  body: (it: Awaited<ReturnType<typeof setUp>>) => Promise<void>,
+): Promise<void> {
+  const it = await setUp(options);
   try {
-    await supervisor.start(spec);
+    await it.supervisor.start(it.spec);
+    await body(it);
+  } finally {
+    await it.supervisor.stopAll();
+  }
+}
+
+test("a standby booted ahead takes over at once when the process exits after a healthy run", async () => {
+  await withStarted({ standbyAfterMs: 50 }, async ({ supervisor, spec, exits, standby, said }) => {
     const first = supervisor.identity(spec.id);
     assert.ok(first !== undefined);
     const standbyPid = await standby(1);
@@ -75,17 +90,13 @@ test("a standby booted ahead takes over at once when the process exits after a h
     assert.equal(taken.pid, standbyPid, "the standby is the process now");
     await said(`serving ${standbyPid} as 1 standby=-`);
     assert.equal(exits[0]?.delayMs, 0);
-  } finally {
-    await supervisor.stopAll();
-  }
+  });
 });
 
 test("a replacement that moves only the environment is the standby taking it over, and the next standby boots at once", async () => {
   // Due 60 s after the start: the replacement boots it then and waits for it (it is ahead of a
   // start), and the next one boots once the handover is done, not 60 s later.
-  const { supervisor, spec, standby, said } = await setUp({ standbyAfterMs: 60_000 });
-  try {
-    await supervisor.start(spec);
+  await withStarted({ standbyAfterMs: 60_000 }, async ({ supervisor, spec, standby, said }) => {
     const first = supervisor.identity(spec.id);
     assert.ok(first !== undefined);
     let readyFor: number | undefined;
@@ -105,15 +116,11 @@ test("a replacement that moves only the environment is the standby taking it ove
     assert.equal(await isAlive(first), false, "the old process drained and exited");
     const next = await standby(2);
     assert.notEqual(next, standbyPid);
-  } finally {
-    await supervisor.stopAll();
-  }
+  });
 });
 
 test("a replacement that moves the command starts a process and ends the standby", async () => {
-  const { supervisor, spec, standby, said } = await setUp({ standbyAfterMs: 50 });
-  try {
-    await supervisor.start(spec);
+  await withStarted({ standbyAfterMs: 50 }, async ({ supervisor, spec, standby, said }) => {
     const standbyPid = await standby(1);
     await supervisor.replace(
       { ...spec, argv: [process.execPath, "--no-warnings", "main.cjs"], env: { VERSION: "3" } },
@@ -127,43 +134,43 @@ test("a replacement that moves the command starts a process and ends the standby
       const text = await readFile(`/proc/${standbyPid}/stat`, "utf8").catch(() => "");
       return text === "" || / Z /.test(text); // gone, or a zombie not yet reaped
     });
-  } finally {
-    await supervisor.stopAll();
-  }
+  });
 });
 
 test("a runtime adopted by a new host is backed by a standby of that host's", async () => {
-  const { supervisor, spec, standby, said, root } = await setUp({ standbyAfterMs: 60_000 });
-  const next = new Supervisor({
-    root,
-    backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
-    healthyMs: 200,
-    graceMs: 1_000,
-    tail: DEFAULT_TAIL_LIMITS,
-    pollMs: 50,
-    standbyAfterMs: 50,
-    onSpawned: () => undefined,
-    onExit: () => undefined,
-    onLine: () => undefined,
-  });
-  try {
-    await supervisor.start(spec);
-    const first = supervisor.identity(spec.id);
-    assert.ok(first !== undefined);
-    await said(`serving ${first.pid} as 1`);
-    await supervisor[Symbol.asyncDispose](); // the host goes; its process keeps running
-    await next.adopt(spec, first);
-    const standbyPid = await standby(1);
-    await next.replace(
-      { ...spec, env: { VERSION: "2" } },
-      async () => {
-        await said("as 2");
-      },
-      5_000,
-    );
-    assert.equal(next.identity(spec.id)?.pid, standbyPid, "the new host's standby took over");
-  } finally {
-    await next.stopAll();
-    await supervisor.stopAll();
-  }
+  await withStarted(
+    { standbyAfterMs: 60_000 },
+    async ({ supervisor, spec, standby, said, root }) => {
+      const next = new Supervisor({
+        root,
+        backoff: { initialMs: 100, maxMs: 10_000, jitter: 0 },
+        healthyMs: 200,
+        graceMs: 1_000,
+        tail: DEFAULT_TAIL_LIMITS,
+        pollMs: 50,
+        standbyAfterMs: 50,
+        onSpawned: () => undefined,
+        onExit: () => undefined,
+        onLine: () => undefined,
+      });
+      try {
+        const first = supervisor.identity(spec.id);
+        assert.ok(first !== undefined);
+        await said(`serving ${first.pid} as 1`);
+        await supervisor[Symbol.asyncDispose](); // the host goes; its process keeps running
+        await next.adopt(spec, first);
+        const standbyPid = await standby(1);
+        await next.replace(
+          { ...spec, env: { VERSION: "2" } },
+          async () => {
+            await said("as 2");
+          },
+          5_000,
+        );
+        assert.equal(next.identity(spec.id)?.pid, standbyPid, "the new host's standby took over");
+      } finally {
+        await next.stopAll();
+      }
+    },
+  );
 });
