@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { KvBucket, MeshBus, flush, request, type BusMessage } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
-import { deadline, publishRaw } from "@mesh/bus/testing";
+import { deadline, forgeDelivery, publishRaw } from "@mesh/bus/testing";
 import {
   Bucket,
   ErrorCode,
@@ -237,22 +237,11 @@ describe("provision asks", () => {
     // Whoever may create a consumer can have JetStream deliver into any subject with an exact
     // subscriber (docs/nats.md §1.4.3): here a stored config entry, into the provision subject.
     await setConfig("app.forged", { module: "app", kind: "config", key: "greeting" });
-    const created = (await request(
-      fx.bus.admin,
-      "$JS.API.CONSUMER.CREATE.KV_mesh-config.forger.$KV.mesh-config.app.forged",
-      {
-        stream_name: "KV_mesh-config",
-        config: {
-          name: "forger",
-          deliver_subject: provisionSubject(NODE),
-          deliver_group: "q",
-          filter_subject: "$KV.mesh-config.app.forged",
-          ack_policy: "none",
-          deliver_policy: "all",
-        },
-      },
-    )) as { error?: unknown };
-    assert.equal(created.error, undefined, JSON.stringify(created.error));
+    await forgeDelivery(fx.bus.admin, {
+      stream: "KV_mesh-config",
+      filter: "$KV.mesh-config.app.forged",
+      into: provisionSubject(NODE),
+    });
     const line = await waitFor("the rejection", () =>
       logged.find((l) => l.startsWith("rejected a provision ask")),
     );

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, discoverTools, flush, request } from "@mesh/bus";
-import { createBucket, credentialFor, deadline } from "@mesh/bus/testing";
+import { createBucket, credentialFor, deadline, forgeDelivery } from "@mesh/bus/testing";
 import { hostGrant, moduleGrant } from "@mesh/core";
 import type { ComposedModule, MeshError } from "@mesh/protocol";
 import {
@@ -259,22 +259,11 @@ describe("the runtime", () => {
     const notes = await KvBucket.openWith(alphaProcess, "alpha_notes", z.json());
     await notes.put("forged", { forged: "a command beta never got" });
     const heard = new Promise<void>((resolve) => (onRejected = resolve));
-    const created = (await request(
-      alphaProcess,
-      "$JS.API.CONSUMER.CREATE.KV_alpha_notes.forger.$KV.alpha_notes.>",
-      {
-        stream_name: "KV_alpha_notes",
-        config: {
-          name: "forger",
-          deliver_subject: toolSubject(NODE, "beta", "echo"),
-          deliver_group: "q",
-          filter_subject: "$KV.alpha_notes.>",
-          ack_policy: "none",
-          deliver_policy: "all",
-        },
-      },
-    )) as { error?: unknown };
-    assert.equal(created.error, undefined, JSON.stringify(created.error));
+    await forgeDelivery(alphaProcess, {
+      stream: "KV_alpha_notes",
+      filter: "$KV.alpha_notes.>",
+      into: toolSubject(NODE, "beta", "echo"),
+    });
     await deadline(heard, WAIT, "the runtime rejecting the delivery");
     assert.ok(
       rejected.some((r) => r.subject === "$KV.alpha_notes.forged"),

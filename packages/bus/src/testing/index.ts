@@ -20,7 +20,7 @@ export { hasCode } from "./has-code.js";
 export { procStatFields, startTimeOf } from "./proc-stat.js";
 export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
 export { serveEchoOnRacks } from "./echo-racks.js";
-export { createBucket, destroyBucket, publishRaw } from "./buckets.js";
+export { createBucket, destroyBucket, forgeDelivery, publishRaw } from "./buckets.js";
 export {
   readStockContext,
   stockSession,
