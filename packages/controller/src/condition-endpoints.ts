@@ -15,6 +15,7 @@ import {
 import type { Condition } from "@mesh/protocol";
 import { ErrorCode, MeshError, Principal, Subject, conditionSubject } from "@mesh/protocol";
 import { ConditionResolveAsk, type ConditionResolveAnswer } from "./controller-api.js";
+import { readAsk } from "./ask-input.js";
 
 export interface ConditionEndpointsInput {
   readonly bus: MeshBus;
@@ -35,14 +36,12 @@ async function conditionResolve(
   input: ConditionEndpointsInput,
   request: Request,
 ): Promise<ConditionResolveAnswer> {
-  const parsed = ConditionResolveAsk.safeParse(request.json());
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_INPUT,
-      `a condition-resolve ask is {module, name}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  const { module, name } = parsed.data;
+  const { module, name } = readAsk(
+    ConditionResolveAsk,
+    request,
+    "a condition-resolve ask",
+    "{module, name}",
+  );
   const kept = await lastCondition(input.bus, conditionSubject(module, name));
   if (kept === undefined) {
     throw new MeshError(

@@ -25,6 +25,7 @@ import {
 } from "./controller-api.js";
 import type { Fleet } from "./fleet.js";
 import { DEFAULT_JOIN_TOKEN_TTL_MS, type JoinTokens } from "./join-tokens.js";
+import { readAsk } from "./ask-input.js";
 
 export interface EndpointContext {
   readonly bus: MeshBus;
@@ -57,14 +58,12 @@ export function userEndpoints(context: () => EndpointContext): EndpointSpec[] {
 
 /** mesh.join: a new node with a join token gets its host credential, sealed to its key. */
 export async function answerJoin(c: EndpointContext, request: Request): Promise<JoinAnswer> {
-  const parsed = JoinRequest.safeParse(request.json());
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_INPUT,
-      `a join request is {token, node, publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  const { token, node, publicKey } = parsed.data;
+  const { token, node, publicKey } = readAsk(
+    JoinRequest,
+    request,
+    "a join request",
+    "{token, node, publicKey}",
+  );
   const answer = await c.exclusive(async () => {
     const host = principalUser(node, Principal.host);
     if (c.broker.get(host) !== undefined || c.fleet.presenceOf(node) !== undefined) {
@@ -157,19 +156,18 @@ export async function answerMcpCredential(
   c: EndpointContext,
   request: Request,
 ): Promise<McpCredentialAnswer> {
-  const parsed = McpCredentialAsk.safeParse(request.json());
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_INPUT,
-      `an mcp-credential ask is {modules: [module names, at least one], publicKey}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  const modules = allowedModules(parsed.data.modules);
+  const ask = readAsk(
+    McpCredentialAsk,
+    request,
+    "an mcp-credential ask",
+    "{modules: [module names, at least one], publicKey}",
+  );
+  const modules = allowedModules(ask.modules);
   const principal = mcpPrincipal(modules);
   const node = c.bus.credential.node;
   const context = mcpSealContext(principal);
   try {
-    seal(parsed.data.publicKey, "check", context);
+    seal(ask.publicKey, "check", context);
   } catch (error) {
     throw new MeshError(
       ErrorCode.INVALID_INPUT,
@@ -188,6 +186,6 @@ export async function answerMcpCredential(
     });
     await c.broker.commit();
     const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
-    return { principal, modules, sealed: seal(parsed.data.publicKey, credential, context) };
+    return { principal, modules, sealed: seal(ask.publicKey, credential, context) };
   });
 }

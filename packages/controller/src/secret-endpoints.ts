@@ -4,14 +4,7 @@
  * mesh-secrets, so the operator's `mesh secret` verbs come here.
  */
 import type { EndpointSpec, KvBucket, Request } from "@mesh/bus";
-import {
-  ErrorCode,
-  MeshError,
-  Principal,
-  Subject,
-  secretKey,
-  type SealedSecret,
-} from "@mesh/protocol";
+import { Principal, Subject, secretKey, type SealedSecret } from "@mesh/protocol";
 import type { z } from "zod";
 import {
   SecretListAsk,
@@ -22,6 +15,7 @@ import {
   type SecretUnsetAnswer,
 } from "./controller-api.js";
 import type { Vault } from "./vault.js";
+import { readAsk } from "./ask-input.js";
 
 export interface SecretEndpointsInput {
   readonly bucket: KvBucket<SealedSecret>;
@@ -38,14 +32,7 @@ export function secretEndpoints(input: SecretEndpointsInput): EndpointSpec[] {
 }
 
 function parse<T>(schema: z.ZodType<T>, request: Request, shape: string): T {
-  const parsed = schema.safeParse(request.json());
-  if (!parsed.success) {
-    throw new MeshError(
-      ErrorCode.INVALID_INPUT,
-      `a ${request.subject.split(".").pop() ?? ""} ask is ${shape}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  return parsed.data;
+  return readAsk(schema, request, `a ${request.subject.split(".").pop() ?? ""} ask`, shape);
 }
 
 async function secretSet(input: SecretEndpointsInput, request: Request): Promise<SecretSetAnswer> {
