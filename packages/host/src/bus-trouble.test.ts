@@ -33,6 +33,7 @@ import {
   bundleOf,
   composedOf,
   credentialFor,
+  loggingHost,
   processResource,
   tempRoot,
   waitFor,
@@ -82,12 +83,8 @@ test("a host whose bus has no JetStream yet waits for it, never reports its buil
       { user: `host-${NODE}`, password: HOST_PASSWORD },
       { node: NODE, module: Principal.host },
     ),
-    health: { healthyMs: 300 },
-    pollMs: 100,
+    ...loggingHost(logged),
     heartbeatMs: 1_000,
-    graceMs: 2_000,
-    stopProcessesOnStop: true,
-    log: (line) => logged.push(line),
   });
   const running = host.run({ signal: new AbortController().signal });
   let adminBus: MeshBus | undefined;

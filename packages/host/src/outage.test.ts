@@ -16,6 +16,7 @@ import {
   LONG_RUNNING,
   bundleOf,
   busAndRoot,
+  loggingHost,
   processResource,
   tempRoot,
   waitFor,
@@ -36,12 +37,8 @@ test("processes keep running without the bus; when it returns the host reports a
     node: NODE,
     root,
     credential: bus.hostCredential(NODE),
-    health: { healthyMs: 300 },
-    pollMs: 100,
+    ...loggingHost(logged),
     heartbeatMs: 300,
-    graceMs: 2_000,
-    stopProcessesOnStop: true,
-    log: (line) => logged.push(line),
   });
   const running = host.run({ signal: new AbortController().signal });
   try {

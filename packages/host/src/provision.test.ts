@@ -25,6 +25,7 @@ import {
   bundleOf,
   busAndRoot,
   credentialFor,
+  loggingHost,
   processResource,
   waitFor,
   type Bus,
@@ -75,11 +76,7 @@ async function startHost(): Promise<void> {
     node: NODE,
     root: fx.root,
     credential: fx.bus.hostCredential(NODE),
-    health: { healthyMs: 300 },
-    pollMs: 100,
-    graceMs: 2_000,
-    stopProcessesOnStop: true,
-    log: (line) => logged.push(line),
+    ...loggingHost(logged),
   });
   running = host.run({ signal: new AbortController().signal });
 }

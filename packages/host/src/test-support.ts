@@ -291,6 +291,19 @@ export const FAST_HOST = {
 } as const satisfies Partial<HostOptions>;
 
 /**
+ * What the hosts of the tests that watch one through a bus outage or a restart run with: quick
+ * health, polls and grace, their processes stopped when they stop, each line logged into `logged`.
+ */
+export const loggingHost = (logged: string[]) =>
+  ({
+    health: { healthyMs: 300 },
+    pollMs: 100,
+    graceMs: 2_000,
+    stopProcessesOnStop: true,
+    log: (line: string) => logged.push(line),
+  }) as const satisfies Partial<HostOptions>;
+
+/**
  * The host fixture: a host of `node` on the bus (FAST_HOST, stopping its processes when it
  * stops), in `root` (a new temporary one when omitted), running for the length of `body`; then
  * stopped, and its root removed, also when the body fails.
