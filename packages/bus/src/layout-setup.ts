@@ -30,6 +30,8 @@ import { withAllowedReplicas, waitForJetStream } from "./replicas.js";
 export interface LayoutOptions {
   /** The most copies of each stream wanted; the bus may allow fewer. Default MAX_REPLICAS. */
   readonly replicas?: number;
+  /** The servers the bus is known to run: a refusal for want of them is waited out. */
+  readonly peers?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -124,8 +126,11 @@ export async function ensureLayout(
         found.push(part.name);
         return;
       }
-      used = await withAllowedReplicas(bus, options.replicas, (replicas) =>
-        abortable(part.create(replicas), options.signal, doing),
+      used = await withAllowedReplicas(
+        bus,
+        options.replicas,
+        (replicas) => abortable(part.create(replicas), options.signal, doing),
+        options,
       );
       created.push(part.name);
     });
@@ -152,16 +157,20 @@ export async function ensureStateBucket(
     } catch (error) {
       if (!isMissing(error)) throw error;
     }
-    await withAllowedReplicas(bus, options.replicas, (replicas) =>
-      abortable(
-        natsOf(bus).kvm.create(bucket, {
-          history: options.history ?? 1,
-          replicas,
-          storage: StorageType.File,
-        }),
-        options.signal,
-        doing,
-      ),
+    await withAllowedReplicas(
+      bus,
+      options.replicas,
+      (replicas) =>
+        abortable(
+          natsOf(bus).kvm.create(bucket, {
+            history: options.history ?? 1,
+            replicas,
+            storage: StorageType.File,
+          }),
+          options.signal,
+          doing,
+        ),
+      options,
     );
     return true;
   });

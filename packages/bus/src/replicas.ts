@@ -22,6 +22,20 @@ const FEWER_REPLICAS = new Set([10074, 10005, 10023]);
 
 const allowed = new WeakMap<NatsConnection, number>();
 
+/** How long a refusal for want of peers is waited out when the bus is known to have them. */
+export const PEERS_WAIT_MS = 60_000;
+
+export interface ReplicaOptions {
+  /**
+   * How many servers the bus is known to run (`mesh up --cluster N` started them): a refusal for
+   * want of peers at or below that count means a server's JetStream has not joined yet (a
+   * cluster elects its meta leader with a majority, before every server is in), so it is
+   * waited out for up to {@link PEERS_WAIT_MS} instead of taking fewer copies for good.
+   */
+  readonly peers?: number;
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Runs `create` with the most replicas the bus allows up to `wanted` (default MAX_REPLICAS),
  * stepping down on the bus's refusal; resolves to the count that was taken.
@@ -30,11 +44,13 @@ export async function withAllowedReplicas(
   bus: MeshBus,
   wanted: number | undefined,
   create: (replicas: number) => Promise<unknown>,
+  options: ReplicaOptions = {},
 ): Promise<number> {
   const most = Math.max(1, Math.floor(wanted ?? MAX_REPLICAS));
   const clustered =
     typeof (natsOf(bus).nc.info as { cluster?: unknown } | undefined)?.cluster === "string";
   let replicas = Math.min(most, clustered ? (allowed.get(natsOf(bus).nc) ?? most) : 1);
+  const waitUntil = Date.now() + PEERS_WAIT_MS;
   for (;;) {
     try {
       await create(replicas);
@@ -42,6 +58,11 @@ export async function withAllowedReplicas(
       return replicas;
     } catch (error) {
       if (replicas <= 1 || !fewerReplicas(error)) throw error;
+      const joining = replicas <= (options.peers ?? 0) && Date.now() < waitUntil;
+      if (joining && options.signal?.aborted !== true) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
       replicas -= 1;
     }
   }

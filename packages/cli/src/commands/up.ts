@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { Principal, checkNodeName, isName } from "@mesh/protocol";
-import { AuthMode, MeshBus, ensureLayout, stopOnSignals } from "@mesh/bus";
+import { AuthMode, MeshBus, ensureLayout, stopOnSignals, type LayoutOptions } from "@mesh/bus";
 import { clusterSize } from "../up/bus-shape.js";
 import { busChoiceOf, readState, startUpBus, type BusChoice, type UpBus } from "../up/up-bus.js";
 import { startMeshProcesses, stopHeld, type Held } from "../up/mesh-processes.js";
@@ -74,7 +74,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
       name: "mesh-up",
       signal: stopping.signal,
     });
-    const layout = await ensureLayout(held.bus, { signal: stopping.signal });
+    const layout = await ensureLayout(held.bus, layoutOptions(started, stopping.signal));
     log(layoutLine(layout));
 
     const hostCredential = join(paths.credentials, "host.json");
@@ -122,6 +122,15 @@ export async function up(options: UpOptions): Promise<ExitCode> {
     await stopHeld(held, log);
     await release();
   }
+}
+
+/**
+ * The layout's options: the servers mesh up started itself are all coming, so a copy refused for
+ * want of one (its JetStream not joined yet: a cluster elects with a majority) is waited for
+ * instead of taking fewer copies for good.
+ */
+function layoutOptions(started: UpBus, signal: AbortSignal): LayoutOptions {
+  return { signal, ...(started.local === undefined ? {} : { peers: started.urls.length }) };
 }
 
 function layoutLine(layout: Awaited<ReturnType<typeof ensureLayout>>): string {
