@@ -65,7 +65,12 @@ export {
   type UsersSink,
 } from "./server/reload-users.js";
 export { requestJoin, type JoinOptions } from "./join-client.js";
-export { readStream, type StreamEvent, type StreamReadOptions } from "./stream-reader.js";
+export {
+  readStream,
+  streamBounds,
+  type StreamEvent,
+  type StreamReadOptions,
+} from "./stream-reader.js";
 export { discoverTools, type DiscoverOptions, type DiscoveredTool } from "./tool-discovery.js";
 export {
   ALL,

@@ -207,18 +207,23 @@ export class KvBucket<T> {
     );
   }
 
-  /** Every kept revision of one key, oldest first; deletes appear as undefined values. */
+  /**
+   * Every kept revision of one key (or of the keys a pattern such as `*.<module>` matches), oldest
+   * first, with the key and when it was written; deletes appear as undefined values.
+   */
   async history(
     key: string,
     options: CallOptions = {},
-  ): Promise<Array<{ revision: number; value: T | undefined }>> {
+  ): Promise<Array<{ revision: number; value: T | undefined; key: string; at: Date }>> {
     const doing = `reading the history of ${this.name} key ${key}`;
     return withContext({ doing, key }, () =>
       abortable(
         (async () => {
-          const out: Array<{ revision: number; value: T | undefined }> = [];
+          const out: Array<{ revision: number; value: T | undefined; key: string; at: Date }> = [];
           for await (const entry of await this.#kv.history({ key })) {
             out.push({
+              key: entry.key,
+              at: entry.created,
               revision: entry.revision,
               value: entry.operation === "PUT" ? this.#decode(entry, doing) : undefined,
             });

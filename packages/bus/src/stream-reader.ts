@@ -9,7 +9,7 @@
  * no reader is granted, so the filter is required here.
  */
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
-import { DeliverPolicy } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
 import type { z } from "zod";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
@@ -27,6 +27,11 @@ export interface StreamReadOptions<T> {
    * arrives from now (the `current` marker comes at once).
    */
   readonly deliver?: "all" | "last-per-subject" | "new";
+  /**
+   * Begin at this stream sequence instead (what the stream keeps from there under the filter,
+   * then new ones): how a reader pages through a long stream, never reading all of it.
+   */
+  readonly startSeq?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -69,18 +74,22 @@ export async function* readStream<T>(
 ): AsyncGenerator<StreamEvent<T>> {
   const doing = `reading the stream ${stream} under ${options.filter}`;
   const deliver = options.deliver ?? "all";
+  const start = options.startSeq;
   const consumer = await withContext({ doing }, () =>
     abortable(
       natsOf(bus).js.consumers.getPushConsumer(stream, {
         filter_subjects: options.filter,
-        deliver_policy: DELIVER[deliver],
+        ...(start === undefined
+          ? { deliver_policy: DELIVER[deliver] }
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, start) }),
       }),
       options.signal,
       doing,
     ),
   );
   // The consumer's info comes from its create reply: how many messages stood when it began.
-  let standing = deliver === "new" ? 0 : (await consumer.info(true)).num_pending;
+  let standing =
+    deliver === "new" && start === undefined ? 0 : (await consumer.info(true)).num_pending;
   let messages: ConsumerMessages;
   try {
     messages = await consumer.consume();
@@ -152,4 +161,24 @@ function toEvent<T>(message: JsMsg, schema: z.ZodType<T>, doing: string): Stream
     };
   }
   return { type: "message", ...base, time: message.time, value: parsed.data };
+}
+
+/** The first and last sequence a stream holds (`first > last` when it is empty). */
+export async function streamBounds(
+  bus: MeshBus,
+  stream: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<{ readonly first: number; readonly last: number }> {
+  const doing = `reading the bounds of the stream ${stream}`;
+  return withContext({ doing }, () =>
+    abortable(
+      (async () => {
+        const jsm = await jetstreamManager(natsOf(bus).nc, { checkAPI: false });
+        const { state } = await jsm.streams.info(stream);
+        return { first: state.first_seq, last: state.last_seq };
+      })(),
+      options.signal,
+      doing,
+    ),
+  );
 }

@@ -52,7 +52,8 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.retries]: { key: "<node|all>.<module>", history: 1 },
   [Bucket.asks]: { key: "<id>", history: 1 },
   [Bucket.answers]: { key: "<id>", history: 1 },
-  [Bucket.wants]: { key: "<node>.<module>", history: 1 },
+  // A few revisions, so the view can show a cell's rule and reason over time.
+  [Bucket.wants]: { key: "<node>.<module>", history: 8 },
   [Bucket.compositions]: { key: "<node>", history: 1 },
   [Bucket.differences]: { key: "<node>.<module>", history: 1 },
   [Bucket.composed]: { key: "<node>", history: 1 },

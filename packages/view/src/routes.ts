@@ -22,6 +22,7 @@ import {
   type CallResult,
   type ToolEntry,
 } from "./browser/wire.js";
+import { history, logTail, logs, timeline } from "./console-routes.js";
 import type { FleetFeed } from "./fleet-feed.js";
 import type { FirstPaint } from "./first-paint.js";
 import { gridQuery } from "./fleet-view.js";
@@ -80,6 +81,20 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
     { method: "GET", path: "/api/grid", auth: "read", handler: (_q, s, u) => grid(c, s, u) },
     { method: "GET", path: "/api/build-log", auth: "read", handler: (_q, s, u) => log(c, s, u) },
     { method: "GET", path: "/api/tools", auth: "read", handler: (_q, s, u) => tools(c, s, u) },
+    { method: "GET", path: "/api/logs", auth: "read", handler: (_q, s, u) => logs(c, s, u) },
+    {
+      method: "GET",
+      path: "/api/log-tail",
+      auth: "read",
+      handler: (q, s, u) => logTail(c, q, s, u),
+    },
+    { method: "GET", path: "/api/history", auth: "read", handler: (_q, s, u) => history(c, s, u) },
+    {
+      method: "GET",
+      path: "/api/timeline",
+      auth: "read",
+      handler: (_q, s, u) => timeline(c, s, u),
+    },
     { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
     { method: "POST", path: "/api/call", auth: "act", handler: (q, s) => call(c, q, s) },
     ...[...c.files].map(([path, file]): Route => ({

@@ -8,18 +8,17 @@
  * never skips, so a CI machine without a browser cannot pass for one with it.
  */
 import assert from "node:assert/strict";
-import { access, mkdir, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { Bucket, askKey, nodeKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
+import { keepScreenshot, newTestPage, stepper } from "./browser-test-support.js";
 import { startView, type View } from "./start-view.js";
 import { ASK_ID, MODULES, NODES, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
 
-const CHROMIUM = process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium";
 const WAIT_MS = 10_000;
 
 const GREET_INPUT = {
@@ -35,21 +34,6 @@ const GREET_INPUT = {
   required: ["name"],
 };
 
-async function launch(): Promise<Browser> {
-  try {
-    await access(CHROMIUM);
-  } catch {
-    assert.fail(
-      `Chromium is missing at ${CHROMIUM}, so the view cannot be tested in a browser. ` +
-        `Install it (as root: apt-get install -y chromium, which scripts/setup.sh does), or set MESH_CHROMIUM to its path.`,
-    );
-  }
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-  });
-}
-
 describe("the view in Chromium", () => {
   let mesh: TestMesh;
   let view: View;
@@ -58,20 +42,7 @@ describe("the view in Chromium", () => {
   let page: Page;
   const pageErrors: string[] = [];
 
-  /** Runs a step; when it fails, saves what the page looked like and says where. */
-  async function step(name: string, run: () => Promise<void>): Promise<void> {
-    try {
-      await run();
-    } catch (error) {
-      const dir = await mkdtemp(join(tmpdir(), "mesh-view-failure-"));
-      const path = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-")}.png`);
-      await page.screenshot({ path, fullPage: true }).catch(() => undefined);
-      process.stderr.write(`the view test failed at "${name}"; the page is saved at ${path}\n`);
-      if (pageErrors.length > 0)
-        process.stderr.write(`errors on the page:\n${pageErrors.join("\n")}\n`);
-      throw error;
-    }
-  }
+  const step = stepper(() => page, pageErrors);
 
   before(async () => {
     mesh = await startTestMesh();
@@ -106,10 +77,7 @@ describe("the view in Chromium", () => {
 
   it("shows the mesh, follows it live, answers an ask, calls a tool and opens a build log", async () => {
     // In the test, not in before(): a machine without Chromium fails this test, by name.
-    browser = await launch();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.setDefaultTimeout(WAIT_MS);
+    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
 
     const t: Steps = { page, mesh, view };
     await step("open", () => openPage(t));
@@ -147,6 +115,7 @@ async function healthyGrid(t: Steps): Promise<void> {
   assert.equal(await t.page.locator('td.cell[data-health="healthy"]').count(), expected.length);
   assert.match(await t.page.locator("#nodes").innerText(), /present/);
   assert.match(await t.page.locator("#conditions").innerText(), /set back/);
+  await keepScreenshot(t.page, "grid-healthy");
   const shots = process.env["MESH_VIEW_SCREENSHOTS"];
   if (shots !== undefined) {
     await mkdir(shots, { recursive: true });

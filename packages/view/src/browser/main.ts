@@ -16,6 +16,8 @@ import { renderConditions } from "./sections/conditions.js";
 import { renderDetail } from "./sections/detail.js";
 import { renderDifferences } from "./sections/differences.js";
 import { initGridControls, renderGrid } from "./sections/grid.js";
+import { renderHistory } from "./sections/history.js";
+import { renderLogs } from "./sections/logs.js";
 import { renderNodes } from "./sections/nodes.js";
 import { renderSummary } from "./sections/summary.js";
 import { renderTools } from "./sections/tools.js";
@@ -31,6 +33,8 @@ setRenderers({
   conditions: renderConditions,
   builds: renderBuilds,
   tools: renderTools,
+  logs: renderLogs,
+  history: renderHistory,
 });
 byId("tools-refresh").addEventListener("click", () => void loadTools());
 initGridControls();

@@ -50,7 +50,9 @@ export type Section =
   | "differences"
   | "conditions"
   | "builds"
-  | "tools";
+  | "tools"
+  | "logs"
+  | "history";
 
 export const ALL_SECTIONS: readonly Section[] = [
   "summary",
@@ -62,6 +64,8 @@ export const ALL_SECTIONS: readonly Section[] = [
   "conditions",
   "builds",
   "tools",
+  "logs",
+  "history",
 ];
 
 /**

@@ -228,3 +228,70 @@ export interface GridPage {
   /** By `<node>.<module>`; a pair with nothing wanted or reported is absent. */
   readonly cells: Readonly<Record<string, GridCell>>;
 }
+
+/** One line of a module's output (`mesh-logs`), with where it was written and its sequence. */
+export interface LogEntry {
+  readonly seq: number;
+  readonly node: string;
+  readonly module: string;
+  readonly process: string;
+  readonly stream: "stdout" | "stderr";
+  readonly line: string;
+  readonly at: string;
+}
+
+/**
+ * `GET /api/logs?module=&node=&before=&count=`: a page of lines, oldest first. `before` asks for
+ * the page before it; the tail (`GET /api/log-tail?module=&node=&after=`, events named `line`)
+ * follows from `last`.
+ */
+export interface LogPage {
+  readonly lines: readonly LogEntry[];
+  /** Where the page before this one ends (exclusive). */
+  readonly before: number;
+  /** Whether older lines may be kept. */
+  readonly more: boolean;
+  /** The stream's last sequence when the page was read: the tail follows after it. */
+  readonly last: number;
+}
+
+/** The log tail's event name. */
+export const LOG_LINE_EVENT = "line";
+
+/** One kept revision of a cell's have or want, with when it was written. */
+export interface Revision<T> {
+  readonly revision: number;
+  readonly at: string;
+  /** Absent for a delete. */
+  readonly value?: T;
+}
+
+/** `GET /api/history?module=&node=`: what one cell ran and was wanted, over time. */
+export interface CellHistory {
+  readonly node: string;
+  readonly module: string;
+  readonly have: ReadonlyArray<Revision<Have>>;
+  readonly wants: ReadonlyArray<Revision<Want>>;
+  /** The module's conditions on the node as the stream keeps them (the last word of each). */
+  readonly conditions: ReadonlyArray<{
+    readonly name: string;
+    readonly level: string;
+    readonly message: string;
+    readonly at: string;
+    readonly resolved: boolean;
+  }>;
+}
+
+/** `GET /api/timeline?module=`: when each node took each build of a module. */
+export interface ModuleTimeline {
+  readonly module: string;
+  readonly nodes: ReadonlyArray<{
+    readonly node: string;
+    readonly builds: ReadonlyArray<{ readonly build: string; readonly at: string }>;
+  }>;
+  /** How many nodes the timeline leaves out (it shows at most TIMELINE_MAX_NODES). */
+  readonly leftOut: number;
+}
+
+/** The most nodes a module's timeline shows. */
+export const TIMELINE_MAX_NODES = 200;

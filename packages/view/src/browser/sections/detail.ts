@@ -4,6 +4,8 @@ import { byId, fill, h, type Child } from "../dom.js";
 import { age, reasonList } from "../format.js";
 import { model, toggleSelected } from "../model.js";
 import { table } from "../table.js";
+import { openHistory } from "./history.js";
+import { openLogs } from "./logs.js";
 import type { CellVerdict } from "../wire.js";
 
 type Pair = readonly [label: string, value: Child];
@@ -34,6 +36,13 @@ export function renderDetail(): void {
     verdict === undefined ? null : verdictLine(verdict),
     h(
       "div",
+      { class: "detail-actions" },
+      button("logs here", "logs-node", () => void openLogs(selected.module, selected.node)),
+      button("logs on every node", "logs-all", () => void openLogs(selected.module, undefined)),
+      button("history", "history", () => void openHistory(selected.module, selected.node)),
+    ),
+    h(
+      "div",
       { class: "detail-cols" },
       pairs("want", want === undefined ? [["—", "not wanted here"]] : wantPairs(want)),
       pairs("have", have === undefined ? [["—", "not running here"]] : havePairs(have)),
@@ -46,6 +55,9 @@ export function renderDetail(): void {
     ),
   );
 }
+
+const button = (label: string, name: string, onclick: () => void): HTMLElement =>
+  h("button", { class: "btn btn-small", type: "button", "data-open": name, onclick }, label);
 
 const pairs = (caption: string, rows: readonly Pair[]): HTMLElement =>
   table<Pair>({

@@ -1,0 +1,71 @@
+/**
+ * What the view's browser tests share: Chromium launched headless (failing, never skipping,
+ * without it), steps that save the page when they fail, and the screenshots of each view kept
+ * under `test-results/view/` (gitignored) by every run.
+ */
+import assert from "node:assert/strict";
+import { access, mkdir, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+
+const CHROMIUM = process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium";
+
+/** The repository's `test-results/view/` (from `packages/view/dist/`). */
+export const SCREENSHOTS = fileURLToPath(new URL("../../../test-results/view/", import.meta.url));
+
+export async function launch(): Promise<Browser> {
+  try {
+    await access(CHROMIUM);
+  } catch {
+    assert.fail(
+      `Chromium is missing at ${CHROMIUM}, so the view cannot be tested in a browser. ` +
+        `Install it (as root: apt-get install -y chromium, which scripts/setup.sh does), or set MESH_CHROMIUM to its path.`,
+    );
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
+
+/** A page of a new Chromium, its errors collected, waiting at most `waitMs` for anything. */
+export async function newTestPage(
+  pageErrors: string[],
+  waitMs: number,
+): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launch();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.setDefaultTimeout(waitMs);
+  return { browser, page };
+}
+
+/** Saves the page as `test-results/view/<name>.png`. */
+export async function keepScreenshot(page: Page, name: string): Promise<void> {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Runs steps; when one fails, saves what the page looked like and says where. */
+export function stepper(
+  page: () => Page,
+  pageErrors: readonly string[],
+): (name: string, run: () => Promise<void>) => Promise<void> {
+  return async (name, run) => {
+    try {
+      await run();
+    } catch (error) {
+      const dir = await mkdtemp(join(tmpdir(), "mesh-view-failure-"));
+      const path = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-")}.png`);
+      await page()
+        .screenshot({ path, fullPage: true })
+        .catch(() => undefined);
+      process.stderr.write(`the view test failed at "${name}"; the page is saved at ${path}\n`);
+      if (pageErrors.length > 0)
+        process.stderr.write(`errors on the page:\n${pageErrors.join("\n")}\n`);
+      throw error;
+    }
+  };
+}
