@@ -59,7 +59,7 @@ export async function readMarks(bus: MeshBus, module: string, node?: string): Pr
   for (const key of keys) {
     const { node: n } = parseNodeModuleKey(key);
     const history = (await have.history(key)).filter(
-      (h): h is { revision: number; value: Have } => h.value !== undefined,
+      (h): h is typeof h & { value: Have } => h.value !== undefined,
     );
     for (const h of history) revision = Math.max(revision, h.revision);
     const own = (await retries.get(key))?.value.haveRevision ?? 0;
