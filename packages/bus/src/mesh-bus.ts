@@ -18,7 +18,7 @@ import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protoc
 import { abortable, toMeshError } from "./bus-errors.js";
 import { Backoff } from "./kit/backoff.js";
 import { credentialInbox, readCredential } from "./credential-file.js";
-import { nodeKeyPair, type SigningKeyPair } from "./server/nkey-codec.js";
+import { BusLogin } from "./bus-login.js";
 
 export interface ConnectOptions {
   /** The connection's name as the server shows it; defaults to `<node>.<module>`. */
@@ -33,6 +33,11 @@ export interface ConnectOptions {
    */
   readonly say?: (line: string) => void;
   readonly signal?: AbortSignal;
+  /**
+   * A credential file to log in with as it changes: read again at a login when it changed (a
+   * renewed credential the host wrote over it; decision 0150). `connectWithFile` follows its file.
+   */
+  readonly follow?: string;
 }
 
 export interface SubscribeOptions {
@@ -80,16 +85,30 @@ export function natsOf(bus: MeshBus): NatsHandles {
 }
 
 export class MeshBus implements AsyncDisposable {
-  readonly credential: Credential;
+  readonly #login: BusLogin;
   readonly #nc: NatsConnection;
   #closed = false;
 
-  private constructor(credential: Credential, nc: NatsConnection, say: (line: string) => void) {
-    this.credential = credential;
+  private constructor(login: BusLogin, nc: NatsConnection, say: (line: string) => void) {
+    this.#login = login;
     this.#nc = nc;
     const js = jetstream(nc, { checkAPI: false });
     handles.set(this, { nc, js, kvm: new Kvm(js) });
     void this.#sayTrouble(say);
+  }
+
+  /** The credential this connection logs in with (the latest renewed one). */
+  get credential(): Credential {
+    return this.#login.held;
+  }
+
+  /**
+   * Logs in with `credential` from the next login on (the same principal, renewed): the server
+   * closes the connection when the JWT it logged in with expires, and the client logs in again
+   * at once with this one. Nothing reconnects before then.
+   */
+  renewCredential(credential: Credential): void {
+    this.#login.renew(credential);
   }
 
   /**
@@ -123,9 +142,10 @@ export class MeshBus implements AsyncDisposable {
     const doing = `connecting to the bus at ${credential.servers.join(", ")} as ${credential.node}.${credential.module}`;
     const say = options.say ?? ((line: string) => process.stderr.write(`mesh-bus: ${line}\n`));
     const backoff = new Backoff({ initialMs: RETRY_FIRST_MS, maxMs: RETRY_MAX_MS });
+    const login = new BusLogin(credential, options.follow);
     for (;;) {
       try {
-        return new MeshBus(credential, await connectOnce(credential, options, doing), say);
+        return new MeshBus(login, await connectOnce(login, options, doing), say);
       } catch (error) {
         if (options.waitForBus !== true || !isRetryable(error)) throw error;
         // A refused login is retried too while waiting: a bus that has just started may know
@@ -140,7 +160,7 @@ export class MeshBus implements AsyncDisposable {
 
   /** Reads a credential file and connects with it. */
   static async connectWithFile(path: string, options: ConnectOptions = {}): Promise<MeshBus> {
-    return MeshBus.connect(await readCredential(path), options);
+    return MeshBus.connect(await readCredential(path), { follow: path, ...options });
   }
 
   /**
@@ -266,36 +286,25 @@ const UNTRUSTED_CERTIFICATE = new Set([
 
 /**
  * How a credential logs in: a signed user JWT and its nkey seed (accounts mode, decision 0080),
- * or the user and password of the server's users list.
+ * as the login holds it at each login, or the user and password of the server's users list.
  */
 function authOf(
-  credential: Credential,
+  login: BusLogin,
 ): { authenticator: Authenticator } | { user: string; pass: string } {
-  const { jwt, seed } = credential;
-  if (jwt !== undefined && seed !== undefined) {
-    // The nonce is signed with Node's Ed25519: the client library's own (pure JavaScript) took
-    // ~45 ms of every CLI verb's start to derive the key on a loaded machine; this takes ~1 ms.
-    let keys: SigningKeyPair | undefined;
-    return {
-      authenticator: (nonce?: string) => {
-        keys ??= nodeKeyPair(seed);
-        const sig =
-          nonce === undefined || nonce === ""
-            ? ""
-            : Buffer.from(keys.sign(new TextEncoder().encode(nonce))).toString("base64");
-        return { jwt, nkey: keys.getPublicKey(), sig };
-      },
-    };
+  const credential = login.held;
+  if (credential.jwt !== undefined && credential.seed !== undefined) {
+    return { authenticator: login.authenticator() };
   }
   return { user: credential.user, pass: credential.password ?? "" };
 }
 
 /** One connection attempt, without the client's own retries, mapped to a MeshError. */
 async function connectOnce(
-  credential: Credential,
+  login: BusLogin,
   options: ConnectOptions,
   doing: string,
 ): Promise<NatsConnection> {
+  const credential = login.credential;
   let pinMismatch: string | undefined;
   const tls =
     credential.fingerprint === undefined
@@ -315,7 +324,7 @@ async function connectOnce(
   const inbox = credentialInbox(credential);
   const connecting = connect({
     servers: credential.servers,
-    ...authOf(credential),
+    ...authOf(login),
     name: options.name ?? `${credential.node}.${credential.module}`,
     ...(inbox === undefined ? {} : { inboxPrefix: inbox }),
     reconnect: true,

@@ -18,7 +18,13 @@ const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.stri
  * second are revoked, not the key.
  */
 const Superseded = z
-  .object({ key: z.string().min(1), due: z.number().int(), before: z.number().int().optional() })
+  .object({
+    key: z.string().min(1),
+    due: z.number().int(),
+    before: z.number().int().optional(),
+    /** When the key's last JWT expires (unix s): its revocation is pruned after; absent, never. */
+    expires: z.number().int().optional(),
+  })
   .strict();
 export type Superseded = z.infer<typeof Superseded>;
 
@@ -38,7 +44,10 @@ const IssuedUserFields = z
     /** When the JWT was signed (unix s); written by controllers that re-signed the same key. */
     issuedAt: z.number().int().optional(),
     permissions: Permissions,
-    /** Join users only: when the token stops working. */
+    /**
+     * When the JWT stops working: a join user's with its token; a host's, runtime's or module's
+     * a lifetime after it was signed, signed again before (credential-lifetime.ts).
+     */
     expiresAt: z.string().optional(),
     /**
      * Accounts mode: the keys this user held before, each revoked once its grace is over; kept

@@ -27,7 +27,8 @@ import {
   type ServerUser,
   type UsersSink,
 } from "@mesh/bus";
-import { signUser, signedCredential } from "./signed-users.js";
+import { credentialOf, renewUser, signUser } from "./signed-users.js";
+import { expiryFor, expirySeconds, isRenewed, renewAt } from "./credential-lifetime.js";
 import {
   BROKER_USERS_FILE,
   IssuedUsers,
@@ -42,6 +43,7 @@ import {
   Urgency,
   mergeRevocation,
   revocationEntries,
+  supersededRevocation,
   type RevocationPusher,
   type StagedRevocation,
 } from "./revocation-pusher.js";
@@ -89,6 +91,11 @@ export interface BrokerOptions {
    * ({@link SUPERSEDED_GRACE_MS} by default).
    */
   readonly supersededGraceMs?: number;
+  /**
+   * Accounts mode: how long a host's, runtime's or module's JWT lives; it is signed again with a
+   * third of it left (credential-lifetime.ts). Absent: those JWTs never expire.
+   */
+  readonly credentialLifetimeMs?: number;
   /**
    * Accounts mode: pushes the revocations beside the commit instead of in it (the controller's):
    * a commit then only keeps the file and the grants; new users need no update. Without it, a
@@ -207,18 +214,32 @@ export class Broker {
    */
   async #ensureSigned(p: DesiredPrincipal, accounts: AccountAuthority): Promise<boolean> {
     const kept = this.#users.get(p.user);
+    const lifetime = this.#options.credentialLifetimeMs;
+    const expires = lifetime !== undefined && isRenewed(p.kind);
     if (
       kept !== undefined &&
       sameHolder(kept, p) &&
       kept.jwt !== undefined &&
-      JSON.stringify(kept.permissions) === JSON.stringify(p.permissions)
+      JSON.stringify(kept.permissions) === JSON.stringify(p.permissions) &&
+      // A key whose JWT never expires gets a new key once lifetimes are on: its revocation is
+      // then kept for good once, and every later one can be pruned.
+      (!expires || kept.expiresAt !== undefined)
     )
       return false;
-    const signed = await signUser(accounts, this.#options.vault, p);
+    const expiresAt = expires ? expiryFor(this.#now(), lifetime) : p.expiresAt;
+    const signed = await signUser(accounts, this.#options.vault, {
+      ...p,
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+    });
     const supersedes = (kept?.supersedes ?? []).filter((s) => s.key !== kept?.publicKey);
     if (kept?.publicKey !== undefined) {
       const grace = this.#options.supersededGraceMs ?? SUPERSEDED_GRACE_MS;
-      const s: Superseded = { key: kept.publicKey, due: this.#now().getTime() + grace };
+      const lapses = expirySeconds(kept);
+      const s: Superseded = {
+        key: kept.publicKey,
+        due: this.#now().getTime() + grace,
+        ...(lapses === undefined ? {} : { expires: lapses }),
+      };
       this.#superseded.set(s.key, { ...s, user: p.user });
       supersedes.push(s);
     }
@@ -237,9 +258,8 @@ export class Broker {
     if (kept === undefined) return false;
     const at = Math.floor(this.#now().getTime() / 1000);
     if (kept.publicKey !== undefined) {
-      // A join user's JWT expires with its token: its revocation is pruned once past that.
-      const expiresAt =
-        kept.expiresAt === undefined ? undefined : Math.ceil(Date.parse(kept.expiresAt) / 1000);
+      // A JWT with an expiry (a join user's, a renewed one's): pruned once past the last.
+      const expiresAt = expirySeconds(kept);
       this.#stageRevocation(
         kept.publicKey,
         { at, ...(expiresAt === undefined ? {} : { expiresAt }) },
@@ -247,7 +267,7 @@ export class Broker {
       );
     }
     for (const s of kept.supersedes ?? []) {
-      this.#stageRevocation(s.key, { at: s.before ?? at });
+      this.#stageRevocation(s.key, supersededRevocation(s, at));
       this.#superseded.delete(s.key);
     }
     this.#users.delete(user);
@@ -271,43 +291,7 @@ export class Broker {
 
   /** The credential file's content for an issued user. */
   credential(user: string): Credential {
-    const u = this.#users.get(user);
-    if (u === undefined) {
-      throw new MeshError(
-        ErrorCode.NOT_FOUND,
-        `no bus user ${JSON.stringify(user)} is issued; it is made when the node's composition needs it`,
-        { key: user },
-      );
-    }
-    const { fingerprint, ca, servers, shared } = this.#options;
-    const where = {
-      servers,
-      ...(fingerprint === undefined ? {} : { fingerprint }),
-      ...(ca === undefined ? {} : { ca }),
-    };
-    if (shared !== undefined) {
-      // A bus the mesh does not own: its one login, under this principal's name and inbox.
-      return { ...where, servers: [...servers], ...shared, node: u.node, module: u.module };
-    }
-    if (u.seed !== undefined && u.jwt !== undefined) {
-      return signedCredential(u, this.#options.vault, where);
-    }
-    if (u.password === undefined) {
-      throw new MeshError(
-        ErrorCode.CREDENTIAL_INVALID,
-        `the bus user ${JSON.stringify(user)} was issued for the mesh's accounts, and this bus runs a users list; restart the controller to issue it again`,
-        { key: user },
-      );
-    }
-    return {
-      servers: [...servers],
-      user: u.user,
-      password: this.#options.vault.open(u.password, u.user).toString("utf8"),
-      node: u.node,
-      module: u.module,
-      ...(fingerprint === undefined ? {} : { fingerprint }),
-      ...(ca === undefined ? {} : { ca }),
-    };
+    return credentialOf(this.#users.get(user), user, this.#options);
   }
 
   /** The full users list for the bus: the static users, then the issued ones by name. */
@@ -345,11 +329,42 @@ export class Broker {
     return this.#dirty || this.#dueSuperseded().length > 0;
   }
 
-  /** When the next superseded JWT is due to be revoked (epoch ms), if one waits. */
+  /**
+   * When the next superseded JWT is due to be revoked, or the next JWT to be renewed (epoch
+   * ms), if one waits.
+   */
   nextDueAt(): number | undefined {
     let next: number | undefined;
     for (const { due } of this.#superseded.values()) next = Math.min(next ?? due, due);
+    const lifetime = this.#options.credentialLifetimeMs;
+    if (lifetime === undefined) return next;
+    for (const u of this.#users.values()) {
+      const at = renewAt(u, lifetime);
+      if (at !== undefined) next = Math.min(next ?? at, at);
+    }
     return next;
+  }
+
+  /**
+   * Accounts mode: signs again, with the same key and grant and a new expiry, every JWT whose
+   * renewal is due; returns the nodes whose credentials were renewed (to be composed again, so
+   * their holders get them). Nothing is revoked: the old JWT lapses by itself.
+   */
+  async renewDue(): Promise<string[]> {
+    const lifetime = this.#options.credentialLifetimeMs;
+    const accounts = this.#options.accounts;
+    if (lifetime === undefined || accounts === undefined) return [];
+    const now = this.#now();
+    const nodes = new Set<string>();
+    for (const u of [...this.#users.values()]) {
+      const at = renewAt(u, lifetime);
+      if (at === undefined || at > now.getTime()) continue;
+      this.#users.set(u.user, await renewUser(accounts, u, expiryFor(now, lifetime)));
+      this.#unsaved.add(u.user);
+      this.#dirty = true;
+      nodes.add(u.node);
+    }
+    return [...nodes].sort();
   }
 
   /** The revocation of the superseded `key` is staged: its user no longer carries it. */
@@ -411,7 +426,8 @@ export class Broker {
     const nowS = Math.floor(this.#now().getTime() / 1000);
     for (const key of this.#dueSuperseded()) {
       // The whole key: no JWT of it is signed again (`before`: a file that re-signed the key).
-      this.#stageRevocation(key, { at: this.#superseded.get(key)?.before ?? nowS });
+      const s = this.#superseded.get(key);
+      this.#stageRevocation(key, s === undefined ? { at: nowS } : supersededRevocation(s, nowS));
       this.#settleSuperseded(key);
       this.#dirty = true;
     }

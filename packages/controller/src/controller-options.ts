@@ -29,6 +29,11 @@ export interface ControllerOptions {
    */
   readonly joinRevocationsEveryMs?: number;
   /**
+   * Accounts mode: how long a host's, runtime's or module's JWT lives before it expires; the
+   * controller signs it again with a third left and delivers it (decision 0150). Absent: never.
+   */
+  readonly credentialLifetimeMs?: number;
+  /**
    * A bus the mesh does not own (`mesh up --bus`), with the one login its operator gave: there is
    * no users list to write, and every credential issued is that login (the controller's own)
    * under its principal's name and inbox. The bus then holds the mesh's processes to what that

@@ -6,23 +6,21 @@
  * the operator's asks for join tokens and secrets.
  *
  * One pass at a time: the fleet feed (fleet-feed.ts, a bucket mirror) marks nodes dirty in the
- * Fleet index and wakes the loop; a pass
- * takes the dirty nodes, stages their users, reloads the bus once for all of them, then writes
- * their compositions. A refusal writes nothing for that node (what it runs stays) and says a
+ * Fleet index and wakes the loop; a pass takes the dirty nodes, stages their users, reloads the
+ * bus once for all of them, then writes their compositions. A refusal writes nothing for that node (what it runs stays) and says a
  * condition. Handlers that change users (joins, tokens: endpoints.ts) take the same lock, so the
  * users list is never written by two at once.
  */
 import { join } from "node:path";
-import type { SealedSecret } from "@mesh/protocol";
 import {
   Bucket,
   MESH_VERSION,
   Principal,
   joinUser,
-  secretKey,
   stateBucket,
   type Composed,
   type Resource,
+  type SealedSecret,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
 import {
@@ -37,7 +35,8 @@ import {
   type SayCondition,
   type Served,
 } from "@mesh/bus";
-import { Broker, hostPrincipal, principalUser, sharedLoginOf } from "./broker.js";
+import { Broker, hostPrincipal, sharedLoginOf } from "./broker.js";
+import { holderOf, needContent, type NeedSources } from "./need-content.js";
 import { revocationPusher, type RevocationPusher } from "./revocation-pusher.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
@@ -121,7 +120,13 @@ export class Controller implements AsyncDisposable {
             ...(options.sink === undefined ? {} : { sink: options.sink }),
             ...(options.staticUsers === undefined ? {} : { staticUsers: options.staticUsers }),
           }
-        : { accounts: options.accounts, ...(pusher === undefined ? {} : { pusher }) }),
+        : {
+            accounts: options.accounts,
+            ...(pusher === undefined ? {} : { pusher }),
+            ...(options.credentialLifetimeMs === undefined
+              ? {}
+              : { credentialLifetimeMs: options.credentialLifetimeMs }),
+          }),
       servers: options.servers ?? credential.servers,
       ...(options.sharedLogin === true ? { shared: sharedLoginOf(credential) } : {}),
       ...(credential.fingerprint === undefined ? {} : { fingerprint: credential.fingerprint }),
@@ -252,7 +257,7 @@ export class Controller implements AsyncDisposable {
       this.#woken = false;
       return;
     }
-    // A superseded credential due to be revoked wakes a pass too (accounts mode).
+    // A superseded credential due to be revoked, or one due to be renewed, wakes a pass too.
     const due = this.broker.nextDueAt();
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
@@ -273,6 +278,8 @@ export class Controller implements AsyncDisposable {
   // --- passes --------------------------------------------------------------------------------
 
   async #pass(signal: AbortSignal): Promise<void> {
+    // Renewed credentials reach their holders in their nodes' compositions.
+    for (const node of await this.broker.renewDue()) this.fleet.touch(node);
     const nodes = this.fleet.takeDirty();
     const now = this.#now();
     // Join users of spent tokens go with this pass's reload.
@@ -379,20 +386,16 @@ export class Controller implements AsyncDisposable {
         continue;
       }
       needs.add(r.id);
-      const plaintext = this.#needContent(node, r.kind, r.module, r.name);
-      resources.push(
-        plaintext === undefined
-          ? r
-          : {
-              ...r,
-              sealed: await this.#seals.sealFor({
-                node,
-                needId: r.id,
-                publicKey: presence.publicKey,
-                plaintext,
-              }),
-            },
-      );
+      const plaintext = needContent(this.#needs(), node, r);
+      if (plaintext === undefined) {
+        resources.push(r);
+        continue;
+      }
+      const { publicKey } = presence;
+      const sealed = await this.#seals.sealFor({ node, needId: r.id, publicKey, plaintext });
+      // The key a credential logs in with: a renewal keeps it, so its process is not restarted.
+      const holder = holderOf(this.broker, node, r);
+      resources.push({ ...r, sealed, ...(holder === undefined ? {} : { holder }) });
     }
     this.#seals.retain(node, needs);
     const fingerprint = fingerprintOf({ resources, modules: plan.modules });
@@ -412,30 +415,6 @@ export class Controller implements AsyncDisposable {
     this.#written.set(node, fingerprint);
     this.composedWrites += 1;
     return true;
-  }
-
-  /** What a need's file holds: the module's credential, or the secret from the vault. */
-  #needContent(
-    node: string,
-    kind: "credential" | "secret",
-    module: string,
-    name: string,
-  ): string | undefined {
-    if (kind === "credential") {
-      const user = principalUser(node, module);
-      return this.broker.get(user) === undefined
-        ? undefined
-        : `${JSON.stringify(this.broker.credential(user))}\n`;
-    }
-    const key = secretKey(module, name);
-    const sealed = this.#secrets.get(key);
-    if (sealed === undefined) return undefined;
-    try {
-      return this.#vault.open(sealed, key).toString("utf8");
-    } catch (error) {
-      this.#options.log?.(`controller: ${(error as Error).message}`);
-      return undefined;
-    }
   }
 
   async #sayRefused(node: string, refusals: readonly NodeRefusal[], signal: AbortSignal) {
@@ -476,6 +455,16 @@ export class Controller implements AsyncDisposable {
 
   #now(): Date {
     return this.#options.now?.() ?? new Date();
+  }
+
+  #needs(): NeedSources {
+    const log = this.#options.log;
+    return {
+      broker: this.broker,
+      secrets: this.#secrets,
+      vault: this.#vault,
+      ...(log ? { log } : {}),
+    };
   }
 
   /** What the endpoints (endpoints.ts) may use of the controller. */

@@ -38,6 +38,8 @@ export interface DaemonOptions {
    * their own (60 s by default; revocation-pusher.ts).
    */
   readonly joinRevocationsEveryMs?: number;
+  /** Accounts mode: how long a host's, runtime's or module's JWT lives (decision 0150). */
+  readonly credentialLifetimeMs?: number;
   /** How long a stop may take before the process gives up on a clean one; default 10 s. */
   readonly graceMs?: number;
   readonly log?: (line: string) => void;
@@ -107,6 +109,9 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
               ...(options.joinRevocationsEveryMs === undefined
                 ? {}
                 : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
+              ...(options.credentialLifetimeMs === undefined
+                ? {}
+                : { credentialLifetimeMs: options.credentialLifetimeMs }),
             }
           : {
               sink: serverFolderSink(paths.bus),

@@ -47,6 +47,15 @@ export function mergeRevocation(
   return expiresAt === undefined ? { at } : { at, expiresAt };
 }
 
+/** The revocation of a superseded key: whole (or up to `before`), pruned after its expiry. */
+export function supersededRevocation(
+  s: { readonly before?: number | undefined; readonly expires?: number | undefined },
+  nowS: number,
+): StagedRevocation {
+  const at = s.before ?? nowS;
+  return s.expires === undefined ? { at } : { at, expiresAt: s.expires };
+}
+
 /** Staged revocations as the account authority takes them: seconds, and expiries by key. */
 export function revocationEntries(
   staged: ReadonlyMap<string, StagedRevocation>,

@@ -8,7 +8,7 @@
  */
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
 import { newUserKey, type AccountAuthority } from "@mesh/bus";
-import type { DesiredPrincipal, IssuedUser } from "./broker.js";
+import type { DesiredPrincipal, IssuedUser, SharedLogin } from "./broker.js";
 import type { Vault } from "./vault.js";
 
 /** Signs `p` with a new key: nothing waits, and no other JWT ever carries this key. */
@@ -37,27 +37,70 @@ export async function signUser(
   };
 }
 
-/** The credential of a signed user: its JWT and its seed, opened from the vault. */
-export function signedCredential(
+/**
+ * Signs `u`'s key again with its grant and a later expiry: a renewal (credential-lifetime.ts).
+ * The key stays, so nothing is revoked and its holder needs no restart, only the new JWT.
+ */
+export async function renewUser(
+  accounts: AccountAuthority,
   u: IssuedUser,
-  vault: Vault,
-  where: {
-    readonly servers: readonly string[];
-    readonly fingerprint?: string;
-    readonly ca?: string;
-  },
-): Credential {
-  if (u.seed === undefined || u.jwt === undefined) {
+  expiresAt: string,
+): Promise<IssuedUser> {
+  if (u.publicKey === undefined || u.jwt === undefined) {
     throw new MeshError(ErrorCode.INTERNAL, `${u.user} is not a signed user`);
   }
-  return {
-    servers: [...where.servers],
-    user: u.user,
-    jwt: u.jwt,
-    seed: vault.open(u.seed, u.user).toString("utf8"),
-    node: u.node,
-    module: u.module,
-    ...(where.fingerprint === undefined ? {} : { fingerprint: where.fingerprint }),
-    ...(where.ca === undefined ? {} : { ca: where.ca }),
+  const jwt = await accounts.issue({
+    name: u.user,
+    publicKey: u.publicKey,
+    permissions: u.permissions,
+    expiresAt,
+  });
+  return { ...u, jwt, expiresAt };
+}
+
+/** Where an issued credential points, and the one login of a bus the mesh does not own. */
+export interface CredentialWhere {
+  readonly vault: Vault;
+  readonly servers: readonly string[];
+  readonly fingerprint?: string;
+  readonly ca?: string;
+  readonly shared?: SharedLogin;
+}
+
+/**
+ * The credential file's content for the issued user `u` (named `user`): its JWT and seed, opened
+ * from the vault; its password in users-list mode; the shared login on a bus the mesh does not
+ * own, under the principal's name and inbox.
+ */
+export function credentialOf(
+  u: IssuedUser | undefined,
+  user: string,
+  options: CredentialWhere,
+): Credential {
+  if (u === undefined) {
+    throw new MeshError(
+      ErrorCode.NOT_FOUND,
+      `no bus user ${JSON.stringify(user)} is issued; it is made when the node's composition needs it`,
+      { key: user },
+    );
+  }
+  const { fingerprint, ca, servers, shared, vault } = options;
+  const where = {
+    servers: [...servers],
+    ...(fingerprint === undefined ? {} : { fingerprint }),
+    ...(ca === undefined ? {} : { ca }),
   };
+  if (shared !== undefined) return { ...where, ...shared, node: u.node, module: u.module };
+  const who = { user: u.user, node: u.node, module: u.module };
+  if (u.seed !== undefined && u.jwt !== undefined) {
+    return { ...where, ...who, jwt: u.jwt, seed: vault.open(u.seed, u.user).toString("utf8") };
+  }
+  if (u.password === undefined) {
+    throw new MeshError(
+      ErrorCode.CREDENTIAL_INVALID,
+      `the bus user ${JSON.stringify(user)} was issued for the mesh's accounts, and this bus runs a users list; restart the controller to issue it again`,
+      { key: user },
+    );
+  }
+  return { ...where, ...who, password: vault.open(u.password, u.user).toString("utf8") };
 }

@@ -136,6 +136,30 @@ describe("planOf", () => {
     assert.deepEqual(plan.start, ["a.process-p"]);
   });
 
+  test("a renewed credential (its key the same) is written again and restarts nothing; a new key restarts", () => {
+    const keyed = (sealed: string, holder: string): NeedResource => ({
+      ...need("a", sealed),
+      holder,
+    });
+    const before = [keyed("s1", "UKEY1"), proc("a", "p", D1, ["a.need-broker"])];
+    const renewed = [keyed("s2", "UKEY1"), proc("a", "p", D1, ["a.need-broker"])];
+    const plan = planOf(
+      desiredOf(renewed, () => ({})),
+      appliedAfter(before),
+    );
+    assert.deepEqual(
+      plan.writeNeeds.map((n) => n.id),
+      ["a.need-broker"],
+    );
+    assert.deepEqual([plan.stop, plan.start], [[], []]);
+    const moved = [keyed("s3", "UKEY2"), proc("a", "p", D1, ["a.need-broker"])];
+    const regranted = planOf(
+      desiredOf(moved, () => ({})),
+      appliedAfter(before),
+    );
+    assert.deepEqual([regranted.stop, regranted.start], [["a.process-p"], ["a.process-p"]]);
+  });
+
   test("a config value restarts the processes that restart on config only", () => {
     const resources = [proc("a", "p", D1, ["config"]), proc("a", "q", D1)];
     const applied = appliedAfter(resources, () => ({ greeting: "hello" }));

@@ -59,6 +59,17 @@ export interface Plan {
 }
 
 /**
+ * What of a resource restarts the processes that name it in `restart-on`: all of it, but a
+ * credential's sealed content while its key (`holder`) stays — a renewal (decision 0150): the
+ * file is written again and the process reads it when it next logs in.
+ */
+function restartingPart(r: Resource): Resource {
+  if (r.type !== "need" || r.holder === undefined) return r;
+  const { sealed: _sealed, ...rest } = r;
+  return rest;
+}
+
+/**
  * The composition's units. `configOf(module)` is the module's config values as its processes
  * would be told them (a process that restarts on `config` restarts when they move).
  */
@@ -100,7 +111,7 @@ export function desiredOf(
         if (id === "config") config = configOf(r.module) ?? null;
         else {
           const named = byId.get(id);
-          restartOn[id] = named === undefined ? null : fingerprintOf(named);
+          restartOn[id] = named === undefined ? null : fingerprintOf(restartingPart(named));
         }
       }
       processes.set(r.id, {

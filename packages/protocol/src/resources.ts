@@ -48,6 +48,12 @@ export const NeedResource = z
     sealed: z.string().optional(),
     /** Who owns the file (it is written 0600); absent: the host's own account. */
     user: z.string().optional(),
+    /**
+     * A credential's public key (accounts mode). A renewed credential keeps it: when only
+     * `sealed` moved, the file is written again and the process that restarts on it is not
+     * restarted — it logs in with the new file when its connection next does (decision 0150).
+     */
+    holder: z.string().optional(),
   })
   .strict();
 export type NeedResource = z.infer<typeof NeedResource>;

@@ -32,15 +32,25 @@ export function registerDaemonVerbs(program: Command): void {
         )
           .argParser(positiveNumber("--join-revocations-every-ms", "60000", MAX_TIMER_MS))
           .hideHelp(),
+      )
+      .addOption(
+        new Option(
+          "--credential-lifetime-ms <ms>",
+          "how long a runtime's or module's credential lives; renewed with a third left (default: never expires)",
+        ).argParser(positiveNumber("--credential-lifetime-ms", "21600000", MAX_TIMER_MS)),
       ),
     async (options: {
       root: string;
       credential?: string;
       sharedLogin?: boolean;
       joinRevocationsEveryMs?: number;
+      credentialLifetimeMs?: number;
     }) => {
       await runControllerProcess({
         root: options.root,
+        ...(options.credentialLifetimeMs === undefined
+          ? {}
+          : { credentialLifetimeMs: options.credentialLifetimeMs }),
         ...(options.joinRevocationsEveryMs === undefined
           ? {}
           : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
