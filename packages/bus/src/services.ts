@@ -9,7 +9,15 @@
  */
 import { headers as natsHeaders, type Msg } from "@nats-io/nats-core";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
-import { ErrorCode, MeshError, ReplyCode, ReplyHeader, Subject, toReplyCode } from "@mesh/protocol";
+import {
+  ErrorCode,
+  MeshError,
+  ReplyCode,
+  ReplyHeader,
+  Subject,
+  replyCodeOf,
+  toReplyCode,
+} from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
 import { natsOf } from "./mesh-bus.js";
@@ -172,11 +180,6 @@ async function answer(
       options.onInternalError?.(failure, endpoint.subject);
     }
   }
-}
-
-function replyCodeOf(error: unknown): ReplyCode {
-  if (!(error instanceof MeshError)) return ReplyCode.INTERNAL;
-  return Object.hasOwn(ReplyCode, error.code) ? (error.code as ReplyCode) : ReplyCode.INTERNAL;
 }
 
 function headerMap(msg: Msg): ReadonlyMap<string, string> {

@@ -49,6 +49,9 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.WATCH_ENDED]: ExitCode.failed,
   [ErrorCode.DIGEST_MISMATCH]: ExitCode.failed,
   [ErrorCode.ARCHIVE_REFUSED]: ExitCode.refused,
+  [ErrorCode.BUS_UNAVAILABLE]: ExitCode.failed,
+  [ErrorCode.PROCESS_EXITED]: ExitCode.failed,
+  [ErrorCode.TOOLS_FAILED]: ExitCode.failed,
   [ErrorCode.INTERNAL]: ExitCode.failed,
 };
 

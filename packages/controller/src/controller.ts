@@ -302,7 +302,11 @@ export class Controller implements AsyncDisposable {
           ok: false,
           node,
           refusals: [
-            { code: "internal", reason: String((error as Error).message), fix: "see the log" },
+            {
+              code: "plan-failed",
+              reason: `planning ${node} failed: ${String((error as Error).message)}`,
+              fix: "this is a bug of the controller: report it with the controller's log",
+            },
           ],
         };
       }

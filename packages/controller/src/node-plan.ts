@@ -22,6 +22,7 @@ import {
   moduleGrant,
   runtimeGrant,
   type CompositionRefusal,
+  type CompositionRuleId,
   type GrantProblem,
   type LeftOut,
   type StateDeclaration,
@@ -39,10 +40,26 @@ export interface PlanContext {
 }
 
 /**
- * Why a node was not composed: core's refusals, or an input that is missing or broken (told as
- * core tells its own, with a code of the controller's).
+ * The controller's own reasons not to compose a node, beside core's `CompositionRule`: an input
+ * that is missing or broken, or planning that failed unexpectedly. With core's, the closed table
+ * of the codes a refusal of a node is said with.
  */
-export type NodeRefusal = Omit<CompositionRefusal, "code" | "node"> & { readonly code: string };
+export const NodeInputRule = {
+  "presence-missing": "a node is composed once its presence (its public key) is in mesh-presence",
+  "manifest-missing": "every wanted build's resolved manifest is in mesh-manifests",
+  "manifest-invalid": "every wanted build's manifest passes the manifest check",
+  "manifest-module": "a want's manifest is of the module it is wanted for",
+  "plan-failed": "planning a node does not fail unexpectedly (a bug; the detail is in the log)",
+} as const;
+export type NodeRefusalCode = CompositionRuleId | keyof typeof NodeInputRule;
+
+/**
+ * Why a node was not composed: core's refusals, or an input that is missing or broken (told as
+ * core tells its own, with a code of the controller's table).
+ */
+export type NodeRefusal = Omit<CompositionRefusal, "code" | "node"> & {
+  readonly code: NodeRefusalCode;
+};
 
 export type NodePlan =
   | {

@@ -22,6 +22,7 @@ export {
 } from "./manifest-text.js";
 export { builtEntrypoint } from "./bundle-run.js";
 export {
+  CompositionRule,
   compose,
   type Composition,
   type CompositionRefusal,

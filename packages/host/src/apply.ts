@@ -9,6 +9,7 @@ import {
   ErrorCode,
   MeshError,
   RUNTIME_PROCESS_ID,
+  errorCodeOf,
   type Composed,
   type Have,
   type NeedResource,
@@ -27,6 +28,7 @@ import {
   unpackBeside,
   type ArchiveLimits,
 } from "./archives.js";
+import type { Reason } from "./health.js";
 import { checkNeedPath, refuseForeignFile, removeNeed, writeNeed } from "./needs.js";
 import { desiredOf, planOf, type Desired, type Plan } from "./plan.js";
 import { endGroup, isAlive, processesMarked } from "./proc.js";
@@ -43,8 +45,11 @@ import type { ProcessSpec, Supervisor } from "./supervisor.js";
 /** The environment variable that marks a process as started by the host of one root. */
 export const HOST_PROCESS_MARKER = "MESH_HOST_PROCESS";
 
-/** What a module waits for before it can start, and what ends the wait. */
-export type Waiting = NonNullable<Have["waitingFor"]>;
+/**
+ * What a module waits for before it can start, and what ends the wait; its code says which kind
+ * of wait it is (the host decides on it, never on the words).
+ */
+export type Waiting = NonNullable<Have["waitingFor"]> & { readonly code: ErrorCode };
 
 export interface ApplierOptions {
   readonly root: string;
@@ -71,7 +76,7 @@ export interface ApplierOptions {
 interface Pass {
   readonly desired: Desired;
   readonly plan: Plan;
-  readonly failed: Map<string, string>;
+  readonly failed: Map<string, Reason>;
   readonly waiting: Map<string, Waiting>;
   readonly replaced: Set<string>;
   fail(module: string, error: unknown): void;
@@ -86,7 +91,7 @@ export class Applier {
    */
   #desired: Desired | undefined;
   #composed: Composed | undefined;
-  #applyErrors = new Map<string, string>();
+  #applyErrors = new Map<string, Reason>();
   /** Modules that wait for a need the controller cannot seal yet, with what they wait for. */
   #waiting = new Map<string, Waiting>();
 
@@ -101,7 +106,7 @@ export class Applier {
   get composed(): Composed | undefined {
     return this.#composed;
   }
-  get applyErrors(): ReadonlyMap<string, string> {
+  get applyErrors(): ReadonlyMap<string, Reason> {
     return this.#applyErrors;
   }
   get waiting(): ReadonlyMap<string, Waiting> {
@@ -149,7 +154,12 @@ export class Applier {
     const { store, provisioner } = this.#o;
     const desired = desiredOf(composed.resources, (m) => provisioner.configOf(m));
     const plan = planOf(desired, store.state);
-    const failed = new Map(desired.conflicts);
+    const failed = new Map<string, Reason>(
+      [...desired.conflicts].map(([m, message]) => [
+        m,
+        { code: ErrorCode.COMPOSITION_REFUSED, message },
+      ]),
+    );
     const pass: Pass = {
       desired,
       plan,
@@ -158,7 +168,7 @@ export class Applier {
       replaced: new Set(),
       fail: (module, error) => {
         const message = error instanceof Error ? error.message : String(error);
-        if (!failed.has(module)) failed.set(module, message);
+        if (!failed.has(module)) failed.set(module, { code: errorCodeOf(error), message });
         this.#o.log(`${module}: ${message}`);
       },
     };
@@ -207,6 +217,7 @@ export class Applier {
         if (artifacts === undefined || isBusTrouble(error)) {
           const why = error instanceof Error ? error.message : String(error);
           pass.waiting.set(d.module, {
+            code: ErrorCode.BUS_UNAVAILABLE,
             what: `waiting for the bus to fetch ${d.module}'s bundle (${why.slice(0, 300)})`,
             fix: "nothing to do: the host fetches it again as soon as the bus answers; if it stays, check that the bus runs (`mesh up`)",
           });
@@ -218,9 +229,7 @@ export class Applier {
 
   /** Whether a module waits for the bus (not for a secret or a credential). */
   get waitsForBus(): boolean {
-    for (const w of this.#waiting.values())
-      if (w.what.startsWith("waiting for the bus")) return true;
-    return false;
+    return waitsForBus(this.#waiting);
   }
 
   /**
@@ -389,11 +398,19 @@ export class Applier {
 function waitingFor(need: NeedResource): Waiting {
   return need.kind === "secret"
     ? {
+        code: ErrorCode.NOT_FOUND,
         what: `waiting for secret \`${need.name}\` of ${need.module}`,
         fix: `set it with \`mesh secret set ${need.module} ${need.name}\` (the value on stdin); the module starts by itself once it is set`,
       }
     : {
+        code: ErrorCode.NOT_FOUND,
         what: `waiting for ${need.module}'s bus credential (${need.id}) from the controller`,
         fix: "nothing to do: the controller issues it on its next pass and the module starts by itself; if it stays, read the controller's log",
       };
+}
+
+/** Whether any of the waits is for the bus: decided on the wait's code, never on its words. */
+export function waitsForBus(waiting: ReadonlyMap<string, Waiting>): boolean {
+  for (const w of waiting.values()) if (w.code === ErrorCode.BUS_UNAVAILABLE) return true;
+  return false;
 }

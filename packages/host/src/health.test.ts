@@ -5,8 +5,10 @@ import {
   moduleHealth,
   runtimeUnreachable,
   type ProcessFacts,
+  type Reason,
   type ToolsFacts,
 } from "./health.js";
+import { ErrorCode } from "@mesh/protocol";
 
 const rules = { healthyMs: 10_000, failingExits: 3, windowMs: 60_000, unreachableMs: 10_000 };
 const NOW = 1_000_000;
@@ -23,9 +25,10 @@ const crashed = (exits: number, ranMs?: number): ProcessFacts => ({
   lastError: "p exited with code 1",
 });
 
-const table: Array<[string, string | undefined, ProcessFacts[], string]> = [
+const badDigest: Reason = { code: ErrorCode.DIGEST_MISMATCH, message: "bad digest" };
+const table: Array<[string, Reason | undefined, ProcessFacts[], string]> = [
   ["no process, applied", undefined, [], "healthy"],
-  ["a failed apply", "bad digest", [up(60_000)], "failing"],
+  ["a failed apply", badDigest, [up(60_000)], "failing"],
   ["just started", undefined, [up(100)], "starting"],
   ["ran the healthy time", undefined, [up(10_000)], "healthy"],
   ["one of two not yet", undefined, [up(20_000), up(50)], "starting"],
@@ -52,7 +55,9 @@ for (const [what, applyError, processes, health] of table) {
   test(`health: ${what} → ${health}`, () => {
     const result = moduleHealth({ applyError, processes, now: NOW, rules });
     assert.equal(result.health, health);
-    if (health === "failing") assert.ok(result.lastError !== undefined);
+    // Why it fails is a code (the apply's own, or an exit's), not only words.
+    if (health === "failing")
+      assert.equal(result.lastError?.code, applyError?.code ?? ErrorCode.PROCESS_EXITED);
   });
 }
 
@@ -107,20 +112,24 @@ for (const [what, tools, processes, health] of toolsTable) {
   test(`health of a tools module: ${what} → ${health}`, () => {
     const result = moduleHealth({ applyError: undefined, processes, now: NOW, rules, tools });
     assert.equal(result.health, health);
-    if (health === "failing") assert.ok(result.lastError !== undefined);
+    if (health === "failing")
+      assert.ok(
+        result.lastError?.code === ErrorCode.TOOLS_FAILED ||
+          result.lastError?.code === ErrorCode.PROCESS_EXITED,
+      );
   });
 }
 
 test("a failed apply is failing whatever the runtime says of the tools", () => {
   const result = moduleHealth({
-    applyError: "bad digest",
+    applyError: badDigest,
     processes: [],
     now: NOW,
     rules,
     tools: { state: "serving" },
   });
   assert.equal(result.health, "failing");
-  assert.equal(result.lastError, "bad digest");
+  assert.deepEqual(result.lastError, badDigest);
 });
 
 // The runtime's reach of the bus (issue 15: a process that cannot reach the bus is not healthy).

@@ -15,7 +15,13 @@
  * Whatever the health, a process exiting in a row is said as a crash loop (`exits`): between
  * its restarts a module is not simply starting.
  */
-import type { Health } from "@mesh/protocol";
+import { ErrorCode, type Health } from "@mesh/protocol";
+
+/** Why a module fails: a code of the one closed table, which is decided on, and its words. */
+export interface Reason {
+  readonly code: ErrorCode;
+  readonly message: string;
+}
 
 export interface HealthRules {
   readonly healthyMs: number;
@@ -58,6 +64,7 @@ export interface ProcessFacts {
   readonly exits: readonly number[];
   /** Exits in a row since a run last lasted the healthy time (absent: none counted). */
   readonly exitsInARow?: number;
+  /** Why it last exited (the supervisor's words). */
   readonly lastError: string | undefined;
 }
 
@@ -77,7 +84,7 @@ export interface ToolsFacts {
 }
 
 export function moduleHealth(input: {
-  readonly applyError: string | undefined;
+  readonly applyError: Reason | undefined;
   /** What the module waits for before it can start (a secret not set yet): starting, not failing. */
   readonly waitingFor?: { readonly what: string } | undefined;
   readonly processes: readonly ProcessFacts[];
@@ -96,7 +103,7 @@ export function moduleHealth(input: {
 
 export interface ModuleHealth {
   readonly health: Health;
-  readonly lastError: string | undefined;
+  readonly lastError: Reason | undefined;
   /** Set while a process exits again and again without a run lasting the healthy time. */
   readonly exits?: CrashLoop;
 }
@@ -127,18 +134,19 @@ const ranHealthy = (p: ProcessFacts, now: number, rules: Pick<HealthRules, "heal
   p.running && p.since !== undefined && now - p.since >= rules.healthyMs;
 
 function ownHealth(input: {
-  readonly applyError: string | undefined;
+  readonly applyError: Reason | undefined;
   readonly processes: readonly ProcessFacts[];
   readonly now: number;
   readonly rules: HealthRules;
   readonly tools?: ToolsFacts | undefined;
-}): { health: Health; lastError: string | undefined } {
+}): { health: Health; lastError: Reason | undefined } {
   const { applyError, processes, now, rules } = input;
   // A tools module is healthy once its tools load, failing when the runtime says they do not.
   if ("tools" in input) {
     const tools = input.tools;
     if (tools?.state === "failing") {
-      return { health: "failing", lastError: tools.error ?? "its tools failed to load" };
+      const message = tools.error ?? "its tools failed to load";
+      return { health: "failing", lastError: { code: ErrorCode.TOOLS_FAILED, message } };
     }
     if (tools?.state !== "serving" && tools?.state !== "idle") {
       const own = ownHealth({ applyError, processes, now, rules });
@@ -156,8 +164,11 @@ function ownHealth(input: {
       ((p.exitsInARow ?? 0) >= rules.failingExits ||
         p.exits.filter((t) => now - t <= rules.windowMs).length >= rules.failingExits),
   );
-  if (failing !== undefined) return { health: "failing", lastError: failing.lastError };
-  const lastError = processes.find((p) => p.lastError !== undefined)?.lastError;
+  if (failing !== undefined) return { health: "failing", lastError: exited(failing.lastError) };
+  const lastError = exited(processes.find((p) => p.lastError !== undefined)?.lastError);
   const healthy = processes.every((p) => ranHealthy(p, now, rules));
   return { health: healthy ? "healthy" : "starting", lastError };
 }
+
+const exited = (message: string | undefined): Reason | undefined =>
+  message === undefined ? undefined : { code: ErrorCode.PROCESS_EXITED, message };

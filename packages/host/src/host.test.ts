@@ -7,7 +7,14 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, readdir, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
-import { Bucket, LogLine, logsSubject, type Have, type NeedResource } from "@mesh/protocol";
+import {
+  Bucket,
+  ErrorCode,
+  LogLine,
+  logsSubject,
+  type Have,
+  type NeedResource,
+} from "@mesh/protocol";
 import { flush } from "@mesh/bus";
 import { chmod, writeFile } from "node:fs/promises";
 import { HOST_VERSION, Host } from "./host.js";
@@ -233,6 +240,7 @@ describe("the host", () => {
         return h?.health === "failing" ? h : undefined;
       });
       assert.match(evil.lastError ?? "", /climbs out/);
+      assert.equal(evil.lastErrorCode, ErrorCode.ARCHIVE_REFUSED);
       const lost = await waitFor("lost failing", async () => {
         const h = await haveOf("lost");
         return h?.health === "failing" ? h : undefined;
@@ -277,6 +285,7 @@ describe("the host", () => {
           return h?.health === "failing" ? h : undefined;
         });
         assert.match(have.lastError ?? "", /exited with code 3/);
+        assert.equal(have.lastErrorCode, ErrorCode.PROCESS_EXITED);
         await waitFor("three delays", () => delays.length >= 3);
         // 100 ms doubling, less up to a fifth of jitter (the kit's DEFAULT_JITTER).
         for (const [i, base] of [100, 200, 400].entries()) {

@@ -6,7 +6,13 @@
 import type { KvBucket } from "@mesh/bus";
 import { RUNTIME_PROCESS_ID, nodeModuleKey, type Composed, type Have } from "@mesh/protocol";
 import type { Waiting } from "./apply.js";
-import { moduleHealth, runtimeUnreachable, type HealthRules, type ToolsFacts } from "./health.js";
+import {
+  moduleHealth,
+  runtimeUnreachable,
+  type HealthRules,
+  type Reason,
+  type ToolsFacts,
+} from "./health.js";
 import type { Desired } from "./plan.js";
 import { mergedToolsFacts, readRuntimeStatus, toolModulesOf } from "./runtime-handover.js";
 import type { Supervisor } from "./supervisor.js";
@@ -20,7 +26,7 @@ export interface ReporterOptions {
   readonly applied: () => {
     readonly desired: Desired | undefined;
     readonly composed: Composed | undefined;
-    readonly applyErrors: ReadonlyMap<string, string>;
+    readonly applyErrors: ReadonlyMap<string, Reason>;
     readonly waiting: ReadonlyMap<string, Waiting>;
   };
   /** mesh-have once the bus is there. */
@@ -31,9 +37,12 @@ export interface ReporterOptions {
   readonly log: (line: string) => void;
 }
 
-type Said = Omit<Have, "since" | "build" | "lastError" | "waitingFor" | "exits"> & {
+type Said = Omit<
+  Have,
+  "since" | "build" | "lastError" | "lastErrorCode" | "waitingFor" | "exits"
+> & {
   build: string | undefined;
-  lastError: string | undefined;
+  lastError: Reason | undefined;
   waitingFor?: Waiting | undefined;
   exits?: Have["exits"] | undefined;
 };
@@ -191,8 +200,10 @@ export class Reporter {
       last.build === now.build &&
       last.fingerprint === now.fingerprint &&
       last.restarts === now.restarts &&
-      last.lastError === now.lastError &&
+      last.lastError === now.lastError?.message &&
+      last.lastErrorCode === now.lastError?.code &&
       last.waitingFor?.what === now.waitingFor?.what &&
+      last.waitingFor?.code === now.waitingFor?.code &&
       last.exits?.inARow === now.exits?.inARow;
     if (same) return;
     const value: Have = {
@@ -205,7 +216,9 @@ export class Reporter {
           ? last.since
           : new Date().toISOString(),
       restarts: now.restarts,
-      ...(now.lastError === undefined ? {} : { lastError: now.lastError.slice(0, 2000) }),
+      ...(now.lastError === undefined
+        ? {}
+        : { lastError: now.lastError.message.slice(0, 2000), lastErrorCode: now.lastError.code }),
       ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
       ...(now.exits === undefined ? {} : { exits: now.exits }),
     };

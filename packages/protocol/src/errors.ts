@@ -73,6 +73,15 @@ export const ErrorCode = {
   BUCKET_UNAVAILABLE: "BUCKET_UNAVAILABLE",
   /** A long-lived watch ended without being asked: its bucket or consumer is gone, or the server went silent. */
   WATCH_ENDED: "WATCH_ENDED",
+  /**
+   * An operation needed the bus and it did not answer (away, reloading, JetStream's API without a
+   * responder); what runs keeps running and the operation is tried again once it answers.
+   */
+  BUS_UNAVAILABLE: "BUS_UNAVAILABLE",
+  /** A module's process exited (or was killed) on a node; the host starts it again with backoff. */
+  PROCESS_EXITED: "PROCESS_EXITED",
+  /** The runtime could not load or serve a module's tools on a node (a throw, a crash, a hang). */
+  TOOLS_FAILED: "TOOLS_FAILED",
   /** A command line was given a missing or malformed argument. */
   USAGE: "USAGE",
   /** Something the mesh did not expect; the detail is in the log. */
@@ -147,6 +156,16 @@ export function toReplyCode(value: unknown): ReplyCode {
   return typeof value === "string" && Object.hasOwn(ReplyCode, value)
     ? (value as ReplyCode)
     : ReplyCode.INTERNAL;
+}
+
+/** The reply code a handler's failure goes out with: a MeshError's own when the table has it. */
+export function replyCodeOf(error: unknown): ReplyCode {
+  return error instanceof MeshError ? toReplyCode(error.code) : ReplyCode.INTERNAL;
+}
+
+/** The code of whatever was thrown: a MeshError's own, anything else `INTERNAL`. */
+export function errorCodeOf(error: unknown): ErrorCode {
+  return error instanceof MeshError ? error.code : ErrorCode.INTERNAL;
 }
 
 /** The header names a coded reply uses. */

@@ -7,7 +7,9 @@ export {
   MeshError,
   ReplyCode,
   ReplyHeader,
+  errorCodeOf,
   isMeshError,
+  replyCodeOf,
   toReplyCode,
   type MeshErrorFields,
 } from "./errors.js";

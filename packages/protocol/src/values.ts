@@ -4,6 +4,7 @@
  * maps each bucket to its schema so helpers can do that by bucket name.
  */
 import { z } from "zod";
+import { ErrorCode } from "./errors.js";
 import { BuildId, Digest, Manifest } from "./manifest.js";
 import { ALL_NODES, ASK_ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { Resource } from "./resources.js";
@@ -150,6 +151,9 @@ export type Presence = z.infer<typeof Presence>;
 export const Health = z.enum(["starting", "healthy", "failing", "stopped"]);
 export type Health = z.infer<typeof Health>;
 
+/** A code of the one closed table (`ErrorCode`), as a value on the bus carries it. */
+const Code = z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]);
+
 export const Have = z
   .object({
     build: BuildId.optional(),
@@ -157,12 +161,23 @@ export const Have = z
     health: Health,
     since: Instant,
     restarts: z.number().int().nonnegative(),
+    /** Why it fails or last failed, in words; its code is `lastErrorCode`. */
     lastError: z.string().optional(),
     /**
-     * What the module waits for before it can start (a secret not set yet) and the command that
-     * ends the wait; its health is `starting` meanwhile, never `failing`.
+     * The code of `lastError`, which is what a program decides on. Absent in a have written by a
+     * host from before codes were reported.
      */
-    waitingFor: z.object({ what: z.string(), fix: z.string() }).strict().optional(),
+    lastErrorCode: Code.optional(),
+    /**
+     * What the module waits for before it can start (a secret not set yet) and the command that
+     * ends the wait; its health is `starting` meanwhile, never `failing`. `code` says what kind of
+     * wait it is (`BUS_UNAVAILABLE`, `NOT_FOUND`: a secret or credential not there yet); absent
+     * in a have written by an older host.
+     */
+    waitingFor: z
+      .object({ code: Code.optional(), what: z.string(), fix: z.string() })
+      .strict()
+      .optional(),
     /**
      * A crash loop: how many times its processes exited in a row since they last ran healthy,
      * and when the last exit was (its reason is `lastError`). Absent once a run lasts.

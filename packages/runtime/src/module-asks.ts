@@ -12,12 +12,11 @@ import {
   ErrorCode,
   MeshError,
   ReplyCode,
-  isMeshError,
   logsSubject,
+  replyCodeOf,
   stateBucket,
   toolSubject,
   type LogLine,
-  type ReplyCode as ReplyCodeType,
 } from "@mesh/protocol";
 import type { AskOp, ProvisionItem, ToWorker, ToolInfo } from "@mesh/sdk/internal";
 import type { Provisioner } from "./provisioner.js";
@@ -83,7 +82,7 @@ export class ModuleAsks {
       if (this.#o.current(worker)) post(worker, { v: 1, t: "answer", id, value: value ?? null });
     } catch (error) {
       if (!this.#o.current(worker)) return;
-      const code = isMeshError(error) ? toCode(error.code) : ReplyCode.INTERNAL;
+      const code = replyCodeOf(error);
       if (code === ReplyCode.INTERNAL) {
         this.#o.log(`[node-tools] ${this.#o.module}: ${op} failed: ${String(error)}`);
       }
@@ -213,10 +212,6 @@ export class ModuleAsks {
 
 export function post(worker: Worker, message: ToWorker): void {
   worker.postMessage(message);
-}
-
-export function toCode(code: string): ReplyCodeType {
-  return Object.hasOwn(ReplyCode, code) ? (code as ReplyCodeType) : ReplyCode.INTERNAL;
 }
 
 /** Registers a module's tools as one NATS service; each endpoint runs `call`. */

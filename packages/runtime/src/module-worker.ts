@@ -8,14 +8,14 @@
  */
 import { Worker } from "node:worker_threads";
 import { Backoff, flush, type MeshBus, type Served } from "@mesh/bus";
-import { ErrorCode, MeshError, ReplyCode } from "@mesh/protocol";
+import { ErrorCode, MeshError, ReplyCode, toReplyCode } from "@mesh/protocol";
 import {
   PROTOCOL_VERSION,
   type FromWorker,
   type ToolInfo,
   type WorkerStart,
 } from "@mesh/sdk/internal";
-import { ModuleAsks, post, serveModule, toCode } from "./module-asks.js";
+import { ModuleAsks, post, serveModule } from "./module-asks.js";
 import { WorkerCalls, firstLine, wakeAll, type PendingCall } from "./worker-calls.js";
 import type { Provisioner } from "./provisioner.js";
 import { serviceVersion } from "./service-version.js";
@@ -304,7 +304,7 @@ export class ModuleWorker implements AsyncDisposable {
         `[node-tools] ${this.module}: a call failed: ${message.detail ?? message.message}`,
       );
     }
-    call.reject(new MeshError(toCode(message.code), message.message, { module: this.module }));
+    call.reject(new MeshError(toReplyCode(message.code), message.message, { module: this.module }));
   }
 
   #startHeartbeat(worker: Worker): void {

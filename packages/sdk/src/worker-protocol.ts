@@ -10,6 +10,7 @@
  * ({@link MODULE_BRAND}): a module bundle carries its own copy of this SDK, so the bootstrap
  * recognises a definition by a registered symbol and a version, never by class identity.
  */
+import { ReplyCode } from "@mesh/protocol/errors";
 
 /** The version of both contracts; bumped on any change a peer could misread.
  *
@@ -38,20 +39,15 @@ export type ProvisionKind = "config" | "bound" | "secret";
  */
 export type ProvisionItem = { readonly value: unknown } | { readonly refused: string };
 
-/** The codes a tool's failure may carry on the bus (the closed table of reply codes).
+/** The codes a tool's failure may carry on the bus: the protocol's closed table of reply codes,
+ * itself (its errors entry only, which imports nothing, so a worker loads no schemas).
  *
  * ```ts
  * throw new ToolError(ToolErrorCode.REFUSED, "only the owner may close an order");
  * ```
  */
-export const ToolErrorCode = {
-  INVALID_INPUT: "INVALID_INPUT",
-  NOT_FOUND: "NOT_FOUND",
-  TIMEOUT: "TIMEOUT",
-  REFUSED: "REFUSED",
-  INTERNAL: "INTERNAL",
-} as const;
-export type ToolErrorCode = (typeof ToolErrorCode)[keyof typeof ToolErrorCode];
+export const ToolErrorCode = ReplyCode;
+export type ToolErrorCode = ReplyCode;
 
 /**
  * How loud a module's log line is.
