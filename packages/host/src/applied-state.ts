@@ -6,51 +6,20 @@
  *
  * Written atomically after every step that changes the machine; read once at start.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { Composed, ErrorCode, MeshError } from "@mesh/protocol";
+import {
+  AppliedState as StateFile,
+  issuesText,
+  type AppliedDelivery,
+  type AppliedNeed,
+  type AppliedProcess,
+  type AppliedState,
+  type Composed,
+} from "@mesh/protocol";
 import { writeFileAtomic } from "@mesh/bus";
 
-/** A bundle unpacked at a path. */
-export interface AppliedDelivery {
-  readonly module: string;
-  readonly digest: string;
-}
-
-/** A need file the host wrote. */
-export interface AppliedNeed {
-  readonly module: string;
-  readonly path: string;
-  readonly fingerprint: string;
-}
-
-/** A process the host started, and the fingerprint of everything it was started from. */
-export interface AppliedProcess {
-  readonly module: string;
-  readonly name: string;
-  /** Changes when the process must restart: its resource, a restart-on resource, its config. */
-  readonly effective: string;
-  /** Absent between deciding to start it and the spawn (a crash there leaves no pid). */
-  readonly pid?: number;
-  readonly startTime?: string;
-}
-
-export interface AppliedState {
-  readonly version: 1;
-  /** The last composition received from the bus. */
-  composed?: Composed;
-  /**
-   * mesh-config as last seen, so a host that starts without the bus tells its processes the
-   * same values (and does not restart the ones that restart on config for nothing).
-   */
-  config: Record<string, unknown>;
-  /** By bundle path. */
-  deliveries: Record<string, AppliedDelivery>;
-  /** By resource id. */
-  needs: Record<string, AppliedNeed>;
-  /** By resource id. */
-  processes: Record<string, AppliedProcess>;
-}
+export type { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState };
 
 /** The state's tables of what was applied, by key. */
 type Table = "deliveries" | "needs" | "processes";
@@ -65,8 +34,14 @@ export const emptyState = (): AppliedState => ({
 
 export const statePath = (root: string): string => join(root, "state", "applied.json");
 
-/** The state under `root`, or an empty one on first start. */
-export async function loadState(root: string): Promise<AppliedState> {
+/**
+ * The state under `root`, or an empty one on first start. A file that does not parse (not JSON,
+ * another version, a field of the wrong shape — a pid that is not a number) is never half
+ * trusted: it is moved aside, said in the log, and the host starts clean. It then adopts none of
+ * the processes the file names, ends those an earlier host of this root started (as it ends any
+ * it has no record of), and applies its composition from the bus anew.
+ */
+export async function loadState(root: string, log: (line: string) => void): Promise<AppliedState> {
   const path = statePath(root);
   let text: string;
   try {
@@ -75,26 +50,27 @@ export async function loadState(root: string): Promise<AppliedState> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return emptyState();
     throw error;
   }
+  const read = parseState(text);
+  if ("state" in read) return read.state;
+  const aside = `${path}.refused-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+  await rename(path, aside);
+  log(
+    `the applied state ${JSON.stringify(path)} is refused (${read.refused}); it is kept at ${JSON.stringify(aside)}. ` +
+      `The host starts clean: it adopts no process recorded there, ends those an earlier host started, and applies its composition from the bus again`,
+  );
+  return emptyState();
+}
+
+/** The saved state, or why the file cannot be read as one. */
+function parseState(text: string): { state: AppliedState } | { refused: string } {
+  let raw: unknown;
   try {
-    const raw = JSON.parse(text) as Partial<AppliedState>;
-    if (raw.version !== 1) throw new Error(`version ${String(raw.version)}`);
-    const composed = raw.composed === undefined ? undefined : Composed.parse(raw.composed);
-    return {
-      version: 1,
-      ...(composed === undefined ? {} : { composed }),
-      config: raw.config ?? {},
-      deliveries: raw.deliveries ?? {},
-      needs: raw.needs ?? {},
-      processes: raw.processes ?? {},
-    };
+    raw = JSON.parse(text);
   } catch (error) {
-    throw new MeshError(
-      ErrorCode.INVALID_VALUE,
-      `the host's applied state ${JSON.stringify(path)} cannot be read (${(error as Error).message}); ` +
-        `it is written atomically, so something else changed it — move it aside and start the host again: it re-applies its composition from the bus`,
-      { path, cause: error },
-    );
+    return { refused: `not JSON: ${(error as Error).message}` };
   }
+  const parsed = StateFile.safeParse(raw);
+  return parsed.success ? { state: parsed.data } : { refused: issuesText(parsed.error) };
 }
 
 export async function saveState(root: string, state: AppliedState): Promise<void> {
@@ -120,7 +96,7 @@ export class AppliedStore {
 
   /** The store of the state under `root` (an empty one on first start). */
   static async load(root: string, log: (line: string) => void): Promise<AppliedStore> {
-    return new AppliedStore(root, await loadState(root), log);
+    return new AppliedStore(root, await loadState(root, log), log);
   }
 
   get composed(): Composed | undefined {

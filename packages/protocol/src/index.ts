@@ -183,4 +183,5 @@ export {
 export { BucketValue, type BucketValueOf } from "./bucket-value.js";
 export { SUMMARY_REFRESH_MS, Summary, SummaryCell } from "./summary.js";
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
+export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";
 export { MESH_VERSION } from "./version.js";
