@@ -4,6 +4,7 @@
  */
 export { MeshState, type StateEvent } from "./mesh-state.js";
 export { isLoopback } from "./http-guard.js";
+export type { ActionOutcome, ConfigKeys, ViewActions } from "./actions.js";
 export {
   CSRF_HEADER,
   CSRF_VALUE,
@@ -13,6 +14,9 @@ export {
   PAGE_SOURCES,
   Source,
   ViewEvent,
+  type ActionName,
+  type ActionRequest,
+  type ActionResult,
   type AnswerRequest,
   type BuildSummary,
   type BusState,

@@ -22,6 +22,8 @@ import {
   type CallResult,
   type ToolEntry,
 } from "./browser/wire.js";
+import { act, configKeys } from "./action-routes.js";
+import type { ViewActions } from "./actions.js";
 import { history, logTail, logs, timeline } from "./console-routes.js";
 import type { FleetFeed } from "./fleet-feed.js";
 import type { FirstPaint } from "./first-paint.js";
@@ -66,6 +68,8 @@ export interface RouteContext {
   /** Who answers asks, as written in `mesh-answers`. */
   readonly actor: string;
   readonly callTimeoutMs: number;
+  /** The CLI's own verbs, when the view was started by it (`mesh view`). */
+  readonly actions?: ViewActions;
   /** Every open event stream, so closing the view can end them. */
   readonly streams: Set<ServerResponse>;
   readonly signal: AbortSignal;
@@ -95,6 +99,13 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
       auth: "read",
       handler: (_q, s, u) => timeline(c, s, u),
     },
+    {
+      method: "GET",
+      path: "/api/config-keys",
+      auth: "read",
+      handler: (_q, s, u) => configKeys(c, s, u),
+    },
+    { method: "POST", path: "/api/act", auth: "act", handler: (q, s) => act(c, q, s) },
     { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
     { method: "POST", path: "/api/call", auth: "act", handler: (q, s) => call(c, q, s) },
     ...[...c.files].map(([path, file]): Route => ({

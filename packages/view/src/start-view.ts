@@ -10,6 +10,7 @@ import { setMaxListeners } from "node:events";
 import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
+import type { ViewActions } from "./actions.js";
 import { FleetFeed } from "./fleet-feed.js";
 import { FirstPaint } from "./first-paint.js";
 import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
@@ -35,6 +36,11 @@ export interface ViewOptions {
   readonly expose?: boolean;
   /** Who answers asks, as written in `mesh-answers` (`by`). */
   readonly actor?: string;
+  /**
+   * What the page can do besides answering and calling: the CLI's own verbs (`mesh view` hands
+   * them). Without them the page shows no actions.
+   */
+  readonly actions?: ViewActions;
   /** How long a tool call may take, in ms. */
   readonly callTimeoutMs?: number;
   /** Told about what went wrong behind a page (a source that cannot be read, a failed call). */
@@ -95,6 +101,7 @@ export async function startView(options: ViewOptions): Promise<View> {
     streams,
     signal: stopping.signal,
     ...(options.onProblem === undefined ? {} : { onProblem: options.onProblem }),
+    ...(options.actions === undefined ? {} : { actions: options.actions }),
   });
   let hosts: ReadonlySet<string> = new Set();
   const handle = router({ routes, token, listening: () => ({ port, hosts }) });

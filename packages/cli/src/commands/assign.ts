@@ -104,15 +104,35 @@ export async function assignVerb(
   options: TargetOptions,
   remove = false,
 ): Promise<ExitCode> {
-  const key = targetModuleKey(target(options, remove ? "unassign" : "assign"), module);
+  const t = target(options, remove ? "unassign" : "assign");
   await using bus = await connect(options);
-  if (!remove) await requireModule(bus, module, { force: options.force, forWhat: "assign it" });
+  const done = await assign(bus, { module, target: t, remove, force: options.force === true });
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/** What a verb did: its line, and its JSON answer (without `ok`). */
+export interface Done {
+  readonly message: string;
+  readonly result: Readonly<Record<string, unknown>>;
+}
+
+/** `mesh assign|unassign` on a bus: the view's page does the same. */
+export async function assign(
+  bus: MeshBus,
+  input: { module: string; target: Target; remove: boolean; force?: boolean },
+): Promise<Done> {
+  const { module, remove } = input;
+  const key = targetModuleKey(input.target, module);
+  if (!remove) await requireModule(bus, module, { force: input.force, forWhat: "assign it" });
   const bucket = await KvBucket.open(bus, Bucket.assignments);
   if (remove) await bucket.delete(key);
   else await bucket.put(key, { by: by(bus), at: new Date().toISOString() });
-  if (options.json === true) printJson({ ok: true, key, assigned: !remove });
-  else out(remove ? `unassigned ${key}` : `assigned ${key}; the assigner writes the wants`);
-  return ExitCode.ok;
+  return {
+    message: remove ? `unassigned ${key}` : `assigned ${key}; the assigner writes the wants`,
+    result: { key, assigned: !remove },
+  };
 }
 
 export interface AssignmentsOptions extends MeshOptions {
@@ -166,19 +186,37 @@ export async function putVerb(
   build: string | undefined,
   options: PutOptions,
 ): Promise<ExitCode> {
-  const t: Target =
-    options.node === undefined ? { all: true } : { node: checkName("node", options.node) };
-  const key = targetModuleKey(t, module);
+  const node = options.node === undefined ? undefined : checkName("node", options.node);
   await using bus = await connect(options);
+  const done = await put(bus, {
+    module,
+    ...(build === undefined ? {} : { build }),
+    ...(node === undefined ? {} : { node }),
+    ...(options.why === undefined ? {} : { why: options.why }),
+  });
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/** `mesh put|unput` on a bus (no build: unput): the view's page does the same. */
+export async function put(
+  bus: MeshBus,
+  input: { module: string; build?: string; node?: string; why?: string },
+): Promise<Done> {
+  const { module, build, node } = input;
+  const t: Target = node === undefined ? { all: true } : { node: checkName("node", node) };
+  const key = targetModuleKey(t, module);
   const puts = await KvBucket.open(bus, Bucket.puts);
   if (build === undefined) {
     // Said as it is: a put that does not stand is not lifted, and puts elsewhere still hold.
     const lifted = (await puts.get(key)) !== undefined;
     if (lifted) await puts.delete(key);
     const others = (await puts.keys(`*.${module}`)).filter((k) => k !== key).sort();
-    if (options.json === true) printJson({ ok: true, key, put: null, lifted, others });
-    else out(await unputMessage(bus, { key, module, node: options.node, lifted, others }));
-    return ExitCode.ok;
+    return {
+      message: await unputMessage(bus, { key, module, node, lifted, others }),
+      result: { key, put: null, lifted, others },
+    };
   }
   const record = await (await KvBucket.open(bus, Bucket.builds)).get(buildKey(module, build));
   if (record === undefined) {
@@ -195,9 +233,9 @@ export async function putVerb(
       { module },
     );
   }
-  await puts.put(key, { build, by: by(bus), why: options.why ?? "", at: new Date().toISOString() });
-  if (options.json === true) printJson({ ok: true, key, put: build });
-  else
-    out(`put ${module} on ${"all" in t ? "every node" : t.node} to ${build} until \`mesh unput\``);
-  return ExitCode.ok;
+  await puts.put(key, { build, by: by(bus), why: input.why ?? "", at: new Date().toISOString() });
+  return {
+    message: `put ${module} on ${"all" in t ? "every node" : t.node} to ${build} until \`mesh unput\``,
+    result: { key, put: build },
+  };
 }

@@ -103,12 +103,34 @@ export async function configSet(
   text: string,
   options: ConfigOptions,
 ): Promise<ExitCode> {
-  const k = configKey(module, key, nodeOf(options));
-  const { value, asString } = parseConfigArgument(text);
+  const node = nodeOf(options);
   await using bus = await connect(options);
-  await requireModule(bus, module, { force: options.force, forWhat: "set the value" });
+  const done = await setConfig(bus, {
+    module,
+    key,
+    value: text,
+    ...(node === undefined ? {} : { node }),
+    force: options.force === true,
+  });
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/**
+ * `mesh config set` on a bus: the value read as JSON (else a string), checked against the key's
+ * declaration unless forced. The view's page does the same.
+ */
+export async function setConfig(
+  bus: MeshBus,
+  input: { module: string; key: string; value: string; node?: string; force?: boolean },
+): Promise<{ message: string; result: Record<string, unknown> }> {
+  const { module, key, force } = input;
+  const k = configKey(module, key, input.node);
+  const { value, asString } = parseConfigArgument(input.value);
+  await requireModule(bus, module, { force, forWhat: "set the value" });
   const declared = await declaredConfig(bus, module);
-  if (declared !== undefined && !Object.hasOwn(declared, key) && options.force !== true) {
+  if (declared !== undefined && !Object.hasOwn(declared, key) && force !== true) {
     throw unknownName({
       what: `config key of ${module}`,
       name: key,
@@ -120,7 +142,7 @@ export async function configSet(
     });
   }
   const declaration = declared?.[key];
-  if (declaration !== undefined && options.force !== true) {
+  if (declaration !== undefined && force !== true) {
     const violations = checkConfigValue(declaration, value);
     if (violations.length > 0) {
       throw new MeshError(
@@ -136,16 +158,12 @@ export async function configSet(
     at: new Date().toISOString(),
   };
   await (await KvBucket.open(bus, Bucket.config)).put(k, record);
-  if (options.json === true) printJson({ ok: true, key: k, ...record, asString });
-  else
-    out(
-      `set ${k} = ${JSON.stringify(value)}${asString ? " (not JSON, so kept as a string)" : ""}${
-        declared === undefined
-          ? ` (${module}'s manifest is not known yet; the key is unchecked)`
-          : ""
-      }`,
-    );
-  return ExitCode.ok;
+  return {
+    message: `set ${k} = ${JSON.stringify(value)}${asString ? " (not JSON, so kept as a string)" : ""}${
+      declared === undefined ? ` (${module}'s manifest is not known yet; the key is unchecked)` : ""
+    }`,
+    result: { key: k, ...record, asString },
+  };
 }
 
 export async function configUnset(
@@ -153,19 +171,29 @@ export async function configUnset(
   key: string,
   options: ConfigOptions,
 ): Promise<ExitCode> {
-  const k = configKey(module, key, nodeOf(options));
+  const node = nodeOf(options);
   await using bus = await connect(options);
+  const done = await unsetConfig(bus, { module, key, ...(node === undefined ? {} : { node }) });
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/** `mesh config unset` on a bus: the view's page does the same. */
+export async function unsetConfig(
+  bus: MeshBus,
+  input: { module: string; key: string; node?: string },
+): Promise<{ message: string; result: Record<string, unknown> }> {
+  const k = configKey(input.module, input.key, input.node);
   const bucket = await KvBucket.open(bus, Bucket.config);
   const had = (await bucket.get(k)) !== undefined;
   if (had) await bucket.delete(k);
-  if (options.json === true) printJson({ ok: true, key: k, removed: had });
-  else
-    out(
-      had
-        ? `unset ${k}; ${options.node === undefined ? "the declared default" : "the mesh-wide value or the default"} applies again`
-        : `${k} had no value; nothing to unset`,
-    );
-  return ExitCode.ok;
+  return {
+    message: had
+      ? `unset ${k}; ${input.node === undefined ? "the declared default" : "the mesh-wide value or the default"} applies again`
+      : `${k} had no value; nothing to unset`,
+    result: { key: k, removed: had },
+  };
 }
 
 interface ConfigRow {

@@ -83,9 +83,8 @@ export interface ModuleAddOptions extends MeshOptions {
 
 export async function moduleAdd(spec: string, options: ModuleAddOptions): Promise<ExitCode> {
   await using bus = await connect(options);
-  const { registration, manifest } = await registerModule(bus, spec, { by: by(bus) });
-  if (options.json !== true)
-    out(`registered ${registration.module} from ${describeSource(registration.source)}`);
+  const { registration, manifest, message } = await addModule(bus, spec);
+  if (options.json !== true) out(message);
   if (options.wait !== true) {
     if (options.json === true) printJson({ ok: true, registration, manifest });
     return ExitCode.ok;
@@ -104,6 +103,19 @@ export async function moduleAdd(spec: string, options: ModuleAddOptions): Promis
       `built ${registration.module} ${build.build}: ${build.bundles.map((b) => `${b.name} ${b.digest.slice(0, 12)} (${b.size} bytes)`).join(", ")}`,
     );
   return ExitCode.ok;
+}
+
+/** `mesh module add` on a bus (without --wait): the view's page does the same. */
+export async function addModule(
+  bus: MeshBus,
+  spec: string,
+): Promise<Awaited<ReturnType<typeof registerModule>> & { message: string }> {
+  const registered = await registerModule(bus, spec, { by: by(bus) });
+  const { registration } = registered;
+  return {
+    ...registered,
+    message: `registered ${registration.module} from ${describeSource(registration.source)}`,
+  };
 }
 
 /** Waits for the candidate of the source as it is now, then for its build, saying each step. */

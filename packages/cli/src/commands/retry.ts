@@ -76,35 +76,53 @@ export async function readMarks(bus: MeshBus, module: string, node?: string): Pr
 export async function retryVerb(module: string, options: RetryOptions): Promise<ExitCode> {
   checkName("module", module);
   const node = options.node === undefined ? undefined : checkName("node", options.node);
+  await using bus = await connectToMesh(options);
+  const done = await retry(bus, {
+    module,
+    ...(node === undefined ? {} : { node }),
+    ...(options.why === undefined ? {} : { why: options.why }),
+  });
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/** `mesh retry` on a bus: the view's page does the same. */
+export async function retry(
+  bus: MeshBus,
+  input: { module: string; node?: string; why?: string },
+): Promise<{ message: string; result: Record<string, unknown> }> {
+  const module = checkName("module", input.module);
+  const node = input.node === undefined ? undefined : checkName("node", input.node);
   const t: Target = node === undefined ? { all: true } : { node };
   const key = targetModuleKey(t, module);
-  await using bus = await connectToMesh(options);
   const { marked, revision } = await readMarks(bus, module, node);
-  const retry: Retry = {
+  const record: Retry = {
     haveRevision: revision,
     by: bus.credential.user,
-    why: options.why ?? "",
+    why: input.why ?? "",
     at: new Date().toISOString(),
   };
-  await (await KvBucket.open(bus, Bucket.retries)).put(key, retry);
+  await (await KvBucket.open(bus, Bucket.retries)).put(key, record);
   const where = node ?? "every node";
-  if (options.json === true) {
-    printJson({ ok: true, key, haveRevision: revision, lifted: Object.fromEntries(marked) });
-  } else if (marked.size === 0) {
-    out(`retry ${module} on ${where}: no build of it is marked failing there; nothing changes`);
-  } else {
-    const lifted = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
-    const newest = await newestBuilt(bus, module);
-    const then = [...marked.values()].some(
-      (builds) => newest !== undefined && builds.includes(newest),
-    )
-      ? `the assigner wants the newest build${newest === undefined ? "" : ` ${newest}`} there again and the host starts it`
-      : `no mark was on the newest build${newest === undefined ? "" : ` ${newest}`}, so what is wanted does not change`;
-    out(
-      `retry ${module} on ${where}: lifted the failed marks on ${lifted}; ${then} (\`mesh status\` shows how it goes)`,
-    );
+  const result = { key, haveRevision: revision, lifted: Object.fromEntries(marked) };
+  if (marked.size === 0) {
+    return {
+      message: `retry ${module} on ${where}: no build of it is marked failing there; nothing changes`,
+      result,
+    };
   }
-  return ExitCode.ok;
+  const lifted = [...marked].map(([n, builds]) => `${n} (${builds.join(", ")})`).join(", ");
+  const newest = await newestBuilt(bus, module);
+  const then = [...marked.values()].some(
+    (builds) => newest !== undefined && builds.includes(newest),
+  )
+    ? `the assigner wants the newest build${newest === undefined ? "" : ` ${newest}`} there again and the host starts it`
+    : `no mark was on the newest build${newest === undefined ? "" : ` ${newest}`}, so what is wanted does not change`;
+  return {
+    message: `retry ${module} on ${where}: lifted the failed marks on ${lifted}; ${then} (\`mesh status\` shows how it goes)`,
+    result,
+  };
 }
 
 /** The build of the module's newest candidate that built, as the assigner's `newest` rule reads it. */

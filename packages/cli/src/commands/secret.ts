@@ -82,12 +82,26 @@ export async function secretSet(
   checkName("module", module);
   const value = await readSecretFromStdin(process.stdin);
   await using bus = await connect(options);
-  const registered = await requireModule(bus, module, {
-    force: options.force,
-    forWhat: "keep the secret",
-  });
+  const done = await setSecret(bus, { module, name, value, force: options.force === true });
+  for (const line of done.notes) note(options, line);
+  if (options.json === true) printJson({ ok: true, ...done.result });
+  else out(done.message);
+  return ExitCode.ok;
+}
+
+/**
+ * `mesh secret set` on a bus: the value goes to the controller, which alone keeps secrets; what
+ * comes back names it, never holds it. The view's page does the same.
+ */
+export async function setSecret(
+  bus: MeshBus,
+  input: { module: string; name: string; value: string; force?: boolean },
+): Promise<{ message: string; notes: string[]; result: Record<string, unknown> }> {
+  const { module, name, value, force } = input;
+  checkName("module", module);
+  const registered = await requireModule(bus, module, { force, forWhat: "keep the secret" });
   const declared = registered ? await declaredSecrets(bus, module) : undefined;
-  if (declared !== undefined && !declared.includes(name) && options.force !== true) {
+  if (declared !== undefined && !declared.includes(name) && force !== true) {
     throw unknownName({
       what: `secret of ${module}`,
       name,
@@ -98,16 +112,19 @@ export async function secretSet(
     });
   }
   const set = await askSecretSet(bus, { module, name, value });
-  if (declared === undefined)
-    note(
-      options,
-      registered
-        ? `${module}'s manifest is not known yet (not built); the name ${name} is unchecked`
-        : `${module} is not registered; the secret waits for it`,
-    );
-  if (options.json === true) printJson({ ok: true, ...set });
-  else out(`${module}'s secret ${name} is set (${set.at}); nodes get it sealed`);
-  return ExitCode.ok;
+  const notes =
+    declared !== undefined
+      ? []
+      : [
+          registered
+            ? `${module}'s manifest is not known yet (not built); the name ${name} is unchecked`
+            : `${module} is not registered; the secret waits for it`,
+        ];
+  return {
+    message: `${module}'s secret ${name} is set (${set.at}); nodes get it sealed`,
+    notes,
+    result: { ...set },
+  };
 }
 
 export async function secretList(module: string, options: MeshOptions): Promise<ExitCode> {

@@ -10,6 +10,7 @@ import { newViewToken, startView } from "@mesh/view";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { act, meshOptions, portNumber } from "../verb.js";
+import { viewActions } from "./view-actions.js";
 
 export interface ViewCliOptions extends FindMeshOptions {
   readonly host?: string;
@@ -39,6 +40,7 @@ export async function view(options: ViewCliOptions): Promise<ExitCode> {
     ...(options.expose === undefined ? {} : { expose: options.expose }),
     ...(token === undefined ? {} : { token }),
     actor: `${safeUser()} (view)`,
+    actions: viewActions,
     onProblem: (what, error) =>
       process.stderr.write(`mesh view: ${what}: ${(error as Error).message}\n`),
   });

@@ -10,6 +10,7 @@
 import { loadGrid, loadTools } from "./api.js";
 import { byId } from "./dom.js";
 import { invalidate, setRenderers } from "./model.js";
+import { renderActions } from "./sections/actions.js";
 import { renderAsks } from "./sections/asks.js";
 import { renderBuilds } from "./sections/builds.js";
 import { renderConditions } from "./sections/conditions.js";
@@ -35,6 +36,7 @@ setRenderers({
   tools: renderTools,
   logs: renderLogs,
   history: renderHistory,
+  actions: renderActions,
 });
 byId("tools-refresh").addEventListener("click", () => void loadTools());
 initGridControls();

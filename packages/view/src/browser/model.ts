@@ -52,7 +52,8 @@ export type Section =
   | "builds"
   | "tools"
   | "logs"
-  | "history";
+  | "history"
+  | "actions";
 
 export const ALL_SECTIONS: readonly Section[] = [
   "summary",
@@ -66,6 +67,7 @@ export const ALL_SECTIONS: readonly Section[] = [
   "tools",
   "logs",
   "history",
+  "actions",
 ];
 
 /**
@@ -107,5 +109,5 @@ function renderDirty(): void {
 export function toggleSelected(node: string, module: string): void {
   const same = model.selected?.node === node && model.selected.module === module;
   model.selected = same ? undefined : { node, module };
-  invalidate("grid", "detail");
+  invalidate("grid", "detail", "actions");
 }

@@ -295,3 +295,59 @@ export interface ModuleTimeline {
 
 /** The most nodes a module's timeline shows. */
 export const TIMELINE_MAX_NODES = 200;
+
+/** `POST /api/act {action, input}`: what the page can do, each the CLI's own verb. */
+export type ActionRequest =
+  /** `mesh assign|unassign <module> --node N | --all` (no node: every node). */
+  | {
+      readonly action: "assign";
+      readonly input: { readonly module: string; readonly node?: string; readonly remove: boolean };
+    }
+  /** `mesh put <module> <build> [--node N]`; without a build, `mesh unput`. */
+  | {
+      readonly action: "put";
+      readonly input: {
+        readonly module: string;
+        readonly node?: string;
+        readonly build?: string;
+        readonly why?: string;
+      };
+    }
+  /** `mesh retry <module> [--node N]` */
+  | {
+      readonly action: "retry";
+      readonly input: { readonly module: string; readonly node?: string };
+    }
+  /** `mesh config set <module> <key> <value> [--node N]` (the value as the CLI reads it: JSON, else a string) */
+  | {
+      readonly action: "configSet";
+      readonly input: {
+        readonly module: string;
+        readonly key: string;
+        readonly value: string;
+        readonly node?: string;
+      };
+    }
+  /** `mesh config unset <module> <key> [--node N]` */
+  | {
+      readonly action: "configUnset";
+      readonly input: { readonly module: string; readonly key: string; readonly node?: string };
+    }
+  /** `mesh secret set <module> <name>`: the value goes to the controller and is never shown again. */
+  | {
+      readonly action: "secretSet";
+      readonly input: { readonly module: string; readonly name: string; readonly value: string };
+    }
+  /** `mesh module add <git URL | path>` */
+  | { readonly action: "register"; readonly input: { readonly spec: string } };
+
+export type ActionName = ActionRequest["action"];
+
+/** What `POST /api/act` answers: the CLI's line and its JSON, or the coded refusal. */
+export type ActionResult =
+  | {
+      readonly ok: true;
+      readonly message: string;
+      readonly result?: Readonly<Record<string, unknown>>;
+    }
+  | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
