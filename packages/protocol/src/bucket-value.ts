@@ -1,6 +1,7 @@
 /** The schema of each bucket's values, by bucket name: helpers parse a value by its bucket. */
 import type { z } from "zod";
 import { Bucket } from "./layout.js";
+import { Rollout, RolloutOverride, RolloutSteer } from "./rollout.js";
 import { Summary } from "./summary.js";
 import {
   Answer,
@@ -44,6 +45,9 @@ export const BucketValue = {
   [Bucket.config]: ConfigValue,
   [Bucket.secrets]: SealedSecret,
   [Bucket.summary]: Summary,
+  [Bucket.rolloutPolicies]: RolloutOverride,
+  [Bucket.rolloutSteers]: RolloutSteer,
+  [Bucket.rollouts]: Rollout,
 } as const satisfies Record<Bucket, z.ZodType>;
 
 /** The value type of a bucket. */

@@ -181,6 +181,24 @@ export {
   Want,
 } from "./values.js";
 export { BucketValue, type BucketValueOf } from "./bucket-value.js";
+export {
+  DURATION_PATTERN,
+  RolloutCount,
+  RolloutDuration,
+  RolloutOrder,
+  RolloutPolicy,
+  durationMs,
+} from "./rollout-policy.js";
+export {
+  ROLLOUT_ACTIONS,
+  ROLLOUT_STATUSES,
+  ResolvedRolloutPolicy,
+  Rollout,
+  RolloutAction,
+  RolloutOverride,
+  RolloutSteer,
+  RolloutStatus,
+} from "./rollout.js";
 export { SUMMARY_REFRESH_MS, Summary, SummaryCell } from "./summary.js";
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";

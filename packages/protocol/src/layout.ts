@@ -33,6 +33,12 @@ export const Bucket = {
    * need attention, so readers get the fleet's shape in one get (decision 0090).
    */
   summary: "mesh-summary",
+  /** An operator's rollout policy for a module, over its manifest's (issue 22). */
+  rolloutPolicies: "mesh-rollout-policies",
+  /** An operator's pause, resume, promote, abort or retry of a module's rollout. */
+  rolloutSteers: "mesh-rollout-steers",
+  /** The assigner's record of each module's rollout: where the next pass continues from. */
+  rollouts: "mesh-rollouts",
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 
@@ -61,6 +67,9 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.config]: { key: "<module>.<key>[.<node>]", history: 1 },
   [Bucket.secrets]: { key: "<module>.<name>", history: 1 },
   [Bucket.summary]: { key: "fleet", history: 1 },
+  [Bucket.rolloutPolicies]: { key: "<module>", history: 1 },
+  [Bucket.rolloutSteers]: { key: "<module>", history: 1 },
+  [Bucket.rollouts]: { key: "<module>", history: 1 },
 };
 
 /** The one key of `mesh-summary`: the whole fleet's summary. */

@@ -8,6 +8,7 @@
  * editor enforces them too.
  */
 import { z } from "zod";
+import { RolloutPolicy } from "./rollout-policy.js";
 import { BUILD_ID_PATTERN, KEY_NAME_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { DIGEST_PATTERN } from "./keys.js";
 
@@ -299,6 +300,9 @@ export const Manifest = z
       .describe(
         "Seconds without a call after which the runtime stops this module's tools worker until the next call (0: never); the node's idle time (10 min) when omitted",
       ),
+    rollout: RolloutPolicy.optional().describe(
+      "How a new build reaches the fleet: canary, batches, health gates (docs/rollouts.md)",
+    ),
   })
   .strict();
 /** A manifest as written (defaults not yet filled in). */

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type ErrorCode, type MeshError, isMeshError } from "./errors.js";
 import type { Target } from "./keys.js";
+import { Bucket } from "./layout.js";
 import {
   ALL_NODES,
   BUILD_ID_PATTERN,
@@ -66,3 +67,43 @@ export const SUMMARY_SAMPLE = {
     ],
   },
 };
+
+/** A good value of each rollout bucket. */
+export const ROLLOUT_SAMPLES = {
+  [Bucket.rolloutPolicies]: {
+    policy: { canary: 1, batch: "25%", "min-healthy": "30s", order: "label=arch" },
+    by: "ada",
+    at: "2025-01-02T03:04:05.000Z",
+  },
+  [Bucket.rolloutSteers]: {
+    build: "3-abcdef01",
+    action: "retry",
+    attempt: 1,
+    by: "ada",
+    at: "2025-01-02T03:04:05.000Z",
+  },
+  [Bucket.rollouts]: {
+    module: "hello",
+    build: "3-abcdef01",
+    from: ["2-abcdef01"],
+    attempt: 1,
+    status: "failed",
+    wave: 1,
+    waves: 4,
+    admitted: ["edge-01"],
+    waveNodes: ["edge-01"],
+    waveAt: "2025-01-02T03:04:05.000Z",
+    policy: {
+      canary: 1,
+      batch: 1,
+      minHealthyMs: 30_000,
+      healthyDeadlineMs: 300_000,
+      maxFailing: 0,
+      pauseAfterCanary: false,
+      order: "name",
+      source: "default",
+    },
+    waiting: "nothing: halted",
+    failed: { reason: "edge-01 failing", nodes: [{ node: "edge-01", error: "exited with 1" }] },
+  },
+} as const;

@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { Credential } from "./credential.js";
 import { BucketValue } from "./bucket-value.js";
 import { Bucket } from "./layout.js";
-import { SUMMARY_SAMPLE } from "./test-support.js";
+import { ROLLOUT_SAMPLES, SUMMARY_SAMPLE } from "./test-support.js";
 import {
   Answer,
   Ask,
@@ -161,6 +161,7 @@ const SAMPLE = {
     at,
   },
   [Bucket.summary]: SUMMARY_SAMPLE,
+  ...ROLLOUT_SAMPLES,
 } as const satisfies Record<Bucket, unknown>;
 
 const CREDENTIAL = {

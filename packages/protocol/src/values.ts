@@ -217,6 +217,8 @@ export const RULE_ORDER = [
   "put",
   "newest",
   "set-back",
+  "halt",
+  "waves",
   "widening",
   "checked",
 ] as const;

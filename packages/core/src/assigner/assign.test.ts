@@ -335,6 +335,10 @@ describe("assign: writes and differences", () => {
     build(s, "hello", 1);
     pass(s);
     build(s, "hello", 2);
+    // The rollout's first step (the canary given) decides every node of the module; after it, a
+    // scoped pass decides only its nodes.
+    pass(s);
+    reportHave(s, "n2", "hello", s.own.wants.get("n2.hello")?.build ?? "", "healthy");
     const full = assign(s);
     const scoped = assign(s, { nodes: ["n2"] });
     assert.deepEqual(scoped.wants.get("n2.hello"), full.wants.get("n2.hello"));

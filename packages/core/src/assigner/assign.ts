@@ -6,7 +6,7 @@
  * `conditions`, nothing else (decision 0030).
  *
  * The rules are an ordered chain, one file each in ./rules/, in protocol's `RULE_ORDER`:
- * placed, built, put, newest, set-back, widening (each for one module on one node), then checked
+ * placed, built, put, newest, set-back, halt, waves, widening (each for one module on one node), then checked
  * (the node's whole set). Adding a rule is a file there and a name in that order.
  *
  * A pass may be scoped to some nodes (`options.nodes`): the shell passes the nodes a change
@@ -21,6 +21,7 @@ import {
   type Ask,
   type CompositionVerdict,
   type Difference,
+  type Rollout,
   type Want,
 } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
@@ -45,6 +46,8 @@ import {
   type Proposal,
   type Unwanted,
 } from "./model.js";
+import { planRollouts, type RolloutPlan } from "./rollout-plan.js";
+import { stepConditions } from "./rollout-steps.js";
 import { CELL_RULES, NODE_RULES, type NodeSet } from "./rules/index.js";
 import { allNodes, modulesByNode, modulesOf } from "./scope.js";
 import type { AssignerSnapshot } from "./snapshot.js";
@@ -70,7 +73,12 @@ export type AssignerWrite =
       readonly key: string;
       readonly value: Difference | undefined;
     }
-  | { readonly bucket: typeof Bucket.asks; readonly key: string; readonly value: Ask | undefined };
+  | { readonly bucket: typeof Bucket.asks; readonly key: string; readonly value: Ask | undefined }
+  | {
+      readonly bucket: typeof Bucket.rollouts;
+      readonly key: string;
+      readonly value: Rollout | undefined;
+    };
 
 export interface AssignResult {
   /** The nodes decided. */
@@ -83,6 +91,8 @@ export interface AssignResult {
   readonly differences: ReadonlyMap<string, Difference>;
   /** Every ask that stands after this pass (outside the scope too). */
   readonly asks: ReadonlyMap<string, Ask>;
+  /** Every module's rollout after this pass (decided over the whole fleet, whatever the scope). */
+  readonly rollouts: ReadonlyMap<string, Rollout>;
   /** Only what differs from what stands (`snapshot.own`): a second pass over the result writes nothing. */
   readonly writes: readonly AssignerWrite[];
   /**
@@ -96,6 +106,7 @@ export interface AssignResult {
 interface Pass {
   readonly snapshot: AssignerSnapshot;
   readonly index: ReadonlyMap<string, ModuleIndex>;
+  readonly rollouts: ReadonlyMap<string, RolloutPlan>;
   readonly wants: Map<string, Want>;
   readonly unwanted: Map<string, Unwanted>;
   readonly compositions: Map<string, CompositionVerdict>;
@@ -113,10 +124,12 @@ interface Pass {
 
 export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}): AssignResult {
   const full = options.nodes === undefined;
-  const nodes = full ? [...allNodes(snapshot)].sort() : scopedNodes(options.nodes);
+  const index = indexModules(snapshot);
+  const rollouts = planRollouts(snapshot, index);
   const pass: Pass = {
     snapshot,
-    index: indexModules(snapshot),
+    index,
+    rollouts,
     wants: new Map(),
     unwanted: new Map(),
     compositions: new Map(),
@@ -128,6 +141,11 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     allKeys: new Map(),
     filtered: new Set(),
   };
+  // A rollout's step moves cells outside the scope (a wave given, a halt): they are decided too.
+  const moved = writeRollouts(pass);
+  const nodes = full
+    ? [...allNodes(snapshot)].sort()
+    : scopedNodes([...(options.nodes ?? []), ...moved]);
   const extra = full ? modulesByNode(snapshot) : new Map<string, Set<string>>();
   for (const node of nodes) decideNode(pass, node, modulesOf(snapshot, pass.index, node, extra));
   const asks = settleAsks(pass, full ? undefined : new Set(nodes));
@@ -136,7 +154,41 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     pass.conditions.push(...resolveEnded(open, full ? undefined : new Set(nodes), pass.causes));
   }
   const { wants, unwanted, compositions, differences, writes, conditions } = pass;
-  return { nodes, wants, unwanted, compositions, differences, asks, writes, conditions };
+  const records = new Map([...rollouts].map(([m, p]) => [m, p.record]));
+  return {
+    nodes,
+    wants,
+    unwanted,
+    compositions,
+    differences,
+    asks,
+    rollouts: records,
+    writes,
+    conditions,
+  };
+}
+
+/**
+ * Each module's rollout record that moved, written first (a later pass continues from it), with
+ * the conditions of its step; the nodes of each moved rollout, which this pass must decide.
+ */
+function writeRollouts(pass: Pass): string[] {
+  const own = pass.snapshot.own.rollouts;
+  const moved: string[] = [];
+  const modules = [...new Set([...own.keys(), ...pass.rollouts.keys()])].sort();
+  for (const module of modules) {
+    const before = own.get(module);
+    const plan = pass.rollouts.get(module);
+    const after = plan?.record;
+    if (sameValue(before, after)) continue;
+    pass.writes.push({ bucket: Bucket.rollouts, key: module, value: after });
+    pass.conditions.push(...stepConditions(module, before, after));
+    // A node admitted with nothing to keep (a node joining) moves no other cell, nor does a
+    // record deleted (the module placed nowhere: the placement's change moves its cells).
+    if (after === undefined || sameValue(stepOf(before), stepOf(after))) continue;
+    moved.push(...(plan?.nodes ?? []));
+  }
+  return moved;
 }
 
 function scopedNodes(nodes: Iterable<string> | undefined): string[] {
@@ -151,7 +203,14 @@ function decideNode(pass: Pass, node: string, modules: readonly string[]): void 
   const proposals = new Map<string, Proposal>();
   const unwanted = new Map<string, Unwanted>();
   for (const module of modules) {
-    const cell = cellOf(pass.snapshot, pass.index, node, module, allKeyOf(pass, module));
+    const cell = cellOf(
+      pass.snapshot,
+      pass.index,
+      node,
+      module,
+      allKeyOf(pass, module),
+      pass.rollouts,
+    );
     cells.set(module, cell);
     const decided = runCellRules(cell);
     if (decided.kind !== "open" && decided.ask !== undefined) wait(pass, decided.ask, node);
@@ -309,6 +368,13 @@ function settleAsks(pass: Pass, scope: ReadonlySet<string> | undefined): Map<str
   return asks;
 }
 
+/** A record without the nodes admitted: what the cells of nodes not reached read. */
+function stepOf(record: Rollout | undefined): unknown {
+  if (record === undefined) return undefined;
+  const { admitted: _admitted, ...step } = record;
+  return step;
+}
+
 function sameValue(a: unknown, b: unknown): boolean {
   if (a === undefined || b === undefined) return a === b;
   return canonicalJson(a) === canonicalJson(b);
@@ -320,4 +386,5 @@ export const ASSIGNER_WRITES = [
   Bucket.compositions,
   Bucket.differences,
   Bucket.asks,
+  Bucket.rollouts,
 ] as const;

@@ -15,6 +15,10 @@ export const AssignerConditionKind = {
   refused: "refused",
   setBack: "set-back",
   failing: "failing",
+  /** Each step of a module's rollout (the last one said stands). */
+  rollout: "rollout",
+  /** A rollout halted or aborted, until it is retried or a new build rolls out. */
+  rolloutFailed: "rollout-failed",
 } as const;
 export type AssignerConditionKind =
   (typeof AssignerConditionKind)[keyof typeof AssignerConditionKind];
@@ -24,7 +28,8 @@ export interface AssignerCondition {
   readonly name: string;
   readonly level: "info" | "warning" | "error";
   readonly message: string;
-  readonly node: string;
+  /** The node it is about; a rollout's conditions are about a module, and name no node. */
+  readonly node?: string;
   /** Its cause has ended: said under the same name, it replaces the open one. */
   readonly resolved?: boolean;
 }

@@ -9,6 +9,7 @@ import { canonicalJson } from "../fingerprint.js";
 import { emptySnapshot, type AssignerSnapshot, type HaveRecord } from "./snapshot.js";
 import { assign, type AssignResult } from "./assign.js";
 import { cellOf, indexModules, type Cell, type Decision } from "./model.js";
+import { planRollouts } from "./rollout-plan.js";
 
 export const T0 = "2026-01-01T00:00:00.000Z";
 
@@ -108,9 +109,10 @@ export function reportHave(
   module: string,
   build: string,
   health: Have["health"],
+  extra: { since?: string; lastError?: string } = {},
 ): void {
   const key = `${node}.${module}`;
-  const have: Have = { build, fingerprint: "f", health, since: T0, restarts: 0 };
+  const have: Have = { build, fingerprint: "f", health, since: T0, restarts: 0, ...extra };
   const record: HaveRecord = s.have.get(key) ?? { current: undefined, history: [] };
   haveRevision += 1;
   s.have.set(key, {
@@ -142,13 +144,14 @@ export function apply(s: MutableSnapshot, result: AssignResult): void {
       "mesh-compositions": s.own.compositions,
       "mesh-differences": s.own.differences,
       "mesh-asks": s.own.asks,
+      "mesh-rollouts": s.own.rollouts,
     }[w.bucket] as Map<string, unknown>;
     if (w.value === undefined) map.delete(w.key);
     else map.set(w.key, w.value);
   }
   for (const c of result.conditions) {
     if (c.resolved === true) s.own.conditions.delete(c.name);
-    else s.own.conditions.set(c.name, { node: c.node });
+    else if (c.node !== undefined) s.own.conditions.set(c.name, { node: c.node });
   }
 }
 
@@ -159,12 +162,21 @@ export function pass(s: MutableSnapshot, nodes?: string[]): AssignResult {
   return result;
 }
 
-/** A snapshot with `nodes` present and hello assigned to every node. */
+/**
+ * A snapshot with `nodes` present and hello assigned to every node, rolled out all at once
+ * (`batch: 100%`): the tests that use it are of the per-node rules; waves have their own.
+ */
 export function helloEverywhere(...nodes: string[]): MutableSnapshot {
   const s = snapshot();
   for (const node of nodes) present(s, node);
   assignTo(s, "all", "hello");
+  allAtOnce(s, "hello");
   return s;
+}
+
+/** An operator's rollout policy for a module: every node at once, as before waves. */
+export function allAtOnce(s: MutableSnapshot, module: string): void {
+  s.rolloutPolicies.set(module, { policy: { batch: "100%" }, by: "ada", at: T0 });
 }
 
 export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {
@@ -173,7 +185,8 @@ export function wantOf(result: AssignResult, node: string, module: string): Want
 
 /** The facts of one cell, as a rule reads them. */
 export function cellIn(s: MutableSnapshot, node: string, module: string): Cell {
-  return cellOf(s, indexModules(s), node, module);
+  const index = indexModules(s);
+  return cellOf(s, index, node, module, `all.${module}`, planRollouts(s, index));
 }
 
 /** A decision that wants one build by a rule, for a rule's table. */
@@ -188,4 +201,14 @@ export function outcome(d: Decision): string {
   if (d.kind === "want") return `want ${d.proposal.rule} ${d.proposal.usable.build.build}`;
   if (d.kind === "none") return `none ${d.unwanted.rule}`;
   return "open";
+}
+
+/** An instant `seconds` after T0. */
+export const after = (seconds: number): string =>
+  new Date(Date.parse(T0) + seconds * 1000).toISOString();
+
+/** A node's heartbeat at an instant: the time the rollout's gates read on that node. */
+export function beat(s: MutableSnapshot, node: string, at: string): void {
+  const p = s.presence.get(node);
+  if (p !== undefined) s.presence.set(node, { ...p, heartbeat: at });
 }

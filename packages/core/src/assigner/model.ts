@@ -12,6 +12,7 @@ import {
   type Rule,
   type Want,
 } from "@mesh/protocol";
+import type { RolloutPlan } from "./rollout-plan.js";
 import type { AssignerSnapshot, HaveRecord } from "./snapshot.js";
 
 /** A build the rules may want: finished, with its manifest and every archive's digest stored. */
@@ -78,6 +79,8 @@ export interface Cell {
   readonly previous: Want | undefined;
   /** The builds marked failing on this node (see `marksOf`). */
   readonly marks: ReadonlySet<string>;
+  /** The module's rollout this pass (see ./rollout-plan.ts), when it has one. */
+  readonly rollout: RolloutPlan | undefined;
 }
 
 /** The facts of one cell, for the rules. */
@@ -87,6 +90,7 @@ export function cellOf(
   node: string,
   module: string,
   allKey = targetModuleKey({ all: true }, module),
+  rollouts?: ReadonlyMap<string, RolloutPlan>,
 ): Cell {
   const key = nodeModuleKey(node, module);
   const have = snapshot.have.get(key);
@@ -100,6 +104,7 @@ export function cellOf(
     present: snapshot.presence.has(node),
     previous: snapshot.own.wants.get(key),
     marks: have === undefined ? NO_MARKS : marksOf(have, liftedAt(snapshot, key, allKey)),
+    rollout: rollouts?.get(module),
   };
 }
 

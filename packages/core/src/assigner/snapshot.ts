@@ -17,7 +17,9 @@ export interface HaveRecord {
 }
 
 /** What the assigner itself wrote and stands now: a pass writes only what differs from it. */
-export interface AssignerOwn extends BucketMaps<"wants" | "compositions" | "differences" | "asks"> {
+export interface AssignerOwn extends BucketMaps<
+  "wants" | "compositions" | "differences" | "asks" | "rollouts"
+> {
   /**
    * The assigner's conditions that are said and not resolved, by name, with the node each is
    * about: a pass resolves those of its nodes whose cause has ended.
@@ -25,7 +27,7 @@ export interface AssignerOwn extends BucketMaps<"wants" | "compositions" | "diff
   readonly conditions: ReadonlyMap<string, OpenCondition>;
 }
 
-/** An open condition of the assigner's, as a pass needs it. */
+/** An open condition of the assigner's about a node, as a pass needs it. */
 export interface OpenCondition {
   readonly node: string;
 }
@@ -36,9 +38,18 @@ export interface OpenCondition {
  * `<module>.<seq>`; `builds` `<module>.<build>`; `composed` by node.
  */
 export interface AssignerSnapshot extends BucketMaps<
-  "assignments" | "presence" | "candidates" | "builds" | "puts" | "retries" | "answers" | "composed"
+  | "assignments"
+  | "presence"
+  | "candidates"
+  | "builds"
+  | "puts"
+  | "retries"
+  | "answers"
+  | "composed"
+  | "rolloutPolicies"
+  | "rolloutSteers"
 > {
-  /** ISO 8601; stamps new asks only. */
+  /** ISO 8601; stamps new asks and a rollout's waves only (no rule measures time with it). */
   readonly now: string;
   readonly registrations: ReadonlyMap<string, ModuleRegistration>;
   /** By digest. */
@@ -63,11 +74,14 @@ export function emptySnapshot(now = "1970-01-01T00:00:00.000Z"): AssignerSnapsho
     retries: new Map(),
     answers: new Map(),
     composed: new Map(),
+    rolloutPolicies: new Map(),
+    rolloutSteers: new Map(),
     own: {
       wants: new Map(),
       compositions: new Map(),
       differences: new Map(),
       asks: new Map(),
+      rollouts: new Map(),
       conditions: new Map(),
     },
   };

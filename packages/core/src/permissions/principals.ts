@@ -87,7 +87,8 @@ export function hostGrant(input: { readonly node: string }): Permissions {
 /**
  * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
  * secrets (sealed with the vault's key: only the controller can use them); writes what
- * docs/design.md says the operator writes (assignments, puts, retries, answers, config) and
+ * docs/design.md says the operator writes (assignments, puts, retries, answers, config, rollout
+ * policies and steers) and
  * registrations (`mesh-modules`: the CLI checks the manifest itself and registers it directly, see
  * docs/decisions/0020); calls every tool and discovers every service; reads the conditions and logs
  * streams; asks the controller for join tokens and to set secrets. Creates and deletes no stream or
@@ -105,6 +106,8 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
     Bucket.answers,
     Bucket.config,
     Bucket.modules,
+    Bucket.rolloutPolicies,
+    Bucket.rolloutSteers,
   ];
   const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
   return toPermissions(
@@ -133,7 +136,7 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 /**
  * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its
  * history, the manifests for their keys and read by digest) and its own, writes wants,
- * compositions, differences, asks and the fleet's summary (decision 0090), says conditions (and
+ * compositions, differences, asks, rollouts and the fleet's summary (decision 0090), says conditions (and
  * reads every module's, which the summary's read model reasons with) and what it keeps.
  */
 export function assignerGrant(input: { readonly node: string }): Permissions {
@@ -150,6 +153,8 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
     Bucket.answers,
     Bucket.composed,
     Bucket.grants,
+    Bucket.rolloutPolicies,
+    Bucket.rolloutSteers,
   ];
   const owns: readonly Bucket[] = [
     Bucket.wants,
@@ -157,6 +162,7 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
     Bucket.differences,
     Bucket.asks,
     Bucket.summary,
+    Bucket.rollouts,
   ];
   return toPermissions(
     merge(

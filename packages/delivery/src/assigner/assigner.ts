@@ -47,6 +47,7 @@ import {
   type Have,
 } from "@mesh/protocol";
 import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
+import { gatedNodes, nodeOf } from "./rollout-gates.js";
 import { SummaryKeeper } from "./summary-keeper.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
@@ -55,6 +56,7 @@ export const ASSIGNER_KEEPS = [
   { name: "compositions", readable: true },
   { name: "differences", readable: true },
   { name: "wants", readable: true },
+  { name: "rollouts", readable: true },
 ] as const;
 
 /** The buckets a pass reads; all but the puts are essential. */
@@ -69,10 +71,13 @@ const WATCHED = [
   Bucket.retries,
   Bucket.answers,
   Bucket.composed,
+  Bucket.rolloutPolicies,
+  Bucket.rolloutSteers,
   Bucket.wants,
   Bucket.compositions,
   Bucket.differences,
   Bucket.asks,
+  Bucket.rollouts,
 ] as const;
 
 export interface AssignerOptions {
@@ -118,6 +123,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** Every module's latest conditions, by `<module>.<name>`: the summary's read model reads them. */
   readonly #conditions = new Map<string, Condition>();
   #summary: SummaryKeeper | undefined;
+  /** The nodes a rollout waits on: each heartbeat of theirs wakes a pass (decision 0130). */
+  #gated = new Set<string>();
 
   private constructor(options: AssignerOptions) {
     this.#bus = options.bus;
@@ -242,7 +249,14 @@ export class Assigner implements Daemon, AsyncDisposable {
     const nodes = [...dirty.keys];
     const snapshot: AssignerSnapshot = { ...this.#maps, now: new Date().toISOString() };
     const result = assign(snapshot, touchedAll ? {} : { nodes });
-    await this.#write(result.writes, signal);
+    // A rollout's record first: a later pass continues from it, whatever came of the wants.
+    const first = (w: AssignerWrite): boolean => w.bucket === Bucket.rollouts;
+    await this.#write(result.writes.filter(first), signal);
+    await this.#write(
+      result.writes.filter((w) => !first(w)),
+      signal,
+    );
+    this.#gated = gatedNodes(result.rollouts.values());
     // Its own writes are held before they are written, so their echoes move nothing: say so here.
     if (result.writes.length > 0) this.#summary?.moved();
     for (const c of result.conditions) {
@@ -250,7 +264,7 @@ export class Assigner implements Daemon, AsyncDisposable {
         await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal });
         // Held as said, so a later pass resolves it once its cause ends (or not again).
         if (c.resolved === true) this.#maps.own.conditions.delete(c.name);
-        else this.#maps.own.conditions.set(c.name, { node: c.node });
+        else if (c.node !== undefined) this.#maps.own.conditions.set(c.name, { node: c.node });
       } catch (e) {
         this.#log(`a condition could not be said (${(e as Error).message}): ${c.message}`);
       }
@@ -347,11 +361,12 @@ export class Assigner implements Daemon, AsyncDisposable {
         equal,
       };
     }
-    // A heartbeat moves only the presence's time, which no rule reads (a node is there or not,
-    // with its facts): it wakes no pass and logs no line.
+    // A heartbeat moves only the presence's time, which only a rollout's gate reads: it wakes
+    // a pass for a node a rollout waits on, and no other (decision 0130).
     sources[Bucket.presence] = {
       ...(sources[Bucket.presence] as MirrorSource<unknown, unknown>),
-      equal: (a, b) => equal(withoutHeartbeat(a), withoutHeartbeat(b)),
+      equal: (a, b) =>
+        equal(withoutHeartbeat(a), withoutHeartbeat(b)) && !this.#gated.has(nodeOf(b)),
     };
     sources[Bucket.have] = {
       bucket: this.#buckets.get(Bucket.have) as KvBucket<unknown>,
@@ -441,6 +456,9 @@ export class Assigner implements Daemon, AsyncDisposable {
       case Bucket.modules:
       case Bucket.candidates:
       case Bucket.builds:
+      case Bucket.rolloutPolicies:
+      case Bucket.rolloutSteers:
+      case Bucket.rollouts:
         touchModule(first);
         break;
       case Bucket.manifests:

@@ -28,6 +28,7 @@ export function newMaps(): Maps {
     compositions: new Map(),
     differences: new Map(),
     asks: new Map(),
+    rollouts: new Map(),
     conditions: new Map(),
   };
   return maps as unknown as Maps;
@@ -39,6 +40,7 @@ const OWN_MAPS = {
   [Bucket.compositions]: "compositions",
   [Bucket.differences]: "differences",
   [Bucket.asks]: "asks",
+  [Bucket.rollouts]: "rollouts",
 } as const satisfies Record<AssignerWrite["bucket"], keyof Maps["own"]>;
 
 /** The buckets it only watches, and the map each one's values are kept in. */
@@ -53,6 +55,8 @@ const WATCHED_MAPS: Readonly<Record<string, Exclude<keyof Maps, "own">>> = {
   [Bucket.retries]: "retries",
   [Bucket.answers]: "answers",
   [Bucket.composed]: "composed",
+  [Bucket.rolloutPolicies]: "rolloutPolicies",
+  [Bucket.rolloutSteers]: "rolloutSteers",
 };
 
 /** The map of one of the assigner's own buckets. */

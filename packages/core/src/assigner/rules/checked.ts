@@ -1,5 +1,5 @@
 /**
- * Rule 7, checked: the composition check of the node's whole wanted set. When it refuses, the
+ * Rule 9, checked: the composition check of the node's whole wanted set. When it refuses, the
  * modules whose build moved and that the refusals name go back to their previous want (all moved
  * modules when a refusal names none, or when reverting the named ones is not enough); a module
  * with no previous want, or whose previous build is marked failing, is then not wanted, with the

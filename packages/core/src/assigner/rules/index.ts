@@ -7,11 +7,13 @@
 import { RULE_ORDER, type Rule } from "@mesh/protocol";
 import { built } from "./built.js";
 import { checked } from "./checked.js";
+import { halt } from "./halt.js";
 import { newest } from "./newest.js";
 import { placed } from "./placed.js";
 import { put } from "./put.js";
 import type { CellRule, NodeRule } from "./rule.js";
 import { setBack } from "./set-back.js";
+import { waves } from "./waves.js";
 import { widening } from "./widening.js";
 
 const BY_NAME: { readonly [N in Rule]: CellRule<N> | NodeRule<N> } = {
@@ -20,6 +22,8 @@ const BY_NAME: { readonly [N in Rule]: CellRule<N> | NodeRule<N> } = {
   put,
   newest,
   "set-back": setBack,
+  halt,
+  waves,
   widening,
   checked,
 };

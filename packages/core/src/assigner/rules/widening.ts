@@ -1,5 +1,5 @@
 /**
- * Rule 6, widening: an advance to the newest build that widens what the module may read, call or
+ * Rule 8, widening: an advance to the newest build that widens what the module may read, call or
  * hold waits for an operator's yes (decision 0033). A put is the operator's own choice and a
  * set-back goes back to a build that ran, so only an advance to the newest asks; a first want of
  * a module asks nothing (nothing to widen from).

@@ -1,0 +1,71 @@
+/**
+ * The conditions of a rollout's steps (issue 22): each wave given, a pause, the end, a halt
+ * (with the build, the nodes, their last error and the command that retries it), and the
+ * halt's resolution once a retry or a new build supersedes it. Said as the record that carries
+ * the step is written, so a rerun says nothing.
+ */
+import type { Rollout } from "@mesh/protocol";
+import { AssignerConditionKind, conditionName, type AssignerCondition } from "./conditions.js";
+import { durationText } from "./rollout-policy.js";
+
+const halts = (r: Rollout | undefined): boolean =>
+  r !== undefined && (r.status === "failed" || r.status === "aborted");
+
+const sameRollout = (a: Rollout | undefined, b: Rollout | undefined): boolean =>
+  a !== undefined && b !== undefined && a.build === b.build && a.attempt === b.attempt;
+
+/** What a record's change says: a step when its status or wave moved, and a halt's fate. */
+export function stepConditions(
+  module: string,
+  before: Rollout | undefined,
+  after: Rollout | undefined,
+): AssignerCondition[] {
+  const out: AssignerCondition[] = [];
+  const failedName = conditionName(AssignerConditionKind.rolloutFailed, module);
+  if (halts(before) && !(sameRollout(before, after) && halts(after))) {
+    out.push({
+      name: failedName,
+      level: "info",
+      message: `the halt of ${module} build ${before?.build} no longer stands: ${after === undefined ? "no rollout" : `build ${after.build} rolls out (attempt ${after.attempt})`}`,
+      resolved: true,
+    });
+  }
+  if (after === undefined) return out;
+  const moved =
+    !sameRollout(before, after) || before?.status !== after.status || before.wave !== after.wave;
+  // A build no wave carried (a first deploy, nothing to keep anywhere) is no step to say.
+  if (!moved || (after.wave === 0 && after.status === "done")) return out;
+  const name = conditionName(AssignerConditionKind.rollout, module);
+  if (halts(after)) {
+    const message = haltMessage(after);
+    out.push({ name: failedName, level: "error", message });
+    out.push({ name, level: "error", message });
+    return out;
+  }
+  out.push({ name, level: "info", message: stepMessage(after) });
+  return out;
+}
+
+function stepMessage(r: Rollout): string {
+  const head = `rollout of ${r.module} build ${r.build}`;
+  if (r.status === "done") return `${head} done: every node of ${r.admitted.length} runs it`;
+  if (r.status === "paused") return `${head} paused at wave ${r.wave} of ${r.waves}: ${r.waiting}`;
+  const wave = r.wave === 1 && r.policy.canary > 0 ? "the canary (wave 1" : `wave ${r.wave}`;
+  const close = wave.startsWith("the canary") ? ")" : "";
+  return (
+    `${head}: ${wave} of ${r.waves}${close} given to ${r.waveNodes.join(", ") || "no node"}; ` +
+    `the next waits for each to run it healthy for ${durationText(r.policy.minHealthyMs)}`
+  );
+}
+
+/** A halt: the build, the nodes and their errors, where the others went, the command to retry. */
+export function haltMessage(r: Rollout): string {
+  const what = r.status === "aborted" ? "aborted" : `halted at wave ${r.wave} of ${r.waves}`;
+  const nodes = (r.failed?.nodes ?? []).map((n) => `${n.node} (${n.error})`).join(", ");
+  const from = r.from.length === 0 ? "the build each ran before" : `build ${r.from.join(" or ")}`;
+  return (
+    `rollout of ${r.module} build ${r.build} ${what}: ${r.failed?.reason ?? ""}` +
+    `${nodes === "" ? "" : `; nodes: ${nodes}`}; every node given it is set back to ${from}; ` +
+    `once fixed: \`mesh rollout retry ${r.module}\`, or a new build`
+  );
+}
