@@ -16,6 +16,7 @@ import {
   Bucket,
   MESH_VERSION,
   Principal,
+  hostCredentialContext,
   joinUser,
   stateBucket,
   type Composed,
@@ -401,8 +402,16 @@ export class Controller implements AsyncDisposable {
       const holder = holderOf(this.broker, node, r);
       resources.push({ ...r, sealed, ...(holder === undefined ? {} : { holder }) });
     }
+    const hostCredential = await this.#sealedHostCredential(node, presence.publicKey);
+    if (hostCredential !== undefined) needs.add(hostCredentialContext(node));
     this.#seals.retain(node, needs);
-    const fingerprint = fingerprintOf({ resources, modules: plan.modules });
+    const value = {
+      node,
+      resources,
+      modules: plan.modules,
+      ...(hostCredential === undefined ? {} : { hostCredential }),
+    };
+    const fingerprint = fingerprintOf(value);
     let before = this.#written.get(node);
     if (before === undefined) {
       before = (await this.#composed.get(node, { signal }))?.value.fingerprint;
@@ -411,14 +420,22 @@ export class Controller implements AsyncDisposable {
       this.#written.set(node, fingerprint);
       return false;
     }
-    await this.#composed.put(
-      node,
-      { node, resources, modules: plan.modules, fingerprint },
-      { signal },
-    );
+    await this.#composed.put(node, { ...value, fingerprint }, { signal });
     this.#written.set(node, fingerprint);
     this.composedWrites += 1;
     return true;
+  }
+
+  /**
+   * Accounts mode: the host's own credential sealed to its key, so that a renewed one, or one
+   * with a new key after its grant moved, reaches the host without a join (decision 0150).
+   */
+  async #sealedHostCredential(node: string, publicKey: string): Promise<string | undefined> {
+    const user = hostPrincipal(node).user;
+    if (!this.broker.signed || this.broker.get(user) === undefined) return undefined;
+    const plaintext = `${JSON.stringify(this.broker.credential(user))}\n`;
+    const needId = hostCredentialContext(node);
+    return this.#seals.sealFor({ node, needId, publicKey, plaintext });
   }
 
   async #sayRefused(node: string, refusals: readonly NodeRefusal[], signal: AbortSignal) {

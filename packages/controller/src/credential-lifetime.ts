@@ -1,7 +1,7 @@
 /**
  * How long the broker's signed credentials live, and when each is renewed (decision 0150).
  *
- * A runtime's and a module's JWT expire `lifetime` after they were signed, less up to
+ * A host's, a runtime's and a module's JWT expire `lifetime` after they were signed, less up to
  * a tenth of it at random: JWTs signed together (a fleet joining, a controller renewing what
  * came due while it was stopped) then expire apart, and since the server closes a connection
  * whose JWT expires (the client logs in again at once with its renewed one), their reconnects
@@ -26,7 +26,7 @@ const SPREAD = 1 / 10;
 
 /** The kinds whose JWTs expire and are renewed. */
 export function isRenewed(kind: PrincipalKind): boolean {
-  return kind === "runtime" || kind === "module";
+  return kind === "host" || kind === "runtime" || kind === "module";
 }
 
 /** When a credential signed at `now` for `lifetimeMs` expires (ISO time). */

@@ -41,6 +41,7 @@ import {
 import { AppliedStore } from "./applied-state.js";
 import { Applier } from "./apply.js";
 import { Connection, DEFAULT_HEARTBEAT_MS } from "./connection.js";
+import { OwnCredential } from "./own-credential.js";
 import { DEFAULT_HEALTH_RULES, type HealthRules } from "./health.js";
 import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-lines.js";
 import { LogOutbox } from "./log-outbox.js";
@@ -125,6 +126,7 @@ export class Host implements Daemon, AsyncDisposable {
   readonly #reporter: Reporter;
   readonly #connection: Connection;
   readonly #watches: Watches;
+  readonly #own: OwnCredential;
   readonly #stop = new AbortController();
   #queue: Promise<void> = Promise.resolve();
   #pending = false;
@@ -183,6 +185,12 @@ export class Host implements Daemon, AsyncDisposable {
       log,
     });
     this.#connection = this.#connectionOf(loaded);
+    this.#own = new OwnCredential({
+      node,
+      privateKey: loaded.keys.privateKey,
+      ...(typeof options.credential === "string" ? { path: options.credential } : {}),
+      log,
+    });
   }
 
   /** What applies the composition on this machine: files, archives, processes, provisions. */
@@ -406,6 +414,9 @@ export class Host implements Daemon, AsyncDisposable {
       return;
     }
     this.#store.setComposed(composed);
+    void this.#own.take(composed, this.#connection.bus).catch((error: unknown) => {
+      this.#log(`could not keep the renewed host credential: ${(error as Error).message}`);
+    });
     this.#provisioner.setModules(composed.modules);
     this.#reconcile();
   }

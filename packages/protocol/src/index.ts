@@ -55,6 +55,7 @@ export {
   inboxPrefix,
   joinInbox,
   joinSealContext,
+  hostCredentialContext,
   joinUser,
   keepsSubject,
   kvStreamName,

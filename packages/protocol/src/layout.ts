@@ -168,6 +168,10 @@ export const joinInbox = (id: string): string => `${Subject.inboxRoot}.join.${id
 export const joinSealContext = (node: string): string =>
   `${Subject.join}.${checkName("node", node)}`;
 
+/** What a host's own credential in its composition is sealed for: that node's host (0150). */
+export const hostCredentialContext = (node: string): string =>
+  `mesh.host-credential.${checkName("node", node)}`;
+
 /**
  * Headers a tool call may carry. `Mesh-Timeout-Ms` is the caller's deadline for the call in
  * milliseconds: the runtime aborts the handler's signal and answers TIMEOUT when it passes (it

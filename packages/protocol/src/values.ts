@@ -280,6 +280,11 @@ export const Composed = z
     resources: z.array(Resource),
     /** Per module composed on the node; absent in compositions written before it existed. */
     modules: z.record(Name, ComposedModule).optional(),
+    /**
+     * Accounts mode: the host's own credential, sealed to the node's key (context
+     * `hostCredentialContext(node)`); renewed or regranted, it reaches the host here (decision 0150).
+     */
+    hostCredential: z.string().optional(),
     fingerprint: z.string().min(1),
   })
   .strict();

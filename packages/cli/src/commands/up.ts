@@ -19,7 +19,7 @@ import { Children } from "../up/children.js";
 import { DEFAULT_ROOT, rootOf } from "../find-mesh.js";
 import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
-import { act, portNumber } from "../verb.js";
+import { MAX_TIMER_MS, act, portNumber, positiveNumber } from "../verb.js";
 import { machineOptions, type MachineOptions } from "./host.js";
 
 export interface UpOptions extends MachineOptions, BusChoice {
@@ -37,6 +37,8 @@ export interface UpOptions extends MachineOptions, BusChoice {
   readonly viewPort?: number;
   /** How long `--demo` waits for the examples, in ms. */
   readonly demoTimeoutMs?: number;
+  /** Accounts mode: how long the controller's credentials live (decision 0150). */
+  readonly credentialLifetimeMs?: number;
 }
 
 export const DEFAULT_BUS_PORT = 4222;
@@ -302,6 +304,12 @@ export function registerUpVerb(program: Command): void {
         ).argParser(portNumber("--view-port")),
       )
       .option("--exit-when-ready", "stop again as soon as everything is up (for scripts and CI)")
+      .addOption(
+        new Option(
+          "--credential-lifetime-ms <ms>",
+          "accounts mode: how long a host's, runtime's or module's credential lives; the controller renews it with a third left (default: never expires)",
+        ).argParser(positiveNumber("--credential-lifetime-ms", "21600000", MAX_TIMER_MS)),
+      )
       .addOption(
         new Option(
           "--auth <mode>",

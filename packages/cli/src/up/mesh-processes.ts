@@ -61,7 +61,15 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
   const { options, paths, started, held, log, signal } = c;
   await held.children.start({
     name: "controller",
-    argv: cli("controller", "--root", paths.root, ...started.controllerArgs),
+    argv: cli(
+      "controller",
+      "--root",
+      paths.root,
+      ...started.controllerArgs,
+      ...(options.credentialLifetimeMs === undefined
+        ? []
+        : ["--credential-lifetime-ms", String(options.credentialLifetimeMs)]),
+    ),
   });
   for (const daemon of ["indexer", "builder", "assigner"] as const) {
     const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
