@@ -4,9 +4,18 @@
  * rather than polling: a change of `mesh-wants` or `mesh-have` (a module assigned, served, gone,
  * or a new build running) starts a short burst of rediscoveries, and each one that finds the
  * tools changed tells the listeners — the MCP server then sends `notifications/tools/list_changed`.
+ * The two buckets are followed through the bus mirror, like every reader's: a watch that ends or
+ * stalls is noticed and watched again, and what changed meanwhile starts a burst (issue 27).
  */
-import { KvBucket, discoverTools, type DiscoveredTool, type MeshBus } from "@mesh/bus";
-import { Bucket, ErrorCode, isMeshError } from "@mesh/protocol";
+import {
+  ALL,
+  Mirror,
+  discoverTools,
+  openedOnWatch,
+  type DiscoveredTool,
+  type MeshBus,
+} from "@mesh/bus";
+import { Bucket, type Have, type Want } from "@mesh/protocol";
 
 /** Between module and tool in an MCP tool name; a module name cannot hold `_`, so it splits once. */
 export const TOOL_NAME_SEPARATOR = "__";
@@ -51,6 +60,7 @@ export class ToolCatalogue implements AsyncDisposable {
   #fingerprint = "";
   #refreshing: Promise<void> = Promise.resolve();
   #timers = new Set<NodeJS.Timeout>();
+  #following: { readonly mirror: AsyncDisposable; readonly loop: Promise<void> } | undefined;
 
   private constructor(options: CatalogueOptions) {
     this.#o = options;
@@ -60,8 +70,7 @@ export class ToolCatalogue implements AsyncDisposable {
   static async start(options: CatalogueOptions): Promise<ToolCatalogue> {
     const catalogue = new ToolCatalogue(options);
     await catalogue.refresh();
-    catalogue.#follow(Bucket.wants);
-    catalogue.#follow(Bucket.have);
+    catalogue.#follow();
     return catalogue;
   }
 
@@ -103,6 +112,10 @@ export class ToolCatalogue implements AsyncDisposable {
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     this.#listeners.clear();
+    if (this.#following !== undefined) {
+      await this.#following.mirror[Symbol.asyncDispose]();
+      await this.#following.loop;
+    }
     await this.#refreshing;
   }
 
@@ -146,22 +159,27 @@ export class ToolCatalogue implements AsyncDisposable {
       });
   }
 
-  /** Every change of `bucket` starts a burst of rediscoveries. */
-  #follow(bucket: typeof Bucket.wants | typeof Bucket.have): void {
+  /** Every change of mesh-wants or mesh-have, also one caught up after a lost watch, starts a burst. */
+  #follow(): void {
     const signal = this.#stopping.signal;
-    void (async () => {
-      try {
-        const kv = await KvBucket.open(this.#o.bus, bucket);
-        for await (const event of kv.watch({ include: "updates", signal })) {
-          if (event.type !== "current") this.#burst();
-        }
-      } catch (error) {
-        if (signal.aborted || isMeshError(error, ErrorCode.ABORTED)) return;
-        this.#o.log?.(
-          `cannot follow ${bucket} (${(error as Error).message}); tools/list stays as first found`,
-        );
+    const mirror = Mirror.start({
+      sources: {
+        // Optional: a bucket this credential cannot open yet is tried again, never given up on.
+        wants: { bucket: openedOnWatch(this.#o.bus, Bucket.wants), optional: true, fold: wanted },
+        have: { bucket: openedOnWatch(this.#o.bus, Bucket.have), optional: true, fold: served },
+      },
+      touched: () => ALL,
+      log: (line) => this.#o.log?.(`following the mesh for tools/list: ${line}`),
+    });
+    const loop = (async () => {
+      while (!signal.aborted) {
+        await mirror.changed(signal);
+        if (signal.aborted) return;
+        mirror.take();
+        this.#burst();
       }
     })();
+    this.#following = { mirror, loop };
   }
 
   /** A new change starts the burst over, so a flurry of writes costs one burst, not one each. */
@@ -177,3 +195,8 @@ export class ToolCatalogue implements AsyncDisposable {
     }
   }
 }
+
+/** What of a want or a have can change the tools served: its build, and a have's health. */
+const wanted = (_: unknown, want: Want | undefined) => want?.build;
+const served = (_: unknown, have: Have | undefined) =>
+  have === undefined ? undefined : `${have.build ?? ""} ${have.health}`;
