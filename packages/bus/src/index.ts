@@ -98,6 +98,7 @@ export {
   appendDurably,
   Backoff,
   backoffDelay,
+  createFileOnce,
   DaemonBase,
   DaemonLife,
   DEFAULT_GRACE_MS,

@@ -17,9 +17,9 @@ import {
   randomBytes,
   type KeyObject,
 } from "node:crypto";
-import { mkdir, open, readFile, stat } from "node:fs/promises";
-import { dirname } from "node:path";
+import { readFile, stat } from "node:fs/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { createFileOnce } from "./kit/atomic-file.js";
 
 const VERSION = "v1";
 const INFO = "mesh seal v1";
@@ -135,12 +135,9 @@ export async function loadOrCreateNodeKeys(path: string): Promise<NodeKeys> {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   const keys = generateNodeKeys();
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const handle = await open(path, "wx", 0o600);
-  try {
-    await handle.writeFile(keys.privateKey.export({ type: "pkcs8", format: "pem" }));
-  } finally {
-    await handle.close();
-  }
-  return keys;
+  const pem = keys.privateKey.export({ type: "pkcs8", format: "pem" });
+  // Made once, durably: a host restarted after a power cut must present the key it joined with.
+  // Another process that made it first (a host and `mesh join` at once) wins: its key is read.
+  if (await createFileOnce(path, pem, { mode: 0o600 })) return keys;
+  return loadOrCreateNodeKeys(path);
 }

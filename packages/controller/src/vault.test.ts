@@ -26,6 +26,17 @@ describe("Vault", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it("two controllers opening a vault with no key yet share one key (the second once failed with EEXIST)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mesh-vault-"));
+    try {
+      const path = join(dir, "vault.key");
+      const [a, b] = await Promise.all([Vault.open(path), Vault.open(path)]);
+      assert.equal(b.open(a.seal("s3cret", "m.t"), "m.t").toString(), "s3cret");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("SealCache", () => {

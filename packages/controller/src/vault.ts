@@ -5,9 +5,8 @@
  * open. See docs/decisions/0042-vault-key.md.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { mkdir, open, readFile, stat } from "node:fs/promises";
-import { dirname } from "node:path";
-import { syncFolder } from "@mesh/bus";
+import { readFile, stat } from "node:fs/promises";
+import { createFileOnce } from "@mesh/bus";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 
 export interface VaultSealed {
@@ -47,18 +46,11 @@ export class Vault {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
     const key = randomBytes(32);
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    // "wx": two controllers starting at once must not each make a key and lose the other's.
-    const handle = await open(path, "wx", 0o600);
-    try {
-      await handle.writeFile(key);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    // Its name must survive a power cut too: without the key, mesh-secrets cannot be opened.
-    await syncFolder(dirname(path));
-    return new Vault(key);
+    // Made once, durably (without the key, mesh-secrets cannot be opened, so it must survive a
+    // power cut); two controllers starting at once must not each make a key: the second reads
+    // the first's.
+    if (await createFileOnce(path, key, { mode: 0o600 })) return new Vault(key);
+    return Vault.open(path);
   }
 
   /** A vault with a given key, for tests. */

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { appendDurably, writeFileAtomic } from "./atomic-file.js";
+import { appendDurably, createFileOnce, writeFileAtomic } from "./atomic-file.js";
 
 describe("writeFileAtomic and appendDurably", async () => {
   const dir = await mkdtemp(join(tmpdir(), "mesh-atomic-"));
@@ -44,5 +44,19 @@ describe("writeFileAtomic and appendDurably", async () => {
     assert.equal(await readFile(path, "utf8"), "one\ntwo\n");
     assert.equal((await stat(path)).mode & 0o777, 0o600);
     assert.equal((await stat(join(dir, "b"))).mode & 0o777, 0o700);
+  });
+
+  test("createFileOnce makes the file whole with its mode, once: a second call leaves it as it is", async () => {
+    const path = join(dir, "once", "key");
+    assert.equal(await createFileOnce(path, "first"), true);
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    assert.equal(await createFileOnce(path, "second", { mode: 0o644 }), false);
+    assert.equal(await readFile(path, "utf8"), "first");
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    const many = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => createFileOnce(join(dir, "once", "raced"), `${i}`)),
+    );
+    assert.equal(many.filter(Boolean).length, 1, "one of those racing makes it");
+    assert.deepEqual((await readdir(join(dir, "once"))).sort(), ["key", "raced"]);
   });
 });

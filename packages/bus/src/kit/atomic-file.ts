@@ -4,7 +4,7 @@
  * owner, fsync it, rename it over the target, fsync the folder.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, chown, mkdir, open, rename, unlink } from "node:fs/promises";
+import { chmod, chown, link, mkdir, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
 export interface AtomicWriteOptions {
@@ -46,6 +46,44 @@ export async function writeFileAtomic(
     throw error;
   }
   if (options.durable !== false) await syncFolder(folder);
+}
+
+/**
+ * Makes a file that must be made once and then kept for good — a secret the mesh makes (the node's
+ * key, the vault's key, the accounts' seeds): its whole content fsynced under a temporary name,
+ * then linked to `path` only if nothing stands there (a link never replaces), then the folder
+ * fsynced. A reader sees the whole file or none, also after a crash or a power cut, and of two
+ * processes making it at once, one wins and the other is told. Returns whether this call made it;
+ * false: a file stood there already and is left as it is (read it).
+ */
+export async function createFileOnce(
+  path: string,
+  data: string | Uint8Array,
+  options: Pick<AtomicWriteOptions, "mode" | "folderMode"> = {},
+): Promise<boolean> {
+  const mode = options.mode ?? 0o600;
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
+  const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const handle = await open(temporary, "wx", mode);
+  try {
+    await handle.writeFile(data);
+    await handle.chmod(mode); // the umask may have narrowed it
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  let made = true;
+  try {
+    await link(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    made = false;
+  } finally {
+    await unlink(temporary).catch(() => undefined);
+  }
+  await syncFolder(folder);
+  return made;
 }
 
 /** fsync a folder, so a rename in it survives a power cut. */

@@ -30,6 +30,7 @@ export {
 } from "./backoff.js";
 export {
   appendDurably,
+  createFileOnce,
   syncFolder,
   writeFileAtomic,
   type AtomicWriteOptions,

@@ -19,7 +19,7 @@ import {
   fmtCreds,
   type User,
 } from "@nats-io/jwt";
-import { writeFileAtomic } from "../kit/atomic-file.js";
+import { createFileOnce, writeFileAtomic } from "../kit/atomic-file.js";
 import { KeyRole, newKey, nodeKeyPair, type SigningKeyPair } from "./nkey-codec.js";
 import { z } from "zod";
 import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/protocol";
@@ -229,8 +229,10 @@ export async function ensureAccountKeys(path: string): Promise<AccountKeys> {
   const kept = await readAccountKeys(path);
   if (kept !== undefined) return kept;
   const made = makeAccountKeys();
-  await writeSecretJson(path, made);
-  return made;
+  // Made once: of two processes making the keys at once, the second reads the first's.
+  if (await createFileOnce(path, `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600 }))
+    return made;
+  return ensureAccountKeys(path);
 }
 
 async function readJsonIfThere(path: string): Promise<unknown> {

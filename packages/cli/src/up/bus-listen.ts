@@ -7,11 +7,11 @@
  * loopback, as before.
  */
 import { X509Certificate } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { certificateFingerprint, keyMatches, makeSelfSigned } from "@mesh/bus";
+import { certificateFingerprint, keyMatches, makeSelfSigned, writeFileAtomic } from "@mesh/bus";
 import type { RootPaths } from "../mesh-root.js";
 import { isLoopback } from "./foreign-bus.js";
 
@@ -149,9 +149,10 @@ async function certificate(paths: RootPaths, state: ListenState): Promise<BusTls
   }
   const hosts = [...new Set([state.host, "127.0.0.1", "localhost"])];
   const made = makeSelfSigned({ commonName: `mesh bus ${state.host}`, hosts });
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await writeFile(keyFile, made.keyPem, { mode: 0o600 });
-  await writeFile(certFile, made.certPem, { mode: 0o644 });
+  // Durable, the key first: a crash between the two leaves no certificate, or one that does not
+  // cover the host, so both are made again on the next start.
+  await writeFileAtomic(keyFile, made.keyPem, { mode: 0o600 });
+  await writeFileAtomic(certFile, made.certPem, { mode: 0o644 });
   return { certFile, keyFile, fingerprint: made.fingerprint, ca: made.certPem };
 }
 
