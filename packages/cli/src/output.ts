@@ -45,6 +45,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.LISTEN_FAILED]: ExitCode.failed,
   [ErrorCode.SOURCE_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.BUILD_FAILED]: ExitCode.failed,
+  [ErrorCode.BUILD_MODULE_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.BUCKET_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.WATCH_ENDED]: ExitCode.failed,
   [ErrorCode.DIGEST_MISMATCH]: ExitCode.failed,

@@ -33,6 +33,7 @@ export {
 export { canonicalJson, fingerprintOf } from "./fingerprint.js";
 export {
   assignerGrant,
+  buildGrant,
   controllerGrant,
   deliveryGrant,
   hostGrant,

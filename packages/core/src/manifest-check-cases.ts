@@ -71,9 +71,14 @@ export const refusals: { name: string; input: unknown; want: string[] }[] = [
     want: ["name-valid@states[0].name"],
   },
   {
-    name: "a language the mesh does not know",
-    input: { module: "hello", bundles: [{ ...tools, language: "go" }] },
+    name: "a language that is not a language name",
+    input: { module: "hello", bundles: [{ ...tools, language: "Type Script" }] },
     want: ["language-known@bundles[0].language"],
+  },
+  {
+    name: "a python bundle that lists loads (its process serves its tools)",
+    input: { module: "hello", bundles: [{ ...tools, language: "python" }] },
+    want: ["loads-typescript@bundles[0].loads"],
   },
   {
     name: "a digest that is not SHA-256 hex",

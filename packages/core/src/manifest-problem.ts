@@ -23,7 +23,8 @@ export const ManifestRule = {
     "a name is a lowercase letter, then lowercase letters, digits or -, at most 63 characters",
   "module-name-reserved":
     "a module is not named after one of the mesh's own principals, nor starts `mcp-` (a narrowed mcp credential)",
-  "language-known": 'a bundle\'s language is "typescript" or "prebuilt"',
+  "language-known":
+    'a bundle\'s language is one a build module of the mesh builds ("typescript", "python", "go" ship with it) or "prebuilt"',
   "digest-valid": "a digest is the lowercase hex SHA-256 of the archive: 64 characters of 0-9a-f",
   "bundle-path-relative": 'a path inside a bundle is relative, with no empty, "." or ".." part',
   "secret-path-inside":
@@ -50,6 +51,8 @@ export const ManifestRule = {
   "bundle-loaded-or-run":
     "a bundle is either loaded by the tool runtime (it has loads) or run by a process, not both",
   "loads-not-empty": "a bundle's loads, when present, names at least one file",
+  "loads-typescript":
+    "the tool runtime loads typescript (and prebuilt JavaScript) bundles only; a python or go module serves its tools from its own process",
   "load-is-entrypoint":
     "a typescript bundle loads files the builder builds: each load is one of its entrypoints",
   "entrypoint-needed": "a typescript bundle has at least one entrypoint for the builder to build",

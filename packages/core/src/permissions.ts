@@ -43,6 +43,7 @@ export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/mat
 export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
 export {
   assignerGrant,
+  buildGrant,
   controllerGrant,
   deliveryGrant,
   hostGrant,

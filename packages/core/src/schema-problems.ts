@@ -234,6 +234,13 @@ const FORMAT_RULES: readonly FormatRule[] = [
       `put the archive in the module's folder and name it relative to the manifest, e.g. ${quote(`dist/${lastPart(value)}`)}`,
   },
   {
+    code: "language-known",
+    applies: ({ top, last }) => top === "bundles" && last === "language",
+    message: (value) => `the language ${quote(value)} is not a language name`,
+    fix: (value) =>
+      `write "typescript", "python", "go" (or another language this mesh has a build module for), or "prebuilt"${typeof value === "string" && /^(ts|js|javascript|node)$/i.test(value) ? ' (for TypeScript and JavaScript: "typescript")' : ""}`,
+  },
+  {
     code: "restart-on-valid",
     applies: ({ field }) => field === "restart-on",
     message: (value) =>
@@ -384,7 +391,7 @@ function exampleOf(at: ManifestPath): string {
           ? '"name: daemon"'
           : '"name: counts"';
     case "language":
-      return '"language: typescript" (or prebuilt, with source and digest)';
+      return '"language: typescript" (or python, go, or prebuilt with source and digest)';
     case "bundle":
       return '"bundle: <name of one of the bundles>"';
     case "path":

@@ -1,19 +1,16 @@
 /**
- * One build of a module's source folder, on disk only: read and check the manifest, type-check
- * the typescript bundles, bundle each typescript bundle's entrypoints with esbuild, take each prebuilt bundle from its source after
- * checking its digest, and pack every bundle as a reproducible archive. The builder daemon puts
- * what this returns on the bus.
+ * One build of a module's source folder, on disk only and in this process: read and check the
+ * manifest, take each prebuilt bundle from its source after checking its digest, build the
+ * bundles of each language with the builder its build module runs (`build-modules/`), and pack
+ * every bundle as a reproducible archive. The builder daemon does the same over the bus, asking
+ * each language's build module (decision 0160); this is what tests and previews build with.
  */
-import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { Message } from "esbuild";
+import { join, resolve, sep } from "node:path";
 import {
   MANIFEST_FILE_NAMES,
   MAX_MANIFEST_TEXT,
-  builtEntrypoint,
   canonicalJson,
   formatProblem,
   manifestFormatOf,
@@ -21,16 +18,26 @@ import {
 } from "@mesh/core";
 import { ErrorCode, MeshError, type Manifest, type ManifestBundle } from "@mesh/protocol";
 import { sha256 } from "@mesh/bus";
-import { packArchive, type ArchiveFile } from "./pack.js";
-import { providedByRuntime } from "./provided.js";
+import type { ArchiveFile } from "./pack.js";
 import { copySource, fetchArchive, readRegularFile, unpackArchive } from "./source.js";
-import { typeCheck } from "./typecheck.js";
+import { SHIPPED_LANGUAGES, shippedBuilder } from "./build-modules/builders.js";
+import type { BuiltFiles } from "./build-modules/language-builder.js";
+import { listFiles } from "./build-modules/typescript.js";
+import {
+  PREBUILT,
+  bundlesByLanguage,
+  packBundles,
+  resolveManifest,
+  unknownLanguageError,
+} from "./build-plan.js";
 
 export interface BuiltArchive {
   readonly bundle: string;
   readonly bytes: Uint8Array;
   readonly digest: string;
   readonly size: number;
+  /** How a process of the bundle runs when its manifest gives none (said by its build module). */
+  readonly run?: readonly string[];
 }
 
 export type SourceBuild =
@@ -109,7 +116,7 @@ export async function buildSource(
     );
     return await buildCopy(join(work, "source"), join(work, "out"), {
       // The copy leaves node_modules behind; the source's own are found where they are.
-      nodePaths: [...nodeModulesAbove(resolve(root)), ...meshNodePaths()],
+      origin: resolve(root),
       log,
       say,
       fail,
@@ -124,164 +131,51 @@ async function buildCopy(
   root: string,
   outRoot: string,
   context: {
-    nodePaths: readonly string[];
+    origin: string;
     log: readonly string[];
     say: (line: string) => void;
     fail: (error: string) => SourceBuild;
     signal: AbortSignal | undefined;
   },
 ): Promise<SourceBuild> {
-  const { log, say, fail, signal, nodePaths } = context;
+  const { log, say, fail, signal } = context;
   const read = await readManifest(root);
   if (!read.ok) return fail(read.error);
   const manifest = read.manifest;
   say(`manifest ${read.file}: ${manifest.module}, ${manifest.bundles.length} bundle(s)`);
-  const built: ArchiveFile[][] = [];
-  for (const bundle of manifest.bundles) {
-    signal?.throwIfAborted();
-    let files: ArchiveFile[] | string;
-    if (bundle.language === "typescript") {
-      files = await bundleTypescript(root, join(outRoot, bundle.name), bundle, say, nodePaths);
-    } else {
-      files = await prebuiltFiles(root, bundle, say, signal);
-    }
+  const unknown = unknownLanguageError(manifest, SHIPPED_LANGUAGES);
+  if (unknown !== undefined) return fail(unknown);
+  const built = new Map<string, BuiltFiles>();
+  for (const bundle of manifest.bundles.filter((b) => b.language === PREBUILT)) {
+    const files = await prebuiltFiles(root, bundle, say, signal);
     if (typeof files === "string") return fail(files);
-    built.push(files);
+    built.set(bundle.name, { bundle: bundle.name, files });
   }
-  // After esbuild, which says a syntax error first and in its own words; before anything is packed.
-  const checked = await checkTypes(root, manifest, nodePaths, say);
-  if (checked !== undefined) return fail(checked);
-  const archives: BuiltArchive[] = [];
-  const bundles: ManifestBundle[] = [];
-  for (const [index, bundle] of manifest.bundles.entries()) {
+  for (const [language, bundles] of bundlesByLanguage(manifest)) {
     signal?.throwIfAborted();
-    const files = built[index] ?? [];
-    const bytes = packArchive(files);
-    const digest = sha256(bytes);
-    say(
-      `bundle ${bundle.name}: ${files.length} file(s), ${bytes.byteLength} bytes, sha256 ${digest}`,
-    );
-    archives.push({ bundle: bundle.name, bytes, digest, size: bytes.byteLength });
-    bundles.push({ ...bundle, digest, size: bytes.byteLength });
+    const builder = shippedBuilder(language);
+    if (builder === undefined) return fail(`no builder for ${language}`);
+    const result = await builder.build({
+      root,
+      outRoot,
+      manifest,
+      bundles,
+      origin: context.origin,
+      say,
+      signal,
+    });
+    if (!result.ok) return fail(result.error);
+    for (const b of result.bundles) built.set(b.bundle, b);
   }
-  const resolved: Manifest = { ...manifest, bundles };
+  const archives = packBundles(manifest, built, say);
+  const resolved = resolveManifest(manifest, archives);
   const manifestDigest = sha256(Buffer.from(canonicalJson(resolved), "utf8"));
   say(`resolved manifest ${manifestDigest}`);
   return { ok: true, manifest: resolved, manifestDigest, archives, log: tail(log) };
 }
 
-/**
- * Type-checks the module's typescript bundles (the whole module at once: its tsconfig, or the
- * strict default over every entrypoint); the first error, or undefined when they check.
- */
-async function checkTypes(
-  root: string,
-  manifest: Manifest,
-  nodePaths: readonly string[],
-  say: (line: string) => void,
-): Promise<string | undefined> {
-  const typescript = manifest.bundles.filter((b) => b.language === "typescript");
-  if (typescript.length === 0) return undefined;
-  const entries = typescript.flatMap((b) => [...b.entrypoints, ...(b.loads ?? [])]);
-  const started = performance.now();
-  const result = await typeCheck({ root, entries, nodePaths, manifest });
-  const ms = Math.round(performance.now() - started);
-  if (result.ok) {
-    say(`type check (${result.config}): ${result.files} file(s), no errors, ${ms} ms`);
-    return undefined;
-  }
-  for (const line of result.messages) say(line);
-  return `the type check (${result.config}) found errors: ${result.messages[0] ?? "see the log"}${result.messages.length > 1 ? ` (and ${result.messages.length - 1} more in the log)` : ""}`;
-}
-
-/** Every node_modules folder from `dir` up, nearest first, as Node would look for a package. */
-function nodeModulesAbove(dir: string): string[] {
-  const out: string[] = [];
-  for (let at = dir; ; at = dirname(at)) {
-    const candidate = join(at, "node_modules");
-    if (existsSync(candidate)) out.push(candidate);
-    if (dirname(at) === at) return out;
-  }
-}
-
-/** The node_modules folder this mesh's own packages (the SDK among them) are installed in. */
-let meshModules: string[] | undefined;
-function meshNodePaths(): string[] {
-  if (meshModules !== undefined) return meshModules;
-  meshModules = [];
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const candidate = join(dir, "node_modules");
-    if (existsSync(join(candidate, "@mesh", "sdk"))) {
-      meshModules = [candidate];
-      break;
-    }
-    if (dirname(dir) === dir) break;
-  }
-  return meshModules;
-}
-
-async function bundleTypescript(
-  root: string,
-  out: string,
-  bundle: ManifestBundle,
-  say: (line: string) => void,
-  nodePaths: readonly string[],
-): Promise<ArchiveFile[] | string> {
-  // What the runtime loads is built too: a tools bundle's loads name the files it will find.
-  const entries = [...new Set([...bundle.entrypoints, ...(bundle.loads ?? [])])].sort();
-  if (entries.length === 0)
-    return `the typescript bundle ${bundle.name} has no entrypoints: list the files to build in its entrypoints`;
-  {
-    let messages: Message[] = [];
-    try {
-      // Loaded when a build runs: every other verb of the CLI starts without esbuild.
-      const { build: esbuild } = await import("esbuild");
-      const result = await esbuild({
-        absWorkingDir: root,
-        entryPoints: entries,
-        // A module's own node_modules come first; the SDK the mesh ships is found after them, so
-        // a module that imports @mesh/sdk builds without vendoring it.
-        nodePaths: [...nodePaths],
-        outdir: out,
-        outbase: ".",
-        entryNames: "[dir]/[name]",
-        bundle: true,
-        platform: "node",
-        format: "esm",
-        target: "node20",
-        sourcemap: "linked",
-        // Bundled CommonJS dependencies call require; an ES module has none of its own.
-        banner: {
-          js: 'import { createRequire as __meshRequire } from "node:module"; const require = __meshRequire(import.meta.url);',
-        },
-        logLevel: "silent",
-        write: true,
-        metafile: false,
-        // A tools bundle imports the SDK and zod the runtime provides (provided.ts).
-        plugins: (bundle.loads?.length ?? 0) > 0 ? [providedByRuntime(meshNodePaths())] : [],
-      });
-      messages = result.warnings;
-    } catch (error) {
-      const failure = error as { errors?: Message[]; warnings?: Message[] };
-      for (const m of [...(failure.errors ?? [])]) say(formatMessage("error", m));
-      for (const m of [...(failure.warnings ?? [])]) say(formatMessage("warning", m));
-      const first = failure.errors?.[0];
-      return `esbuild could not build bundle ${bundle.name}: ${first === undefined ? (error as Error).message : formatMessage("error", first)}`;
-    }
-    for (const m of messages) say(formatMessage("warning", m));
-    const files = await listFiles(out);
-    for (const entry of entries) {
-      const built = builtEntrypoint("typescript", entry);
-      if (!files.includes(built))
-        return `the entrypoint ${entry} of bundle ${bundle.name} did not build to ${built}; give it a .ts, .mts, .tsx, .js or .mjs ending`;
-    }
-    return Promise.all(
-      files.map(async (path) => ({ path, bytes: await readFile(join(out, path)) })),
-    );
-  }
-}
-
-async function prebuiltFiles(
+/** A prebuilt bundle's files: its archive, digest checked, unpacked to be repacked. */
+export async function prebuiltFiles(
   root: string,
   bundle: ManifestBundle,
   say: (line: string) => void,
@@ -321,20 +215,6 @@ async function prebuiltFiles(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-async function listFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join("/"))
-    .sort();
-}
-
-function formatMessage(kind: string, m: Message): string {
-  const where =
-    m.location === null ? "" : `${m.location.file}:${m.location.line}:${m.location.column + 1}: `;
-  return `${where}${kind}: ${m.text}`;
 }
 
 function tail(lines: readonly string[]): string {

@@ -24,12 +24,14 @@ import {
   buildKey,
   digestKey,
   type Build,
+  type BuildModuleRegistration,
   type Candidate,
   type Manifest,
   type ModuleRegistration,
   type ModuleSource,
 } from "@mesh/protocol";
-import { buildSource } from "./build-source.js";
+import { buildWithModules } from "./build-asks.js";
+import { BuildWaits } from "./build-waits.js";
 import { materialise } from "./source.js";
 
 export interface BuilderOptions {
@@ -69,7 +71,9 @@ export class Builder extends DaemonBase {
       builds: await KvBucket.open(this.#bus, Bucket.builds),
       manifests: await KvBucket.open(this.#bus, Bucket.manifests),
       modules: await KvBucket.open(this.#bus, Bucket.modules),
+      buildModules: await KvBucket.open(this.#bus, Bucket.buildModules),
       artifacts: await ArtifactStore.open(this.#bus, { signal }),
+      waits: new BuildWaits({ bus: this.#bus, log: this.#log, signal }),
       signal,
     };
     this.life.set(Lifecycle.running);
@@ -94,12 +98,23 @@ export class Builder extends DaemonBase {
         }
       }
     })();
+    // A build module that starts says so in mesh-build-modules: what waited for it is built now,
+    // not after its backoff.
+    const started = (async () => {
+      for await (const event of at.buildModules.watch({ signal })) {
+        if (event.type !== "put") continue;
+        for (const candidate of at.waits.waitingFor(event.key)) {
+          retries.delete(`${candidate.module}.${candidate.seq}`);
+          enqueue(candidate);
+        }
+      }
+    })();
     try {
-      await Promise.race([watching, registered, aborted(signal)]);
+      await Promise.race([watching, registered, started, aborted(signal)]);
       if (!signal.aborted) {
         throw new MeshError(
           ErrorCode.BUCKET_UNAVAILABLE,
-          `the watch of ${Bucket.candidates} or ${Bucket.modules} ended; start the builder again`,
+          `the watch of ${Bucket.candidates}, ${Bucket.modules} or ${Bucket.buildModules} ended; start the builder again`,
         );
       }
     } finally {
@@ -185,7 +200,19 @@ export class Builder extends DaemonBase {
       join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
     );
     try {
-      await finish(await this.#build(candidate, registration.value.source, work, at));
+      await finish(await this.#build(candidate, id, registration.value.source, work, at));
+    } catch (error) {
+      // A build module that does not answer: the build waits (still `building`, saying for
+      // whom), and the queue's retry, or the build module's start, takes it up again.
+      if (error instanceof MeshError && error.code === ErrorCode.BUILD_MODULE_UNAVAILABLE) {
+        await at.waits.wait(candidate, error.key ?? "", error.message);
+        await builds.put(
+          key,
+          { ...base, status: "building", bundles: [], log: `waiting: ${error.message}` },
+          { signal },
+        );
+      }
+      throw error;
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -197,6 +224,7 @@ export class Builder extends DaemonBase {
    */
   async #build(
     candidate: Candidate,
+    build: string,
     source: ModuleSource,
     work: string,
     at: Buckets,
@@ -208,13 +236,17 @@ export class Builder extends DaemonBase {
       const message = error instanceof Error ? error.message : String(error);
       return { status: "failed", bundles: [], error: message, log: `error: ${message}` };
     }
-    const result = await buildSource(join(work, "src"), { signal });
+    const result = await buildWithModules({
+      root: join(work, "src"),
+      module: candidate.module,
+      build,
+      bus: this.#bus,
+      artifacts: at.artifacts,
+      languages: await at.buildModules.keys(">", { signal }),
+      waits: at.waits,
+      signal,
+    });
     if (!result.ok) return { status: "failed", bundles: [], error: result.error, log: result.log };
-    if (result.manifest.module !== candidate.module) {
-      const error = `the manifest names the module ${JSON.stringify(result.manifest.module)}, but it is registered as ${JSON.stringify(candidate.module)}; make the two agree`;
-      return { status: "failed", bundles: [], error, log: `${result.log}\nerror: ${error}` };
-    }
-    for (const archive of result.archives) await at.artifacts.put(archive.bytes, { signal });
     await at.manifests.put(digestKey(result.manifestDigest), result.manifest, { signal });
     return {
       status: "built",
@@ -234,6 +266,8 @@ interface Buckets {
   readonly builds: KvBucket<Build>;
   readonly manifests: KvBucket<Manifest>;
   readonly modules: KvBucket<ModuleRegistration>;
+  readonly buildModules: KvBucket<BuildModuleRegistration>;
   readonly artifacts: ArtifactStore;
+  readonly waits: BuildWaits;
   readonly signal: AbortSignal;
 }

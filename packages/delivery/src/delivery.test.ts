@@ -7,6 +7,8 @@ import { ArtifactStore, KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { Bucket, isMeshError, type Build, type Candidate } from "@mesh/protocol";
 import { Builder } from "./builder.js";
+import { BuildModule } from "./build-modules/build-module.js";
+import { typescriptBuilder } from "./build-modules/typescript.js";
 import { Indexer, revisionOf } from "./indexer.js";
 import { registerModule } from "./register.js";
 import { folderWith, startDeliveryBus, toolsManifest, type DeliveryBus } from "./test-support.js";
@@ -17,7 +19,16 @@ const stop = new AbortController();
 before(async () => {
   bus = await startDeliveryBus();
   const indexer = await Indexer.create({ bus: bus.delivery, debounceMs: 100 });
-  const builder = await Builder.create({ bus: bus.delivery });
+  const builder = await Builder.create({
+    bus: bus.delivery,
+    log: (line) => console.error(`builder: ${line}`),
+  });
+  const typescript = await BuildModule.create({
+    bus: await bus.connectBuild(),
+    builder: typescriptBuilder,
+    log: (line) => console.error(`build-typescript: ${line}`),
+  });
+  void typescript.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
   void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
   void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
 });

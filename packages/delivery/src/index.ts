@@ -8,8 +8,11 @@ export { buildSource, type BuiltArchive, type SourceBuild } from "./build-source
 export { Assigner, type AssignerOptions } from "./assigner/assigner.js";
 export { Builder, type BuilderOptions } from "./builder.js";
 export { Indexer, type IndexerOptions } from "./indexer.js";
+export { BuildModule, type BuildModuleOptions } from "./build-modules/build-module.js";
+export { SHIPPED_LANGUAGES } from "./build-modules/builders.js";
 export {
   DELIVERY_DAEMONS,
+  runBuildModule,
   runDelivery,
   runDeliveryDaemon,
   type DeliveryDaemon,

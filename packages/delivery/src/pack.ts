@@ -2,7 +2,8 @@
  * Reproducible archives: the same files give the same bytes, wherever and whenever they are
  * packed. A ustar archive written here, not by a library, so every byte is decided: entries
  * sorted by path, directories before what they hold, one fixed mtime, uid and gid 0, no owner
- * names, modes 0755 (directories) and 0644 (files), then gzip with its header's time and OS
+ * names, modes 0755 (directories and files marked executable, such as a Go binary) and 0644 (other
+ * files), then gzip with its header's time and OS
  * fields fixed. See docs/decisions/0031-reproducible-archives.md.
  */
 import { gzipSync } from "node:zlib";
@@ -15,6 +16,8 @@ export interface ArchiveFile {
   /** Relative, `/`-separated, no `.` or `..` parts. */
   readonly path: string;
   readonly bytes: Uint8Array;
+  /** Packed 0755 instead of 0644: a program the process runs directly. */
+  readonly executable?: boolean;
 }
 
 /** Packs files as a reproducible tar.gz. */
@@ -35,16 +38,18 @@ export function packArchive(files: readonly ArchiveFile[]): Uint8Array {
     const parts = f.path.split("/");
     for (let i = 1; i < parts.length; i++) dirs.add(`${parts.slice(0, i).join("/")}/`);
   }
-  const entries: { path: string; bytes?: Uint8Array }[] = [
+  const entries: { path: string; bytes?: Uint8Array; executable?: boolean }[] = [
     ...[...dirs].map((path) => ({ path })),
-    ...files.map((f) => ({ path: f.path, bytes: f.bytes })),
+    ...files.map((f) => ({ path: f.path, bytes: f.bytes, executable: f.executable === true })),
   ];
   // Code-unit order, so every machine and locale sorts the same; "a/" sorts before "a/b".
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const blocks: Uint8Array[] = [];
   for (const entry of entries) {
     const size = entry.bytes?.byteLength ?? 0;
-    blocks.push(header(entry.path, entry.bytes === undefined ? "5" : "0", size));
+    blocks.push(
+      header(entry.path, entry.bytes === undefined ? "5" : "0", size, entry.executable === true),
+    );
     if (entry.bytes !== undefined && size > 0) {
       blocks.push(entry.bytes);
       const pad = (512 - (size % 512)) % 512;
@@ -59,7 +64,7 @@ export function packArchive(files: readonly ArchiveFile[]): Uint8Array {
   return new Uint8Array(gz.buffer, gz.byteOffset, gz.byteLength);
 }
 
-function header(path: string, type: "0" | "5", size: number): Uint8Array {
+function header(path: string, type: "0" | "5", size: number, executable: boolean): Uint8Array {
   const block = Buffer.alloc(512);
   let name = path;
   let prefix = "";
@@ -77,7 +82,7 @@ function header(path: string, type: "0" | "5", size: number): Uint8Array {
     }
   }
   block.write(name, 0, 100, "utf8");
-  octal(block, 100, 8, type === "5" ? 0o755 : 0o644);
+  octal(block, 100, 8, type === "5" || executable ? 0o755 : 0o644);
   octal(block, 108, 8, 0);
   octal(block, 116, 8, 0);
   octal(block, 124, 12, size);

@@ -18,6 +18,7 @@ import {
   type ModuleSource,
 } from "@mesh/protocol";
 import { readManifest } from "./build-source.js";
+import { knownLanguages, unknownLanguageError } from "./build-plan.js";
 import { fetchArchive, gitCheckout, gitCommit, localPath, unpackArchive } from "./source.js";
 
 /** What a source argument means: a folder, `<git url or path>#<ref>`, or an archive file. */
@@ -96,6 +97,16 @@ export async function registerModule(
       `the module name ${JSON.stringify(manifest.module)} is reserved (a principal of the mesh's own, or "all"); rename the module in its manifest`,
       { module: manifest.module },
     );
+  }
+  // A language no build module of this mesh builds is refused now, naming those it has
+  // (decision 0160); the builder refuses it again should its build module go away meanwhile.
+  const languages = await KvBucket.open(bus, Bucket.buildModules)
+    .then((b) => b.keys(">", options.signal === undefined ? {} : { signal: options.signal }))
+    .catch(() => undefined);
+  const unknown =
+    languages === undefined ? undefined : unknownLanguageError(manifest, knownLanguages(languages));
+  if (unknown !== undefined) {
+    throw new MeshError(ErrorCode.MANIFEST_INVALID, unknown, { module: manifest.module });
   }
   const registration: ModuleRegistration = {
     module: manifest.module,

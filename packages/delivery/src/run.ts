@@ -4,6 +4,8 @@ import { Assigner } from "./assigner/assigner.js";
 import { Builder } from "./builder.js";
 import { Indexer } from "./indexer.js";
 import { runDaemonProcess } from "./daemon.js";
+import { BuildModule } from "./build-modules/build-module.js";
+import { SHIPPED_LANGUAGES, shippedBuilder } from "./build-modules/builders.js";
 
 export const DELIVERY_DAEMONS = ["indexer", "builder", "assigner"] as const;
 export type DeliveryDaemon = (typeof DELIVERY_DAEMONS)[number];
@@ -55,4 +57,21 @@ export async function runDelivery(argv: readonly string[]): Promise<number> {
     credential,
     ...(putsReopenMs === undefined ? {} : { putsReopenMs }),
   });
+}
+
+/** Runs the build module of `language` in this process until SIGTERM; returns the exit code. */
+export function runBuildModule(
+  language: string,
+  options: { readonly credential: string },
+): Promise<number> {
+  const builder = shippedBuilder(language);
+  if (builder === undefined) {
+    process.stderr.write(
+      `mesh ships build modules for ${SHIPPED_LANGUAGES.join(", ")}, not for ${JSON.stringify(language)}\n`,
+    );
+    return Promise.resolve(2);
+  }
+  return runDaemonProcess(`build-${language}`, { credential: options.credential }, (bus, log) =>
+    BuildModule.create({ bus, builder, log }),
+  );
 }

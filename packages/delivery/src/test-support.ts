@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after } from "node:test";
 import { MeshBus, ensureLayout } from "@mesh/bus";
 import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { deliveryGrant, operatorGrant } from "@mesh/core";
+import { buildGrant, deliveryGrant, operatorGrant } from "@mesh/core";
 import { Principal } from "@mesh/protocol";
 
 const folders: string[] = [];
@@ -74,6 +74,8 @@ export interface DeliveryBus extends AsyncDisposable {
   readonly operator: MeshBus;
   /** Connected with delivery's grant, as the indexer and the builder are. */
   readonly delivery: MeshBus;
+  /** Connects as the build modules' principal (a connection of its own each time). */
+  connectBuild(): Promise<MeshBus>;
 }
 
 /** A real bus with the layout, and the operator and delivery connected on their own grants. */
@@ -81,6 +83,7 @@ export async function startDeliveryBus(node = "n0"): Promise<DeliveryBus> {
   const principals = [
     { module: Principal.delivery, permissions: deliveryGrant({ node }) },
     { module: Principal.operator, permissions: operatorGrant({ node }) },
+    { module: Principal.build, permissions: buildGrant({ node }) },
   ];
   const server = await startTestServer({
     users: principals.map(({ module, permissions }) => ({
@@ -100,6 +103,7 @@ export async function startDeliveryBus(node = "n0"): Promise<DeliveryBus> {
     admin,
     operator,
     delivery,
+    connectBuild: () => connect(Principal.build),
     async [Symbol.asyncDispose]() {
       await delivery.close();
       await operator.close();

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import { Bucket } from "./layout.js";
 import { Rollout, RolloutOverride, RolloutSteer } from "./rollout.js";
 import { Summary } from "./summary.js";
+import { BuildModuleRegistration } from "./build-modules.js";
 import {
   Answer,
   Ask,
@@ -48,6 +49,7 @@ export const BucketValue = {
   [Bucket.rolloutPolicies]: RolloutOverride,
   [Bucket.rolloutSteers]: RolloutSteer,
   [Bucket.rollouts]: Rollout,
+  [Bucket.buildModules]: BuildModuleRegistration,
 } as const satisfies Record<Bucket, z.ZodType>;
 
 /** The value type of a bucket. */

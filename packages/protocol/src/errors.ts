@@ -69,6 +69,8 @@ export const ErrorCode = {
   SOURCE_UNAVAILABLE: "SOURCE_UNAVAILABLE",
   /** A build failed (a bad manifest, a compile error); its record holds the error and the log. */
   BUILD_FAILED: "BUILD_FAILED",
+  /** The build module of a bundle's language does not answer: the build waits until it does. */
+  BUILD_MODULE_UNAVAILABLE: "BUILD_MODULE_UNAVAILABLE",
   /** A bucket a process cannot work without cannot be opened with its credential's grant. */
   BUCKET_UNAVAILABLE: "BUCKET_UNAVAILABLE",
   /** A long-lived watch ended without being asked: its bucket or consumer is gone, or the server went silent. */

@@ -18,6 +18,7 @@ export {
   ASK_ID_PATTERN,
   BUILD_ID_PATTERN,
   KEY_NAME_PATTERN,
+  LANGUAGE_PATTERN,
   NAME_PATTERN,
   TOOL_NAME_PATTERN,
   checkModuleName,
@@ -49,6 +50,8 @@ export {
   Stream,
   StreamSpec,
   Subject,
+  buildAskSubject,
+  buildModuleName,
   bundlePath,
   bundleResourceId,
   conditionSubject,
@@ -201,6 +204,13 @@ export {
   RolloutStatus,
 } from "./rollout.js";
 export { SUMMARY_REFRESH_MS, Summary, SummaryCell } from "./summary.js";
+export {
+  BUILD_ASK_TIMEOUT_MS,
+  BuildAnswer,
+  BuildAsk,
+  BuildModuleRegistration,
+  LanguageName,
+} from "./build-modules.js";
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";
 export { MESH_VERSION } from "./version.js";

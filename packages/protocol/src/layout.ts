@@ -39,6 +39,11 @@ export const Bucket = {
   rolloutSteers: "mesh-rollout-steers",
   /** The assigner's record of each module's rollout: where the next pass continues from. */
   rollouts: "mesh-rollouts",
+  /**
+   * The languages this mesh builds: each build module says its language here when it starts
+   * (decision 0160), and the builder asks the module a language names.
+   */
+  buildModules: "mesh-build-modules",
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 
@@ -70,6 +75,7 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.rolloutPolicies]: { key: "<module>", history: 1 },
   [Bucket.rolloutSteers]: { key: "<module>", history: 1 },
   [Bucket.rollouts]: { key: "<module>", history: 1 },
+  [Bucket.buildModules]: { key: "<language>", history: 1 },
 };
 
 /** The one key of `mesh-summary`: the whole fleet's summary. */
@@ -130,7 +136,17 @@ export const Subject = {
   conditionResolve: "mesh.controller.condition-resolve",
   /** The operator's ask for a `mesh mcp` credential narrowed to some modules (`--allow`). */
   mcpCredential: "mesh.controller.mcp-credential",
+  /** Prefix of the build asks: `mesh.build.<language>`, answered by that language's build module. */
+  buildPrefix: "mesh.build",
 } as const;
+
+/** The subject the builder asks the build module of `language` on (decision 0160). */
+export const buildAskSubject = (language: string): string =>
+  `${Subject.buildPrefix}.${checkName("language", language)}`;
+
+/** A build module's name: `mesh-build-<language>`, the module a language's refusals name. */
+export const buildModuleName = (language: string): string =>
+  `mesh-build-${checkName("language", language)}`;
 
 /**
  * A join token is `<id>.<secret>`; the id starts with a digit, so it is never a node or module
@@ -407,6 +423,8 @@ export const Principal = {
   operator: "operator",
   /** `mesh mcp`: discovers and calls tools for an AI agent, and nothing else. */
   mcp: "mcp",
+  /** The build modules `mesh up` runs (one process per language, decision 0160). */
+  build: "build",
 } as const;
 export type Principal = (typeof Principal)[keyof typeof Principal];
 

@@ -9,7 +9,13 @@
  */
 import { z } from "zod";
 import { RolloutPolicy } from "./rollout-policy.js";
-import { BUILD_ID_PATTERN, KEY_NAME_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import {
+  BUILD_ID_PATTERN,
+  KEY_NAME_PATTERN,
+  LANGUAGE_PATTERN,
+  NAME_PATTERN,
+  TOOL_NAME_PATTERN,
+} from "./names.js";
 import { DIGEST_PATTERN } from "./keys.js";
 
 const name = (what: string, example: string) =>
@@ -25,8 +31,15 @@ export const BuildId = z.string().regex(BUILD_ID_PATTERN, {
   error: "a build id is lowercase letters, digits and -, starting with a letter or digit",
 });
 
-/** Languages the mesh knows how to build or take as they are. */
-export const Language = z.enum(["typescript", "prebuilt"]);
+/**
+ * A bundle's language: `prebuilt` (an archive taken as it is), or a language a build module of
+ * the mesh builds (`typescript`, `python`, `go` ship with it; decision 0160). Which languages a
+ * mesh builds is known where its build modules are (`mesh module add` and the builder refuse the
+ * others), so the schema takes any language name.
+ */
+export const Language = z.string().regex(LANGUAGE_PATTERN, {
+  error: 'a language is "typescript", "python", "go", another a build module builds, or "prebuilt"',
+});
 export type Language = z.infer<typeof Language>;
 
 /**
@@ -64,7 +77,7 @@ export const ManifestBundle = z
   .object({
     name: name("bundle", "tools"),
     language: Language.describe(
-      "typescript: built by the builder with esbuild; prebuilt: an archive taken as it is (needs source and digest)",
+      "typescript: bundled with esbuild; python: its files with mesh_sdk, run by python3; go: a static binary; prebuilt: an archive taken as it is (needs source and digest). Each is built by its language's build module",
     ),
     entrypoints: z
       .array(BundleRelativePath)

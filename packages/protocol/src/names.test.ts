@@ -12,6 +12,7 @@ import {
   type NameKind,
   TOOL_NAME_PATTERN,
   checkModuleName,
+  LANGUAGE_PATTERN,
   checkName,
   checkNodeName,
   isName,
@@ -30,6 +31,7 @@ const PATTERN: Record<NameKind, RegExp> = {
   secret: KEY_NAME_PATTERN,
   build: BUILD_ID_PATTERN,
   ask: ASK_ID_PATTERN,
+  language: LANGUAGE_PATTERN,
 };
 const KINDS = Object.keys(PATTERN) as NameKind[];
 

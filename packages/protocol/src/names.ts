@@ -16,6 +16,12 @@ export const KEY_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
 /** Build ids: lowercase letters, digits and `-`, starting with either. */
 export const BUILD_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
+/**
+ * A bundle's language: lowercase letters and digits, at most 31 (no `-`, so the build module
+ * `mesh-build-<language>` is a module name and reads back as one language).
+ */
+export const LANGUAGE_PATTERN = /^[a-z][a-z0-9]{0,30}$/;
+
 /** Ask ids: like build ids. */
 export const ASK_ID_PATTERN = BUILD_ID_PATTERN;
 
@@ -34,7 +40,8 @@ export type NameKind =
   | "build"
   | "ask"
   | "bundle"
-  | "process";
+  | "process"
+  | "language";
 
 const RULES: Record<NameKind, { pattern: RegExp; rule: string; example: string }> = {
   module: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "hello-world" },
@@ -43,6 +50,7 @@ const RULES: Record<NameKind, { pattern: RegExp; rule: string; example: string }
   condition: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "disk-full" },
   bundle: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "tools" },
   process: { pattern: NAME_PATTERN, rule: "^[a-z][a-z0-9-]{0,62}$", example: "daemon" },
+  language: { pattern: LANGUAGE_PATTERN, rule: "^[a-z][a-z0-9]{0,30}$", example: "python" },
   tool: { pattern: TOOL_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "greet" },
   "config key": { pattern: KEY_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "greeting" },
   secret: { pattern: KEY_NAME_PATTERN, rule: "^[a-z][a-z0-9_-]{0,62}$", example: "api-token" },
@@ -56,6 +64,8 @@ const RULE_WORDS: Record<string, string> = {
     "a lowercase letter first, then lowercase letters, digits or -, at most 63 characters",
   [TOOL_NAME_PATTERN.source]:
     "a lowercase letter first, then lowercase letters, digits, _ or -, at most 63 characters",
+  [LANGUAGE_PATTERN.source]:
+    "a lowercase letter first, then lowercase letters or digits, at most 31 characters",
   [BUILD_ID_PATTERN.source]:
     "a lowercase letter or digit first, then lowercase letters, digits or -, at most 64 characters",
 };
@@ -70,7 +80,7 @@ export function nameProblem(kind: NameKind, value: unknown): string | undefined 
     return (
       `the ${kind} name ${JSON.stringify(value)} does not match ${rule} ` +
       `(${RULE_WORDS[pattern.source] ?? rule}); ` +
-      `write e.g. "${suggest(value, example)}"`
+      `write e.g. "${kind === "language" ? languageLike(value, example) : suggest(value, example)}"`
     );
   }
   if ((kind === "node" || kind === "module") && value === ALL_NODES) {
@@ -103,6 +113,15 @@ export const checkNodeName = (value: unknown): string => checkName("node", value
 function suggest(value: string, fallback: string): string {
   const guess = nameLike(value, fallback);
   return guess === ALL_NODES ? fallback : guess;
+}
+
+/** A language name close to `value`: lowercased, letters and digits only, from its first letter. */
+function languageLike(value: string, fallback: string): string {
+  const guess = value
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "")
+    .replace(/^[^a-z]+/, "");
+  return guess.slice(0, 31) || fallback;
 }
 
 /**

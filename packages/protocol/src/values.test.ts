@@ -162,6 +162,13 @@ const SAMPLE = {
   },
   [Bucket.summary]: SUMMARY_SAMPLE,
   ...ROLLOUT_SAMPLES,
+  [Bucket.buildModules]: {
+    language: "python",
+    module: "mesh-build-python",
+    version: "0.1.0",
+    toolchain: "python3",
+    started: at,
+  },
 } as const satisfies Record<Bucket, unknown>;
 
 const CREDENTIAL = {

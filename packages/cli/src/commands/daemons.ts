@@ -4,7 +4,12 @@
  */
 import { Option, type Command } from "commander";
 import { runControllerProcess } from "@mesh/controller";
-import { DELIVERY_DAEMONS, runDeliveryDaemon } from "@mesh/delivery";
+import {
+  DELIVERY_DAEMONS,
+  SHIPPED_LANGUAGES,
+  runBuildModule,
+  runDeliveryDaemon,
+} from "@mesh/delivery";
 import { ExitCode } from "../output.js";
 import { rootOf } from "../find-mesh.js";
 import { MAX_TIMER_MS, act, positiveNumber } from "../verb.js";
@@ -87,4 +92,20 @@ export function registerDaemonVerbs(program: Command): void {
         }) as Promise<ExitCode>,
     );
   }
+  registerBuildModuleVerb(program);
+}
+
+/** `mesh build-module <language>`: one language's build module (decision 0160). */
+function registerBuildModuleVerb(program: Command): void {
+  act(
+    program
+      .command("build-module")
+      .argument("<language>", `the language it builds: ${SHIPPED_LANGUAGES.join(", ")}`)
+      .description(
+        "Run the build module of a language on its credential until SIGTERM (mesh up starts one per language).",
+      )
+      .requiredOption("--credential <file>", "the build modules' credential (principal build)"),
+    (language: string, options: { credential: string }) =>
+      runBuildModule(language, { credential: options.credential }) as Promise<ExitCode>,
+  );
 }

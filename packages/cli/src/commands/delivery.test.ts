@@ -1,7 +1,7 @@
 /**
  * The delivery verbs as an operator runs them, end to end: the CLI as child processes with the
- * operator's grant, and `mesh indexer`, `mesh builder` and `mesh assigner` as processes on their
- * own grants, against a real bus: a folder registered and built, assigned, wanted; refusals with
+ * operator's grant, and `mesh indexer`, `mesh builder`, `mesh assigner` and
+ * `mesh build-module typescript` as processes on their own grants, against a real bus: a folder registered and built, assigned, wanted; refusals with
  * their codes.
  */
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ import { after, before, describe, test } from "node:test";
 import type { MeshBus } from "@mesh/bus";
 import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
-import { assignerGrant, deliveryGrant } from "@mesh/core";
+import { assignerGrant, buildGrant, deliveryGrant } from "@mesh/core";
 import { Bucket, Principal } from "@mesh/protocol";
 import { rawTar } from "@mesh/bus/testing";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
@@ -34,6 +34,7 @@ describe("delivery verbs", () => {
       others: [
         { module: Principal.delivery, permissions: deliveryGrant({ node: NODE }) },
         { module: Principal.assigner, permissions: assignerGrant({ node: NODE }) },
+        { module: Principal.build, permissions: buildGrant({ node: NODE }) },
       ],
     });
     ({ dir, admin } = bus);
@@ -41,11 +42,14 @@ describe("delivery verbs", () => {
       ["indexer", Principal.delivery],
       ["builder", Principal.delivery],
       ["assigner", Principal.assigner],
+      ["build-module typescript", Principal.build],
     ] as const) {
       daemons.push(
-        spawn(process.execPath, [MAIN, daemon, "--credential", bus.credentialOf(credential)], {
-          stdio: "ignore",
-        }),
+        spawn(
+          process.execPath,
+          [MAIN, ...daemon.split(" "), "--credential", bus.credentialOf(credential)],
+          { stdio: "ignore" },
+        ),
       );
     }
   });

@@ -6,6 +6,7 @@
 import { Principal } from "@mesh/protocol";
 import { MeshBus, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
+import { SHIPPED_LANGUAGES } from "@mesh/delivery";
 import type { UpOptions } from "../commands/up.js";
 import { machineArgs } from "../commands/host.js";
 import type { RootPaths } from "../mesh-root.js";
@@ -76,6 +77,18 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
     await held.children.start({
       name: daemon,
       argv: cli(daemon, "--credential", started.credentialOf(principal).path),
+    });
+  }
+  // One build module per language the mesh ships (decision 0160); the builder asks them.
+  for (const language of SHIPPED_LANGUAGES) {
+    await held.children.start({
+      name: `build-${language}`,
+      argv: cli(
+        "build-module",
+        language,
+        "--credential",
+        started.credentialOf(Principal.build).path,
+      ),
     });
   }
   const operator = started.credentialOf(Principal.operator).credential;

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, type Credential } from "@mesh/protocol";
 import { FULL_PERMISSIONS, findServer, writeCredential, type AuthMode } from "@mesh/bus";
-import { assignerGrant, deliveryGrant, mcpGrant, operatorGrant } from "@mesh/core";
+import { assignerGrant, deliveryGrant, buildGrant, mcpGrant, operatorGrant } from "@mesh/core";
 import type { PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
 import { busAuth, chooseAuth } from "./bus-auth.js";
@@ -135,6 +135,7 @@ export function upPrincipals(node: string): PrincipalSpec[] {
     { principal: Principal.operator, permissions: operatorGrant({ node }) },
     { principal: Principal.assigner, permissions: assignerGrant({ node }) },
     { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
+    { principal: Principal.build, permissions: buildGrant({ node }) },
     // `mesh mcp`'s: discovers and calls tools, nothing else (docs/mcp.md).
     { principal: Principal.mcp, permissions: mcpGrant({ node }) },
   ];

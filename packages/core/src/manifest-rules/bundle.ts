@@ -1,5 +1,6 @@
 /** The rules across a bundle's fields: how it is used, its entrypoints and loads, a prebuilt's archive. */
 import { TYPESCRIPT_ENTRY_EXTENSIONS, builtEntrypoint } from "../bundle-run.js";
+import { LANGUAGE_PATTERN } from "@mesh/protocol";
 import { problem, quote, type ManifestProblem } from "../manifest-problem.js";
 import { closest } from "../suggest.js";
 import { listDuplicates, type Bundle } from "./shared.js";
@@ -49,6 +50,23 @@ export function bundleProblems(b: Bundle, about: BundleAbout): ManifestProblem[]
   if (b.language === "typescript" && listsReadable)
     out.push(...entrypointProblems(seen), ...loadProblems(seen));
   if (b.language === "prebuilt") out.push(...prebuiltProblems(seen));
+  if (
+    typeof b.language === "string" &&
+    LANGUAGE_PATTERN.test(b.language) &&
+    b.language !== "typescript" &&
+    b.language !== "prebuilt" &&
+    (b.loads?.length ?? 0) > 0
+  ) {
+    out.push(
+      problem(
+        "loads-typescript",
+        [...at, "loads"],
+        { value: b.loads },
+        `${seen.label} is ${quote(b.language)} and lists loads, but the tool runtime loads JavaScript only`,
+        `leave loads out: a ${b.language} module serves its tools from its own process (see docs/modules.md, "${b.language === "go" ? "Go" : b.language === "python" ? "Python" : "Other languages"}")`,
+      ),
+    );
+  }
   return out;
 }
 

@@ -194,8 +194,35 @@ export function deliveryGrant(input: { readonly node: string }): Permissions {
       kvReadWrite(Bucket.builds),
       kvReadWrite(Bucket.manifests),
       objWrite(ObjectStore.artifacts),
+      // The languages the mesh builds, and the asks to their build modules (decision 0160).
+      kvRead(Bucket.buildModules),
+      publishTo(`${Subject.buildPrefix}.>`),
       publishTo(moduleConditionsWildcard(Principal.delivery)),
       inbox(input.node, Principal.delivery),
+    ),
+  );
+}
+
+/**
+ * A build module (decision 0160): it says its language in `mesh-build-modules`, answers the
+ * builder's asks on `mesh.build.<language>` as a NATS service (its discovery subjects with it),
+ * reads the source archive and stores the built archives in the object store. It replies to the
+ * builder's inbox by a grant, not only by the server's response permissions: a build outlasts
+ * the users reloads every composition change makes, and nats-server 2.9 forgets those on each.
+ */
+export function buildGrant(input: { readonly node: string }): Permissions {
+  return toPermissions(
+    merge(
+      kvReadWrite(Bucket.buildModules),
+      objRead(ObjectStore.artifacts),
+      objWrite(ObjectStore.artifacts),
+      subscribeTo(`${Subject.buildPrefix}.*`),
+      // Discovery of any build module's service: `$SRV.<verb>[.<name>[.<id>]]`.
+      subscribeTo(...["PING", "INFO", "STATS"].flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.>`])),
+      answerRequests,
+      publishTo(`${Subject.inboxRoot}.*.${Principal.delivery}.>`),
+      publishTo(moduleConditionsWildcard(Principal.build)),
+      inbox(input.node, Principal.build),
     ),
   );
 }

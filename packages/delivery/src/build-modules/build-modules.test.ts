@@ -1,0 +1,185 @@
+/**
+ * Build modules on a real bus (decision 0160): the builder hands each language's bundles to its
+ * build module over `mesh.build.<language>`; TypeScript's gives the archives the builder made
+ * itself before build modules existed; a language no build module builds is refused naming those
+ * the mesh has; a build module that is not running makes its language's builds wait, with a
+ * condition naming it, and they build once it is back.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
+import { waitFor } from "@mesh/bus/testing";
+import {
+  Bucket,
+  Condition,
+  Stream,
+  conditionSubject,
+  isMeshError,
+  type Build,
+} from "@mesh/protocol";
+import { Builder } from "../builder.js";
+import { buildSource } from "../build-source.js";
+import { Indexer } from "../indexer.js";
+import { registerModule } from "../register.js";
+import { folderWith, startDeliveryBus, type DeliveryBus } from "../test-support.js";
+import { BuildModule } from "./build-module.js";
+import { typescriptBuilder } from "./typescript.js";
+import { waitingCondition } from "../build-waits.js";
+
+/**
+ * A module with a tools bundle and a daemon bundle, and the digests the builder gave it in-process
+ * before build modules existed (main at 3af0903, `buildSource`): the same source must give the
+ * same archives and resolved manifest through mesh-build-typescript.
+ */
+const GOLDEN = {
+  files: {
+    "mesh.yaml":
+      "module: golden\nbundles:\n  - name: tools\n    language: typescript\n    entrypoints: [src/tools.ts]\n    loads: [src/tools.ts]\n  - name: daemon\n    language: typescript\n    entrypoints: [src/main.ts]\nprocesses:\n  - name: main\n    bundle: daemon\n",
+    "src/tools.ts": 'import { greet } from "./greet.js";\nexport const tools = { greet };\n',
+    "src/greet.ts": "export const greet = (name: string): string => `Hello, ${name}`;\n",
+    "src/main.ts": 'import { greet } from "./greet.js";\nconsole.log(greet("daemon"));\n',
+  },
+  tools: "7240b2a111bbb3fcfbf1713fcba4d500b2be8dfc8bc069466425554fcb49ca85",
+  daemon: "e5b64163b4dbdeae032ecb24450520341b6a9cb35b9744446c09f4f7c81c86cf",
+};
+
+let bus: DeliveryBus;
+const stop = new AbortController();
+const buildConnections: MeshBus[] = [];
+
+/** Starts mesh-build-typescript on a connection of its own; its stop ends only it. */
+async function startTypescriptModule(): Promise<{ stop: AbortController; done: Promise<void> }> {
+  const connection = await bus.connectBuild();
+  buildConnections.push(connection);
+  const module = await BuildModule.create({ bus: connection, builder: typescriptBuilder });
+  const own = new AbortController();
+  stop.signal.addEventListener("abort", () => own.abort());
+  const done = module.run({ signal: own.signal });
+  return { stop: own, done };
+}
+
+before(async () => {
+  bus = await startDeliveryBus();
+  const indexer = await Indexer.create({ bus: bus.delivery, debounceMs: 100 });
+  const builder = await Builder.create({ bus: bus.delivery });
+  void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
+  void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
+});
+
+after(async () => {
+  stop.abort();
+  for (const c of buildConnections) await c.close().catch(() => undefined);
+  await bus?.[Symbol.asyncDispose]();
+});
+
+async function buildOf(module: string, test: (b: Build) => boolean, what: string): Promise<Build> {
+  const builds = await KvBucket.open(bus.admin, Bucket.builds);
+  return waitFor(
+    async () => {
+      for (const key of await builds.keys(`${module}.*`)) {
+        const value = (await builds.get(key))?.value;
+        if (value !== undefined && test(value)) return value;
+      }
+      return undefined;
+    },
+    { what, timeout: 60_000 },
+  );
+}
+
+/** The last `waiting-<language>` condition the builder said, or undefined. */
+async function waitingSaid(language: string): Promise<Condition | undefined> {
+  const subject = conditionSubject("delivery", waitingCondition(language));
+  let last: Condition | undefined;
+  for await (const event of readStream(bus.admin, Stream.conditions, {
+    filter: subject,
+    schema: Condition,
+  })) {
+    if (event.type === "current") break;
+    if (event.type === "message") last = event.value;
+  }
+  return last;
+}
+
+describe("build modules", () => {
+  it("a build module that is not running makes its language's builds wait with a condition naming it; they build once it is back", async () => {
+    // No build module has started yet: typescript is a language the mesh ships, so it waits.
+    const dir = await folderWith(GOLDEN.files, "golden");
+    await registerModule(bus.operator, dir, { by: "ada" });
+    const waiting = await buildOf(
+      "golden",
+      (b) => b.status === "building" && b.log.startsWith("waiting:"),
+      "golden's build waiting for mesh-build-typescript",
+    );
+    assert.match(waiting.log, /mesh-build-typescript does not answer/);
+    const said = await waitFor(
+      async () => {
+        const c = await waitingSaid("typescript");
+        return c?.resolved !== true && c;
+      },
+      { what: "the waiting condition said" },
+    );
+    assert.equal(said.level, "warning");
+    assert.match(said.message, /mesh-build-typescript/);
+    assert.match(said.message, /mesh build-module typescript/);
+
+    const first = await startTypescriptModule();
+    const built = await buildOf("golden", (b) => b.status === "built", "golden built once back");
+    await waitFor(async () => (await waitingSaid("typescript"))?.resolved === true, {
+      what: "the waiting condition resolved",
+    });
+
+    // Through the build module: the archives and digests the builder made before build modules.
+    const digests = Object.fromEntries(built.bundles.map((b) => [b.name, b.digest]));
+    assert.deepEqual(digests, { tools: GOLDEN.tools, daemon: GOLDEN.daemon });
+    const local = await buildSource(dir);
+    assert.ok(local.ok, local.ok ? "" : local.log);
+    assert.equal(built.manifestDigest, local.manifestDigest);
+
+    // Stopped again: the next build waits again, and is built when a build module comes back.
+    first.stop.abort();
+    await first.done;
+    const again = await folderWith(
+      { ...GOLDEN.files, "mesh.yaml": GOLDEN.files["mesh.yaml"].replace("golden", "again") },
+      "again",
+    );
+    await registerModule(bus.operator, again, { by: "ada" });
+    await buildOf(
+      "again",
+      (b) => b.status === "building" && b.log.startsWith("waiting:"),
+      "again waiting",
+    );
+    await waitFor(async () => (await waitingSaid("typescript"))?.resolved !== true, {
+      what: "the condition said again",
+    });
+    await startTypescriptModule();
+    const second = await buildOf("again", (b) => b.status === "built", "again built");
+    assert.equal(second.bundles.find((b) => b.name === "tools")?.digest, GOLDEN.tools);
+  });
+
+  it("a language no build module builds is refused at registration and by the builder, naming the languages the mesh has", async () => {
+    const rust = {
+      "mesh.yaml":
+        "module: rusty\nbundles:\n  - name: app\n    language: rust\n    entrypoints: [src/main.rs]\nprocesses:\n  - name: app\n    bundle: app\n",
+      "src/main.rs": "fn main() {}\n",
+    };
+    const dir = await folderWith(rust, "rusty");
+    await assert.rejects(registerModule(bus.operator, dir, { by: "ada" }), (error: unknown) => {
+      assert.ok(isMeshError(error));
+      assert.equal(error.code, "MANIFEST_INVALID");
+      assert.match(error.message, /"rust"/);
+      assert.match(error.message, /this mesh has build modules for .*typescript/);
+      assert.match(error.message, /mesh-build-rust/);
+      return true;
+    });
+    // Registered behind the check's back (as an older CLI would): the builder fails it for good.
+    const modules = await KvBucket.open(bus.operator, Bucket.modules);
+    await modules.put("rusty", {
+      module: "rusty",
+      source: { kind: "directory", path: dir },
+      by: "ada",
+      at: new Date().toISOString(),
+    });
+    const failed = await buildOf("rusty", (b) => b.status === "failed", "rusty failed");
+    assert.match(failed.error ?? "", /written in "rust".*this mesh has build modules for/);
+  });
+});
