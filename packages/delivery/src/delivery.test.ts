@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ArtifactStore, KvBucket } from "@mesh/bus";
+import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { Bucket, isMeshError, type Build, type Candidate } from "@mesh/protocol";
 import { Builder } from "./builder.js";
@@ -14,19 +14,17 @@ import { registerModule } from "./register.js";
 import { folderWith, startDeliveryBus, toolsManifest, type DeliveryBus } from "./test-support.js";
 
 let bus: DeliveryBus;
+let buildBus: MeshBus | undefined;
 const stop = new AbortController();
 
 before(async () => {
   bus = await startDeliveryBus();
   const indexer = await Indexer.create({ bus: bus.delivery, debounceMs: 100 });
-  const builder = await Builder.create({
-    bus: bus.delivery,
-    log: (line) => console.error(`builder: ${line}`),
-  });
+  const builder = await Builder.create({ bus: bus.delivery });
+  buildBus = await bus.connectBuild();
   const typescript = await BuildModule.create({
-    bus: await bus.connectBuild(),
+    bus: buildBus,
     builder: typescriptBuilder,
-    log: (line) => console.error(`build-typescript: ${line}`),
   });
   void typescript.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
   void indexer.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
@@ -35,6 +33,7 @@ before(async () => {
 
 after(async () => {
   stop.abort();
+  await buildBus?.close();
   await bus?.[Symbol.asyncDispose]();
 });
 
