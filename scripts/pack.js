@@ -7,8 +7,9 @@
 // and the packages the builder needs to build module code (@mesh/sdk and what it and node-tools
 // import) as bundled dependencies in node_modules/. Their npm dependencies are the package's.
 //
-// @mesh/sdk: what module authors install: its compiled entries and types, with @mesh/protocol
-// and @mesh/bus (which its types and `@mesh/sdk/process` use) bundled inside.
+// @mesh/sdk: what module authors install: its compiled entries and types, with @mesh/protocol,
+// @mesh/bus (which its types and `@mesh/sdk/process` use) and @mesh/kit (which bus uses) bundled
+// inside.
 //
 // Neither tarball holds a test. Usage: node scripts/pack.js [--out DIR]
 import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -25,7 +26,7 @@ const pkg = (name) => join(root, "packages", name);
 const readJson = async (path) => JSON.parse(await readFile(path, "utf8"));
 
 /** The packages module code's build needs beside the SDK (node-tools imports the runtime). */
-const BUNDLED_FOR_BUILDS = ["protocol", "bus", "sdk", "runtime"];
+const BUNDLED_FOR_BUILDS = ["protocol", "kit", "bus", "sdk", "runtime"];
 
 for (const name of ["cli", "sdk", "runtime", "view"]) {
   if (!existsSync(join(pkg(name), "dist"))) {
@@ -152,14 +153,14 @@ async function packSdk() {
   const stage = join(out, "stage-sdk");
   await rm(stage, { recursive: true, force: true });
   const manifest = await copyPackage("sdk", stage);
-  for (const name of ["protocol", "bus"]) {
+  for (const name of ["protocol", "kit", "bus"]) {
     await copyPackage(name, join(stage, "node_modules", "@mesh", name));
   }
   const inside = await copyClosure(
-    Object.keys(await thirdParty(["sdk", "protocol", "bus"])),
+    Object.keys(await thirdParty(["sdk", "protocol", "kit", "bus"])),
     join(stage, "node_modules"),
   );
-  const bundled = ["@mesh/protocol", "@mesh/bus", ...inside];
+  const bundled = ["@mesh/protocol", "@mesh/kit", "@mesh/bus", ...inside];
   manifest.dependencies = await versionsOf(join(stage, "node_modules"), bundled);
   manifest.bundleDependencies = bundled;
   await writeFile(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -14,6 +14,15 @@ export interface ArtifactInfo {
   readonly size: number;
 }
 
+export interface ArtifactOpenOptions {
+  readonly signal?: AbortSignal;
+  /**
+   * How often a transient failure (JetStream not answering yet) is retried before it is thrown;
+   * 8 by default. A caller that retries the open by itself passes 0.
+   */
+  readonly transientRetries?: number;
+}
+
 export class ArtifactStore {
   readonly #store: NatsObjectStore;
 
@@ -22,10 +31,12 @@ export class ArtifactStore {
   }
 
   /** Opens the store. `Objm` over a JetStream client made without the API check needs no `$JS.API.INFO`. */
-  static async open(bus: MeshBus, options: { signal?: AbortSignal } = {}): Promise<ArtifactStore> {
+  static async open(bus: MeshBus, options: ArtifactOpenOptions = {}): Promise<ArtifactStore> {
     const doing = `opening the object store ${ObjectStore.artifacts}`;
-    const store = await withContext({ doing }, () =>
-      abortable(new Objm(natsOf(bus).js).open(ObjectStore.artifacts), options.signal, doing),
+    const store = await withContext(
+      { doing },
+      () => abortable(new Objm(natsOf(bus).js).open(ObjectStore.artifacts), options.signal, doing),
+      options.transientRetries,
     );
     return new ArtifactStore(store);
   }

@@ -10,7 +10,7 @@ import {
 } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError, JetStreamError } from "@nats-io/jetstream";
 import { ErrorCode, MeshError, type MeshErrorFields } from "@mesh/protocol";
-import { Backoff } from "./kit/backoff.js";
+import { retry } from "@mesh/kit";
 
 /** What was being done, for the message: "reading mesh-have key n1.hello". */
 export interface ErrorContext extends Omit<MeshErrorFields, "cause"> {
@@ -133,20 +133,23 @@ const TRANSIENT_BACKOFF = { initialMs: 50, maxMs: 2_500 } as const;
 
 /**
  * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure
- * (see `isTransient`) is retried a few times first, since `fn` is a JetStream operation that did
- * not reach JetStream and so did nothing.
+ * (see `isTransient`) is retried a few times first (`retries`, 8 by default), since `fn` is a
+ * JetStream operation that did not reach JetStream and so did nothing. A caller that retries the
+ * whole of what it does by itself passes 0, so its own backoff paces the attempts.
  */
-export async function withContext<T>(context: ErrorContext, fn: () => Promise<T>): Promise<T> {
-  const backoff = new Backoff(TRANSIENT_BACKOFF);
-  for (;;) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (backoff.failures >= TRANSIENT_RETRIES || !isTransient(error)) {
-        throw toMeshError(error, context);
-      }
-      await new Promise((resolve) => setTimeout(resolve, backoff.next()));
-    }
+export async function withContext<T>(
+  context: ErrorContext,
+  fn: () => Promise<T>,
+  retries?: number,
+): Promise<T> {
+  try {
+    return await retry(fn, {
+      policy: TRANSIENT_BACKOFF,
+      isRetriable: isTransient,
+      maxAttempts: (retries ?? TRANSIENT_RETRIES) + 1,
+    });
+  } catch (error) {
+    throw toMeshError(error, context);
   }
 }
 

@@ -12,7 +12,7 @@ import {
   inboxPrefix,
   issuesText,
 } from "@mesh/protocol";
-import { writeFileAtomic } from "./kit/atomic-file.js";
+import { writeFileAtomic } from "@mesh/kit";
 
 /** Reads and checks a credential file. */
 export async function readCredential(path: string): Promise<Credential> {

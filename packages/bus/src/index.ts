@@ -1,7 +1,7 @@
 /**
  * `@mesh/bus`: the only package that speaks NATS — credentials, connections, KV, object store and
- * service helpers, the embedded nats-server, and the daemon kit (lifecycle, signal stop, backoff,
- * atomic write). The raw NATS handles are in `@mesh/bus/internal`, the test harness in
+ * service helpers, the embedded nats-server. The daemon kit (lifecycle, signal stop, backoff,
+ * atomic write) is `@mesh/kit`. The raw NATS handles are in `@mesh/bus/internal`, the test harness in
  * `@mesh/bus/testing`.
  */
 export { isBusTrouble, isTransient } from "./bus-errors.js";
@@ -92,34 +92,6 @@ export {
   streamSource,
   type StreamSourceOptions,
 } from "./mirror/sources.js";
-// The daemon kit (./kit/).
-export {
-  aborted,
-  appendDurably,
-  Backoff,
-  backoffDelay,
-  createFileOnce,
-  DaemonBase,
-  DaemonLife,
-  DEFAULT_GRACE_MS,
-  DEFAULT_JITTER,
-  DEFAULT_MULTIPLIER,
-  Lifecycle,
-  runUntilSignal,
-  signalExitCode,
-  stopOnSignals,
-  syncFolder,
-  writeFileAtomic,
-  type AtomicWriteOptions,
-  type BackoffOptions,
-  type BackoffPolicy,
-  type Daemon,
-  type DaemonLifeOptions,
-  type RunOptions,
-  type SignalSource,
-  type SignalStop,
-  type SignalStopOptions,
-} from "./kit/index.js";
 export {
   AccountKeys,
   MESH_ACCOUNT_NAME,

@@ -16,7 +16,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
 import { abortable, toMeshError } from "./bus-errors.js";
-import { Backoff } from "./kit/backoff.js";
+import { Backoff } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
 

@@ -19,7 +19,7 @@ import {
 } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { createFileOnce } from "./kit/atomic-file.js";
+import { createFileOnce } from "@mesh/kit";
 
 const VERSION = "v1";
 const INFO = "mesh seal v1";

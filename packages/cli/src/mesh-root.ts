@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "@mesh/bus";
+import { writeFileAtomic } from "@mesh/kit";
 
 export interface RootPaths {
   readonly root: string;

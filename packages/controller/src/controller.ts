@@ -25,17 +25,15 @@ import {
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
 import {
-  DaemonLife,
   KvBucket,
-  Lifecycle,
   ensureStateBucket,
   sayCondition,
   serve,
   type MeshBus,
-  type RunOptions,
   type SayCondition,
   type Served,
 } from "@mesh/bus";
+import { DaemonLife, Lifecycle, type RunOptions } from "@mesh/kit";
 import { Broker, hostPrincipal, sharedLoginOf } from "./broker.js";
 import { holderOf, needContent, type NeedSources } from "./need-content.js";
 import { revocationPusher, type RevocationPusher } from "./revocation-pusher.js";

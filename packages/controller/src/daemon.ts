@@ -13,14 +13,11 @@ import {
   AccountAuthority,
   AccountFiles,
   AuthMode,
-  DEFAULT_GRACE_MS,
-  Lifecycle,
   MeshBus,
   readServerBase,
-  runUntilSignal,
   serverFolderSink,
-  type RunOptions,
 } from "@mesh/bus";
+import { DEFAULT_GRACE_MS, Lifecycle, runUntilSignal, type RunOptions } from "@mesh/kit";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
 

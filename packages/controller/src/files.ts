@@ -1,7 +1,7 @@
 /** The controller's own files: JSON, mode 0600, written atomically so a crash leaves the old one. */
 import { readFile } from "node:fs/promises";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "@mesh/bus";
+import { writeFileAtomic } from "@mesh/kit";
 
 /** The file's JSON, or undefined when there is no file. */
 export async function readJsonFile(path: string): Promise<unknown> {

@@ -10,7 +10,7 @@
  * acknowledged), and the open that finds it writes a fresh snapshot.
  */
 import { readFile, unlink } from "node:fs/promises";
-import { appendDurably } from "@mesh/bus";
+import { appendDurably } from "@mesh/kit";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { readJsonFile, writeJsonFile } from "./files.js";
 

@@ -6,7 +6,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
-import { createFileOnce } from "@mesh/bus";
+import { createFileOnce } from "@mesh/kit";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 
 export interface VaultSealed {

@@ -8,15 +8,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  ArtifactStore,
-  Backoff,
-  DaemonBase,
-  KvBucket,
-  Lifecycle,
-  aborted,
-  type MeshBus,
-} from "@mesh/bus";
+import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
+import { Backoff, DaemonBase, Lifecycle, aborted } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,

@@ -2,7 +2,8 @@
  * Running one of the three delivery daemons as a process on its credential file: the kit's
  * signal stop (SIGTERM or SIGINT, with a grace period) around the kit's `run({ signal })`.
  */
-import { MeshBus, runUntilSignal, type Daemon } from "@mesh/bus";
+import { MeshBus } from "@mesh/bus";
+import { runUntilSignal, type Daemon } from "@mesh/kit";
 import { MeshError, ErrorCode } from "@mesh/protocol";
 
 export interface ProcessOptions {

@@ -8,7 +8,8 @@
  */
 import { join, relative, sep } from "node:path";
 import { watch as chokidarWatch, type FSWatcher } from "chokidar";
-import { DaemonBase, KvBucket, Lifecycle, aborted, sha256, type MeshBus } from "@mesh/bus";
+import { KvBucket, sha256, type MeshBus } from "@mesh/bus";
+import { DaemonBase, Lifecycle, aborted } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,

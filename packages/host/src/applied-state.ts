@@ -17,7 +17,7 @@ import {
   type AppliedState,
   type Composed,
 } from "@mesh/protocol";
-import { writeFileAtomic } from "@mesh/bus";
+import { writeFileAtomic } from "@mesh/kit";
 
 export type { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState };
 

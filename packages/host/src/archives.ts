@@ -25,7 +25,7 @@ import { basename, dirname, join } from "node:path";
 import { Parser, extract, type ReadEntry } from "tar";
 import { ArchiveEntryCheck, type ArchiveLimits } from "@mesh/core";
 import { ErrorCode, MeshError, ObjectStore, isName, parseArtifactSource } from "@mesh/protocol";
-import { syncFolder, writeFileAtomic } from "@mesh/bus";
+import { syncFolder, writeFileAtomic } from "@mesh/kit";
 
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from "@mesh/core";
 

@@ -6,26 +6,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  ArtifactStore,
-  EmbeddedServer,
-  FULL_PERMISSIONS,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  findServer,
-  hashPassword,
-  renderServerConfig,
-  type ServerUser,
-} from "@mesh/bus";
+import { ArtifactStore, EmbeddedServer, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
 import { freePort } from "@mesh/bus/testing";
-import { hostGrant } from "@mesh/core";
 import { Bucket, Principal, type Have } from "@mesh/protocol";
+import { startBusWithoutJetStream } from "./bus-without-jetstream.js";
 import { Host } from "./host.js";
 import {
   HOST_PASSWORD,
@@ -42,44 +28,17 @@ import {
 const NODE = "t1";
 
 test("a host whose bus has no JetStream yet waits for it, never reports its build failing, and runs it once JetStream answers", async () => {
-  const binary = await findServer();
   const port = await freePort();
-  const dir = await mkdtemp(join(tmpdir(), "mesh-trouble-"));
+  // First a server on the port with the same users but no JetStream; then the real one.
+  await using plain = await startBusWithoutJetStream(NODE, port);
   const root = await tempRoot();
-  const admin = { user: "admin", password: randomBytes(12).toString("hex") };
-  const users: ServerUser[] = [
-    {
-      user: admin.user,
-      passwordHash: await hashPassword(admin.password),
-      permissions: FULL_PERMISSIONS,
-    },
-    {
-      user: `host-${NODE}`,
-      passwordHash: await hashPassword(HOST_PASSWORD),
-      permissions: hostGrant({ node: NODE }),
-    },
-  ];
-  // First a server on the port with the same users but no JetStream: every JetStream request
-  // the host makes is refused as JetStream's API is while a server reloads or starts.
-  const plainConfig = join(dir, "plain.conf");
-  const text = renderServerConfig({
-    serverVersion: binary.version,
-    serverName: "mesh-test",
-    port,
-    storeDir: join(dir, "store"),
-    users,
-  }).replace(/^jetstream \{[\s\S]*?^\}\n/m, "");
-  assert.doesNotMatch(text, /jetstream/);
-  await writeFile(plainConfig, text);
-  const plain = spawn(binary.path, ["-c", plainConfig], { stdio: "ignore" });
-  const plainExited = new Promise<void>((r) => plain.once("exit", () => r()));
   let server: EmbeddedServer | undefined;
   const logged: string[] = [];
   const host = await Host.create({
     node: NODE,
     root,
     credential: credentialFor(
-      { url: `nats://127.0.0.1:${port}` },
+      { url: plain.url },
       { user: `host-${NODE}`, password: HOST_PASSWORD },
       { node: NODE, module: Principal.host },
     ),
@@ -95,18 +54,17 @@ test("a host whose bus has no JetStream yet waits for it, never reports its buil
       60_000,
     );
     // Then the real server, JetStream on, on the same port: the host's connection comes back.
-    if (plain.exitCode === null) process.kill(plain.pid as number, "SIGTERM");
-    await plainExited;
+    await plain.stop();
     server = await EmbeddedServer.start({
-      dir: join(dir, "js"),
+      dir: join(plain.dir, "js"),
       port,
-      users,
+      users: plain.users,
       serverName: "mesh-test",
       startTimeoutMs: 30_000,
       ref: false,
     });
     adminBus = await MeshBus.connect(
-      credentialFor(server, admin, { node: "admin", module: Principal.controller }),
+      credentialFor(server, plain.admin, { node: "admin", module: Principal.controller }),
     );
     await ensureLayout(adminBus);
     const artifacts = await ArtifactStore.open(adminBus);
@@ -135,10 +93,7 @@ test("a host whose bus has no JetStream yet waits for it, never reports its buil
     await host.stop();
     await running;
     await adminBus?.close();
-    if (plain.exitCode === null && plain.signalCode === null)
-      process.kill(plain.pid as number, "SIGKILL");
     await server?.stop();
-    await rm(dir, { recursive: true, force: true });
     await rm(root, { recursive: true, force: true });
   }
 });

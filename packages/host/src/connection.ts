@@ -3,15 +3,8 @@
  * store and mesh-have, answers the runtime's provision asks, writes the presence heartbeat, and
  * says when the bus goes and comes back. What runs keeps running without it.
  */
-import {
-  ArtifactStore,
-  Backoff,
-  KvBucket,
-  MeshBus,
-  serve,
-  type NodeKeys,
-  type Served,
-} from "@mesh/bus";
+import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
+import { retry, type BackoffPolicy } from "@mesh/kit";
 import {
   Bucket,
   MESH_VERSION,
@@ -29,12 +22,17 @@ export const HOST_VERSION = MESH_VERSION;
 /** Between presence heartbeats, unless told otherwise; readers judge a node gone from it. */
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 
+/** Between attempts to open the host's bus side (a bus without JetStream for a while). */
+const OPEN_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 10_000 };
+
 export interface ConnectionOptions {
   readonly node: string;
   readonly root: string;
   readonly keys: NodeKeys;
   readonly provisioner: Provisioner;
   readonly heartbeatMs: number;
+  /** Between attempts to open the bus side; 0.5 s doubling to 10 s by default. */
+  readonly openBackoff?: BackoffPolicy;
   readonly account?: { readonly name: string; readonly home?: string };
   readonly adopted?: boolean;
   /** Connected: the have is there to read back, the watches to start. */
@@ -95,6 +93,7 @@ export class Connection {
     this.#connected = true;
     this.#o.log(`connected to the bus`);
     await this.#open(bus);
+    if (this.#o.signal.aborted) return; // stopped while the bus side would not open: close() ends it
     const heartbeat = (): void => void this.#beat(bus);
     heartbeat();
     this.#heartbeat = setInterval(heartbeat, this.#o.heartbeatMs);
@@ -128,24 +127,25 @@ export class Connection {
    */
   async #open(bus: MeshBus): Promise<void> {
     const { signal } = this.#o;
-    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
-    while (!signal.aborted) {
-      try {
-        this.#artifacts ??= await ArtifactStore.open(bus, { signal });
-        this.#have ??= await KvBucket.open(bus, Bucket.have);
-        this.#served ??= await this.#serve(bus);
-        return;
-      } catch (error) {
-        if (signal.aborted) return;
-        const delay = backoff.next();
-        this.#o.log(
-          `cannot use the bus yet (${(error as Error).message}); trying again in ${delay} ms`,
-        );
-        await new Promise<void>((r) => {
-          const timer = setTimeout(r, delay);
-          signal.addEventListener("abort", () => (clearTimeout(timer), r()), { once: true });
-        });
-      }
+    try {
+      await retry(
+        async () => {
+          // This loop is the retry: the store's own retries of JetStream not answering would
+          // only hold back each attempt's line (8 of them, 6.5–8 s).
+          this.#artifacts ??= await ArtifactStore.open(bus, { signal, transientRetries: 0 });
+          this.#have ??= await KvBucket.open(bus, Bucket.have);
+          this.#served ??= await this.#serve(bus);
+        },
+        {
+          policy: this.#o.openBackoff ?? OPEN_BACKOFF,
+          isRetriable: () => true,
+          signal,
+          onRetry: ({ error, delayMs }) =>
+            this.#o.log(`cannot use the bus yet (${error.message}); trying again in ${delayMs} ms`),
+        },
+      );
+    } catch (error) {
+      if (!signal.aborted) throw error;
     }
   }
 

@@ -17,17 +17,8 @@
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import {
-  DaemonLife,
-  Lifecycle,
-  aborted,
-  loadOrCreateNodeKeys,
-  publish,
-  readCredential,
-  type Daemon,
-  type NodeKeys,
-  type RunOptions,
-} from "@mesh/bus";
+import { loadOrCreateNodeKeys, publish, readCredential, type NodeKeys } from "@mesh/bus";
+import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@mesh/kit";
 import {
   RUNTIME_PROCESS_ID,
   logsSubject,
@@ -50,7 +41,7 @@ import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
 import { Reporter } from "./report.js";
 import { pruneRuntimeStatus, runtimeStatusPath } from "./runtime-handover.js";
-import type { BackoffPolicy } from "@mesh/bus";
+import type { BackoffPolicy } from "@mesh/kit";
 import { DEFAULT_BACKOFF, Supervisor } from "./supervisor.js";
 import { Watches } from "./watches.js";
 
@@ -70,6 +61,8 @@ export interface HostOptions {
   readonly credential: Credential | string;
   readonly health?: Partial<HealthRules>;
   readonly backoff?: BackoffPolicy;
+  /** Between attempts to open the bus side (a bus without JetStream for a while); 0.5 s doubling to 10 s by default. */
+  readonly busBackoff?: BackoffPolicy;
   /** Between TERM and KILL when a process is stopped. */
   readonly graceMs?: number;
   /**
@@ -226,6 +219,7 @@ export class Host implements Daemon, AsyncDisposable {
       keys,
       provisioner: this.#provisioner,
       heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      ...(options.busBackoff === undefined ? {} : { openBackoff: options.busBackoff }),
       ...(options.account === undefined ? {} : { account: options.account }),
       ...(options.adopted === undefined ? {} : { adopted: options.adopted }),
       onConnected: async (bus) => {

@@ -6,7 +6,7 @@
  * without the CLI.
  */
 import { parseArgs } from "node:util";
-import { runUntilSignal } from "@mesh/bus";
+import { runUntilSignal } from "@mesh/kit";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { Host, type HostOptions } from "./host.js";
 

@@ -7,7 +7,8 @@
 import type { KeyObject } from "node:crypto";
 import { lstat, rm } from "node:fs/promises";
 import { isAbsolute, normalize } from "node:path";
-import { unseal, writeFileAtomic } from "@mesh/bus";
+import { unseal } from "@mesh/bus";
+import { writeFileAtomic } from "@mesh/kit";
 import { ErrorCode, MeshError, type NeedResource } from "@mesh/protocol";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
 

@@ -12,7 +12,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, readlink, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { Backoff, type BackoffPolicy } from "@mesh/bus";
+import { Backoff, type BackoffPolicy } from "@mesh/kit";
 import type { TailLimits } from "./log-lines.js";
 import { LogPipe } from "./log-pipe.js";
 import { FileTail } from "./log-tail.js";

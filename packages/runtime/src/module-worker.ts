@@ -7,7 +7,8 @@
  * bound here, from `MESH_TOOL_MODULES`, and nothing in a worker's messages can change it.
  */
 import { Worker } from "node:worker_threads";
-import { Backoff, flush, type MeshBus, type Served } from "@mesh/bus";
+import { flush, type MeshBus, type Served } from "@mesh/bus";
+import { Backoff } from "@mesh/kit";
 import { ErrorCode, MeshError, ReplyCode, toReplyCode } from "@mesh/protocol";
 import {
   PROTOCOL_VERSION,

@@ -10,7 +10,8 @@
  * when the credential moved.
  */
 import { readFile } from "node:fs/promises";
-import { MeshBus, runUntilSignal } from "@mesh/bus";
+import { MeshBus } from "@mesh/bus";
+import { runUntilSignal } from "@mesh/kit";
 import { Env, ErrorCode, MeshError } from "@mesh/protocol";
 import { Runtime, moduleEnv, spareFor } from "./runtime.js";
 import type { SpareWorker } from "./spare-worker.js";

@@ -4,15 +4,15 @@
  * module, and what each module's load came to written where the host reads it.
  */
 import { Env, MESH_VERSION } from "@mesh/protocol";
+import { type MeshBus } from "@mesh/bus";
 import {
   DaemonLife,
   Lifecycle,
   aborted,
   writeFileAtomic,
   type Daemon,
-  type MeshBus,
   type RunOptions,
-} from "@mesh/bus";
+} from "@mesh/kit";
 import {
   DEFAULT_TUNING,
   ModuleState,

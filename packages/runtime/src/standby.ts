@@ -6,7 +6,7 @@
  * SIGINT, or the host's channel closing (the host is gone, and the next one ends what it did not
  * record), end it.
  */
-import { stopOnSignals } from "@mesh/bus";
+import { stopOnSignals } from "@mesh/kit";
 import type { SpareWorker } from "./spare-worker.js";
 
 /** What the host says to a standby over its IPC channel. */

@@ -20,7 +20,7 @@ import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import type { WatchEvent } from "../kv-bucket.js";
-import { Backoff } from "../kit/backoff.js";
+import { Backoff } from "@mesh/kit";
 import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
 
 /**

@@ -19,7 +19,7 @@ import {
   fmtCreds,
   type User,
 } from "@nats-io/jwt";
-import { createFileOnce, writeFileAtomic } from "../kit/atomic-file.js";
+import { createFileOnce, writeFileAtomic } from "@mesh/kit";
 import { KeyRole, newKey, nodeKeyPair, type SigningKeyPair } from "./nkey-codec.js";
 import { z } from "zod";
 import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/protocol";

@@ -11,8 +11,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "../kit/atomic-file.js";
-import { Lifecycle } from "../kit/lifecycle.js";
+import { Lifecycle, writeFileAtomic } from "@mesh/kit";
 import {
   errorText,
   linesHint,

@@ -16,7 +16,7 @@ import { open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "../kit/atomic-file.js";
+import { writeFileAtomic } from "@mesh/kit";
 import { ServerFiles, type ServerBase } from "./embedded-server.js";
 import { AuthMode, renderServerConfig, type ServerUser } from "./server-config.js";
 

@@ -14,7 +14,7 @@
 import { readFile, rm } from "node:fs/promises";
 import { z } from "zod";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { appendDurably } from "../kit/atomic-file.js";
+import { appendDurably } from "@mesh/kit";
 
 /** Revoked user keys: a user JWT issued at or before the second given no longer connects. */
 export type Revocations = Readonly<Record<string, number>>;

@@ -3,7 +3,8 @@
  * `mesh.logs.<node>.<module>`). `mesh conditions` is in conditions.ts.
  */
 import { Option, type Command } from "commander";
-import { readStream, stopOnSignals } from "@mesh/bus";
+import { readStream } from "@mesh/bus";
+import { stopOnSignals } from "@mesh/kit";
 import { LogLine, Stream, Subject, checkName } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";

@@ -4,7 +4,7 @@
  * and then a token (`--token`, `MESH_VIEW_TOKEN`, or one made up and printed in the URL).
  */
 import { userInfo } from "node:os";
-import { aborted, stopOnSignals } from "@mesh/bus";
+import { aborted, stopOnSignals } from "@mesh/kit";
 import { Option, type Command } from "commander";
 import { newViewToken, startView } from "@mesh/view";
 import { connectToMesh, type FindMeshOptions } from "../find-mesh.js";

@@ -6,7 +6,8 @@
  * to stderr.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { MeshBus, stopOnSignals } from "@mesh/bus";
+import { MeshBus } from "@mesh/bus";
+import { stopOnSignals } from "@mesh/kit";
 import { allowedModules } from "@mesh/core";
 import { ErrorCode, MeshError, Principal, checkName } from "@mesh/protocol";
 import { credentialPath, rootPaths } from "../mesh-root.js";

@@ -6,7 +6,8 @@
  * costs the calls made during it and nothing else (docs/reliability.md).
  */
 import { setTimeout as delay } from "node:timers/promises";
-import { Backoff, type EmbeddedServer, type ServerExit } from "@mesh/bus";
+import { type EmbeddedServer, type ServerExit } from "@mesh/bus";
+import { Backoff } from "@mesh/kit";
 
 export interface BusKeeperOptions {
   /** Starts the server; called for the first start and for every restart. */

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { Backoff } from "@mesh/bus";
+import { Backoff } from "@mesh/kit";
 import { RotatingLog } from "./rotating-log.js";
 
 export interface ChildSpec {

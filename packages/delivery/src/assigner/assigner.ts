@@ -21,21 +21,17 @@ import {
 } from "@mesh/core";
 import {
   ALL,
-  DaemonLife,
   KvBucket,
-  Lifecycle,
   Mirror,
-  aborted,
   keepSayingKeeps,
   readStream,
   sayCondition,
   conditionsSource,
-  type Daemon,
   type MeshBus,
   type MirrorSource,
-  type RunOptions,
   type Touched,
 } from "@mesh/bus";
+import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@mesh/kit";
 import {
   ALL_NODES,
   Bucket,

@@ -1,6 +1,7 @@
 /**
- * The daemon kit: what every long-running process of the mesh is built from, written once.
- * Exported from `@mesh/bus`.
+ * `@mesh/kit`: what every long-running process of the mesh is built from, written once — its
+ * lifecycle, its stop on signals, one backoff, one retry loop, one abortable wait, and the atomic
+ * and durable file writes. It depends on `@mesh/protocol` alone: nothing here speaks NATS.
  */
 export {
   Lifecycle,
@@ -35,3 +36,5 @@ export {
   writeFileAtomic,
   type AtomicWriteOptions,
 } from "./atomic-file.js";
+export { delay, type DelayOptions } from "./delay.js";
+export { retry, type RetryAttempt, type RetryOptions } from "./retry.js";
