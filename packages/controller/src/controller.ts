@@ -5,11 +5,11 @@
  * `mesh-composed.<node>` when, and only when, the composition changed. It also answers joins and
  * the operator's asks for join tokens and secrets.
  *
- * One pass at a time: the fleet feed (fleet-feed.ts, a bucket mirror) marks nodes dirty in the
- * Fleet index and wakes the loop; a pass takes the dirty nodes, stages their users, reloads the
- * bus once for all of them, then writes their compositions. A refusal writes nothing for that node (what it runs stays) and says a
- * condition. Handlers that change users (joins, tokens: endpoints.ts) take the same lock, so the
- * users list is never written by two at once.
+ * One pass at a time: the fleet feed (fleet-feed.ts, a bucket mirror) marks nodes dirty in the Fleet
+ * index and wakes the loop; a pass takes the dirty nodes, stages their users, reloads the bus once
+ * for all of them, then writes their compositions. A refusal writes nothing for that node (what it
+ * runs stays) and says a condition. Handlers that change users (joins, tokens: endpoints.ts) take
+ * the same lock, so the users list is never written by two at once.
  */
 import { join } from "node:path";
 import {
@@ -24,15 +24,8 @@ import {
   type SealedSecret,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import {
-  KvBucket,
-  ensureStateBucket,
-  sayCondition,
-  serve,
-  type MeshBus,
-  type SayCondition,
-  type Served,
-} from "@mesh/bus";
+import { KvBucket, ensureStateBucket, sayCondition, serve } from "@mesh/bus";
+import type { MeshBus, SayCondition, Served } from "@mesh/bus";
 import { DaemonLife, Lifecycle, type RunOptions } from "@mesh/kit";
 import { Broker, hostPrincipal, sharedLoginOf } from "./broker.js";
 import { holderOf, needContent, type NeedSources } from "./need-content.js";
