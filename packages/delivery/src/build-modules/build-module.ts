@@ -9,16 +9,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  ArtifactStore,
-  DaemonBase,
-  KvBucket,
-  Lifecycle,
-  aborted,
-  serve,
-  sha256,
-  type MeshBus,
-} from "@mesh/bus";
+import { ArtifactStore, KvBucket, serve, sha256, type MeshBus } from "@mesh/bus";
+import { DaemonBase, Lifecycle, aborted } from "@mesh/kit";
 import {
   BuildAsk,
   Bucket,
