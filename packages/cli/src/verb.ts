@@ -131,3 +131,19 @@ export const portNumber = (option: string, anyFree = false): ((value: string) =>
     `a port; give a whole number from ${anyFree ? "0 (any free one)" : "1"} to 65535`,
     "4222",
   );
+
+/** Rows as aligned columns under a header, indented by two; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  // A loop, not Math.max(...rows): a spread of 200,000 rows overflows the call stack.
+  const widths = header.map((h) => h.length);
+  for (const r of rows)
+    for (let i = 0; i < widths.length; i++)
+      widths[i] = Math.max(widths[i] ?? 0, (r[i] ?? "").length);
+  const line = (cells: readonly string[]) =>
+    `  ${cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")}`.trimEnd();
+  const out = [line(header.map((h) => h.toUpperCase()))];
+  for (const r of rows) out.push(line(r));
+  return out;
+}

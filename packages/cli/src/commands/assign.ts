@@ -17,7 +17,7 @@ import {
 } from "@mesh/protocol";
 import { requireModule } from "../known.js";
 import { readAll } from "../read-bucket.js";
-import { table } from "./status.js";
+import { table } from "../verb.js";
 import { unputMessage } from "./retry.js";
 import {
   ExitCode,

@@ -11,7 +11,8 @@ import { checkName, type Condition } from "@mesh/protocol";
 import { connectToMesh } from "../find-mesh.js";
 import { unknownName } from "../known.js";
 import { ExitCode, act, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
-import { readConditions, table } from "./status.js";
+import { readConditions } from "./status.js";
+import { table } from "../verb.js";
 
 export interface ConditionsOptions extends MeshOptions {
   readonly module?: string;

@@ -20,7 +20,7 @@ import {
   printJson,
   type MeshOptions,
 } from "../verb.js";
-import { table } from "./status.js";
+import { table } from "../verb.js";
 
 export interface SecretOptions extends MeshOptions {
   readonly force?: boolean;

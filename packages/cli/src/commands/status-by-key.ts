@@ -20,7 +20,12 @@ import {
   type NodeKeys,
 } from "@mesh/view";
 import { narrowed, pageInfo, pageOf, type StatusQuery } from "./status-page.js";
-import { RECENT_CONDITIONS, statusCell, type StatusNode, type StatusReport } from "./status.js";
+import {
+  RECENT_CONDITIONS,
+  statusCell,
+  type StatusNode,
+  type StatusReport,
+} from "./status-report.js";
 
 type Cell = { readonly node: string; readonly module: string };
 

@@ -4,9 +4,10 @@
  * Nothing here spreads a list into a call's arguments: a fleet of 10,000 nodes × 20 modules is
  * 200,000 rows, more than a call's arguments may hold.
  */
-import type { StatusNode, StatusReport } from "./status.js";
+import type { StatusNode, StatusReport } from "./status-report.js";
 import { SUMMARY_REFRESH_MS } from "@mesh/protocol";
 import { moreLine, type StatusQuery } from "./status-page.js";
+import { table } from "../verb.js";
 
 export function printStatus(report: StatusReport, query: StatusQuery): void {
   const sections = [
@@ -188,22 +189,6 @@ function machineOf(facts: StatusNode["facts"]): string {
   if (facts.adopted === true) parts.push("adopted");
   if (facts.account !== undefined) parts.push(`account ${facts.account}`);
   return parts.length === 0 ? "-" : parts.join(", ");
-}
-
-/** Rows as aligned columns under a header, indented by two; the last column is not padded. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  // A loop, not Math.max(...rows): a spread of 200,000 rows overflows the call stack.
-  const widths = header.map((h) => h.length);
-  for (const r of rows)
-    for (let i = 0; i < widths.length; i++)
-      widths[i] = Math.max(widths[i] ?? 0, (r[i] ?? "").length);
-  const line = (cells: readonly string[]) =>
-    `  ${cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-      .join("  ")}`.trimEnd();
-  const out = [line(header.map((h) => h.toUpperCase()))];
-  for (const r of rows) out.push(line(r));
-  return out;
 }
 
 function ago(now: number, at: string): string {

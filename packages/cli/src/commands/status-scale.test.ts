@@ -9,7 +9,7 @@ import { Bucket } from "@mesh/protocol";
 import { healthyHave, presenceOf } from "../testing/fixtures.js";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { type MeshRun } from "../testing/run-mesh.js";
-import { table } from "./status.js";
+import { table } from "../verb.js";
 
 const NODES = 1_200;
 const READ_MS = 120_000;
