@@ -5,10 +5,11 @@
  */
 import { Option, type Command } from "commander";
 import { ErrorCode, MESH_VERSION, MeshError } from "@mesh/protocol";
-import type { McpCliOptions } from "../mcp/run-mcp.js";
-
-export const MCP_TOKEN_ENV = "MESH_MCP_TOKEN";
-export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
+import {
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+  MCP_TOKEN_ENV,
+  type McpCliOptions,
+} from "../mcp/mcp-options.js";
 
 export function registerMcpVerb(program: Command): void {
   program

@@ -14,33 +14,16 @@ import { Principal, checkNodeName, isName } from "@mesh/protocol";
 import { AuthMode, MeshBus, ensureLayout, type LayoutOptions } from "@mesh/bus";
 import { stopOnSignals } from "@mesh/kit";
 import { clusterSize } from "../up/bus-shape.js";
-import { busChoiceOf, readState, startUpBus, type BusChoice, type UpBus } from "../up/up-bus.js";
+import { busChoiceOf, readState, startUpBus, type UpBus } from "../up/up-bus.js";
 import { startMeshProcesses, stopHeld, type Held } from "../up/mesh-processes.js";
+import type { UpOptions } from "../up/up-options.js";
 import { Children } from "../up/children.js";
 import { DEFAULT_ROOT, rootOf } from "../find-mesh.js";
 import { lockRoot, rootPaths, type RootPaths } from "../mesh-root.js";
 import { ExitCode, printJson } from "../output.js";
 import { MAX_TIMER_MS, act, portNumber, positiveNumber } from "../verb.js";
-import { machineOptions, type MachineOptions } from "./host.js";
+import { machineOptions } from "./host.js";
 
-export interface UpOptions extends MachineOptions, BusChoice {
-  readonly root: string;
-  readonly node?: string;
-  readonly json?: boolean;
-  readonly exitWhenReady?: boolean;
-  /** Also register and assign the examples, and wait until they are healthy. */
-  readonly demo?: boolean;
-  /** Leave the runtime module unassigned (its tools are then served nowhere). */
-  readonly runtime?: boolean;
-  /** Only the bus, none of the mesh's processes: what the first cut did, for tests of the bus alone. */
-  readonly busOnly?: boolean;
-  /** The view's port on loopback; 0 (default) picks a free one. */
-  readonly viewPort?: number;
-  /** How long `--demo` waits for the examples, in ms. */
-  readonly demoTimeoutMs?: number;
-  /** Accounts mode: how long the controller's credentials live (decision 0150). */
-  readonly credentialLifetimeMs?: number;
-}
 
 export const DEFAULT_BUS_PORT = 4222;
 

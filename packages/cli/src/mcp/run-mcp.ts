@@ -13,23 +13,12 @@ import { ErrorCode, MeshError, Principal, checkName } from "@mesh/protocol";
 import { credentialPath, rootPaths } from "../mesh-root.js";
 import { rootOf } from "../find-mesh.js";
 import { ExitCode } from "../output.js";
-import { DEFAULT_MCP_CALL_TIMEOUT_MS, MCP_TOKEN_ENV } from "../commands/mcp.js";
+import { DEFAULT_MCP_CALL_TIMEOUT_MS, MCP_TOKEN_ENV, type McpCliOptions } from "./mcp-options.js";
 import { createMcpServer } from "./mcp-server.js";
 import { serveMcpHttp } from "./mcp-http.js";
 import { ToolCatalogue } from "./tool-catalogue.js";
 import { narrowedMcpCredential } from "./narrowed-credential.js";
 
-export interface McpCliOptions {
-  readonly root?: string;
-  readonly credential?: string;
-  readonly module?: string;
-  readonly node?: string;
-  readonly allow?: string;
-  readonly http?: number;
-  readonly listen?: string;
-  readonly token?: string;
-  readonly timeout?: number;
-}
 
 const say = (line: string): void => void process.stderr.write(`mesh mcp: ${line}\n`);
 

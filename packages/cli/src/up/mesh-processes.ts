@@ -7,7 +7,7 @@ import { Principal } from "@mesh/protocol";
 import { MeshBus, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
 import { SHIPPED_LANGUAGES } from "@mesh/delivery";
-import type { UpOptions } from "../commands/up.js";
+import type { UpOptions } from "./up-options.js";
 import { machineArgs } from "../commands/host.js";
 import type { RootPaths } from "../mesh-root.js";
 import { CLI_MAIN } from "../shipped.js";
