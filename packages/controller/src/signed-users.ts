@@ -8,7 +8,8 @@
  */
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
 import { newUserKey, type AccountAuthority } from "@mesh/bus";
-import type { DesiredPrincipal, IssuedUser, SharedLogin } from "./broker.js";
+import type { IssuedUser } from "./broker-users-file.js";
+import type { DesiredPrincipal, SharedLogin } from "./principals.js";
 import type { Vault } from "./vault.js";
 
 /** Signs `p` with a new key: nothing waits, and no other JWT ever carries this key. */

@@ -18,7 +18,7 @@ import { userInfo } from "node:os";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
 import { openForProcess, pipeOf } from "./log-pipe.js";
 import { isAlive, signalGroup, startTimeOf, type ProcessIdentity } from "./proc.js";
-import { logFiles, type ProcessSpec } from "./supervisor.js";
+import { logFiles, type ProcessSpec } from "./process-spec.js";
 
 /** How long after a process starts its standby is booted: not beside its own start. */
 export const DEFAULT_STANDBY_AFTER_MS = 5_000;

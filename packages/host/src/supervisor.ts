@@ -11,40 +11,15 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdir, readlink, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { Backoff, type BackoffPolicy } from "@mesh/kit";
 import type { TailLimits } from "./log-lines.js";
 import { LogPipe } from "./log-pipe.js";
 import { FileTail } from "./log-tail.js";
 import { isAlive, signalGroup, type ProcessIdentity } from "./proc.js";
 import { DEFAULT_STANDBY_AFTER_MS, Standby, canTakeOver, endStandby, launch } from "./standby.js";
+import { logFiles, type ProcessSpec } from "./process-spec.js";
 
-export interface ProcessSpec {
-  readonly id: string;
-  readonly module: string;
-  readonly name: string;
-  readonly argv: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  readonly cwd: string;
-  readonly user?: string | undefined;
-  /** The environment variable (name=value) by which a restarted host recognises it. */
-  readonly marker: { readonly name: string; readonly value: string };
-  /**
-   * Restarted at once (no delay) the first time it exits after a healthy run: a process others
-   * depend on every moment (the runtime) has nothing to wait for after one crash.
-   */
-  readonly restartAtOnce?: boolean;
-  /**
-   * What code it runs (its bundle's digest): a standby booted with other code never takes over
-   * (it would go on running what it loaded).
-   */
-  readonly code?: string;
-  /**
-   * Keep one more process of it booted ahead, started with these variables added and told to
-   * take over with SIGUSR2 when the running one exits (standby.ts).
-   */
-  readonly standby?: Readonly<Record<string, string>>;
-}
+export { logFiles, type ProcessSpec };
 
 /** 1 s doubling to 5 min, with the kit's default jitter. */
 export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 5 * 60_000 };
@@ -442,16 +417,4 @@ interface OutputTail {
   watch(): void | Promise<void>;
   poll(): Promise<void>;
   close(): void;
-}
-
-export function logFiles(
-  root: string,
-  spec: Pick<ProcessSpec, "module" | "name">,
-): { folder: string; stdout: string; stderr: string } {
-  const folder = join(root, "logs", spec.module);
-  return {
-    folder,
-    stdout: join(folder, `${spec.name}.log`),
-    stderr: join(folder, `${spec.name}.stderr.log`),
-  };
 }
