@@ -17,7 +17,7 @@ import {
   type ProcessResource,
 } from "@mesh/protocol";
 import { builtEntrypoint, interpreterFor } from "./bundle-run.js";
-import type { CompositionRuleId } from "./composition.js";
+import type { CompositionRuleId } from "./composition-rules.js";
 
 /** What composing one module needs to know of the node, and where refusals go. */
 export interface Context {
