@@ -9,11 +9,25 @@ import {
   type Build,
   type Manifest,
   type Put,
+  type Rollout,
   type Rule,
   type Want,
 } from "@mesh/protocol";
-import type { RolloutPlan } from "./rollout-plan.js";
 import type { AssignerSnapshot, HaveRecord } from "./snapshot.js";
+
+/** What the rules of a module's cells read of its rollout. */
+export interface RolloutPlan {
+  /** Every node the rollout reaches, in the order it reaches them. */
+  readonly nodes: readonly string[];
+  /** The record as it stands after this pass (written when it differs from the one before). */
+  readonly record: Rollout;
+  /** Nodes allowed the build now. */
+  readonly allowed: ReadonlySet<string>;
+  /** The wave of each node not yet allowed, for its reason. */
+  readonly waveOf: ReadonlyMap<string, number>;
+  /** Failed or aborted: every node is set back from the build. */
+  readonly halted: boolean;
+}
 
 /** A build the rules may want: finished, with its manifest and every archive's digest stored. */
 export interface Usable {

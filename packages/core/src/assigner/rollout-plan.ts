@@ -17,23 +17,11 @@ import {
   type Rollout,
   type RolloutSteer,
 } from "@mesh/protocol";
-import { liftedAt, marksOf, type ModuleIndex, type Usable } from "./model.js";
+import { liftedAt, marksOf, type ModuleIndex, type RolloutPlan, type Usable } from "./model.js";
 import { durationText, orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
 import type { AssignerSnapshot } from "./snapshot.js";
 
-/** What the rules of a module's cells read of its rollout. */
-export interface RolloutPlan {
-  /** Every node the rollout reaches, in the order it reaches them. */
-  readonly nodes: readonly string[];
-  /** The record as it stands after this pass (written when it differs from the one before). */
-  readonly record: Rollout;
-  /** Nodes allowed the build now. */
-  readonly allowed: ReadonlySet<string>;
-  /** The wave of each node not yet allowed, for its reason. */
-  readonly waveOf: ReadonlyMap<string, number>;
-  /** Failed or aborted: every node is set back from the build. */
-  readonly halted: boolean;
-}
+export type { RolloutPlan };
 
 /** One node's state in a rollout, from its report and its heartbeat. */
 export type NodeRun =
