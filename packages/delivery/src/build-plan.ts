@@ -6,7 +6,6 @@
 import type { Manifest, ManifestBundle } from "@mesh/protocol";
 import { buildModuleName } from "@mesh/protocol";
 import { sha256 } from "@mesh/bus";
-import type { BuiltArchive } from "./build-source.js";
 import type { BuiltFiles } from "./build-modules/language-builder.js";
 import { packArchive } from "./pack.js";
 import { SHIPPED_LANGUAGES } from "./build-modules/builders.js";
@@ -15,6 +14,16 @@ import { SHIPPED_LANGUAGES } from "./build-modules/builders.js";
  * The languages a mesh builds: those whose build module said it started, and those the mesh
  * ships a build module for (it may be starting: a build of one waits for it rather than fails).
  */
+/** One bundle as built: its archive and digest. */
+export interface BuiltArchive {
+  readonly bundle: string;
+  readonly bytes: Uint8Array;
+  readonly digest: string;
+  readonly size: number;
+  /** How a process of the bundle runs when its manifest gives none (said by its build module). */
+  readonly run?: readonly string[];
+}
+
 export function knownLanguages(registered: readonly string[]): string[] {
   return [...new Set([...registered, ...SHIPPED_LANGUAGES])].sort();
 }

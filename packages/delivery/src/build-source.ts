@@ -29,16 +29,10 @@ import {
   packBundles,
   resolveManifest,
   unknownLanguageError,
+  type BuiltArchive,
 } from "./build-plan.js";
 
-export interface BuiltArchive {
-  readonly bundle: string;
-  readonly bytes: Uint8Array;
-  readonly digest: string;
-  readonly size: number;
-  /** How a process of the bundle runs when its manifest gives none (said by its build module). */
-  readonly run?: readonly string[];
-}
+export type { BuiltArchive };
 
 export type SourceBuild =
   | {
