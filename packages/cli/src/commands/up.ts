@@ -24,7 +24,6 @@ import { ExitCode, printJson } from "../output.js";
 import { MAX_TIMER_MS, act, portNumber, positiveNumber } from "../verb.js";
 import { machineOptions } from "./host.js";
 
-
 export const DEFAULT_BUS_PORT = 4222;
 
 /** How long stopping the children, the view and the bus may take before `mesh up` exits anyway. */

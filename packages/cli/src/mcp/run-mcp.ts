@@ -19,7 +19,6 @@ import { serveMcpHttp } from "./mcp-http.js";
 import { ToolCatalogue } from "./tool-catalogue.js";
 import { narrowedMcpCredential } from "./narrowed-credential.js";
 
-
 const say = (line: string): void => void process.stderr.write(`mesh mcp: ${line}\n`);
 
 export async function runMcp(options: McpCliOptions & { version: string }): Promise<ExitCode> {
