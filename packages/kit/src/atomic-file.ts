@@ -4,7 +4,7 @@
  * owner, fsync it, rename it over the target, fsync the folder.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, chown, link, mkdir, open, rename, unlink } from "node:fs/promises";
+import { chown, link, mkdir, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
 export interface AtomicWriteOptions {
@@ -26,19 +26,8 @@ export async function writeFileAtomic(
   data: string | Uint8Array,
   options: AtomicWriteOptions = {},
 ): Promise<void> {
-  const mode = options.mode ?? 0o600;
-  const folder = dirname(path);
-  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
-  const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await open(temporary, "wx", mode);
+  const { folder, temporary } = await writeTemporary(path, data, options);
   try {
-    await handle.writeFile(data);
-    if (options.durable !== false) await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await chmod(temporary, mode); // the umask may have narrowed it; say exactly what was asked
     if (options.owner !== undefined) await chown(temporary, options.owner.uid, options.owner.gid);
     await rename(temporary, path);
   } catch (error) {
@@ -61,18 +50,7 @@ export async function createFileOnce(
   data: string | Uint8Array,
   options: Pick<AtomicWriteOptions, "mode" | "folderMode"> = {},
 ): Promise<boolean> {
-  const mode = options.mode ?? 0o600;
-  const folder = dirname(path);
-  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
-  const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await open(temporary, "wx", mode);
-  try {
-    await handle.writeFile(data);
-    await handle.chmod(mode); // the umask may have narrowed it
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  const { folder, temporary } = await writeTemporary(path, data, options);
   let made = true;
   try {
     await link(temporary, path);
@@ -84,6 +62,27 @@ export async function createFileOnce(
   }
   await syncFolder(folder);
   return made;
+}
+
+/** `data` in a new temporary file beside `path` (its folder made first), fsynced unless not durable. */
+async function writeTemporary(
+  path: string,
+  data: string | Uint8Array,
+  options: Pick<AtomicWriteOptions, "mode" | "folderMode" | "durable">,
+): Promise<{ folder: string; temporary: string }> {
+  const mode = options.mode ?? 0o600;
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: options.folderMode ?? 0o700 });
+  const temporary = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const handle = await open(temporary, "wx", mode);
+  try {
+    await handle.writeFile(data);
+    await handle.chmod(mode); // the umask may have narrowed it; say exactly what was asked
+    if (options.durable !== false) await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { folder, temporary };
 }
 
 /** fsync a folder, so a rename in it survives a power cut. */
