@@ -100,6 +100,25 @@ export const askMcpCredential = asker<McpCredentialAsk, McpCredentialAnswer>(
   McpCredentialAnswer,
 );
 
+/**
+ * `mesh.controller.view-credential`: the credential `mesh view --listen`'s sessions of one access
+ * act with (decision 0171), sealed to `publicKey` so that only the asker opens it.
+ */
+export const ViewCredentialAsk = z
+  .object({ access: z.enum(["operate", "read"]), publicKey: z.string().min(1) })
+  .strict();
+export type ViewCredentialAsk = z.infer<typeof ViewCredentialAsk>;
+/** `principal`: `view` or `view-read`; `sealed`: the credential file's, for `viewSealContext`. */
+export const ViewCredentialAnswer = z
+  .object({ principal: z.enum(["view", "view-read"]), sealed: z.string().min(1) })
+  .strict();
+export type ViewCredentialAnswer = z.infer<typeof ViewCredentialAnswer>;
+
+export const askViewCredential = asker<ViewCredentialAsk, ViewCredentialAnswer>(
+  Subject.viewCredential,
+  ViewCredentialAnswer,
+);
+
 export const askJoinToken = asker<JoinTokenAsk, JoinTokenAnswer>(
   Subject.joinToken,
   JoinTokenAnswer,

@@ -1,5 +1,6 @@
 /**
- * The controller's endpoints that change users: joins, join tokens and narrowed mcp credentials.
+ * The controller's endpoints that change users: joins, join tokens, narrowed mcp credentials and
+ * the view's.
  * Each takes the controller's lock, so the users list is never written by two at once.
  */
 import {
@@ -12,16 +13,20 @@ import {
   joinSealContext,
   joinUser,
   mcpSealContext,
+  ViewPrincipal,
+  viewSealContext,
   type JoinAnswer,
 } from "@mesh/protocol";
-import { allowedModules, mcpGrant, mcpPrincipal } from "@mesh/core";
+import { allowedModules, mcpGrant, mcpPrincipal, viewGrant } from "@mesh/core";
 import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
 import { PrincipalKind, hostPrincipal, principalUser, type Broker } from "./broker.js";
 import {
   JoinTokenAsk,
   McpCredentialAsk,
+  ViewCredentialAsk,
   type JoinTokenAnswer,
   type McpCredentialAnswer,
+  type ViewCredentialAnswer,
 } from "./controller-api.js";
 import type { Fleet } from "./fleet.js";
 import { DEFAULT_JOIN_TOKEN_TTL_MS, type JoinTokens } from "./join-tokens.js";
@@ -52,6 +57,11 @@ export function userEndpoints(context: () => EndpointContext): EndpointSpec[] {
       name: "mcp-credential",
       subject: Subject.mcpCredential,
       handler: (r) => answerMcpCredential(context(), r),
+    },
+    {
+      name: "view-credential",
+      subject: Subject.viewCredential,
+      handler: (r) => answerViewCredential(context(), r),
     },
   ];
 }
@@ -187,5 +197,49 @@ export async function answerMcpCredential(
     await c.broker.commit();
     const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
     return { principal, modules, sealed: seal(ask.publicKey, credential, context) };
+  });
+}
+
+/**
+ * `mesh view --listen`'s ask: the credential of `view` (the operator's grant) or `view-read`
+ * (reads only) on the controller's node, sealed to the asker's key (decision 0171). Issued once
+ * per access and kept, like a narrowed mcp credential.
+ */
+export async function answerViewCredential(
+  c: EndpointContext,
+  request: Request,
+): Promise<ViewCredentialAnswer> {
+  const ask = readAsk(
+    ViewCredentialAsk,
+    request,
+    "a view-credential ask",
+    '{access: "operate" | "read", publicKey}',
+  );
+  const principal = ViewPrincipal[ask.access];
+  const node = c.bus.credential.node;
+  const context = viewSealContext(principal);
+  try {
+    seal(ask.publicKey, "check", context);
+  } catch (error) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `${(error as Error).message} (the ask's publicKey)`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return c.exclusive(async () => {
+    const user = principalUser(node, principal);
+    await c.broker.ensure({
+      user,
+      node,
+      module: principal,
+      kind: PrincipalKind.view,
+      permissions: viewGrant({ node, access: ask.access }),
+    });
+    await c.broker.commit();
+    const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
+    return { principal, sealed: seal(ask.publicKey, credential, context) };
   });
 }

@@ -18,6 +18,8 @@ export const PrincipalKind = {
   join: "join",
   /** `mesh mcp --allow`: an mcp credential narrowed to some modules, kept until the root goes. */
   mcp: "mcp",
+  /** `mesh view --listen`'s sessions (decision 0171): kept like mcp's, until the root goes. */
+  view: "view",
 } as const;
 export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
 

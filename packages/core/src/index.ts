@@ -39,6 +39,8 @@ export {
   hostGrant,
   moduleGrant,
   operatorGrant,
+  viewGrant,
+  VIEW_CONDITION_MODULE,
   runtimeGrant,
   type DerivedGrant,
   type GrantManifest,

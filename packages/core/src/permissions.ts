@@ -48,6 +48,8 @@ export {
   deliveryGrant,
   hostGrant,
   operatorGrant,
+  viewGrant,
+  VIEW_CONDITION_MODULE,
 } from "./permissions/principals.js";
 
 /** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */

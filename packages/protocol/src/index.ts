@@ -45,6 +45,8 @@ export {
   RESERVED_MODULE_NAMES,
   NARROWED_MCP_PREFIX,
   mcpSealContext,
+  ViewPrincipal,
+  viewSealContext,
   RUNTIME_MODULE,
   RUNTIME_PROCESS_ID,
   Stream,

@@ -138,6 +138,8 @@ export const Subject = {
   mcpCredential: "mesh.controller.mcp-credential",
   /** Prefix of the build asks: `mesh.build.<language>`, answered by that language's build module. */
   buildPrefix: "mesh.build",
+  /** `mesh view --listen`'s ask for the credential its sessions act with (decision 0171). */
+  viewCredential: "mesh.controller.view-credential",
 } as const;
 
 /** The subject the builder asks the build module of `language` on (decision 0160). */
@@ -435,6 +437,17 @@ export type Principal = (typeof Principal)[keyof typeof Principal];
  */
 export const NARROWED_MCP_PREFIX = `${Principal.mcp}-`;
 
+/**
+ * The principals `mesh view --listen` acts as, one per access (decision 0171): the operator's
+ * grant, or one that writes nothing. Reserved as module names, like the mesh's own principals.
+ */
+export const ViewPrincipal = { operate: "view", read: "view-read" } as const;
+export type ViewPrincipal = (typeof ViewPrincipal)[keyof typeof ViewPrincipal];
+
+/** What the answer to an ask for a view's credential is sealed for. */
+export const viewSealContext = (principal: ViewPrincipal): string =>
+  `${Subject.viewCredential}.${principal}`;
+
 /** What the answer to an ask for a narrowed mcp credential is sealed for. */
 export const mcpSealContext = (principal: string): string =>
   `${Subject.mcpCredential}.${checkName("module", principal)}`;
@@ -442,6 +455,7 @@ export const mcpSealContext = (principal: string): string =>
 /** Names no module may take: the mesh's own principals, and `all` (every node, in a target). */
 export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set([
   ...Object.values(Principal),
+  ...Object.values(ViewPrincipal),
   ALL_NODES,
 ]);
 

@@ -6,12 +6,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, MeshError, isName } from "@mesh/protocol";
 import type { MeshBus } from "@mesh/bus";
+import { actingBus, recordAction, type Acting } from "./acting.js";
 import { parseAction, runAction, type ViewActions } from "./actions.js";
+import { aboutOf, commandOf } from "./browser/commands.js";
+import type { Session } from "./view-logins.js";
 import type { ActionResult } from "./browser/wire.js";
 import { readBody, refuse, sendJson } from "./respond.js";
 
 export interface ActionContext {
   readonly bus: MeshBus;
+  /** With logins: the bus each session's access acts with. */
+  readonly acting?: Acting;
   /** Undefined when the view was started without them: it then only reads, answers and calls. */
   readonly actions?: ViewActions;
   readonly onProblem?: (what: string, error: unknown) => void;
@@ -30,12 +35,14 @@ export async function act(
   c: ActionContext,
   req: IncomingMessage,
   res: ServerResponse,
+  session?: Session,
 ): Promise<void> {
   if (c.actions === undefined) return noActions(res);
   const request = parseAction(await readBody(req));
+  const bus = actingBus(c.bus, c.acting, session);
   let result: ActionResult;
   try {
-    const outcome = await runAction(c.actions, c.bus, request);
+    const outcome = await runAction(c.actions, bus, request);
     result = { ok: true, ...outcome };
   } catch (error) {
     const meshError =
@@ -44,6 +51,19 @@ export async function act(
         : new MeshError(ErrorCode.INTERNAL, (error as Error).message);
     if (meshError.code === ErrorCode.INTERNAL) c.onProblem?.(`doing ${request.action}`, error);
     result = { ok: false, error: { code: meshError.code, message: meshError.message } };
+  }
+  if (session !== undefined) {
+    await recordAction(
+      bus,
+      session,
+      {
+        what: commandOf(request),
+        about: aboutOf(request),
+        ok: result.ok,
+        result: result.ok ? result.message : `${result.error.code}: ${result.error.message}`,
+      },
+      c.onProblem,
+    );
   }
   // An action that was tried and refused is the page's result, not an HTTP error.
   sendJson(res, 200, result);

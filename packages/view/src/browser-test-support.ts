@@ -36,10 +36,26 @@ export async function newTestPage(
   waitMs: number,
 ): Promise<{ browser: Browser; page: Page }> {
   const browser = await launch();
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  return { browser, page: await pageOf(browser, pageErrors, waitMs) };
+}
+
+/**
+ * A page in a context of its own (its own cookies: another operator), accepting the view's
+ * self-signed certificate.
+ */
+export async function pageOf(
+  browser: Browser,
+  pageErrors: string[],
+  waitMs: number,
+): Promise<Page> {
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 900 },
+    ignoreHTTPSErrors: true,
+  });
+  const page = await context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.setDefaultTimeout(waitMs);
-  return { browser, page };
+  return page;
 }
 
 /** Saves the page as `test-results/view/<name>.png`. */

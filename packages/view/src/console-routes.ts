@@ -12,14 +12,17 @@ import {
   isName,
   nodeModuleKey,
   type Condition,
+  type Have,
 } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { AssignerConditionKind, cellConditionName } from "@mesh/core";
 import {
   LOG_LINE_EVENT,
   Source,
+  HEALTH_MAX_POINTS,
   TIMELINE_MAX_NODES,
   type CellHistory,
+  type HealthPoint,
   type ModuleTimeline,
   type Revision,
 } from "./browser/wire.js";
@@ -195,6 +198,34 @@ export async function timeline(c: ConsoleContext, res: ServerResponse, url: URL)
     module,
     nodes: nodes.slice(0, TIMELINE_MAX_NODES),
     leftOut: Math.max(0, nodes.length - TIMELINE_MAX_NODES),
+    health: healthSeries(entries, module),
   };
   sendJson(res, 200, body);
+}
+
+/**
+ * The module's nodes by health after each kept revision, in the order they were written: each
+ * node counts in the health its last revision says (a delete takes it out).
+ */
+export function healthSeries(
+  entries: ReadonlyArray<{ key: string; at: Date; value: Have | undefined }>,
+  module: string,
+): HealthPoint[] {
+  const current = new Map<string, Have["health"]>();
+  const points: HealthPoint[] = [];
+  for (const entry of [...entries].sort((a, b) => a.at.getTime() - b.at.getTime())) {
+    const node = entry.key.slice(0, entry.key.length - module.length - 1);
+    if (entry.value === undefined) current.delete(node);
+    else current.set(node, entry.value.health);
+    const counts = { healthy: 0, starting: 0, failing: 0, stopped: 0 };
+    for (const health of current.values()) counts[health] += 1;
+    points.push({ at: entry.at.toISOString(), ...counts });
+  }
+  if (points.length <= HEALTH_MAX_POINTS) return points;
+  const step = points.length / HEALTH_MAX_POINTS;
+  const thinned = Array.from(
+    { length: HEALTH_MAX_POINTS - 1 },
+    (_, i) => points[Math.floor(i * step)],
+  );
+  return [...thinned.filter((p): p is HealthPoint => p !== undefined), ...points.slice(-1)];
 }

@@ -226,5 +226,11 @@ async function cellHistory(t: Steps): Promise<void> {
   );
   assert.deepEqual(bands, [first, second, first]);
   assert.equal(await t.page.locator('#timeline rect[data-node="laptop"]').count(), 1);
+  // The module's health over time: both nodes healthy now; one was failing, then was not.
+  const plot = t.page.locator("#health-plot");
+  assert.match(await plot.innerHTML(), /■ healthy 2/);
+  const failing = (await plot.locator('path[data-health="failing"]').getAttribute("d")) ?? "";
+  const levels = [...failing.matchAll(/V([\d.]+)/g)].map((m) => Number(m[1]));
+  assert.ok(new Set(levels).size >= 2, `the failing line moved: ${failing}`);
   await keepScreenshot(t.page, "history-set-back");
 }

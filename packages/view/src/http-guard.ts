@@ -25,6 +25,10 @@ import { CSRF_HEADER, CSRF_VALUE } from "./browser/wire.js";
  */
 export const tokenCookie = (port: number): string => `mesh_view_token_${port}`;
 export const TOKEN_PARAM = "token";
+/** A session's cookie (a view with logins), named after the port like the token's. */
+export const sessionCookie = (port: number): string => `mesh_view_session_${port}`;
+/** Where a login link leads: `/login?token=<one-time token>`. */
+export const LOGIN_PATH = "/login";
 export const TOKEN_HEADER = "x-mesh-view-token";
 
 /** Whether a host to listen on is this machine only. */
@@ -57,7 +61,7 @@ export function requestToken(
   return url.searchParams.get(TOKEN_PARAM) ?? undefined;
 }
 
-function cookieValue(header: string | undefined, name: string): string | undefined {
+export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { deadline } from "@mesh/bus/testing";
 import { CSRF_HEADER, CSRF_VALUE } from "./browser/wire.js";
 
@@ -63,19 +64,27 @@ export async function next<T>(
   );
 }
 
-/** A plain HTTP request, where the test chooses every header (Host included). */
+/**
+ * A plain HTTP (or HTTPS, trusting `ca`) request, where the test chooses every header (Host
+ * included).
+ */
 export function raw(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string; ca?: string } = {},
 ): Promise<{
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
 }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
+    const send = url.startsWith("https:") ? httpsRequest : httpRequest;
+    const req = send(
       url,
-      { method: options.method ?? "GET", headers: options.headers },
+      {
+        method: options.method ?? "GET",
+        ...(options.headers === undefined ? {} : { headers: options.headers }),
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+      },
       (res) => {
         let body = "";
         res.setEncoding("utf8");
@@ -88,11 +97,17 @@ export function raw(
   });
 }
 
-export const postJson = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+export const postJson = (
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  ca?: string,
+) =>
   raw(url, {
     method: "POST",
     headers: { "content-type": "application/json", [CSRF_HEADER]: CSRF_VALUE, ...headers },
     body: JSON.stringify(body),
+    ...(ca === undefined ? {} : { ca }),
   });
 
 export const codeOf = (body: string): string | undefined =>

@@ -5,6 +5,14 @@
 export { MeshState, type StateEvent } from "./mesh-state.js";
 export { isLoopback } from "./http-guard.js";
 export type { ActionOutcome, ConfigKeys, ViewActions } from "./actions.js";
+export type { Acting } from "./acting.js";
+export {
+  LOGIN_KEY_BYTES,
+  LOGIN_TOKEN_TTL_MS,
+  ViewLogins,
+  loginToken,
+  type Session,
+} from "./view-logins.js";
 export {
   CSRF_HEADER,
   CSRF_VALUE,
@@ -14,6 +22,7 @@ export {
   PAGE_SOURCES,
   Source,
   ViewEvent,
+  type Access,
   type ActionName,
   type ActionRequest,
   type ActionResult,
@@ -31,6 +40,7 @@ export {
   type GridQuery,
   type GridRow,
   type NodeState,
+  type SessionInfo,
   type Snapshot,
   type SourceProblem,
   type ToolEntry,

@@ -3,20 +3,30 @@
  * the view's own host name, then its route's door — before its handler runs.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ErrorCode } from "@mesh/protocol";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { SESSION_CSRF_HEADER } from "./browser/wire.js";
 import {
   TOKEN_PARAM,
+  LOGIN_PATH,
+  cookieValue,
   crossSiteRefusal,
   hostAllowed,
   requestToken,
   sameToken,
+  sessionCookie,
   tokenCookie,
 } from "./http-guard.js";
+import type { Session, ViewLogins } from "./view-logins.js";
 import { SECURITY_HEADERS, refuse } from "./respond.js";
 import type { Route } from "./routes.js";
 
 export interface RouterOptions {
   readonly routes: readonly Route[];
+  /**
+   * Logins (a view beyond loopback, decision 0170): every request but `/login` needs a session,
+   * and a POST its CSRF token besides the view's header and Origin.
+   */
+  readonly logins?: ViewLogins;
   /** The secret every request must carry; without it, only the view's own host names are served. */
   readonly token: string | undefined;
   /** The port and host names the view answers to, known once it listens. */
@@ -28,10 +38,11 @@ export type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<voi
 export function router(options: RouterOptions): Handler {
   const table = new Map(options.routes.map((r) => [`${r.method} ${r.path}`, r]));
   const paths = new Set(options.routes.map((r) => r.path));
-  const { token } = options;
+  const { token, logins } = options;
   return async (req, res) => {
     const url = new URL(req.url ?? "/", "http://view.invalid");
     const { port, hosts } = options.listening();
+    if (logins !== undefined) return withLogin(logins, port, table, paths)(req, res, url);
     if (token === undefined && !hostAllowed(req, hosts)) {
       return refuse(res, 421, ErrorCode.REFUSED, "this view serves only its own host names");
     }
@@ -63,6 +74,59 @@ export function router(options: RouterOptions): Handler {
     }
     await route.handler(req, res, url);
   };
+}
+
+/** The doors of a view with logins: `/login` makes a session, everything else needs one. */
+function withLogin(
+  logins: ViewLogins,
+  port: number,
+  table: ReadonlyMap<string, Route>,
+  paths: ReadonlySet<string>,
+): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
+  return async (req, res, url) => {
+    const method = req.method === "HEAD" ? "GET" : (req.method ?? "?");
+    if (method === "GET" && url.pathname === LOGIN_PATH) return login(logins, port, res, url);
+    const session = logins.session(cookieValue(req.headers.cookie, sessionCookie(port)));
+    if (session === undefined) {
+      return refuse(
+        res,
+        401,
+        ErrorCode.PERMISSION_DENIED,
+        "this view needs a login: open the link `mesh view` printed, or make one with `mesh view-token`",
+      );
+    }
+    const route = table.get(`${method} ${url.pathname}`);
+    if (route === undefined) return notServed(res, method, url.pathname, paths.has(url.pathname));
+    if (route.auth === "act") {
+      const refusal = crossSiteRefusal(req) ?? csrfRefusal(req, session);
+      if (refusal !== undefined) return refuse(res, 403, ErrorCode.REFUSED, refusal);
+    }
+    await route.handler(req, res, url, session);
+  };
+}
+
+/** `GET /login?token=`: the one-time token becomes a session cookie, and leaves the address bar. */
+function login(logins: ViewLogins, port: number, res: ServerResponse, url: URL): void {
+  let session;
+  try {
+    session = logins.redeem(url.searchParams.get(TOKEN_PARAM) ?? "");
+  } catch (error) {
+    const message = error instanceof MeshError ? error.message : "this login link is not valid";
+    return refuse(res, 401, ErrorCode.PERMISSION_DENIED, message);
+  }
+  res.writeHead(303, {
+    ...SECURITY_HEADERS,
+    "set-cookie": `${sessionCookie(port)}=${session.id}; HttpOnly; Secure; SameSite=Strict; Path=/`,
+    location: "/",
+  });
+  res.end();
+}
+
+function csrfRefusal(req: IncomingMessage, session: Session): string | undefined {
+  const given = req.headers[SESSION_CSRF_HEADER];
+  return typeof given === "string" && sameToken(given, session.csrf)
+    ? undefined
+    : `a POST must carry the session's token in ${SESSION_CSRF_HEADER} (the view's page reads it from /api/session)`;
 }
 
 function notServed(res: ServerResponse, method: string, path: string, known: boolean): void {

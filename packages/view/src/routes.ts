@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
   Answer,
+  Bucket,
   ErrorCode,
   MeshError,
   askKey,
@@ -12,7 +13,7 @@ import {
   parseToolSubject,
   type Answer as AnswerValue,
 } from "@mesh/protocol";
-import { discoverTools, request, type KvBucket, type MeshBus } from "@mesh/bus";
+import { KvBucket, discoverTools, request, type MeshBus } from "@mesh/bus";
 import {
   PAGE_SOURCES,
   Source,
@@ -20,15 +21,18 @@ import {
   type AnswerRequest,
   type CallRequest,
   type CallResult,
+  type SessionInfo,
   type ToolEntry,
 } from "./browser/wire.js";
 import { act, configKeys } from "./action-routes.js";
+import { actingBus, recordAction, type Acting } from "./acting.js";
 import type { ViewActions } from "./actions.js";
 import { history, logTail, logs, timeline } from "./console-routes.js";
 import type { FleetFeed } from "./fleet-feed.js";
 import type { FirstPaint } from "./first-paint.js";
 import { gridQuery } from "./fleet-view.js";
 import type { MeshState } from "./mesh-state.js";
+import type { Session } from "./view-logins.js";
 import {
   SECURITY_HEADERS,
   readBody,
@@ -53,7 +57,13 @@ export interface Route {
   readonly method: "GET" | "POST";
   readonly path: string;
   readonly auth: Door;
-  readonly handler: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
+  /** `session` is the request's, on a view with logins. */
+  readonly handler: (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    session?: Session,
+  ) => Promise<void> | void;
 }
 
 /** What the handlers work with. */
@@ -70,6 +80,8 @@ export interface RouteContext {
   readonly callTimeoutMs: number;
   /** The CLI's own verbs, when the view was started by it (`mesh view`). */
   readonly actions?: ViewActions;
+  /** With logins: the bus each session's access acts with. */
+  readonly acting?: Acting;
   /** Every open event stream, so closing the view can end them. */
   readonly streams: Set<ServerResponse>;
   readonly signal: AbortSignal;
@@ -105,9 +117,15 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
       auth: "read",
       handler: (_q, s, u) => configKeys(c, s, u),
     },
-    { method: "POST", path: "/api/act", auth: "act", handler: (q, s) => act(c, q, s) },
-    { method: "POST", path: "/api/answer", auth: "act", handler: (q, s) => answer(c, q, s) },
-    { method: "POST", path: "/api/call", auth: "act", handler: (q, s) => call(c, q, s) },
+    { method: "POST", path: "/api/act", auth: "act", handler: (q, s, _u, w) => act(c, q, s, w) },
+    { method: "GET", path: "/api/session", auth: "read", handler: (_q, s, _u, w) => me(c, s, w) },
+    {
+      method: "POST",
+      path: "/api/answer",
+      auth: "act",
+      handler: (q, s, _u, w) => answer(c, q, s, w),
+    },
+    { method: "POST", path: "/api/call", auth: "act", handler: (q, s, _u, w) => call(c, q, s, w) },
     ...[...c.files].map(([path, file]): Route => ({
       method: "GET",
       path,
@@ -236,7 +254,21 @@ async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse
 }
 
 /** `POST /api/answer` `{id, answer}`: writes `mesh-answers.<id>` as the view's actor. */
-async function answer(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** `GET /api/session`: who the page acts as, and its CSRF token (SessionInfo). */
+function me(c: RouteContext, res: ServerResponse, session: Session | undefined): void {
+  const info: SessionInfo =
+    session === undefined
+      ? { who: c.actor, access: "operate", csrf: "", login: false }
+      : { who: session.who, access: session.access, csrf: session.csrf, login: true };
+  sendJson(res, 200, info);
+}
+
+async function answer(
+  c: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session?: Session,
+): Promise<void> {
   const body = (await readBody(req)) as Partial<AnswerRequest> | undefined;
   const id = body?.id;
   if (
@@ -259,13 +291,43 @@ async function answer(c: RouteContext, req: IncomingMessage, res: ServerResponse
       `there is no open ask ${JSON.stringify(id)}; it may have been withdrawn`,
     );
   }
-  const value = Answer.parse({ answer: body.answer, by: c.actor, at: new Date().toISOString() });
-  await c.answers.put(askKey(id), value, { signal: c.signal });
+  const by = session?.who ?? c.actor;
+  const value = Answer.parse({ answer: body.answer, by, at: new Date().toISOString() });
+  const bus = actingBus(c.bus, c.acting, session);
+  const answers = bus === c.bus ? c.answers : await KvBucket.open(bus, Bucket.answers);
+  const what = `mesh answer ${id} ${body.answer}`;
+  try {
+    await answers.put(askKey(id), value, { signal: c.signal });
+  } catch (error) {
+    if (session === undefined) throw error;
+    const refusal =
+      error instanceof MeshError ? error : new MeshError(ErrorCode.INTERNAL, String(error));
+    await recordAction(
+      bus,
+      session,
+      { what, about: `answer ${id}`, ok: false, result: refusal.message },
+      c.onProblem,
+    );
+    return refuse(res, 200, refusal.code, refusal.message);
+  }
+  if (session !== undefined) {
+    await recordAction(
+      bus,
+      session,
+      { what, about: `answer ${id}`, ok: true, result: "answered" },
+      c.onProblem,
+    );
+  }
   sendJson(res, 200, { ok: true, result: value, ms: 0 } satisfies CallResult);
 }
 
 /** `POST /api/call` `{subject, input}`: calls a tool; the result or the coded error. */
-async function call(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function call(
+  c: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session?: Session,
+): Promise<void> {
   const body = (await readBody(req)) as Partial<CallRequest> | undefined;
   const subject = body?.subject;
   try {
@@ -282,7 +344,7 @@ async function call(c: RouteContext, req: IncomingMessage, res: ServerResponse):
   const started = performance.now();
   let result: CallResult;
   try {
-    const output = await request(c.bus, subject, body?.input ?? {}, {
+    const output = await request(actingBus(c.bus, c.acting, session), subject, body?.input ?? {}, {
       timeoutMs: c.callTimeoutMs,
       signal: c.signal,
     });
@@ -294,6 +356,21 @@ async function call(c: RouteContext, req: IncomingMessage, res: ServerResponse):
         : new MeshError(ErrorCode.INTERNAL, (error as Error).message);
     if (meshError.code === ErrorCode.INTERNAL) c.onProblem?.(`calling ${subject}`, error);
     result = { ok: false, error: { code: meshError.code, message: meshError.message } };
+  }
+  if (session !== undefined) {
+    await recordAction(
+      actingBus(c.bus, c.acting, session),
+      session,
+      {
+        what: `mesh call ${subject}`,
+        about: `call ${subject}`,
+        ok: result.ok,
+        result: result.ok
+          ? `answered in ${result.ms} ms`
+          : `${result.error.code}: ${result.error.message}`,
+      },
+      c.onProblem,
+    );
   }
   // A call that was made and answered with a refusal is the page's result, not an HTTP error.
   sendJson(res, 200, result);

@@ -8,17 +8,21 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import type { ViewActions } from "./actions.js";
 import { FleetFeed } from "./fleet-feed.js";
 import { FirstPaint } from "./first-paint.js";
-import { TOKEN_PARAM, isLoopback } from "./http-guard.js";
+import type { Acting } from "./acting.js";
+import type { Access } from "./browser/wire.js";
+import { LOGIN_PATH, TOKEN_PARAM, isLoopback } from "./http-guard.js";
+import type { ViewLogins } from "./view-logins.js";
 import { MeshState } from "./mesh-state.js";
 import { pageFiles } from "./page-files.js";
 import { refuse } from "./respond.js";
 import { router, type Handler } from "./router.js";
-import { viewRoutes } from "./routes.js";
+import { viewRoutes, type Route, type RouteContext } from "./routes.js";
 
 export interface ViewOptions {
   /** The operator's connection: the view reads, answers and calls with its rights. */
@@ -41,6 +45,18 @@ export interface ViewOptions {
    * them). Without them the page shows no actions.
    */
   readonly actions?: ViewActions;
+  /**
+   * Serve HTTPS with this certificate and key (PEM): the mesh's own, for `mesh view --listen`.
+   */
+  readonly tls?: { readonly cert: string; readonly key: string };
+  /**
+   * Ask for a login (decision 0170): every request needs a session made from a one-time login
+   * token. Needs `tls` (the session's cookie is Secure). With it, a view may listen beyond
+   * loopback without `expose` and a token.
+   */
+  readonly logins?: ViewLogins;
+  /** With logins: the bus each session's access acts with (decision 0171). */
+  readonly acting?: Acting;
   /** How long a tool call may take, in ms. */
   readonly callTimeoutMs?: number;
   /** Told about what went wrong behind a page (a source that cannot be read, a failed call). */
@@ -55,6 +71,8 @@ export interface View extends AsyncDisposable {
   /** The page's address; with a token, it carries it once (`?token=`). */
   readonly url: string;
   readonly port: number;
+  /** With logins: a one-time link that logs in as `who` with `access`. */
+  loginUrl(input: { who: string; access: Access; ttlMs?: number }): string;
   /** The shared state, for tests and embedding. */
   readonly state: MeshState;
   /** Stops serving and closes every page's event stream. Closing twice is harmless. */
@@ -89,23 +107,15 @@ export async function startView(options: ViewOptions): Promise<View> {
   });
   const fleet = new FleetFeed({ state, signal: stopping.signal });
   const streams = new Set<ServerResponse>();
-  const routes = viewRoutes({
-    bus: options.bus,
-    state,
-    fleet,
-    firstPaint,
-    files: await pageFiles(),
-    answers: await KvBucket.open(options.bus, Bucket.answers),
-    actor: options.actor ?? "operator (view)",
-    callTimeoutMs: options.callTimeoutMs ?? 10_000,
-    streams,
-    signal: stopping.signal,
-    ...(options.onProblem === undefined ? {} : { onProblem: options.onProblem }),
-    ...(options.actions === undefined ? {} : { actions: options.actions }),
-  });
+  const routes = await routesOf(options, { state, fleet, firstPaint, streams }, stopping.signal);
   let hosts: ReadonlySet<string> = new Set();
-  const handle = router({ routes, token, listening: () => ({ port, hosts }) });
-  const server = createServer(serving(handle, options.onProblem));
+  const handle = router({
+    routes,
+    token,
+    listening: () => ({ port, hosts }),
+    ...(options.logins === undefined ? {} : { logins: options.logins }),
+  });
+  const server = httpServer(options, serving(handle, options.onProblem));
   const port = await listen(server, host, options.port ?? 0).catch(async (error: unknown) => {
     options.signal?.removeEventListener("abort", onOuterAbort);
     paintedOrLate();
@@ -141,9 +151,10 @@ export async function startView(options: ViewOptions): Promise<View> {
     return closing;
   }
 
-  const base = `http://${urlHost}:${port}/`;
+  const base = `${options.tls === undefined ? "http" : "https"}://${urlHost}:${port}/`;
   return {
     url: token === undefined ? base : `${base}?${TOKEN_PARAM}=${encodeURIComponent(token)}`,
+    loginUrl: (input) => loginUrl(base, options.logins, input),
     port,
     state,
     close,
@@ -184,13 +195,63 @@ function firstPaintGate(
   return { firstPaint, nodeSourcesAfter, paintedOrLate };
 }
 
+/** The route table over the view's parts. */
+async function routesOf(
+  options: ViewOptions,
+  parts: Pick<RouteContext, "state" | "fleet" | "firstPaint" | "streams">,
+  signal: AbortSignal,
+): Promise<readonly Route[]> {
+  return viewRoutes({
+    ...parts,
+    bus: options.bus,
+    files: await pageFiles(),
+    answers: await KvBucket.open(options.bus, Bucket.answers),
+    actor: options.actor ?? "operator (view)",
+    callTimeoutMs: options.callTimeoutMs ?? 10_000,
+    signal,
+    ...(options.onProblem === undefined ? {} : { onProblem: options.onProblem }),
+    ...(options.actions === undefined ? {} : { actions: options.actions }),
+    ...(options.acting === undefined ? {} : { acting: options.acting }),
+  });
+}
+
+/** HTTPS with the view's certificate, or plain HTTP on loopback. */
+const httpServer = (options: ViewOptions, listener: RequestListener): Server =>
+  options.tls === undefined
+    ? createServer(listener)
+    : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, listener);
+
+function loginUrl(
+  base: string,
+  logins: ViewLogins | undefined,
+  input: { who: string; access: Access; ttlMs?: number },
+): string {
+  if (logins === undefined) {
+    throw new MeshError(ErrorCode.USAGE, "this view asks for no login; open its url");
+  }
+  return `${base}${LOGIN_PATH.slice(1)}?${TOKEN_PARAM}=${logins.issue(input)}`;
+}
+
 /** A random token for a view that listens beyond loopback. */
 export const newViewToken = (): string => randomBytes(24).toString("base64url");
 
 /** Refuses to listen beyond loopback without both expose and a token, or with a short token. */
 function checkDoors(host: string, options: ViewOptions): void {
   const token = options.token;
-  if (!isLoopback(host) && (options.expose !== true || token === undefined)) {
+  if (options.logins !== undefined && options.tls === undefined) {
+    throw new MeshError(
+      ErrorCode.VIEW_UNPROTECTED,
+      "a view with logins serves HTTPS only (its session cookie is Secure): give it the mesh's certificate",
+    );
+  }
+  if (options.logins !== undefined && token !== undefined) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      "a view takes logins or a token, not both: logins replace the token beyond loopback",
+    );
+  }
+  const loggedIn = options.logins !== undefined && options.tls !== undefined;
+  if (!isLoopback(host) && !loggedIn && (options.expose !== true || token === undefined)) {
     throw new MeshError(
       ErrorCode.VIEW_UNPROTECTED,
       `the view was asked to listen on ${JSON.stringify(host)}, beyond this machine, without ${options.expose === true ? "a token" : "the explicit option to expose it and a token"}; ` +

@@ -13,6 +13,7 @@ import {
   Stream,
   StreamSpec,
   Subject,
+  ViewPrincipal,
   conditionSubject,
   keepsSubject,
   moduleConditionsWildcard,
@@ -43,6 +44,7 @@ import {
   streamRead,
   subscribeTo,
   toPermissions,
+  type Rights,
 } from "./rights.js";
 
 /**
@@ -99,6 +101,26 @@ export function hostGrant(input: { readonly node: string }): Permissions {
  * by `mesh context`.
  */
 export function operatorGrant(_input: { readonly node: string }): Permissions {
+  // The operator speaks like the `nats` CLI (decision 0070): the default inbox.
+  return toPermissions(merge(operatorRights(), defaultInbox));
+}
+
+/**
+ * Every bucket but the secrets, the conditions and the logs: what the operator reads, with the
+ * read-only JetStream API that lists streams and buckets.
+ */
+function operatorReads(): Rights {
+  const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
+  return merge(
+    ...reads.map(kvRead),
+    streamRead(Stream.conditions, streamFilter(Stream.conditions)),
+    streamRead(Stream.logs, streamFilter(Stream.logs)),
+    jetStreamReadOnly,
+  );
+}
+
+/** The operator's rights but its inbox, which the operator and the view's principals differ in. */
+function operatorRights(): Rights {
   const writes: readonly Bucket[] = [
     Bucket.assignments,
     Bucket.puts,
@@ -109,29 +131,50 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
     Bucket.rolloutPolicies,
     Bucket.rolloutSteers,
   ];
-  const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
+  return merge(
+    operatorReads(),
+    ...writes.map((b) => kvWrite(b)),
+    callAnyTool(),
+    // Join tokens and secrets (set, list names, unset) go through the controller, which alone
+    // holds the broker and vault.
+    publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
+    // `mesh mcp --allow`: a credential narrowed to some modules, which the broker issues; and
+    // `mesh view --listen`: the credentials its sessions act with (decision 0171).
+    publishTo(Subject.mcpCredential, Subject.viewCredential),
+    // `mesh conditions resolve`: the controller says it resolved (the operator does not
+    // speak as a module).
+    publishTo(Subject.conditionResolve),
+  );
+}
+
+/**
+ * What a session of `mesh view --listen` acts as (decision 0171): with `operate`, the operator's
+ * rights; with `read`, the operator's reads and nothing that changes the mesh (no bucket write, no
+ * tool call, no ask of the controller), so the bus refuses a read-only session's action whatever
+ * the page sends. Either says conditions as `view` only: the record of who did what. Neither asks
+ * for a view credential itself.
+ */
+export function viewGrant(input: {
+  readonly node: string;
+  readonly access: "operate" | "read";
+}): Permissions {
+  // Its own inbox, `_INBOX.<node>.view[-read]`, as every mesh credential but the operator's.
+  const own = merge(
+    publishTo(`${Subject.conditionsPrefix}.${VIEW_CONDITION_MODULE}.>`),
+    inbox(input.node, ViewPrincipal[input.access]),
+  );
+  if (input.access === "read") return toPermissions(merge(operatorReads(), own));
+  const operator = operatorRights();
   return toPermissions(
     merge(
-      ...reads.map(kvRead),
-      ...writes.map((b) => kvWrite(b)),
-      streamRead(Stream.conditions, streamFilter(Stream.conditions)),
-      streamRead(Stream.logs, streamFilter(Stream.logs)),
-      callAnyTool(),
-      // Join tokens and secrets (set, list names, unset) go through the controller, which alone
-      // holds the broker and vault.
-      publishTo(Subject.joinToken, Subject.secretSet, Subject.secretList, Subject.secretUnset),
-      // `mesh mcp --allow`: a credential narrowed to some modules, which the broker issues.
-      publishTo(Subject.mcpCredential),
-      // `mesh conditions resolve`: the controller says it resolved (the operator does not
-      // speak as a module).
-      publishTo(Subject.conditionResolve),
-      // The operator speaks like the `nats` CLI (decision 0070): the default inbox, and the
-      // read-only JetStream API that lists streams and buckets.
-      defaultInbox,
-      jetStreamReadOnly,
+      { ...operator, publish: operator.publish.filter((p) => p !== Subject.viewCredential) },
+      own,
     ),
   );
 }
+
+/** The module the view's action records are conditions of. */
+export const VIEW_CONDITION_MODULE = "view";
 
 /**
  * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its

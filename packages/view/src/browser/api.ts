@@ -3,14 +3,26 @@
  * and the two POSTs.
  */
 import { GRID_PAGE_NODES, invalidate, model } from "./model.js";
-import { CSRF_HEADER, CSRF_VALUE, type CallResult, type GridPage, type ToolEntry } from "./wire.js";
+import {
+  CSRF_HEADER,
+  CSRF_VALUE,
+  SESSION_CSRF_HEADER,
+  type CallResult,
+  type GridPage,
+  type SessionInfo,
+  type ToolEntry,
+} from "./wire.js";
 
 /** A POST with the view's header; a failure to reach the server is an UNREACHABLE result. */
 export async function post(path: string, body: unknown): Promise<CallResult> {
   try {
     const response = await fetch(path, {
       method: "POST",
-      headers: { "content-type": "application/json", [CSRF_HEADER]: CSRF_VALUE },
+      headers: {
+        "content-type": "application/json",
+        [CSRF_HEADER]: CSRF_VALUE,
+        [SESSION_CSRF_HEADER]: model.session?.csrf ?? "",
+      },
       body: JSON.stringify(body),
     });
     return (await response.json()) as CallResult;
@@ -83,5 +95,20 @@ export async function loadGrid(): Promise<void> {
     // The event stream's reconnect brings a new state, and with it a new page.
   } finally {
     gridLoading = false;
+  }
+}
+
+/** Who the page acts as, and its session's CSRF token; shown in the header. */
+export async function loadSession(): Promise<void> {
+  try {
+    const response = await fetch("/api/session");
+    if (response.ok) model.session = (await response.json()) as SessionInfo;
+  } catch {
+    // Without it a POST is refused by a view with logins, and says so.
+  }
+  const who = document.getElementById("who");
+  if (who !== null && model.session !== undefined) {
+    who.textContent = `${model.session.who}${model.session.access === "read" ? " · read-only" : ""}`;
+    who.dataset["access"] = model.session.access;
   }
 }

@@ -7,7 +7,7 @@
  * event stream) · api (the other requests) · format · table · sections/ (one file per part of
  * the page).
  */
-import { loadGrid, loadTools } from "./api.js";
+import { loadGrid, loadSession, loadTools } from "./api.js";
 import { byId } from "./dom.js";
 import { invalidate, setRenderers } from "./model.js";
 import { renderActions } from "./sections/actions.js";
@@ -40,6 +40,7 @@ setRenderers({
 });
 byId("tools-refresh").addEventListener("click", () => void loadTools());
 initGridControls();
+void loadSession();
 connect();
 // Heartbeat ages move with time, not with changes; the server pushes no heartbeat that changes
 // nothing else, so the grid's page is asked for again now and then.

@@ -4,7 +4,14 @@
  * selection). A change marks the sections it
  * touches dirty; they are drawn again on the next animation frame, each once.
  */
-import { Source, type BusState, type FleetSummary, type GridPage, type ToolEntry } from "./wire.js";
+import {
+  Source,
+  type BusState,
+  type FleetSummary,
+  type GridPage,
+  type SessionInfo,
+  type ToolEntry,
+} from "./wire.js";
 
 /** How many nodes a page of the grid shows. */
 export const GRID_PAGE_NODES = 50;
@@ -31,6 +38,8 @@ export const model = {
   openLog: undefined as { key: string; text: string } | undefined,
   lastChange: undefined as Date | undefined,
   gridFilter: "",
+  /** Who the page acts as (`GET /api/session`). */
+  session: undefined as SessionInfo | undefined,
   problemsOnly: false,
 };
 

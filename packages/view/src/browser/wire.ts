@@ -291,7 +291,21 @@ export interface ModuleTimeline {
   }>;
   /** How many nodes the timeline leaves out (it shows at most TIMELINE_MAX_NODES). */
   readonly leftOut: number;
+  /** How many of its nodes were in each health after each change (every node, oldest first). */
+  readonly health: ReadonlyArray<HealthPoint>;
 }
+
+/** The module's nodes by health at one moment. */
+export interface HealthPoint {
+  readonly at: string;
+  readonly healthy: number;
+  readonly starting: number;
+  readonly failing: number;
+  readonly stopped: number;
+}
+
+/** The most points a health series holds; a longer one is thinned, its last point kept. */
+export const HEALTH_MAX_POINTS = 300;
 
 /** The most nodes a module's timeline shows. */
 export const TIMELINE_MAX_NODES = 200;
@@ -351,3 +365,22 @@ export type ActionResult =
       readonly result?: Readonly<Record<string, unknown>>;
     }
   | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
+
+/**
+ * What a session may do: `operate` acts with the operator's grant, `read` with a grant that
+ * writes nothing (the bus refuses its actions, not only the page).
+ */
+export type Access = "operate" | "read";
+
+/** `GET /api/session`: who the page acts as, and the token its POSTs carry. */
+export interface SessionInfo {
+  readonly who: string;
+  readonly access: Access;
+  /** Sent back as {@link SESSION_CSRF_HEADER} with every POST; empty without logins. */
+  readonly csrf: string;
+  /** Whether the view asks for a login (it listens beyond loopback). */
+  readonly login: boolean;
+}
+
+/** The header a session's POSTs carry its CSRF token in. */
+export const SESSION_CSRF_HEADER = "x-mesh-view-csrf";

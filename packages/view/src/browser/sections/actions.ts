@@ -39,10 +39,6 @@ export function renderActions(): void {
 const button = (label: string, name: string, onclick: () => void): HTMLElement =>
   h("button", { class: "btn btn-small", type: "button", "data-action": name, onclick }, label);
 
-/** Where an action applies: this node, every node, or the nodes typed (comma-separated). */
-const where = (node: string | undefined): string =>
-  node === undefined ? "--all" : `--node ${node}`;
-
 function cellActions(module: string, node: string): HTMLElement {
   const nodesField = h("input", {
     id: "action-nodes",
@@ -58,9 +54,7 @@ function cellActions(module: string, node: string): HTMLElement {
   // Some nodes: one assignment each, as the CLI is run once per node.
   const assign = (remove: boolean, nodes: ReadonlyArray<string | undefined>): void => {
     if (nodes.length === 0) return;
-    const verb = remove ? "unassign" : "assign";
     propose(
-      nodes.map((n) => `mesh ${verb} ${module} ${where(n)}`).join(" && "),
       ...nodes.map((n): ActionRequest => ({
         action: "assign",
         input: { module, remove, ...(n === undefined ? {} : { node: n }) },
@@ -92,13 +86,13 @@ function cellActions(module: string, node: string): HTMLElement {
       { class: "action-group" },
       h("h3", {}, "After a failure"),
       button(`retry on ${node}`, "retry-node", () =>
-        propose(`mesh retry ${module} --node ${node}`, {
+        propose({
           action: "retry",
           input: { module, node },
         }),
       ),
       button("retry on every node", "retry-all", () =>
-        propose(`mesh retry ${module}`, { action: "retry", input: { module } }),
+        propose({ action: "retry", input: { module } }),
       ),
     ),
     h(
@@ -127,23 +121,21 @@ function putGroup(module: string, node: string): HTMLElement {
     h("h3", {}, "Pin a build"),
     builds.length === 0 ? emptyNote("No build of it has built.") : select,
     button(`put on ${node}`, "put-node", () =>
-      propose(`mesh put ${module} ${build()} --node ${node}`, {
+      propose({
         action: "put",
         input: { module, node, build: build() },
       }),
     ),
     button("put on every node", "put-all", () =>
-      propose(`mesh put ${module} ${build()}`, {
+      propose({
         action: "put",
         input: { module, build: build() },
       }),
     ),
     button(`unput on ${node}`, "unput-node", () =>
-      propose(`mesh unput ${module} --node ${node}`, { action: "put", input: { module, node } }),
+      propose({ action: "put", input: { module, node } }),
     ),
-    button("unput on every node", "unput-all", () =>
-      propose(`mesh unput ${module}`, { action: "put", input: { module } }),
-    ),
+    button("unput on every node", "unput-all", () => propose({ action: "put", input: { module } })),
   );
 }
 
@@ -173,10 +165,7 @@ function secretForm(module: string): HTMLElement {
         input: { module, name: name.value.trim(), value: value.value },
       };
       value.value = "";
-      propose(
-        `mesh secret set ${module} ${name.value.trim()} (the value typed, not shown)`,
-        request,
-      );
+      propose(request);
     }),
   );
 }
@@ -197,7 +186,7 @@ function registerForm(): HTMLElement {
       { class: "action-row" },
       spec,
       button("register", "register", () =>
-        propose(`mesh module add ${spec.value.trim()}`, {
+        propose({
           action: "register",
           input: { spec: spec.value.trim() },
         }),

@@ -58,10 +58,7 @@ function set(module: string, key: string, value: string, node: string): void {
     action: "configSet",
     input: { module, key, value, ...(node === "" ? {} : { node }) },
   };
-  propose(
-    `mesh config set ${module} ${key} '${value}'${node === "" ? "" : ` --node ${node}`}`,
-    request,
-  );
+  propose(request);
 }
 
 function unset(module: string, key: string, node: string): void {
@@ -69,7 +66,7 @@ function unset(module: string, key: string, node: string): void {
     action: "configUnset",
     input: { module, key, ...(node === "" ? {} : { node }) },
   };
-  propose(`mesh config unset ${module} ${key}${node === "" ? "" : ` --node ${node}`}`, request);
+  propose(request);
 }
 
 function keyForm(

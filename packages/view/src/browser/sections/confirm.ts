@@ -6,6 +6,7 @@ import { post } from "../api.js";
 import { fill, h } from "../dom.js";
 import { badge } from "../format.js";
 import { invalidate } from "../model.js";
+import { commandOf } from "../commands.js";
 import type { ActionRequest, ActionResult } from "../wire.js";
 
 interface Pending {
@@ -18,8 +19,9 @@ let pending: Pending | undefined;
 let last: { command: string; result: ActionResult } | undefined;
 
 /** Asks for a confirmation of the request, which the command says in the CLI's words. */
-export function propose(command: string, ...requests: ActionRequest[]): void {
-  pending = { command, requests };
+export function propose(...requests: ActionRequest[]): void {
+  if (requests.length === 0) return;
+  pending = { command: requests.map(commandOf).join(" && "), requests };
   invalidate("actions");
 }
 

@@ -9,7 +9,7 @@ import { age, badge, emptyNote, shortBuild } from "../format.js";
 import { invalidate } from "../model.js";
 import { table } from "../table.js";
 import type { CellHistory, ModuleTimeline, Revision } from "../wire.js";
-import { timelinePlot } from "./plots.js";
+import { healthPlot, timelinePlot } from "./plots.js";
 
 interface HistoryState {
   module: string;
@@ -153,6 +153,14 @@ function timelineView(timeline: ModuleTimeline): HTMLElement {
     timeline.nodes.length === 0
       ? emptyNote("No node has reported it yet.")
       : timelinePlot(timeline),
+    timeline.health.length === 0
+      ? null
+      : h(
+          "div",
+          {},
+          h("h3", {}, `Health of ${timeline.module} over time`),
+          healthPlot(timeline.module, timeline.health),
+        ),
     timeline.leftOut === 0
       ? null
       : h("p", { class: "muted" }, `and ${timeline.leftOut} more nodes`),
