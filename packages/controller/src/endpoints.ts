@@ -16,6 +16,7 @@ import {
   ViewPrincipal,
   viewSealContext,
   type JoinAnswer,
+  type Permissions,
 } from "@mesh/protocol";
 import { allowedModules, mcpGrant, mcpPrincipal, viewGrant } from "@mesh/core";
 import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
@@ -175,9 +176,33 @@ export async function answerMcpCredential(
   const modules = allowedModules(ask.modules);
   const principal = mcpPrincipal(modules);
   const node = c.bus.credential.node;
-  const context = mcpSealContext(principal);
+  const sealed = await issueSealed(c, {
+    principal,
+    kind: PrincipalKind.mcp,
+    permissions: mcpGrant({ node, modules }),
+    publicKey: ask.publicKey,
+    context: mcpSealContext(principal),
+  });
+  return { principal, modules, sealed };
+}
+
+/**
+ * Issues (or keeps) the principal on the controller's node and answers its credential sealed to
+ * the asker's key; a key that is not X25519 is refused before anything is issued.
+ */
+async function issueSealed(
+  c: EndpointContext,
+  input: {
+    readonly principal: string;
+    readonly kind: PrincipalKind;
+    readonly permissions: Permissions;
+    readonly publicKey: string;
+    readonly context: string;
+  },
+): Promise<string> {
+  const node = c.bus.credential.node;
   try {
-    seal(ask.publicKey, "check", context);
+    seal(input.publicKey, "check", input.context);
   } catch (error) {
     throw new MeshError(
       ErrorCode.INVALID_INPUT,
@@ -186,17 +211,17 @@ export async function answerMcpCredential(
     );
   }
   return c.exclusive(async () => {
-    const user = principalUser(node, principal);
+    const user = principalUser(node, input.principal);
     await c.broker.ensure({
       user,
       node,
-      module: principal,
-      kind: PrincipalKind.mcp,
-      permissions: mcpGrant({ node, modules }),
+      module: input.principal,
+      kind: input.kind,
+      permissions: input.permissions,
     });
     await c.broker.commit();
     const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
-    return { principal, modules, sealed: seal(ask.publicKey, credential, context) };
+    return seal(input.publicKey, credential, input.context);
   });
 }
 
@@ -216,30 +241,12 @@ export async function answerViewCredential(
     '{access: "operate" | "read", publicKey}',
   );
   const principal = ViewPrincipal[ask.access];
-  const node = c.bus.credential.node;
-  const context = viewSealContext(principal);
-  try {
-    seal(ask.publicKey, "check", context);
-  } catch (error) {
-    throw new MeshError(
-      ErrorCode.INVALID_INPUT,
-      `${(error as Error).message} (the ask's publicKey)`,
-      {
-        cause: error,
-      },
-    );
-  }
-  return c.exclusive(async () => {
-    const user = principalUser(node, principal);
-    await c.broker.ensure({
-      user,
-      node,
-      module: principal,
-      kind: PrincipalKind.view,
-      permissions: viewGrant({ node, access: ask.access }),
-    });
-    await c.broker.commit();
-    const credential = `${JSON.stringify(c.broker.credential(user))}\n`;
-    return { principal, sealed: seal(ask.publicKey, credential, context) };
+  const sealed = await issueSealed(c, {
+    principal,
+    kind: PrincipalKind.view,
+    permissions: viewGrant({ node: c.bus.credential.node, access: ask.access }),
+    publicKey: ask.publicKey,
+    context: viewSealContext(principal),
   });
+  return { principal, sealed };
 }

@@ -216,11 +216,7 @@ async function secret(t: Steps): Promise<void> {
   await t.page.locator("#secret-name").fill("api-token");
   await t.page.locator("#secret-value").fill(SECRET);
   assert.match(
-    await doAction(
-      t,
-      "secret-set",
-      /mesh secret set hello api-token(?!.*s3cret)/,
-    ),
+    await doAction(t, "secret-set", /mesh secret set hello api-token(?!.*s3cret)/),
     /secret api-token is set/,
   );
   // Typed once: the field is empty again, and the value is nowhere on the page.
