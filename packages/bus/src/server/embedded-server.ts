@@ -78,6 +78,11 @@ export interface EmbeddedServerOptions {
   readonly maxFileStore?: number;
   /** The binary to run; found with findServer() when not given. */
   readonly binary?: NatsServerBinary;
+  /**
+   * A network namespace to run the server in (`ip netns exec NS nats-server …`, which execs: the
+   * pid is the server's): a server on a network stack of its own, as on another machine.
+   */
+  readonly netns?: string;
   /** How long the server may take to answer; default 30 s (a large store takes time to recover). */
   readonly startTimeoutMs?: number;
   /**
@@ -207,7 +212,10 @@ export class EmbeddedServer implements AsyncDisposable {
     const log = createWriteStream(join(dir, ServerFiles.log), { flags: "a", mode: 0o600 });
     // A full disk must not crash the mesh: the log is for people, the lines are still watched.
     log.on("error", () => undefined);
-    const child = spawn(binary.path, ["-c", configPath], {
+    const argv = [binary.path, "-c", configPath];
+    const [command = binary.path, ...args] =
+      options.netns === undefined ? argv : ["ip", "netns", "exec", options.netns, ...argv];
+    const child = spawn(command, args, {
       cwd: dir,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -262,7 +262,11 @@ export function registerUpVerb(program: Command): void {
       )
       .option(
         "--listen <addr>",
-        "serve the bus (and cluster routes) for other machines on this address (host or host:port), over TLS",
+        "serve the bus (and cluster routes) for other machines on this address (host or host:port), over TLS; with --cluster, one address per server (A,B,C)",
+      )
+      .option(
+        "--server-netns <names>",
+        "with --cluster and one --listen address per server: run each server in that network namespace (ns1,ns2,ns3), as on machines of their own",
       )
       .option(
         "--tls-cert <file>",

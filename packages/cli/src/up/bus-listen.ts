@@ -19,6 +19,12 @@ import { isLoopback } from "./foreign-bus.js";
 /** What the root remembers of `--listen`. */
 export interface ListenState {
   readonly host: string;
+  /**
+   * A cluster whose servers each listen on an address of their own (`--listen A,B,C`, one per
+   * server, in order; `host` is the first): each on its own machine, or in its own network
+   * namespace on this one (`--server-netns`).
+   */
+  readonly hosts?: readonly string[] | undefined;
   /** False with `--insecure`: plain TCP. */
   readonly tls: boolean;
   /** A certificate and key the operator gave (`--tls-cert/--tls-key`), by path. */
@@ -68,16 +74,26 @@ export async function planListen(options: ListenOptions): Promise<ListenPlan | u
   let state = options.previous;
   let port: number | undefined;
   if (options.listen !== undefined) {
-    const address = parseListen(options.listen);
-    if (address.port !== undefined && options.port !== undefined && address.port !== options.port) {
+    const addresses = options.listen.split(",").map(parseListen);
+    const ports = new Set(addresses.flatMap((a) => (a.port === undefined ? [] : [a.port])));
+    if (options.port !== undefined) ports.add(options.port);
+    if (ports.size > 1) {
       throw new MeshError(
         ErrorCode.USAGE,
-        `--listen ${options.listen} and --port ${options.port} name two ports; give the port once`,
+        `--listen ${options.listen}${options.port === undefined ? "" : ` and --port ${options.port}`} name ${ports.size} ports; every server listens on the same port of its own address: give the port once`,
       );
     }
-    port = address.port;
+    port = [...ports][0];
+    const hosts = addresses.map((a) => a.host);
+    if (new Set(hosts).size !== hosts.length) {
+      throw new MeshError(
+        ErrorCode.USAGE,
+        `--listen ${options.listen} names an address twice; give each server's address once`,
+      );
+    }
     state = {
-      host: address.host,
+      host: hosts[0] ?? "",
+      ...(hosts.length > 1 ? { hosts } : {}),
       tls: options.insecure !== true,
       ...(options.tlsCert === undefined
         ? {}
@@ -107,6 +123,11 @@ export function parseListen(value: string): { host: string; port?: number } {
     );
   }
   return { host, ...(port === undefined ? {} : { port }) };
+}
+
+/** Every address a server listens on: one for all, or each server's own. */
+export function listenHosts(state: ListenState): readonly string[] {
+  return state.hosts ?? [state.host];
 }
 
 /** Whether a plan listens beyond loopback without TLS (said loudly; it needed --insecure). */
@@ -145,10 +166,11 @@ async function certificate(paths: RootPaths, state: ListenState): Promise<BusTls
   const certFile = join(dir, "bus-cert.pem");
   const keyFile = join(dir, "bus-key.pem");
   const kept = await readFile(certFile, "utf8").catch(() => undefined);
-  if (kept !== undefined && covers(kept, state.host)) {
+  const served = listenHosts(state);
+  if (kept !== undefined && served.every((host) => covers(kept, host))) {
     return { certFile, keyFile, fingerprint: certificateFingerprint(kept), ca: kept };
   }
-  const hosts = [...new Set([state.host, "127.0.0.1", "localhost"])];
+  const hosts = [...new Set([...served, "127.0.0.1", "localhost"])];
   const made = makeSelfSigned({ commonName: `mesh bus ${state.host}`, hosts });
   // Durable, the key first: a crash between the two leaves no certificate, or one that does not
   // cover the host, so both are made again on the next start.

@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { rootPaths } from "../mesh-root.js";
 import { busShape, clusterSize } from "./bus-shape.js";
 import { checkForeignUrls } from "./foreign-bus.js";
-import { parseListen } from "./bus-listen.js";
+import { parseListen, planListen } from "./bus-listen.js";
 
 const paths = rootPaths("/tmp/mesh-shape-test");
 const login = { user: "mesh", password: "pw" };
@@ -30,12 +34,55 @@ describe("busShape", () => {
     assert.equal(new Set([...shape.ports, ...shape.routePorts]).size, 6);
   });
 
+  it("gives servers on addresses of their own the same ports, 6222 for routes", async () => {
+    assert.deepEqual(await busShape({ paths, port: 4222, cluster: 3, hosts: 3 }), {
+      kind: "cluster",
+      ports: [4222, 4222, 4222],
+      routePorts: [6222, 6222, 6222],
+    });
+  });
+
+  it("refuses as many addresses as there are not servers (USAGE)", async () => {
+    await assert.rejects(
+      busShape({ paths, port: 4222, cluster: 3, hosts: 2 }),
+      (error) => isMeshError(error, ErrorCode.USAGE) && /one for each server/.test(error.message),
+    );
+  });
+
   it("refuses another shape on a root that ran one (BUS_SHAPE_CHANGED)", async () => {
     await assert.rejects(
       busShape({ paths, port: 4222, cluster: 3, previous: { port: 4222 } }),
       (error) =>
         isMeshError(error, ErrorCode.BUS_SHAPE_CHANGED) && /without --cluster/.test(error.message),
     );
+  });
+});
+
+describe("planListen with one address per server", () => {
+  it("keeps every address, one port for all, and makes a certificate that names each", async () => {
+    const root = await mkdtemp(join(tmpdir(), "mesh-listen-"));
+    try {
+      const plan = await planListen({
+        paths: rootPaths(root),
+        listen: "10.77.1.11,10.77.1.12:4222,10.77.1.13",
+      });
+      assert.deepEqual(plan?.state.hosts, ["10.77.1.11", "10.77.1.12", "10.77.1.13"]);
+      assert.equal(plan?.port, 4222);
+      const cert = new X509Certificate(plan?.tls?.ca ?? "");
+      for (const host of ["10.77.1.11", "10.77.1.12", "10.77.1.13"]) {
+        assert.ok(cert.checkIP(host) !== undefined, `the certificate names ${host}`);
+      }
+      await assert.rejects(
+        planListen({ paths: rootPaths(root), listen: "10.77.1.11:4222,10.77.1.12:4333" }),
+        (error) => isMeshError(error, ErrorCode.USAGE) && /give the port once/.test(error.message),
+      );
+      await assert.rejects(
+        planListen({ paths: rootPaths(root), listen: "10.77.1.11,10.77.1.11" }),
+        (error) => isMeshError(error, ErrorCode.USAGE) && /twice/.test(error.message),
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

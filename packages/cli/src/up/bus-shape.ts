@@ -13,6 +13,9 @@ import type { BusShape } from "./local-bus.js";
 export const MIN_CLUSTER = 3;
 export const MAX_CLUSTER = 7;
 
+/** The route port of servers that each listen on an address of their own (NATS's usual one). */
+const ROUTE_PORT = 6222;
+
 /** The `--cluster` option's parser: a whole number from 3 to 7. */
 export function clusterSize(value: string): number {
   const n = positiveNumber("--cluster", "3", MAX_CLUSTER)(value);
@@ -32,6 +35,11 @@ export interface ShapeOptions {
   readonly port: number;
   /** `--cluster N`, when given. */
   readonly cluster?: number;
+  /**
+   * How many addresses `--listen` named: one per server, each server then listens on the same
+   * client port (and route port) of its own address.
+   */
+  readonly hosts?: number;
   /** What the root remembers from its last run. */
   readonly previous?: {
     readonly port: number;
@@ -51,7 +59,18 @@ export async function busShape(options: ShapeOptions): Promise<BusShape> {
     }
   }
   const size = options.cluster ?? kept?.ports.length ?? 1;
+  if (options.hosts !== undefined && options.hosts !== size) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--listen names ${options.hosts} addresses for ${size === 1 ? "one server" : `${size} servers`}; give one address for all, or one for each server (--cluster ${options.hosts})`,
+    );
+  }
   if (size === 1) return { kind: "single", port };
+  if (options.hosts !== undefined) {
+    // Each on its own address: the same ports everywhere, 6222 for routes as NATS has them.
+    const route = port === ROUTE_PORT ? ROUTE_PORT + 1 : ROUTE_PORT;
+    return { kind: "cluster", ports: Array(size).fill(port), routePorts: Array(size).fill(route) };
+  }
   if (kept !== undefined && kept.ports[0] === port) {
     return { kind: "cluster", ports: kept.ports, routePorts: kept.routePorts };
   }

@@ -35,6 +35,10 @@ export interface LocalBusOptions {
   readonly binary: NatsServerBinary;
   /** The address the servers listen on (clients and routes); loopback by default. */
   readonly host?: string;
+  /** Each server's own address, in order, when each has one (`--listen A,B,C`). */
+  readonly hosts?: readonly string[];
+  /** The network namespace each server runs in, in order (`--server-netns`). */
+  readonly netns?: readonly string[];
   /** The address clients are told to dial (the host, or loopback when it listens everywhere). */
   readonly dialHost?: string;
   readonly tls?: ServerTls;
@@ -98,22 +102,27 @@ export class LocalBus {
 
 async function serverOptions(options: LocalBusOptions, index: number, signal: AbortSignal) {
   const { shape, node } = options;
+  const host = options.hosts?.[index] ?? options.host;
+  const netns = options.netns?.[index];
   const common = {
     ...(await options.auth()),
     binary: options.binary,
     signal,
-    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(host === undefined ? {} : { host }),
+    ...(netns === undefined ? {} : { netns }),
     ...(options.tls === undefined ? {} : { tls: options.tls }),
   };
   if (shape.kind === "single") {
     return { ...common, dir: options.dir, port: shape.port, serverName: `mesh-${node}` };
   }
-  const route =
-    options.host === undefined || options.host === "0.0.0.0" ? "127.0.0.1" : options.host;
+  const routeHost = (i: number) => {
+    const h = options.hosts?.[i] ?? options.host;
+    return h === undefined || h === "0.0.0.0" ? "127.0.0.1" : h;
+  };
   const cluster: ServerCluster = {
     name: `mesh-${node}`,
     port: shape.routePorts[index] ?? 0,
-    routes: shape.routePorts.map((port) => `nats-route://${route}:${port}`),
+    routes: shape.routePorts.map((port, i) => `nats-route://${routeHost(i)}:${port}`),
     ...(options.tls === undefined ? {} : { tls: options.tls }),
   };
   return {

@@ -23,7 +23,7 @@ import {
   type ListenPlan,
   type ListenState,
 } from "./bus-listen.js";
-import { LocalBus } from "./local-bus.js";
+import { LocalBus, type BusShape } from "./local-bus.js";
 
 /** What a root remembers between runs. */
 export const RootState = z
@@ -45,12 +45,15 @@ export const RootState = z
     listen: z
       .object({
         host: z.string(),
+        hosts: z.array(z.string()).optional(),
         tls: z.boolean(),
         cert: z.string().optional(),
         key: z.string().optional(),
       })
       .strict()
       .optional(),
+    /** With `--server-netns`: the network namespace each server runs in, in order. */
+    netns: z.array(z.string()).optional(),
     /** How the mesh's own bus lets users in; absent in roots made before accounts: a list. */
     auth: z.enum(["users", "accounts"]).optional(),
   })
@@ -73,6 +76,11 @@ export interface BusChoice {
   readonly tlsCert?: string;
   readonly tlsKey?: string;
   /**
+   * `--server-netns NS1,NS2,NS3`: each server of the cluster runs in that network namespace
+   * (`ip netns exec`), as on a machine of its own; with `--listen` naming each server's address.
+   */
+  readonly serverNetns?: string;
+  /**
    * `--auth`: how the mesh's own bus lets users in: `accounts` (signed JWTs, nothing reloaded; the
    * default for a new root) or `users` (a users list reloaded on every change). A root keeps its mode.
    */
@@ -88,6 +96,7 @@ const BUS_CHOICE_KEYS = [
   "listen",
   "tlsCert",
   "tlsKey",
+  "serverNetns",
   "auth",
 ] as const satisfies readonly (keyof BusChoice)[];
 
@@ -186,8 +195,10 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
     port,
     ...(previous === undefined ? {} : { previous }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
+    ...(listen?.state.hosts === undefined ? {} : { hosts: listen.state.hosts.length }),
   });
-  const { host, urls, pin, serverTls } = addresses(
+  const netns = serverNetns(options.serverNetns, previous?.netns, shape);
+  const { host, hosts, urls, pin, serverTls } = addresses(
     listen,
     shape.kind === "single" ? [port] : shape.ports,
   );
@@ -219,7 +230,8 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       node,
       shape,
       binary,
-      ...(listen === undefined ? {} : { host }),
+      ...(listen === undefined ? {} : { host, hosts }),
+      ...(netns === undefined ? {} : { netns }),
       ...(serverTls === undefined ? {} : { tls: serverTls }),
       auth: () => principals.serverAuth(),
       say,
@@ -234,6 +246,7 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
       ? { cluster: { ports: [...shape.ports], routePorts: [...shape.routePorts] } }
       : {}),
     ...(listen === undefined ? {} : { listen: withoutUndefined(listen.state) }),
+    ...(netns === undefined ? {} : { netns: [...netns] }),
   } satisfies RootState);
   return {
     urls,
@@ -249,11 +262,14 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
 /** Where the servers listen, the urls credentials name, and the certificate they pin. */
 function addresses(listen: ListenPlan | undefined, ports: readonly number[]) {
   const host = listen?.state.host ?? "127.0.0.1";
-  const dial = host.includes(":") ? `[${host}]` : host;
+  // Each server's own address, when each has one; else every server on the one host.
+  const hosts = ports.map((_, i) => listen?.state.hosts?.[i] ?? host);
+  const dial = (h: string) => (h.includes(":") ? `[${h}]` : h);
   const tls = listen?.tls;
   return {
     host,
-    urls: ports.map((p) => `${tls === undefined ? "nats" : "tls"}://${dial}:${p}`),
+    hosts,
+    urls: ports.map((p, i) => `${tls === undefined ? "nats" : "tls"}://${dial(hosts[i] ?? host)}:${p}`),
     pin: tls === undefined ? undefined : { fingerprint: tls.fingerprint, ca: tls.ca },
     // Routes verify each other with the certificate as their authority.
     serverTls:
@@ -324,13 +340,41 @@ function pickDefined<T extends object, K extends keyof T>(
   return out;
 }
 
-function withoutUndefined(state: ListenState): ListenState {
+function withoutUndefined(state: ListenState): NonNullable<RootState["listen"]> {
   return {
     host: state.host,
+    ...(state.hosts === undefined ? {} : { hosts: [...state.hosts] }),
     tls: state.tls,
     ...(state.cert === undefined ? {} : { cert: state.cert }),
     ...(state.key === undefined ? {} : { key: state.key }),
   };
+}
+
+/**
+ * The namespace each server runs in: the ones asked for, else the root's. One per server of a
+ * cluster; a server in a namespace of its own needs an address there (`--listen A,B,C`).
+ */
+function serverNetns(
+  asked: string | undefined,
+  kept: readonly string[] | undefined,
+  shape: BusShape,
+): readonly string[] | undefined {
+  const names = asked?.split(",").map((n) => n.trim()) ?? kept;
+  if (names === undefined) return undefined;
+  const servers = shape.kind === "single" ? 1 : shape.ports.length;
+  if (names.length !== servers || names.some((n) => !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(n))) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--server-netns ${JSON.stringify(asked ?? names.join(","))} must name one network namespace (letters, digits, _ . -) for each of the ${servers} servers, in order, e.g. --server-netns ns1,ns2,ns3`,
+    );
+  }
+  if (shape.kind === "cluster" && new Set(shape.ports).size !== 1) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      "--server-netns runs each server on an address of its own: give one per server with --listen A,B,C",
+    );
+  }
+  return names;
 }
 
 function shapeChanged(paths: RootPaths, was: string, asked: string): MeshError {
