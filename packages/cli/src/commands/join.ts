@@ -117,9 +117,12 @@ async function ensureJoined(at: {
     throw error;
   });
   if (kept !== undefined && kept.node === node && kept.module === Principal.host) {
-    // The user and password stay the node's; only where the bus is may have moved.
-    if (kept.servers.join(",") !== servers.join(","))
-      await writeCredential(credentialFile, { ...kept, servers });
+    // The user and password stay the node's; only where the bus is may have moved. The servers
+    // the controller named at the join stay too (after the ones given): a cluster's other
+    // servers are where the node fails over to, though the line typed names one.
+    const merged = [...new Set([...servers, ...kept.servers])];
+    if (kept.servers.join(",") !== merged.join(","))
+      await writeCredential(credentialFile, { ...kept, servers: merged });
     say(`${node} already joined: using its host credential ${credentialFile}`);
     return false;
   }
@@ -241,7 +244,7 @@ async function joinTokenVerb(options: MeshOptions & { ttl?: number }): Promise<E
   else
     out(
       `${made.token}\n\nIt works once, until ${made.expiresAt}. On the new machine:\n` +
-        `  mesh join ${bus.credential.servers[0] ?? "<bus-url>"} --token ${made.token} --node <name>`,
+        `  mesh join ${bus.credential.servers.join(",") || "<bus-url>"} --token ${made.token} --node <name>`,
     );
   return ExitCode.ok;
 }
