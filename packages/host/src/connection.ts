@@ -51,6 +51,10 @@ export class Connection {
   #served: Served | undefined;
   #connected = false;
   #heartbeat: NodeJS.Timeout | undefined;
+  /** When the bus was lost, while it is. */
+  #lostAt: Date | undefined;
+  /** The last time the bus was away, said in the presence once it is back. */
+  #lastOutage: { readonly lost: string; readonly back: string } | undefined;
 
   constructor(options: ConnectionOptions) {
     this.#o = options;
@@ -102,11 +106,18 @@ export class Connection {
       for await (const event of bus.events()) {
         if (event.type === "reconnected") {
           this.#connected = true;
-          this.#o.log("the bus is back");
+          const back = new Date();
+          const lost = this.#lostAt ?? back;
+          this.#lostAt = undefined;
+          this.#lastOutage = { lost: lost.toISOString(), back: back.toISOString() };
+          this.#o.log(
+            `the bus is back (${event.server}) after ${((back.getTime() - lost.getTime()) / 1000).toFixed(1)} s away, since ${lost.toISOString()}; what ran kept running`,
+          );
           heartbeat();
           this.#o.onReconnected(bus);
         } else if (event.type === "disconnected") {
           this.#connected = false;
+          this.#lostAt ??= new Date();
           this.#o.log("lost the bus; what runs keeps running");
         }
       }
@@ -173,6 +184,7 @@ export class Connection {
           root: this.#o.root,
           ...(this.#o.account === undefined ? {} : { account: this.#o.account }),
           ...(this.#o.adopted === undefined ? {} : { adopted: this.#o.adopted }),
+          ...(this.#lastOutage === undefined ? {} : { lastOutage: this.#lastOutage }),
         }),
         { signal: this.#o.signal },
       );

@@ -78,8 +78,18 @@ test("processes keep running without the bus; when it returns the host reports a
     });
     await waitFor(
       "the host back on the bus",
-      () => logged.some((l) => l === "the bus is back"),
+      () => logged.some((l) => l.startsWith("the bus is back")),
       60_000,
+    );
+    // The outage is reported: how long in the log, when in the presence.
+    assert.ok(
+      logged.some((l) => /^the bus is back .*after \d+\.\d s away/.test(l)),
+      logged.join("\n"),
+    );
+    const presence = await KvBucket.open(bus.admin, Bucket.presence);
+    await waitFor(
+      "the presence to carry the outage",
+      async () => (await presence.get(NODE))?.value.lastOutage !== undefined,
     );
 
     const two = processResource({ root, module: "two", name: "p", digest });

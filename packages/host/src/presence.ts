@@ -14,6 +14,8 @@ export function presenceOf(input: {
   readonly adopted?: boolean;
   /** The host's root, said when it is not the production default, so bundles are composed under it. */
   readonly root?: string;
+  /** The last time the host was without the bus, once it is back. */
+  readonly lastOutage?: { readonly lost: string; readonly back: string };
 }): Presence {
   const { account, adopted } = input;
   return {
@@ -30,5 +32,6 @@ export function presenceOf(input: {
     },
     publicKey: input.publicKey,
     heartbeat: input.now.toISOString(),
+    ...(input.lastOutage === undefined ? {} : { lastOutage: input.lastOutage }),
   };
 }

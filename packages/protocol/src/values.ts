@@ -142,6 +142,8 @@ export const Presence = z
     /** The node's X25519 public key, base64 (DER, SPKI), that needs are sealed to. */
     publicKey: z.string().min(1),
     heartbeat: Instant,
+    /** The last time the host was without the bus (a partition, the bus down), once it is back. */
+    lastOutage: z.object({ lost: Instant, back: Instant }).strict().optional(),
   })
   .strict();
 export type Presence = z.infer<typeof Presence>;

@@ -5,6 +5,7 @@
  * `mesh.provision.<node>` that the test starts and stops.
  */
 import assert from "node:assert/strict";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { MeshBus, flush, publish, serve, type Served } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
@@ -119,6 +120,58 @@ describe("the runtime's provisioner when its client is not reachable", () => {
       assert.match(error.message, /provisioner client of n1 is not reachable/);
     } finally {
       await provisioner.close();
+    }
+  });
+
+  test("a change whose notice was said while the runtime's connection was away reaches the watch when it is back", async () => {
+    // The runtime's connection goes through a proxy the test cuts: only it is away, as a runtime
+    // whose host got back from a partition first (the fleet test saw the notice lost so).
+    let refusing = false;
+    const sockets = new Set<Socket>();
+    const proxy = createServer((inbound) => {
+      if (refusing) return void inbound.destroy();
+      const outbound = connect(server.port, "127.0.0.1");
+      for (const s of [inbound, outbound]) {
+        sockets.add(s);
+        s.on("error", () => undefined);
+        s.on("close", () => (inbound.destroy(), outbound.destroy(), sockets.delete(s)));
+      }
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const port = (proxy.address() as AddressInfo).port;
+    const runtimeBus = await MeshBus.connect({
+      ...credentialFor(server, server.admin, { node: NODE, module: "runtime" }),
+      servers: [`nats://127.0.0.1:${port}`],
+    });
+    value = "Hello";
+    await startClient();
+    const provisioner = new Provisioner({ bus: runtimeBus, node: NODE, log: () => undefined });
+    const handed: ProvisionItem[] = [];
+    let wake: (() => void) | undefined;
+    const stop = await provisioner.watch("hello", { kind: "config", key: "greeting" }, (item) => {
+      handed.push(item);
+      wake?.();
+    });
+    try {
+      assert.deepEqual(handed, [{ value: "Hello" }]);
+      const events = runtimeBus.events();
+      refusing = true;
+      for (const socket of sockets) socket.destroy();
+      for await (const event of events) if (event.type === "disconnected") break;
+      value = "Hi";
+      notice();
+      await flush(bus);
+      const next = new Promise<void>((resolve) => (wake = resolve));
+      refusing = false;
+      await deadline(next, WAIT_MS, "the value once the runtime's connection is back");
+      assert.deepEqual(handed, [{ value: "Hello" }, { value: "Hi" }]);
+    } finally {
+      stop();
+      await provisioner.close();
+      await runtimeBus.close();
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
     }
   });
 });

@@ -180,13 +180,7 @@ export class Provisioner implements AsyncDisposable {
               watch.kind === changed.kind &&
               (changed.key === undefined || changed.key === watch.key)
             ) {
-              watch.chain = watch.chain
-                .then(() => this.#again(watch))
-                .catch((error: unknown) =>
-                  this.#log(
-                    `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} failed: ${String(error)}`,
-                  ),
-                );
+              this.#queueAgain(watch);
             }
           }
         }
@@ -198,9 +192,38 @@ export class Provisioner implements AsyncDisposable {
         }
       }
     })();
+    this.#askAgainWhenBack(controller.signal);
     // A flush makes the server register the subscription before the first ask is answered.
     this.#listeningReady = flush(this.#bus);
     return this.#listeningReady;
+  }
+
+  /**
+   * A notice said while this connection was away is lost (core NATS keeps nothing): the host,
+   * back first from a partition, says what moved before the runtime hears again. So each watch
+   * asks again when the runtime's own connection is back, and hands what moved meanwhile.
+   */
+  #askAgainWhenBack(signal: AbortSignal): void {
+    const events = this.#bus.events();
+    signal.addEventListener("abort", () => void events.return(undefined), { once: true });
+    void (async () => {
+      for await (const event of events) {
+        if (signal.aborted) return;
+        if (event.type !== "reconnected") continue;
+        for (const watch of this.#watches) this.#queueAgain(watch);
+      }
+    })().catch(() => undefined);
+  }
+
+  /** Asks again after the watch's earlier asks, one at a time. */
+  #queueAgain(watch: Watch): void {
+    watch.chain = watch.chain
+      .then(() => this.#again(watch))
+      .catch((error: unknown) =>
+        this.#log(
+          `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} failed: ${String(error)}`,
+        ),
+      );
   }
 
   /** Asks again after a change notice and hands what moved: a new value, or a refusal. */
