@@ -96,10 +96,13 @@ export class KvBucket<T> {
     bus: MeshBus,
     bucket: string,
     schema: z.ZodType<T>,
+    options: { readonly fromLeader?: boolean } = {},
   ): Promise<KvBucket<T>> {
     // Direct gets (`$JS.API.DIRECT.GET.<stream>.<subject>`) carry the key in the subject, so a
-    // credential can be granted a single key; every bucket the mesh creates allows them.
-    const kv = await natsOf(bus).kvm.open(bucket, { allow_direct: true });
+    // credential can be granted a single key; every bucket the mesh creates allows them. Any copy
+    // answers one, also one still catching up; `fromLeader` reads from the stream's leader only
+    // (what it answers is what the cluster acknowledged), for a credential with MSG.GET.
+    const kv = await natsOf(bus).kvm.open(bucket, { allow_direct: options.fromLeader !== true });
     return new KvBucket(bucket, kv, schema, bus);
   }
 

@@ -120,11 +120,28 @@ export interface StreamPlacement {
   readonly replicas: number;
   /** The leading server's name; undefined on a single server. */
   readonly leader: string | undefined;
+  /**
+   * The other copies as the leader sees them: whether each is current, and how many operations it
+   * lags (a server back from a partition catches up until it is current with lag 0).
+   */
+  readonly followers: readonly {
+    readonly name: string;
+    readonly current: boolean;
+    readonly lag: number;
+  }[];
 }
 
 /** A stream's (or a bucket's, by its stream name) copies and leader; needs STREAM.INFO. */
 export async function streamPlacement(bus: MeshBus, stream: string): Promise<StreamPlacement> {
   const jsm = await jetstreamManager(natsOf(bus).nc, { checkAPI: false });
   const info = await jsm.streams.info(stream);
-  return { replicas: info.config.num_replicas, leader: info.cluster?.leader };
+  return {
+    replicas: info.config.num_replicas,
+    leader: info.cluster?.leader,
+    followers: (info.cluster?.replicas ?? []).map((r) => ({
+      name: r.name,
+      current: r.current,
+      lag: r.lag ?? 0,
+    })),
+  };
 }

@@ -14,7 +14,7 @@ export {
   type TestUser,
 } from "./harness.js";
 export { maySubscribe } from "./probe.js";
-export { reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
+export { reapNetnsWithMe, reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { hasCode } from "./has-code.js";
 export { procStatFields, startTimeOf } from "./proc-stat.js";

@@ -5,6 +5,7 @@
  * grace, then SIGKILL to it and to every process that names its root. A process is recognised
  * by its pid and start time, so a reused pid is never signalled.
  */
+import { execFileSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 
@@ -65,18 +66,39 @@ async function reap(entry: Entry): Promise<void> {
   if (await alive(entry)) kill(leads ? -entry.pid : entry.pid, "SIGKILL");
 }
 
-/** Each process first (so a mesh stops its own), then whatever still names a root. */
+/** Deletes the network namespaces named `<prefix>…` (a fleet's: reapNetnsWithMe). */
+async function deleteNetns(prefix: string): Promise<void> {
+  const names = (await readdir("/run/netns").catch(() => [] as string[])).filter((n) =>
+    n.startsWith(prefix),
+  );
+  for (const name of names) {
+    try {
+      execFileSync("ip", ["netns", "del", name], { stdio: "ignore", timeout: 10_000 });
+    } catch {
+      // gone meanwhile, or not ours to delete
+    }
+  }
+}
+
+/**
+ * Each process first (so a mesh stops its own), then whatever still names a root, then the
+ * namespaces (their processes are gone, so nothing holds them).
+ */
 async function reapAll(): Promise<void> {
   await Promise.all(entries.map((e) => reap(e).catch(() => undefined)));
   const roots = new Set(entries.flatMap((e) => (e.root === undefined ? [] : [e.root])));
   for (const root of roots) for (const pid of await under(root)) kill(pid, "SIGKILL");
+  for (const prefix of netnsPrefixes) await deleteNetns(prefix);
 }
 
 const entries: Entry[] = [];
+const netnsPrefixes: string[] = [];
 const lines = createInterface({ input: process.stdin });
 lines.on("line", (line) => {
   try {
-    entries.push(JSON.parse(line) as Entry);
+    const parsed = JSON.parse(line) as Entry | { netnsPrefix: string };
+    if ("netnsPrefix" in parsed) netnsPrefixes.push(parsed.netnsPrefix);
+    else entries.push(parsed);
   } catch {
     // not ours
   }

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -60,5 +60,43 @@ test("a test process killed with SIGKILL takes the nats-servers it started with 
   await waitFor(() => running.every((p) => startTimeOf(p.pid) !== p.startTime), {
     timeout: 60_000,
     what: "every server and the reaper gone",
+  });
+});
+
+test("a test process killed with SIGKILL takes its network namespaces with it (by their prefix)", async () => {
+  if (process.getuid?.() !== 0) {
+    throw new Error(
+      "this test makes network namespaces, which only root can: run it as root (CI does)",
+    );
+  }
+  const dir = await mkdtemp(join(tmpdir(), "mesh-reaper-ns-"));
+  dirs.push(dir);
+  const prefix = `mreap${process.pid}-`;
+  const script = join(dir, "parent.mjs");
+  await writeFile(
+    script,
+    [
+      `import { execFileSync } from "node:child_process";`,
+      `import { reapNetnsWithMe } from ${JSON.stringify(HARNESS)};`,
+      `for (const n of ["a", "hub"]) execFileSync("ip", ["netns", "add", ${JSON.stringify(prefix)} + n]);`,
+      `reapNetnsWithMe(${JSON.stringify(prefix)});`,
+      `process.stdout.write("made\\n");`,
+      `setInterval(() => undefined, 1 << 30);`,
+    ].join("\n"),
+  );
+  const parent = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  parent.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const held = () =>
+    readdir("/run/netns").then((names) => names.filter((n) => n.startsWith(prefix)));
+  try {
+    await waitFor(() => out.includes("made"), { timeout: 60_000, what: "the parent's namespaces" });
+    assert.equal((await held()).length, 2, "both namespaces are there before the kill");
+  } finally {
+    parent.kill("SIGKILL");
+  }
+  await waitFor(async () => (await held()).length === 0, {
+    timeout: 60_000,
+    what: "the reaper to delete the namespaces",
   });
 });

@@ -53,6 +53,21 @@ export function reapWithMe(pid: number | undefined, options: ReapOptions = {}): 
   reaper.stdin?.write(`${JSON.stringify(entry)}\n`);
 }
 
+/**
+ * Deletes every network namespace whose name starts with `prefix` once this process is gone
+ * (after the registered processes are ended): a fleet's namespaces, veth links and their
+ * addresses do not outlive the run that made them.
+ */
+export function reapNetnsWithMe(prefix: string): void {
+  if (!/^[A-Za-z0-9_.-]+-$/.test(prefix)) {
+    throw new Error(
+      `a namespace prefix must end in "-" and hold only A-Z a-z 0-9 _ . -, got ${prefix}`,
+    );
+  }
+  reaper ??= startReaper();
+  reaper.stdin?.write(`${JSON.stringify({ netnsPrefix: prefix })}\n`);
+}
+
 function startReaper(): ChildProcess {
   const child = spawn(process.execPath, [REAPER_MAIN], {
     detached: true,

@@ -5,8 +5,10 @@
  * process, a changed record, a lost write, or failed calls where none may fail.
  *
  *   npm run chaos -- [--seed N] [--faults bus,group] [--rounds N] [--no-write]
+ *   npm run chaos -- --fleet [--away SECONDS] [--no-write]
  *
- * `--rounds N` runs the chosen faults N times (each round in its own seeded order).
+ * `--rounds N` runs the chosen faults N times (each round in its own seeded order). `--fleet` runs
+ * the network scenarios on a fleet on namespaces instead (chaos-fleet.ts; needs root).
  */
 import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -25,6 +27,7 @@ import {
   type FaultResult,
 } from "./chaos.js";
 import { DemoMesh } from "./demo-mesh.js";
+import { runFleetChaos } from "./chaos-fleet.js";
 
 const REPORT = new URL("../../../../docs/reliability.md", import.meta.url);
 const BEGIN = "<!-- chaos:begin -->";
@@ -36,8 +39,18 @@ const { values } = parseArgs({
     faults: { type: "string" },
     rounds: { type: "string" },
     "no-write": { type: "boolean" },
+    fleet: { type: "boolean" },
+    away: { type: "string" },
   },
 });
+if (values.fleet === true) {
+  const bad = await runFleetChaos({
+    awayMs: 1000 * Number(values.away ?? 300),
+    write: values["no-write"] !== true,
+    say: (line) => process.stdout.write(`chaos: ${line}\n`),
+  });
+  process.exit(bad === 0 ? 0 : 1);
+}
 const seed = values.seed === undefined ? Date.now() % 100_000 : Number(values.seed);
 const named = values.faults?.split(",").filter((name) => name !== "");
 const unknown = named?.filter((name) => !FAULTS.some((f) => f.name === name)) ?? [];

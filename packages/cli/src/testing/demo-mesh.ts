@@ -56,10 +56,12 @@ export class DemoMesh {
 
   readonly #demo: boolean;
   readonly #args: readonly string[];
+  readonly #netns: string | undefined;
 
   /**
    * `demo: false` runs the mesh with only `node-tools`, as `mesh up` without `--demo` does;
-   * `args` are more of `mesh up`'s options (`--cluster 3`).
+   * `args` are more of `mesh up`'s options (`--cluster 3`); `netns` runs `mesh up` in that
+   * network namespace (a fleet's control machine: fleet.ts).
    */
   constructor(options: {
     root: string;
@@ -67,19 +69,27 @@ export class DemoMesh {
     node: string;
     demo?: boolean;
     args?: readonly string[];
+    netns?: string;
   }) {
     this.root = options.root;
     this.port = options.port;
     this.node = options.node;
     this.#demo = options.demo ?? true;
     this.#args = options.args ?? [];
+    this.#netns = options.netns;
   }
 
   /** Starts `mesh up [--demo]` and resolves once it says the mesh (and the demo) is up. */
   async up(timeoutMs = 300_000): Promise<UpReport> {
+    // `ip netns exec` execs: the pid is mesh up's.
+    const [command, ...prefix] =
+      this.#netns === undefined
+        ? [process.execPath]
+        : ["ip", "netns", "exec", this.#netns, process.execPath];
     const child = spawn(
-      process.execPath,
+      command ?? process.execPath,
       [
+        ...prefix,
         MESH_MAIN,
         ...["up", ...(this.#demo ? ["--demo"] : []), "--json", "--root", this.root],
         // Port 0: none given (a foreign bus, `--bus`, has no port of the mesh's).

@@ -25,12 +25,21 @@ export interface RunMeshOptions {
   readonly deadlineMs?: number;
   /** The folder it runs in (default: the test's). */
   readonly cwd?: string;
+  /** The network namespace it runs in (`ip netns exec`, which execs: the pid is the command's). */
+  readonly netns?: string;
+}
+
+/** The command and arguments that run `mesh args…`, in a namespace when one is named. */
+function meshArgv(args: readonly string[], netns: string | undefined): [string, string[]] {
+  return netns === undefined
+    ? [process.execPath, [MESH_MAIN, ...args]]
+    : ["ip", ["netns", "exec", netns, process.execPath, MESH_MAIN, ...args]];
 }
 
 export function runMesh(args: readonly string[], options: RunMeshOptions = {}): Promise<MeshRun> {
   return deadline(
     new Promise<MeshRun>((resolve, reject) => {
-      const child = spawn(process.execPath, [MESH_MAIN, ...args], {
+      const child = spawn(...meshArgv(args, options.netns), {
         env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...options.env },
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
@@ -64,7 +73,7 @@ export interface MeshProcess extends AsyncDisposable {
 }
 
 export function startMesh(args: readonly string[], options: RunMeshOptions = {}): MeshProcess {
-  const child = spawn(process.execPath, [MESH_MAIN, ...args], {
+  const child = spawn(...meshArgv(args, options.netns), {
     env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });

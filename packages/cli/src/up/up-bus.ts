@@ -269,7 +269,9 @@ function addresses(listen: ListenPlan | undefined, ports: readonly number[]) {
   return {
     host,
     hosts,
-    urls: ports.map((p, i) => `${tls === undefined ? "nats" : "tls"}://${dial(hosts[i] ?? host)}:${p}`),
+    urls: ports.map(
+      (p, i) => `${tls === undefined ? "nats" : "tls"}://${dial(hosts[i] ?? host)}:${p}`,
+    ),
     pin: tls === undefined ? undefined : { fingerprint: tls.fingerprint, ca: tls.ca },
     // Routes verify each other with the certificate as their authority.
     serverTls:

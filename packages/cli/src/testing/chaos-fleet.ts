@@ -1,0 +1,112 @@
+/**
+ * `npm run chaos -- --fleet`: the network scenarios (issue 23.2) on a fleet of its own — three
+ * bus servers and three nodes on network namespaces (fleet.ts) — one after another, each measured
+ * by fleet-faults.ts. Prints a table and writes it into docs/reliability.md between its markers.
+ * `--away S` sets how long the node stays cut off (300 s by default, as the issue asks).
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Fleet } from "./fleet.js";
+import { awayThroughChanges, nodePartition, type NetFaultResult } from "./fleet-faults.js";
+import {
+  minorityPartition,
+  refusedJoins,
+  serverKillAndPartition,
+  serverPartition,
+} from "./fleet-server-faults.js";
+
+const REPORT = new URL("../../../../docs/reliability.md", import.meta.url);
+const BEGIN = "<!-- chaos-fleet:begin -->";
+const END = "<!-- chaos-fleet:end -->";
+
+export interface FleetChaosOptions {
+  readonly awayMs: number;
+  readonly write: boolean;
+  readonly say: (line: string) => void;
+}
+
+/** Every network scenario, in order; how many failed a bar. */
+export async function runFleetChaos(options: FleetChaosOptions): Promise<number> {
+  const { say } = options;
+  const startedAt = Date.now();
+  const fleet = await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) });
+  const results: NetFaultResult[] = [];
+  const scenarios: [string, () => Promise<NetFaultResult>][] = [
+    [
+      "node-partition",
+      () => nodePartition(fleet, { node: "n1", caller: "n2", awayMs: options.awayMs }),
+    ],
+    ["away-through-changes", () => awayThroughChanges(fleet, { node: "n2" })],
+    ["server-partition", () => serverPartition(fleet, { node: "n3", awayMs: 30_000 })],
+    ["minority-partition", () => minorityPartition(fleet, { writes: 10 })],
+    [
+      "server-kill-and-partition",
+      () => serverKillAndPartition(fleet, { caller: "n2", counterNode: "n3", awayMs: 30_000 }),
+    ],
+    ["refused-joins", () => refusedJoins(fleet)],
+  ];
+  let bad = 0;
+  try {
+    for (const [name, run] of scenarios) {
+      say(`${name} …`);
+      const result = await run().catch((error: unknown): NetFaultResult => ({
+        fault: name,
+        what: "did not finish",
+        failedCalls: 0,
+        answeredCalls: 0,
+        convergedMs: 0,
+        lostWrites: 0,
+        notes: [],
+        wrong: [(error as Error).message.slice(0, 2_000)],
+      }));
+      results.push(result);
+      if (result.wrong.length > 0) bad += 1;
+      say(
+        `${name}: ${result.notes.join("; ")}${result.wrong.length > 0 ? ` — WRONG: ${result.wrong.join("; ")}` : ""}`,
+      );
+    }
+  } finally {
+    await fleet.stop();
+  }
+  const table = fleetTable(results);
+  const took = Math.round((Date.now() - startedAt) / 1000);
+  say(`\n${table}\n\n${results.length - bad} held, ${bad} did not; ${took} s in all`);
+  if (options.write) await writeReport(table, took);
+  return bad;
+}
+
+/** The results as docs/reliability.md shows them. */
+export function fleetTable(results: readonly NetFaultResult[]): string {
+  const rows = results.map((r) =>
+    [
+      r.fault,
+      r.what,
+      `${r.failedCalls} of ${r.failedCalls + r.answeredCalls}`,
+      `${(r.convergedMs / 1000).toFixed(1)} s`,
+      String(r.lostWrites),
+      r.notes.join("; "),
+      r.wrong.length === 0 ? "yes" : `no: ${r.wrong.join("; ")}`,
+    ].join(" | "),
+  );
+  return [
+    "| scenario | what | failed calls | converged after | lost writes | measured | held |",
+    "|---|---|---|---|---|---|---|",
+    ...rows.map((row) => `| ${row} |`),
+  ].join("\n");
+}
+
+async function writeReport(table: string, took: number): Promise<void> {
+  const doc = await readFile(REPORT, "utf8");
+  const begin = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (begin < 0 || end < begin) return;
+  const stamp = `${new Date().toISOString().slice(0, 10)}, \`npm run chaos -- --fleet\`, accounts mode; the whole run took ${Math.round(took / 60)} min.`;
+  await writeFile(
+    REPORT,
+    `${doc.slice(0, begin + BEGIN.length)}\n${stamp}\n\n${table}\n${doc.slice(end)}`,
+  );
+  spawnSync("npx", ["--no-install", "prettier", "--write", fileURLToPath(REPORT)], {
+    stdio: "ignore",
+  });
+}
