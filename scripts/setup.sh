@@ -66,7 +66,7 @@ changed=yes
 if [ -f "$stamp" ]; then
   changed=$(find packages examples bench tsconfig*.json package.json package-lock.json \
     \( -name node_modules -o -name dist \) -prune -o \
-    \( -name '*.ts' -o -name '*.json' -o -name '*.css' -o -name '*.html' \) -newer "$stamp" -print 2>/dev/null | head -n 1)
+    \( -name '*.ts' -o -name '*.json' -o -name '*.css' -o -name '*.html' \) -newer "$stamp" -print -quit 2>/dev/null)
 fi
 # The CLI bundle ./mesh runs is made from tsc's output by the same step, so it is never older than
 # what it bundles; if it cannot be made, ./mesh runs tsc's output (the folder is gone by then).
