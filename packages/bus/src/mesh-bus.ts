@@ -306,6 +306,14 @@ function authOf(
   return { user: credential.user, pass: credential.password ?? "" };
 }
 
+/**
+ * Beyond a partition only a missed pong tells: the client's 2 min would keep a node on a server
+ * it cannot reach for 4–6 minutes; a ping every 2 s, two missed, fails over in 4–6 s (0140).
+ */
+function liveness(options: ConnectOptions): { pingInterval: number; maxPingOut: number } {
+  return { pingInterval: options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS, maxPingOut: 2 };
+}
+
 /** One connection attempt, without the client's own retries, mapped to a MeshError. */
 async function connectOnce(
   login: BusLogin,
@@ -343,10 +351,7 @@ async function connectOnce(
     // Waiting for the bus is MeshBus.connect's loop, which sees every failure and the signal.
     waitOnFirstConnect: false,
     timeout: options.timeoutMs ?? 5_000,
-    // Beyond a partition only a missed pong tells; the client's 2 min would keep a node on a
-    // server it cannot reach for 4–6 minutes, 2 s fails over in 4–6 s (decision 0140).
-    pingInterval: options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS,
-    maxPingOut: 2,
+    ...liveness(options),
     ...(tls === undefined ? {} : { tls }),
   });
   try {
