@@ -5,7 +5,7 @@
  * process, a changed record, a lost write, or failed calls where none may fail.
  *
  *   npm run chaos -- [--seed N] [--faults bus,group] [--rounds N] [--no-write]
- *   npm run chaos -- --fleet [--away SECONDS] [--no-write]
+ *   npm run chaos -- --fleet [--away SECONDS] [--faults node-partition,…] [--no-write]
  *
  * `--rounds N` runs the chosen faults N times (each round in its own seeded order). `--fleet` runs
  * the network scenarios on a fleet on namespaces instead (chaos-fleet.ts; needs root).
@@ -43,16 +43,17 @@ const { values } = parseArgs({
     away: { type: "string" },
   },
 });
+const named = values.faults?.split(",").filter((name) => name !== "");
 if (values.fleet === true) {
   const bad = await runFleetChaos({
     awayMs: 1000 * Number(values.away ?? 300),
     write: values["no-write"] !== true,
+    ...(named === undefined ? {} : { only: named }),
     say: (line) => process.stdout.write(`chaos: ${line}\n`),
   });
   process.exit(bad === 0 ? 0 : 1);
 }
 const seed = values.seed === undefined ? Date.now() % 100_000 : Number(values.seed);
-const named = values.faults?.split(",").filter((name) => name !== "");
 const unknown = named?.filter((name) => !FAULTS.some((f) => f.name === name)) ?? [];
 if (unknown.length > 0) {
   process.stderr.write(
