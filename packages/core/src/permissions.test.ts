@@ -232,6 +232,37 @@ describe("moduleGrant", () => {
   });
 });
 
+describe("moduleGrant of a module whose process serves its tools (decision 0161)", () => {
+  const daemon = (language: string) =>
+    manifest({
+      module: "snake",
+      bundles: [{ name: "app", language, entrypoints: ["main.py"] }],
+      processes: [{ name: "main", bundle: "app" }],
+    });
+
+  test("a python module's process may serve its own tools on its own node, and their discovery", () => {
+    const { permissions: p } = moduleGrant({ node: "n1", manifest: daemon("python"), owners });
+    for (const subject of [
+      "mesh.tools.n1.snake.greet",
+      "$SRV.INFO",
+      "$SRV.PING.snake",
+      "$SRV.INFO.snake.x1",
+    ])
+      assert.ok(hears(p, subject), subject);
+    for (const subject of [
+      "mesh.tools.n2.snake.greet",
+      "mesh.tools.n1.hello.greet",
+      "$SRV.INFO.hello",
+    ])
+      assert.equal(hears(p, subject), false, subject);
+  });
+
+  test("a typescript module's process does not: the runtime serves its tools", () => {
+    const { permissions: p } = moduleGrant({ node: "n1", manifest: daemon("typescript"), owners });
+    assert.equal(hears(p, "mesh.tools.n1.snake.greet"), false);
+  });
+});
+
 describe("runtimeGrant", () => {
   const daemon = manifest({
     module: "daemon",

@@ -132,7 +132,7 @@ export type RuntimeGrant = DerivedGrant;
  */
 export function moduleGrant(input: {
   readonly node: string;
-  readonly manifest: GrantManifest;
+  readonly manifest: GrantManifest & Partial<Pick<Manifest, "bundles" | "processes">>;
   readonly owners: Owners;
 }): DerivedGrant {
   const { node, manifest, owners } = input;
@@ -143,8 +143,13 @@ export function moduleGrant(input: {
     publishTo(provisionModuleSubject(node, manifest.module)),
     subscribeTo(provisionModuleChangedSubject(node, manifest.module)),
   );
+  // A python or go module's tools are served by its own process (decision 0161): its own
+  // module's tool subjects on its own node, and their discovery, as the runtime serves them.
+  const tools = processServesTools(manifest) ? [serveTools(node, manifest.module)] : [];
   return {
-    permissions: toPermissions(merge(own.rights, provision, inbox(node, manifest.module))),
+    permissions: toPermissions(
+      merge(own.rights, provision, ...tools, inbox(node, manifest.module)),
+    ),
     problems: sortProblems(own.problems),
   };
 }
@@ -201,6 +206,22 @@ export function runtimeGrant(input: {
       services.size > 1 ? { ...permissions, allowResponses: { max: services.size } } : permissions,
     problems: sortProblems(problems),
   };
+}
+
+/**
+ * Whether a module's tools are served by its own process rather than the runtime: it has no
+ * tools bundle, and a process of it runs a bundle in a language the runtime does not load
+ * (python, go, prebuilt) — what `mesh_sdk` and the Go SDK serve (decision 0161).
+ */
+export function processServesTools(
+  manifest: Partial<Pick<Manifest, "bundles" | "processes">>,
+): boolean {
+  const bundles = manifest.bundles ?? [];
+  if (hasTools({ bundles })) return false;
+  return (manifest.processes ?? []).some((p) => {
+    const bundle = bundles.find((b) => b.name === p.bundle);
+    return bundle !== undefined && bundle.language !== "typescript";
+  });
 }
 
 /** A bundle with `loads` is a tools bundle (docs/design.md "Manifests"). */

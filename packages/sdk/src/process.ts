@@ -97,6 +97,17 @@ export async function connectProcess<S extends ConfigSchema | undefined = undefi
     waitForBus: true,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
+  return processMeshOver(bus, options.config);
+}
+
+/**
+ * The process's mesh over a connection made already (the Python bridge keeps the connection to
+ * serve its module's tools on it too); closing it closes the connection.
+ */
+export function processMeshOver<S extends ConfigSchema | undefined = undefined>(
+  bus: MeshBus,
+  config?: S,
+): ProcessMesh<ConfigOf<S>> {
   const { module, node } = bus.credential;
   const stopping = new AbortController();
   const buckets = new Map<string, Promise<KvBucket<z.core.util.JSONType>>>();
@@ -120,7 +131,7 @@ export async function connectProcess<S extends ConfigSchema | undefined = undefi
     module,
     node,
     config: typedConfig<ConfigOf<S>>(
-      options.config,
+      config,
       processConfigSource(bus, { node, module, stopping: stopping.signal }),
     ),
     call: (tool, input = {}, callOptions = {}) => {
