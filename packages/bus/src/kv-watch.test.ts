@@ -1,6 +1,6 @@
 /**
  * A watch notices its own end within 10 s (issue 14.5, issue 15 "stalled watch"): its bucket
- * deleted, or a server that stops sending without closing (SIGSTOP is a faithful stall: the
+ * deleted, or a fx.server that stops sending without closing (SIGSTOP is a faithful stall: the
  * connection stays open and the client's own pings are minutes apart).
  */
 import assert from "node:assert/strict";
@@ -8,28 +8,14 @@ import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "./kv-bucket.js";
-import { MeshBus } from "./mesh-bus.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { deadline } from "./testing/harness.js";
 import { natsOf } from "./mesh-bus.js";
+import { busSuite } from "./testing/fixtures.js";
+
+const fx = busSuite({ module: "watcher" }, { before, after });
 
 const Value = z.object({ n: z.number() }).strict();
 const NOTICED_WITHIN_MS = 10_000;
-
-let server: TestServer;
-let admin: MeshBus;
-
-before(async () => {
-  server = await startTestServer();
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "watcher" }),
-  );
-});
-
-after(async () => {
-  process.kill(server.pid, "SIGCONT");
-  await admin?.close();
-  await server?.stop();
-});
 
 /** Runs a watch until it throws; resolves with the error and when it came. */
 function watchUntilEnd(bucket: KvBucket<unknown>): {
@@ -50,9 +36,9 @@ function watchUntilEnd(bucket: KvBucket<unknown>): {
 }
 
 describe("a long-lived watch notices its end", () => {
-  it("an idle watch on a running server is not ended: its 3 s heartbeats keep it for 20 s and more", async () => {
-    await natsOf(admin).kvm.create("idle_watch", { history: 1 });
-    const bucket = await KvBucket.openWith(admin, "idle_watch", Value);
+  it("an idle watch on a running fx.server is not ended: its 3 s heartbeats keep it for 20 s and more", async () => {
+    await natsOf(fx.admin).kvm.create("idle_watch", { history: 1 });
+    const bucket = await KvBucket.openWith(fx.admin, "idle_watch", Value);
     const stop = new AbortController();
     const seen: number[] = [];
     let markCurrent!: () => void;
@@ -81,9 +67,9 @@ describe("a long-lived watch notices its end", () => {
   });
 
   it("a watch whose bucket is deleted ends with WATCH_ENDED in under 10 s", async (t) => {
-    const kv = await natsOf(admin).kvm.create("deleted_under_watch", { history: 1 });
+    const kv = await natsOf(fx.admin).kvm.create("deleted_under_watch", { history: 1 });
     await kv.put("a", JSON.stringify({ n: 1 }));
-    const bucket = await KvBucket.openWith(admin, "deleted_under_watch", Value);
+    const bucket = await KvBucket.openWith(fx.admin, "deleted_under_watch", Value);
     const { current, end } = watchUntilEnd(bucket);
     await deadline(current, 5_000, "the standing values");
     const deletedAt = Date.now();
@@ -98,13 +84,13 @@ describe("a long-lived watch notices its end", () => {
     assert.ok(at - deletedAt < NOTICED_WITHIN_MS, `noticed after ${at - deletedAt} ms`);
   });
 
-  it("a watch under a server stopped with SIGSTOP ends with WATCH_ENDED in under 10 s, saying the server went silent", async (t) => {
-    await natsOf(admin).kvm.create("stalled_under_watch", { history: 1 });
-    const bucket = await KvBucket.openWith(admin, "stalled_under_watch", Value);
+  it("a watch under a fx.server stopped with SIGSTOP ends with WATCH_ENDED in under 10 s, saying the fx.server went silent", async (t) => {
+    await natsOf(fx.admin).kvm.create("stalled_under_watch", { history: 1 });
+    const bucket = await KvBucket.openWith(fx.admin, "stalled_under_watch", Value);
     const { current, end } = watchUntilEnd(bucket);
     await deadline(current, 5_000, "the standing values");
     const stoppedAt = Date.now();
-    process.kill(server.pid, "SIGSTOP");
+    process.kill(fx.server.pid, "SIGSTOP");
     try {
       const { error, at } = await deadline(end, NOTICED_WITHIN_MS, "the end of the watch");
       assert.ok(
@@ -116,7 +102,7 @@ describe("a long-lived watch notices its end", () => {
       t.diagnostic(`noticed ${noticed} ms after SIGSTOP`);
       assert.ok(noticed < NOTICED_WITHIN_MS, `noticed after ${noticed} ms`);
     } finally {
-      process.kill(server.pid, "SIGCONT");
+      process.kill(fx.server.pid, "SIGCONT");
     }
   });
 });

@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmod, mkdtemp, readdir, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
+import { withTempDir } from "./testing/fixtures.js";
 import { generateNodeKeys, loadOrCreateNodeKeys, seal, unseal } from "./sealing.js";
 
 test("a sealed value opens with the node's key and context, and only then", () => {
@@ -55,8 +55,7 @@ test("a public key that is not X25519 is refused", () => {
 });
 
 test("the node key file is made 0600 once and read back the same; an exposed one is refused", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-key-"));
-  try {
+  await withTempDir("mesh-key-", async (dir) => {
     const path = join(dir, "keys", "node.key");
     const first = await loadOrCreateNodeKeys(path);
     assert.equal((await stat(path)).mode & 0o777, 0o600);
@@ -67,22 +66,17 @@ test("the node key file is made 0600 once and read back the same; an exposed one
     await assert.rejects(loadOrCreateNodeKeys(path), (e) =>
       isMeshError(e, ErrorCode.CREDENTIAL_EXPOSED),
     );
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 // Issue 27: the node key was written with "wx" and no fsync: a power cut could leave an empty or
 // cut key under its name, and a second process making it at the same time failed with EEXIST.
 test("the node key is made once and whole: made by several at once, every one gets the same key", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-key-"));
-  try {
+  await withTempDir("mesh-key-", async (dir) => {
     const path = join(dir, "node.key");
     const made = await Promise.all(Array.from({ length: 8 }, () => loadOrCreateNodeKeys(path)));
     assert.equal(new Set(made.map((k) => k.publicKey)).size, 1);
     assert.equal((await loadOrCreateNodeKeys(path)).publicKey, made[0]?.publicKey);
     assert.deepEqual(await readdir(dir), ["node.key"], "no temporary left beside it");
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });

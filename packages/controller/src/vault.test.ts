@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
@@ -8,11 +7,11 @@ import { SealCache } from "./seal-cache.js";
 import { Vault } from "./vault.js";
 import { newKeys } from "./test-support.js";
 import { unseal } from "@mesh/bus";
+import { withTempDir } from "@mesh/bus/testing";
 
 describe("Vault", () => {
   it("makes its key once (0600) and opens only what it sealed for the same key name", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mesh-vault-"));
-    try {
+    await withTempDir("mesh-vault-", async (dir) => {
       const path = join(dir, "vault.key");
       const vault = await Vault.open(path);
       assert.equal(((await stat(path)).mode & 0o777).toString(8), "600");
@@ -22,27 +21,21 @@ describe("Vault", () => {
         () => vault.open(sealed, "other.api-token"),
         (e) => isMeshError(e, ErrorCode.INVALID_VALUE),
       );
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("two controllers opening a vault with no key yet share one key (the second once failed with EEXIST)", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mesh-vault-"));
-    try {
+    await withTempDir("mesh-vault-", async (dir) => {
       const path = join(dir, "vault.key");
       const [a, b] = await Promise.all([Vault.open(path), Vault.open(path)]);
       assert.equal(b.open(a.seal("s3cret", "m.t"), "m.t").toString(), "s3cret");
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("SealCache", () => {
   it("reuses a sealed value while need, content and key are unchanged, also after a restart", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mesh-seals-"));
-    try {
+    await withTempDir("mesh-seals-", async (dir) => {
       const keys = newKeys();
       const input = {
         node: "n1",
@@ -65,8 +58,6 @@ describe("SealCache", () => {
       const other = newKeys();
       const resealed = await restarted.sealFor({ ...input, publicKey: other.publicKey });
       assert.equal(unseal(other.privateKey, resealed, input.needId).toString(), "{}", "key moved");
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -54,6 +54,7 @@ export {
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
 export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
 export {
+  ASSIGNER_WRITES,
   AssignerConditionKind,
   CELL_RULES,
   NODE_RULES,

@@ -1,6 +1,6 @@
 /**
  * The bucket mirror on a real bus: ready, coalescing, and a watch that ends (bucket deleted and
- * made again, server stalled with SIGSTOP) caught up with what it missed.
+ * made again, fx.server stalled with SIGSTOP) caught up with what it missed.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -8,35 +8,23 @@ import { z } from "zod";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
+import { credentialFor, deadline } from "../testing/harness.js";
 import { ALL, Mirror, watchedLine, type Dirty } from "./mirror.js";
 import { natsOf } from "../mesh-bus.js";
+import { busSuite } from "../testing/fixtures.js";
+
+const fx = busSuite({ module: "mirror" }, { before, after });
 
 const Value = z.object({ n: z.number() }).strict();
 type Value = z.infer<typeof Value>;
 
-let server: TestServer;
-let admin: MeshBus;
 let names = 0;
-
-before(async () => {
-  server = await startTestServer();
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "mirror" }),
-  );
-});
-
-after(async () => {
-  process.kill(server.pid, "SIGCONT");
-  await admin?.close();
-  await server?.stop();
-});
 
 /** A new bucket with these values standing. */
 async function bucketWith(values: Record<string, number>): Promise<KvBucket<Value>> {
   const name = `mirrored_${++names}`;
-  await natsOf(admin).kvm.create(name, { history: 5 });
-  const bucket = await KvBucket.openWith(admin, name, Value);
+  await natsOf(fx.admin).kvm.create(name, { history: 5 });
+  const bucket = await KvBucket.openWith(fx.admin, name, Value);
   for (const [key, n] of Object.entries(values)) await bucket.put(key, { n });
   return bucket;
 }
@@ -119,7 +107,7 @@ describe("bucket mirror", () => {
   });
 
   it("a required bucket that does not exist fails ready with BUCKET_UNAVAILABLE naming it", async () => {
-    const missing = await KvBucket.openWith(admin, "never_made", Value);
+    const missing = await KvBucket.openWith(fx.admin, "never_made", Value);
     await using mirror = Mirror.start({
       sources: { never_made: { bucket: missing } },
       touched: () => [],
@@ -133,7 +121,7 @@ describe("bucket mirror", () => {
 
   it("an optional bucket that does not exist yet: ready without it, its keys arrive once it is made", async () => {
     const present = await bucketWith({ p: 1 });
-    const later = await KvBucket.openWith(admin, "made_later", Value);
+    const later = await KvBucket.openWith(fx.admin, "made_later", Value);
     await using mirror = Mirror.start({
       sources: { present: { bucket: present }, later: { bucket: later, optional: true } },
       touched: (c) => [`${c.source}:${c.key}`],
@@ -141,7 +129,7 @@ describe("bucket mirror", () => {
     });
     await deadline(mirror.ready, 10_000, "ready");
     assert.equal(mirror.isOpen("later"), false);
-    const kv = await natsOf(admin).kvm.create("made_later", { history: 1 });
+    const kv = await natsOf(fx.admin).kvm.create("made_later", { history: 1 });
     await kv.put("l", JSON.stringify({ n: 2 }));
     await deadline(
       (async () => {
@@ -168,10 +156,10 @@ describe("bucket mirror", () => {
       retry: { initialMs: 100, maxMs: 500 },
     });
     await deadline(mirror.ready, 5_000, "ready");
-    const kv = await natsOf(admin).kvm.open(b.name);
+    const kv = await natsOf(fx.admin).kvm.open(b.name);
     const deletedAt = Date.now();
     await kv.destroy();
-    const remade = await natsOf(admin).kvm.create(b.name, { history: 5 });
+    const remade = await natsOf(fx.admin).kvm.create(b.name, { history: 5 });
     await remade.put("kept", JSON.stringify({ n: 1 }));
     await remade.put("new", JSON.stringify({ n: 3 }));
     const { keys } = await takeUntil(
@@ -189,7 +177,7 @@ describe("bucket mirror", () => {
     );
   });
 
-  it("a server stalled with SIGSTOP for 15 s: noticed in under 10 s, and every put made meanwhile is in the mirror afterwards", async (t) => {
+  it("a fx.server stalled with SIGSTOP for 15 s: noticed in under 10 s, and every put made meanwhile is in the mirror afterwards", async (t) => {
     const b = await bucketWith({ before: 1 });
     const log: Array<{ line: string; at: number }> = [];
     await using mirror = Mirror.start({
@@ -199,15 +187,15 @@ describe("bucket mirror", () => {
       retry: { initialMs: 250, maxMs: 1_000 },
     });
     await deadline(mirror.ready, 5_000, "ready");
-    // A second connection writes while the server is stopped: its puts wait in the socket and
-    // are stored once the server runs again.
+    // A second connection writes while the fx.server is stopped: its puts wait in the socket and
+    // are stored once the fx.server runs again.
     const writer = await MeshBus.connect(
-      credentialFor(server, server.admin, { node: "n0", module: "writer" }),
+      credentialFor(fx.server, fx.server.admin, { node: "n0", module: "writer" }),
     );
     try {
       const wb = await KvBucket.openWith(writer, b.name, Value);
       const stoppedAt = Date.now();
-      process.kill(server.pid, "SIGSTOP");
+      process.kill(fx.server.pid, "SIGSTOP");
       let puts: Promise<unknown>;
       try {
         puts = Promise.allSettled(
@@ -226,7 +214,7 @@ describe("bucket mirror", () => {
         assert.ok(noticed < 10_000, `noticed after ${noticed} ms`);
         await new Promise((r) => setTimeout(r, Math.max(0, 15_000 - (Date.now() - stoppedAt))));
       } finally {
-        process.kill(server.pid, "SIGCONT");
+        process.kill(fx.server.pid, "SIGCONT");
       }
       await puts;
       // Puts a JS timeout gave up on may still have been stored; those that failed are put again.

@@ -6,28 +6,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Keeps, Stream, Subject, keepsSubject } from "@mesh/protocol";
-import { ensureLayout } from "../layout-setup.js";
-import { MeshBus } from "../mesh-bus.js";
 import { publishRaw } from "../testing/buckets.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "../testing/harness.js";
+import { deadline } from "../testing/harness.js";
 import { Mirror } from "./mirror.js";
 import { streamSource } from "./sources.js";
+import { busSuite } from "../testing/fixtures.js";
 
-let server: TestServer;
-let admin: MeshBus;
-
-before(async () => {
-  server = await startTestServer();
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "mirror" }),
-  );
-  await ensureLayout(admin);
-});
-
-after(async () => {
-  await admin?.close();
-  await server?.stop();
-});
+const fx = busSuite({ module: "mirror", layout: true }, { before, after });
 
 const keeps = (node: string, module: string, readable: boolean): Keeps => ({
   node,
@@ -37,19 +22,19 @@ const keeps = (node: string, module: string, readable: boolean): Keeps => ({
 });
 
 const say = (k: Keeps): Promise<void> =>
-  publishRaw(admin, keepsSubject(k.node, k.module), JSON.stringify(k));
+  publishRaw(fx.admin, keepsSubject(k.node, k.module), JSON.stringify(k));
 
 describe("a stream as a mirror source", () => {
   it("keeps the last word per subject under its key, drops one that breaks the schema, and dirties a key said again", async () => {
     await say(keeps("n1", "alpha", true));
     await say(keeps("n1", "alpha", false));
     await say(keeps("n2", "beta", true));
-    await publishRaw(admin, keepsSubject("n3", "gamma"), "not json");
+    await publishRaw(fx.admin, keepsSubject("n3", "gamma"), "not json");
     const lines: string[] = [];
     await using mirror = Mirror.start({
       sources: {
         keeps: {
-          bucket: streamSource(admin, {
+          bucket: streamSource(fx.admin, {
             stream: Stream.keeps,
             prefix: Subject.keepsPrefix,
             schema: Keeps,

@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Credential } from "@mesh/protocol";
 import { MeshBus } from "../mesh-bus.js";
+import { ensureLayout } from "../layout-setup.js";
 import { startAccountsTestServer, type AccountsTestServer } from "./accounts-harness.js";
+import {
+  credentialFor,
+  startTestServer,
+  type TestServer,
+  type TestServerOptions,
+} from "./harness.js";
 
 type Hook = (fn: () => Promise<void>) => void;
 
@@ -41,6 +48,55 @@ export function accountsSuite(prefix: string, hooks: { before: Hook; after: Hook
     get dir() {
       if (suite.dir === undefined) throw new Error("accountsSuite: read before the suite began");
       return suite.dir;
+    },
+  };
+}
+
+/** Filled in by the suite's `before`: read it inside the tests, never at the describe's level. */
+export interface BusSuite {
+  readonly server: TestServer;
+  /** Connected with every permission, as `n0.<module>`. */
+  readonly admin: MeshBus;
+}
+
+/**
+ * Starts a test server (with `users`) and connects its admin before the suite's tests, with the
+ * mesh's layout when asked; after them closes the admin and stops the server — resumed first, so
+ * a test that paused it with SIGSTOP and failed does not keep the stop from ending it.
+ */
+export function busSuite(
+  options: { readonly module: string; readonly layout?: boolean } & Pick<
+    TestServerOptions,
+    "users"
+  >,
+  hooks: { before: Hook; after: Hook },
+): BusSuite {
+  const suite: { server?: TestServer; admin?: MeshBus } = {};
+  hooks.before(async () => {
+    const server = await startTestServer(
+      options.users === undefined ? {} : { users: options.users },
+    );
+    suite.server = server;
+    suite.admin = await MeshBus.connect(
+      credentialFor(server, server.admin, { node: "n0", module: options.module }),
+    );
+    if (options.layout === true) await ensureLayout(suite.admin);
+  });
+  hooks.after(async () => {
+    if (suite.server !== undefined) process.kill(suite.server.pid, "SIGCONT");
+    await suite.admin?.close();
+    await suite.server?.stop();
+  });
+  const set = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("busSuite: read before the suite began");
+    return value;
+  };
+  return {
+    get server() {
+      return set(suite.server);
+    },
+    get admin() {
+      return set(suite.admin);
     },
   };
 }

@@ -33,4 +33,11 @@ export {
   type AccountsTestServer,
   type SignedLogin,
 } from "./accounts-harness.js";
-export { accountsSuite, refusesLogin, withTempDir, type AccountsSuite } from "./fixtures.js";
+export {
+  accountsSuite,
+  busSuite,
+  refusesLogin,
+  withTempDir,
+  type AccountsSuite,
+  type BusSuite,
+} from "./fixtures.js";

@@ -62,18 +62,22 @@ function wantPart(state: FleetState, node: string, module: string): Verdict {
   const want = state.wants.get(key);
   const have = state.have.get(key);
   if (want === undefined) return unwanted(state, node, module);
-  if (have?.build === want.build) return runningWanted(state, node, module, want, have);
-  return notApplied(state, node, module, want, have);
+  if (have?.build === want.build) return runningWanted({ state, node, module, want, have });
+  return notApplied({ state, node, module, want, have });
+}
+
+/** One wanted cell, as the verdicts below read it: the fleet, where, what is wanted and what runs. */
+interface WantedCell<H extends Have | undefined = Have> {
+  readonly state: FleetState;
+  readonly node: string;
+  readonly module: string;
+  readonly want: Want;
+  readonly have: H;
 }
 
 /** The node reports the wanted build. */
-function runningWanted(
-  state: FleetState,
-  node: string,
-  module: string,
-  want: Want,
-  have: Have,
-): Verdict {
+function runningWanted(cell: WantedCell): Verdict {
+  const { state, node, module, want, have } = cell;
   const logs = `\`mesh logs ${module} --node ${node}\``;
   switch (have.health) {
     case "healthy":
@@ -84,8 +88,7 @@ function runningWanted(
         return notRunning(`build ${want.build} is ${have.waitingFor.what}`, have.waitingFor.fix);
       }
       // Between the restarts of a crash loop a module is not starting: it exits again.
-      if ((have.exits?.inARow ?? 0) >= CRASH_LOOP_EXITS)
-        return crashLooping(state, node, module, want, have);
+      if ((have.exits?.inARow ?? 0) >= CRASH_LOOP_EXITS) return crashLooping(cell);
       return {
         state: "starting",
         reason:
@@ -95,7 +98,7 @@ function runningWanted(
         fix: `wait, then \`mesh status\`; if it stays starting: ${logs}`,
       };
     case "failing":
-      if (have.exits !== undefined) return crashLooping(state, node, module, want, have);
+      if (have.exits !== undefined) return crashLooping(cell);
       return notRunning(
         `build ${want.build} fails on ${node}${error(have)}; the host restarts it with backoff (${have.restarts} restarts)`,
         `read ${logs}; fix the module (a new build is wanted by itself), or once the cause is gone: \`mesh retry ${module} --node ${node}\``,
@@ -115,13 +118,7 @@ function runningWanted(
 export const CRASH_LOOP_EXITS = 2;
 
 /** The wanted build exits again and again: how often, the last exit's reason, and the fixes. */
-function crashLooping(
-  state: FleetState,
-  node: string,
-  module: string,
-  want: Want,
-  have: Have,
-): Verdict {
+function crashLooping({ state, node, module, want, have }: WantedCell): Verdict {
   const exits = have.exits?.inARow ?? 0;
   const older = olderBuild(state, module, want.build);
   const put =
@@ -147,13 +144,7 @@ function olderBuild(state: FleetState, module: string, build: string): string | 
 }
 
 /** Wanted, but the node reports another build or nothing. */
-function notApplied(
-  state: FleetState,
-  node: string,
-  module: string,
-  want: Want,
-  have: Have | undefined,
-): Verdict {
+function notApplied({ state, node, module, want, have }: WantedCell<Have | undefined>): Verdict {
   const verdict = state.compositions.get(node);
   if (verdict?.verdict === "refused") {
     return notRunning(

@@ -12,6 +12,7 @@
  */
 import { setMaxListeners } from "node:events";
 import {
+  ASSIGNER_WRITES,
   assign,
   canonicalJson,
   type AssignerSnapshot,
@@ -69,11 +70,8 @@ const WATCHED = [
   Bucket.composed,
   Bucket.rolloutPolicies,
   Bucket.rolloutSteers,
-  Bucket.wants,
-  Bucket.compositions,
-  Bucket.differences,
-  Bucket.asks,
-  Bucket.rollouts,
+  // What it writes: a pass starts from what stands there.
+  ...ASSIGNER_WRITES,
 ] as const;
 
 export interface AssignerOptions {

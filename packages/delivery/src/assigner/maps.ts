@@ -21,17 +21,12 @@ export type Maps = {
 
 /** Empty maps, one per bucket of the snapshot. */
 export function newMaps(): Maps {
-  const maps = {} as Record<string, unknown>;
-  for (const [k, v] of Object.entries(emptySnapshot())) if (v instanceof Map) maps[k] = new Map();
-  maps["own"] = {
-    wants: new Map(),
-    compositions: new Map(),
-    differences: new Map(),
-    asks: new Map(),
-    rollouts: new Map(),
-    conditions: new Map(),
-  };
-  return maps as unknown as Maps;
+  const empty = emptySnapshot();
+  const fresh = (of: object) =>
+    Object.fromEntries(
+      Object.entries(of).flatMap(([k, v]) => (v instanceof Map ? [[k, new Map()]] : [])),
+    );
+  return { ...fresh(empty), own: fresh(empty.own) } as unknown as Maps;
 }
 
 /** The assigner's own buckets (those it writes), and the map of each. */
