@@ -3,9 +3,15 @@
  * second implementation of them: whoever starts it (`mesh view`) hands it the CLI's own, as
  * `ViewActions`, and the view only checks each request's shape and calls them on its bus.
  */
-import { ErrorCode, MeshError, nameProblem, type ConfigDeclaration } from "@mesh/protocol";
+import {
+  ErrorCode,
+  MeshError,
+  ROLLOUT_ACTIONS,
+  nameProblem,
+  type ConfigDeclaration,
+} from "@mesh/protocol";
 import type { MeshBus } from "@mesh/bus";
-import type { ActionName, ActionRequest } from "./browser/wire.js";
+import type { ActionName, ActionRequest, RolloutSteerAction } from "./browser/wire.js";
 
 /** What an action did, as the CLI says it (its line), and its JSON answer. */
 export interface ActionOutcome {
@@ -112,10 +118,20 @@ export function parseAction(body: unknown): ActionRequest {
       };
     case "register":
       return { action, input: { spec: text("spec", input["spec"], true) ?? "" } };
+    case "rolloutSteer": {
+      const steer = input["steer"];
+      if (!ROLLOUT_ACTIONS.some((a) => a === steer)) {
+        return refuse(
+          "steer",
+          `${JSON.stringify(steer)} is not one of ${ROLLOUT_ACTIONS.join(", ")}`,
+        );
+      }
+      return { action, input: { module: module(), steer: steer as RolloutSteerAction } };
+    }
     default:
       return refuse(
         "action",
-        `${JSON.stringify(action)} is not one the view does; one of assign, put, retry, configSet, configUnset, secretSet, register`,
+        `${JSON.stringify(action)} is not one the view does; one of assign, put, retry, configSet, configUnset, secretSet, register, rolloutSteer`,
       );
   }
 }
@@ -141,5 +157,7 @@ export function runAction(
       return actions.secretSet(bus, request.input);
     case "register":
       return actions.register(bus, request.input);
+    case "rolloutSteer":
+      return actions.rolloutSteer(bus, request.input);
   }
 }

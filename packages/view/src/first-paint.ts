@@ -8,9 +8,15 @@
  * Only "what needs attention" is approximate until the mirror is ready: it is the summary's first
  * cells.
  */
-import type { MeshBus } from "@mesh/bus";
+import { KvBucket, type MeshBus } from "@mesh/bus";
 import { nodeState } from "@mesh/core";
-import { PRESENCE_GONE_MS, parseTargetModuleKey, type Build, type Summary } from "@mesh/protocol";
+import {
+  Bucket,
+  PRESENCE_GONE_MS,
+  parseTargetModuleKey,
+  type Build,
+  type Summary,
+} from "@mesh/protocol";
 import {
   GRID_MAX_MODULES,
   Source,
@@ -91,6 +97,7 @@ export class FirstPaint {
       [Source.conditions]: Object.fromEntries(
         shape.wide.conditions.map((c) => [`${c.module}.${c.name}`, c]),
       ),
+      [Source.rollouts]: await this.#rollouts(),
     };
     return {
       at: now.toISOString(),
@@ -99,6 +106,21 @@ export class FirstPaint {
       problems: {},
       bus: "connected",
     };
+  }
+
+  /** Every module's rollout record: one key per module, read whole (it grows with modules only). */
+  async #rollouts(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    try {
+      const bucket = await KvBucket.open(this.#bus, Bucket.rollouts);
+      for (const key of await bucket.keys(">", { signal: this.#signal })) {
+        const entry = await bucket.get(key, { signal: this.#signal }).catch(() => undefined);
+        if (entry !== undefined) out[key] = entry.value;
+      }
+    } catch {
+      // A mesh without rollouts yet: the whole state brings them once its watch stands.
+    }
+    return out;
   }
 
   /** One grid page from its nodes' keys; undefined when there is no summary. */

@@ -70,6 +70,7 @@ const BUCKET_SOURCES = [
   Source.differences,
   Source.asks,
   Source.answers,
+  Source.rollouts,
 ] as const satisfies readonly Bucket[];
 
 type ViewSources = Record<Source, MirrorSource<unknown>>;

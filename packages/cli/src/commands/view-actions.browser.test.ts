@@ -81,6 +81,7 @@ describe("the view's actions in Chromium", () => {
     await step("config set and unset", () => config(t));
     await step("secret set", () => secret(t));
     await step("register a module", () => register(t));
+    await step("steer a rollout", () => steer(t));
     assert.deepEqual(pageErrors, []);
   });
 });
@@ -245,4 +246,59 @@ async function register(t: Steps): Promise<void> {
   const refused = await doAction(t, "register", /mesh module add \/nowhere\/at\/all/, false);
   assert.match(refused, /nowhere/);
   await keepScreenshot(t.page, "actions-register");
+}
+
+/** A rollout of hello as the assigner records it: 1-b on its canary n1, wave 1 of 2. */
+const rolloutOf = (status: "rolling" | "failed") => ({
+  module: "hello",
+  build: "1-b",
+  from: ["1-a"],
+  attempt: 1,
+  status,
+  wave: 1,
+  waves: 2,
+  admitted: ["n1"],
+  waveNodes: ["n1"],
+  waveAt: new Date().toISOString(),
+  policy: {
+    canary: 1,
+    batch: 1,
+    minHealthyMs: 30_000,
+    healthyDeadlineMs: 300_000,
+    maxFailing: 0,
+    pauseAfterCanary: false,
+    order: "name",
+    source: "default",
+  },
+  waiting: "n1 healthy for 30s",
+  ...(status === "failed"
+    ? { failed: { reason: "n1 failed", nodes: [{ node: "n1", error: "exit code 1" }] } }
+    : {}),
+});
+
+async function steer(t: Steps): Promise<void> {
+  await t.mesh.put(Bucket.rollouts, "hello", rolloutOf("rolling"));
+  const row = t.page.locator('#rollouts tr[data-rollout="hello"][data-status="rolling"]');
+  await row.waitFor();
+  assert.equal(await row.locator("[data-wave]").getAttribute("data-wave"), "1/2");
+  assert.match(await row.innerText(), /canary: n1/);
+  await row.locator('[data-steer="pause"]').click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  assert.match(await confirm.innerText(), /mesh rollout pause hello/);
+  await confirm.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: "said pause" }).waitFor();
+  const steers = await KvBucket.open(t.mesh.admin, Bucket.rolloutSteers);
+  const paused = (await steers.get("hello"))?.value;
+  assert.deepEqual([paused?.action, paused?.build, paused?.by], ["pause", "1-b", "hub.operator"]);
+  // Halted: retry is what is offered, and it names the attempt it retries.
+  await t.mesh.put(Bucket.rollouts, "hello", rolloutOf("failed"));
+  const failed = t.page.locator('#rollouts tr[data-rollout="hello"][data-status="failed"]');
+  await failed.waitFor();
+  assert.match(await failed.innerText(), /n1: exit code 1/);
+  await failed.locator('[data-steer="retry"]').click();
+  await t.page.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: "said retry" }).waitFor();
+  const retried = (await steers.get("hello"))?.value;
+  assert.deepEqual([retried?.action, retried?.attempt], ["retry", 1]);
+  await keepScreenshot(t.page, "rollouts");
 }

@@ -10,6 +10,7 @@ import { assign, put } from "./assign.js";
 import { declaredConfig, setConfig, unsetConfig } from "./config.js";
 import { addModule } from "./module.js";
 import { retry } from "./retry.js";
+import { steerRollout } from "./rollout-steer.js";
 import { setSecret } from "./secret.js";
 
 export const viewActions: ViewActions = {
@@ -23,6 +24,7 @@ export const viewActions: ViewActions = {
     const { message, notes, result } = await setSecret(bus, input);
     return { message: [message, ...notes].join("; "), result };
   },
+  rolloutSteer: (bus, input) => steerRollout(bus, input),
   register: async (bus, { spec }) => {
     const { message, registration } = await addModule(bus, spec);
     return { message, result: { module: registration.module, source: registration.source } };

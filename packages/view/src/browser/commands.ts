@@ -34,6 +34,8 @@ export function commandOf(request: ActionRequest): string {
       return `mesh secret set ${request.input.module} ${request.input.name}`;
     case "register":
       return `mesh module add ${request.input.spec}`;
+    case "rolloutSteer":
+      return `mesh rollout ${request.input.steer} ${request.input.module}`;
   }
 }
 
@@ -48,6 +50,8 @@ export function aboutOf(request: ActionRequest): string {
       return `put ${request.input.module} ${request.input.node ?? ""}`;
     case "assign":
       return `assign ${request.input.module} ${request.input.node ?? ""}`;
+    case "rolloutSteer":
+      return `rollout ${request.input.module}`;
     default:
       return commandOf(request);
   }

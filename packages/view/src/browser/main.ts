@@ -19,6 +19,7 @@ import { renderDifferences } from "./sections/differences.js";
 import { initGridControls, renderGrid } from "./sections/grid.js";
 import { renderHistory } from "./sections/history.js";
 import { renderLogs } from "./sections/logs.js";
+import { renderRollouts } from "./sections/rollouts.js";
 import { renderNodes } from "./sections/nodes.js";
 import { renderSummary } from "./sections/summary.js";
 import { renderTools } from "./sections/tools.js";
@@ -37,6 +38,7 @@ setRenderers({
   logs: renderLogs,
   history: renderHistory,
   actions: renderActions,
+  rollouts: renderRollouts,
 });
 byId("tools-refresh").addEventListener("click", () => void loadTools());
 initGridControls();

@@ -62,7 +62,8 @@ export type Section =
   | "tools"
   | "logs"
   | "history"
-  | "actions";
+  | "actions"
+  | "rollouts";
 
 export const ALL_SECTIONS: readonly Section[] = [
   "summary",
@@ -77,6 +78,7 @@ export const ALL_SECTIONS: readonly Section[] = [
   "logs",
   "history",
   "actions",
+  "rollouts",
 ];
 
 /**
@@ -88,6 +90,7 @@ export const SECTIONS_OF: Partial<Record<Source, readonly Section[]>> = {
   [Source.asks]: ["asks", "summary"],
   [Source.answers]: ["asks", "summary"],
   [Source.conditions]: ["conditions"],
+  [Source.rollouts]: ["rollouts"],
 };
 
 let renderers: Record<Section, () => void> | undefined;

@@ -27,6 +27,8 @@ export const Source = {
   asks: "mesh-asks",
   answers: "mesh-answers",
   conditions: "mesh-conditions",
+  /** The assigner's record of each module's rollout (issue 22): one key per module. */
+  rollouts: "mesh-rollouts",
 } as const;
 export type Source = (typeof Source)[keyof typeof Source];
 
@@ -40,6 +42,7 @@ export const PAGE_SOURCES = [
   Source.asks,
   Source.answers,
   Source.conditions,
+  Source.rollouts,
 ] as const;
 
 /**
@@ -353,7 +356,15 @@ export type ActionRequest =
       readonly input: { readonly module: string; readonly name: string; readonly value: string };
     }
   /** `mesh module add <git URL | path>` */
-  | { readonly action: "register"; readonly input: { readonly spec: string } };
+  | { readonly action: "register"; readonly input: { readonly spec: string } }
+  /** Steering a module's rollout (issue 22): pause, resume, promote, abort or retry it. */
+  | {
+      readonly action: "rolloutSteer";
+      readonly input: { readonly module: string; readonly steer: RolloutSteerAction };
+    };
+
+/** What an operator may say to a rollout (`ROLLOUT_ACTIONS` in @mesh/protocol). */
+export type RolloutSteerAction = "pause" | "resume" | "promote" | "abort" | "retry";
 
 export type ActionName = ActionRequest["action"];
 

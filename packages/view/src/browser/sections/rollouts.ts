@@ -1,0 +1,113 @@
+/**
+ * Each module's rollout (issue 22) as the assigner records it: its build, its status, the waves
+ * given of all (drawn as a bar), the nodes of the last wave (the canary while it is wave 1), what
+ * it waits for, why it halted; and the steering an operator does, each confirmed as the command.
+ */
+import type { Rollout } from "@mesh/protocol";
+import { byId, fill, h } from "../dom.js";
+import { age, badge, shortBuild } from "../format.js";
+import { values } from "../model.js";
+import { table } from "../table.js";
+import { Source, type RolloutSteerAction } from "../wire.js";
+import { propose } from "./confirm.js";
+
+const STATUS_KIND: Record<string, string> = {
+  rolling: "info",
+  paused: "warn",
+  done: "ok",
+  failed: "bad",
+  aborted: "bad",
+};
+
+/** The steering that makes sense in each status. */
+const STEERS: Record<string, readonly RolloutSteerAction[]> = {
+  rolling: ["pause", "promote", "abort"],
+  paused: ["resume", "promote", "abort"],
+  failed: ["retry"],
+  aborted: ["retry"],
+  done: [],
+};
+
+export function renderRollouts(): void {
+  const rollouts = [...values<Rollout>(Source.rollouts).values()].sort((a, b) =>
+    a.module < b.module ? -1 : 1,
+  );
+  const container = byId("rollouts");
+  container.hidden = rollouts.length === 0;
+  fill(
+    container,
+    h("h2", {}, "Rollouts ", h("span", { class: "count" }, rollouts.length)),
+    table<Rollout>({
+      rows: rollouts,
+      empty: "No rollout.",
+      row: (r) => ({ "data-rollout": r.module, "data-status": r.status }),
+      columns: [
+        { head: "module", rowHeader: true, cell: (r) => r.module },
+        { head: "build", cell: (r) => h("code", { title: r.build }, shortBuild(r.build)) },
+        { head: "status", cell: (r) => badge(STATUS_KIND[r.status] ?? "none", r.status) },
+        { head: "waves", cell: (r) => progress(r) },
+        {
+          head: "last wave",
+          class: "message",
+          cell: (r) => [
+            r.wave === 1 ? h("span", { class: "muted" }, "canary: ") : null,
+            r.waveNodes.join(", "),
+            h(
+              "div",
+              { class: "muted" },
+              `given ${age(r.waveAt)}; ${r.admitted.length} nodes admitted`,
+            ),
+          ],
+        },
+        {
+          head: "waiting for",
+          class: "message",
+          cell: (r) => [
+            r.waiting,
+            r.failed === undefined
+              ? null
+              : h(
+                  "div",
+                  { class: "cell-error", "data-halted": "true" },
+                  r.failed.reason,
+                  ...r.failed.nodes.map((n) => h("div", {}, `${n.node}: ${n.error}`)),
+                ),
+          ],
+        },
+        { head: "steer", cell: (r) => steers(r) },
+      ],
+    }),
+  );
+}
+
+/** The waves given of all, as a bar: one segment per wave, filled as it is given. */
+function progress(r: Rollout): HTMLElement {
+  const total = Math.max(1, r.waves);
+  return h(
+    "div",
+    { class: "waves", title: `wave ${r.wave} of ${r.waves}`, "data-wave": `${r.wave}/${r.waves}` },
+    ...Array.from({ length: total }, (_, i) =>
+      h("span", { class: `wave ${i < r.wave ? `wave-given wave-${r.status}` : ""}` }),
+    ),
+    h("span", { class: "muted" }, ` ${r.wave}/${r.waves}`),
+  );
+}
+
+function steers(r: Rollout): HTMLElement {
+  return h(
+    "div",
+    { class: "action-row" },
+    ...(STEERS[r.status] ?? []).map((steer) =>
+      h(
+        "button",
+        {
+          class: "btn btn-small",
+          type: "button",
+          "data-steer": steer,
+          onclick: () => propose({ action: "rolloutSteer", input: { module: r.module, steer } }),
+        },
+        steer,
+      ),
+    ),
+  );
+}
