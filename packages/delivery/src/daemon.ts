@@ -1,10 +1,10 @@
 /**
- * Running one of the three delivery daemons as a process on its credential file: the kit's
- * signal stop (SIGTERM or SIGINT, with a grace period) around the kit's `run({ signal })`.
+ * Running one of the delivery daemons as a process on its credential file: the kit's process
+ * shell (its logger, the stop on SIGTERM or SIGINT with a grace period, the exit code) around the
+ * daemon's `run({ signal })`.
  */
 import { MeshBus } from "@mesh/bus";
-import { runUntilSignal, type Daemon } from "@mesh/kit";
-import { MeshError, ErrorCode } from "@mesh/protocol";
+import { loggerFrom, runProcess, type Daemon } from "@mesh/kit";
 
 export interface ProcessOptions {
   readonly credential: string;
@@ -22,9 +22,13 @@ export function runDaemonProcess(
   options: ProcessOptions,
   make: (bus: MeshBus, log: (line: string) => void) => Promise<Daemon>,
 ): Promise<number> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${name}: ${line}\n`));
-  return runUntilSignal({ name, log, graceMs: options.graceMs ?? 10_000 }, async (signal) => {
-    try {
+  return runProcess(
+    {
+      name,
+      graceMs: options.graceMs ?? 10_000,
+      ...(options.log === undefined ? {} : { log: loggerFrom(options.log) }),
+    },
+    async ({ signal, log }) => {
       await using bus = await MeshBus.connectWithFile(options.credential, {
         waitForBus: true,
         name: `${name}`,
@@ -33,17 +37,6 @@ export function runDaemonProcess(
       const daemon = await make(bus, log);
       await daemon.run({ signal });
       log("stopped");
-      return 0;
-    } catch (error) {
-      if (signal.aborted) return 0;
-      const mesh =
-        error instanceof MeshError
-          ? error
-          : new MeshError(ErrorCode.INTERNAL, String((error as Error).stack ?? error), {
-              cause: error,
-            });
-      log(`failed: ${mesh.message} [${mesh.code}]`);
-      return 1;
-    }
-  });
+    },
+  );
 }

@@ -38,3 +38,11 @@ export {
 } from "./atomic-file.js";
 export { delay, type DelayOptions } from "./delay.js";
 export { retry, type RetryAttempt, type RetryOptions } from "./retry.js";
+export { WorkQueue, type WorkQueueOptions } from "./work-queue.js";
+export { createLogger, loggerFrom, type Logger, type LoggerOptions } from "./logger.js";
+export {
+  ExitCode,
+  runProcess,
+  type ProcessContext,
+  type ProcessShellOptions,
+} from "./process-shell.js";

@@ -18,6 +18,8 @@
  * ```
  */
 
+import { loggerFrom, type Logger } from "./logger.js";
+
 /** Where a daemon stands. `failed` is final: it could not start, or could not go on. */
 export const Lifecycle = {
   starting: "starting",
@@ -48,16 +50,24 @@ export interface DaemonLifeOptions {
   readonly initial?: Lifecycle;
 }
 
-/** A daemon's state, its logged setter and its run-once guard. */
+/**
+ * A daemon's state, its logged setter, its run-once guard, its own stop, and the background tasks
+ * it owns: each started under the run's signal, each awaited before the run ends, and one that
+ * fails before the stop fails the daemon (a task that dies unnoticed is a daemon half running).
+ */
 export class DaemonLife {
-  readonly #prefix: string;
-  readonly #log: ((line: string) => void) | undefined;
+  /** Where the daemon says what it does: the log it was given, under its name. */
+  readonly log: Logger;
   #state: Lifecycle;
   #running: Promise<void> | undefined;
+  /** The run's own signal: the caller's, or `stop()`, or a task's failure aborts it. */
+  #own: AbortController | undefined;
+  readonly #tasks = new Set<Promise<void>>();
+  #failure: { readonly error: unknown } | undefined;
 
   constructor(options: DaemonLifeOptions) {
-    this.#prefix = options.name === undefined ? "" : `${options.name}: `;
-    this.#log = options.log;
+    const log = loggerFrom(options.log ?? (() => undefined));
+    this.log = options.name === undefined ? log : log.child(options.name);
     this.#state = options.initial ?? Lifecycle.starting;
   }
 
@@ -80,40 +90,75 @@ export class DaemonLife {
     if (this.#state === next || this.#state === Lifecycle.failed) return;
     const from = this.#state;
     this.#state = next;
-    this.#log?.(`${this.#prefix}${from} -> ${next}${why === undefined ? "" : ` (${why})`}`);
+    this.log(`${from} -> ${next}${why === undefined ? "" : ` (${why})`}`);
   }
 
   /**
    * Runs `body` once: a second call returns the first call's promise. While `body` runs, an abort
-   * of the signal moves the state to `stopping`; when it resolves the state is `stopped`. When it
-   * rejects before the signal aborted, the state is `failed` and the error is thrown; an error
-   * after the abort is a stop, not a failure. `body` sets `running` when it is ready.
+   * of the signal (or `stop()`) moves the state to `stopping`; when it resolves the state is
+   * `stopped`. When it rejects before the signal aborted, or a task failed, the state is `failed`
+   * and the error is thrown; an error after the abort is a stop, not a failure. `body` sets
+   * `running` when it is ready.
    */
   run(options: RunOptions, body: (signal: AbortSignal) => Promise<void>): Promise<void> {
     this.#running ??= this.#run(options.signal, body);
     return this.#running;
   }
 
+  /** Ends the run (as its signal would) and resolves once it has ended; harmless twice or before run. */
+  async stop(): Promise<void> {
+    this.#own?.abort();
+    await this.finished();
+  }
+
+  /**
+   * Starts `work` beside the body, under the run's signal; the run ends only once it has. A task
+   * that rejects before the stop fails the daemon, named in the reason. Only while running.
+   */
+  task(name: string, work: (signal: AbortSignal) => Promise<void>): void {
+    const own = this.#own;
+    if (own === undefined || own.signal.aborted) return;
+    const running: Promise<void> = work(own.signal)
+      .catch((error: unknown) => {
+        if (own.signal.aborted) return;
+        this.#failure ??= {
+          error: new Error(`${name}: ${(error as Error).message}`, { cause: error }),
+        };
+        own.abort();
+      })
+      .finally(() => this.#tasks.delete(running));
+    this.#tasks.add(running);
+  }
+
   async #run(signal: AbortSignal, body: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    const onAbort = (): void => {
+    const own = new AbortController();
+    this.#own = own;
+    const onAbort = (): void => own.abort(signal.reason);
+    const onStop = (): void => {
+      if (this.#failure !== undefined) return; // a task failed: the state says failed, not stopping
       if (this.#state === Lifecycle.starting || this.#state === Lifecycle.running) {
         this.set(Lifecycle.stopping);
       }
     };
     if (this.#state === Lifecycle.stopped) this.set(Lifecycle.starting);
+    own.signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
+    let failure: { readonly error: unknown } | undefined;
     try {
-      await body(signal);
+      await body(own.signal);
     } catch (error) {
-      if (!signal.aborted) {
-        this.set(Lifecycle.failed, (error as Error).message);
-        throw error;
-      }
+      if (!own.signal.aborted) failure = { error };
     } finally {
       signal.removeEventListener("abort", onAbort);
+      own.signal.removeEventListener("abort", onStop);
+      own.abort(); // the body is done: its tasks end with it
+      await Promise.allSettled([...this.#tasks]);
+      failure ??= this.#failure;
+      if (failure !== undefined) this.set(Lifecycle.failed, (failure.error as Error).message);
       this.set(Lifecycle.stopped);
     }
+    if (failure !== undefined) throw failure.error;
   }
 }
 
@@ -122,7 +167,7 @@ export class DaemonLife {
  * the daemon writes `work(signal)`, sets `running` when it is ready, and returns once the signal
  * aborted.
  */
-export abstract class DaemonBase implements Daemon {
+export abstract class DaemonBase implements Daemon, AsyncDisposable {
   protected readonly life: DaemonLife;
 
   protected constructor(options: DaemonLifeOptions) {
@@ -135,6 +180,20 @@ export abstract class DaemonBase implements Daemon {
 
   run(options: RunOptions): Promise<void> {
     return this.life.run(options, (signal) => this.work(signal));
+  }
+
+  /** Ends the run and resolves once it has ended. */
+  stop(): Promise<void> {
+    return this.life.stop();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.life.stop();
+  }
+
+  /** Where the daemon says what it does (its name before each line). */
+  protected get log(): Logger {
+    return this.life.log;
   }
 
   protected abstract work(signal: AbortSignal): Promise<void>;
