@@ -1,8 +1,9 @@
 /**
- * `@mesh/bus`: the only package that speaks NATS — credentials, connections, KV, object store and
- * service helpers, the embedded nats-server. The daemon kit (lifecycle, signal stop, backoff,
- * atomic write) is `@mesh/kit`. The raw NATS handles are in `@mesh/bus/internal`, the test harness in
- * `@mesh/bus/testing`.
+ * `@mesh/bus`: the only package that speaks NATS — the client: credentials, connections, KV,
+ * object store, services, streams, the bucket mirror. Administering a server (the embedded
+ * nats-server, its config and reloads, accounts, revocations, self-signed certificates) is
+ * `@mesh/bus/server`; the daemon kit is `@mesh/kit`. The raw NATS handles are in
+ * `@mesh/bus/internal`, the test harness in `@mesh/bus/testing`.
  */
 export { isBusTrouble, isTransient } from "./bus-errors.js";
 export { credentialInbox, readCredential, writeCredential } from "./credential-file.js";
@@ -37,33 +38,8 @@ export {
   type LayoutOptions,
   type LayoutReport,
 } from "./layout-setup.js";
-export { findServer, type FindServerOptions, type NatsServerBinary } from "./server/find-server.js";
-export {
-  FULL_PERMISSIONS,
-  hashPassword,
-  renderServerConfig,
-  verifyPassword,
-  type ServerCluster,
-  type ServerConfigOptions,
-  type ServerTls,
-  type ServerUser,
-} from "./server/server-config.js";
-export {
-  EmbeddedServer,
-  ServerFiles,
-  type EmbeddedServerOptions,
-} from "./server/embedded-server.js";
-export type { ServerExit } from "./server/server-output.js";
 export { generateNodeKeys, loadOrCreateNodeKeys, seal, unseal, type NodeKeys } from "./sealing.js";
 export { flush, publish, type PublishOptions } from "./publish.js";
-export {
-  reloadServerUsers,
-  serverFolderSink,
-  serverFolders,
-  type ReloadOutcome,
-  type ReloadServerUsersOptions,
-  type UsersSink,
-} from "./server/reload-users.js";
 export { requestJoin, type JoinOptions } from "./join-client.js";
 export {
   readStream,
@@ -92,44 +68,6 @@ export {
   streamSource,
   type StreamSourceOptions,
 } from "./mirror/sources.js";
-export {
-  AccountKeys,
-  MESH_ACCOUNT_NAME,
-  SYSTEM_USER,
-  ensureAccountKeys,
-  formatCreds,
-  isCurrentUserJwt,
-  issueUserJwt,
-  jwtIssuedAt,
-  makeAccountKeys,
-  meshAccountJwt,
-  newUserKey,
-  publicKeyOf,
-  readAccountKeys,
-  serverAccounts,
-  systemUser,
-  userPermissionClaims,
-  writeSecretJson,
-  type Revocations,
-  type ServerAccounts,
-} from "./server/accounts.js";
-export {
-  REVOCATION_PRUNE_MARGIN_S,
-  addRevocation,
-  pruneRevocations,
-  readRevocationList,
-  readRevocations,
-  type RevocationList,
-} from "./server/revocations.js";
-export {
-  AccountAuthority,
-  AccountFiles,
-  pushAccountJwt,
-  type AccountAuthorityOptions,
-} from "./server/account-authority.js";
-export { AuthMode, type ServerAccountsConfig } from "./server/server-config.js";
-export { type ServerBase } from "./server/embedded-server.js";
-export { readServerBase } from "./server/reload-users.js";
 export { WATCH_STALL_MS } from "./kv-watch.js";
 export {
   MAX_REPLICAS,
@@ -139,10 +77,3 @@ export {
   type StreamPlacement,
 } from "./replicas.js";
 export { busAddress, fetchPinnedCertificate, type FetchPinnedOptions } from "./tls-pin.js";
-export {
-  certificateFingerprint,
-  keyMatches,
-  makeSelfSigned,
-  type SelfSigned,
-  type SelfSignedOptions,
-} from "./server/self-signed.js";

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { MeshBus, publicKeyOf } from "@mesh/bus";
+import { MeshBus } from "@mesh/bus";
+import { publicKeyOf } from "@mesh/bus/server";
 import { accountsSuite } from "@mesh/bus/testing";
 import { isMeshError, type Permissions } from "@mesh/protocol";
 import { ensureSignedPrincipals } from "./principals.js";

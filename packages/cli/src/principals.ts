@@ -6,18 +6,17 @@
  */
 import { z } from "zod";
 import { ErrorCode, MeshError, Permissions, type Credential } from "@mesh/protocol";
+import { readCredential, writeCredential } from "@mesh/bus";
 import {
   hashPassword,
   issueUserJwt,
   isCurrentUserJwt,
   newUserKey,
   publicKeyOf,
-  readCredential,
   verifyPassword,
-  writeCredential,
   type AccountKeys,
   type ServerUser,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import {
   credentialPath,
   randomPassword,

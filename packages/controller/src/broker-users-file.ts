@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, Permissions } from "@mesh/protocol";
-import type { ServerUser } from "@mesh/bus";
+import type { ServerUser } from "@mesh/bus/server";
 import { readJsonFile } from "./files.js";
 import { readRecords, type RecordFileOptions } from "./record-file.js";
 

@@ -5,7 +5,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { hostGrant } from "@mesh/core";
-import { verifyPassword, type ServerUser } from "@mesh/bus";
+import { verifyPassword, type ServerUser } from "@mesh/bus/server";
 import { BROKER_USERS_FILE, Broker, hostPrincipal } from "./broker.js";
 import { Vault } from "./vault.js";
 import { withTempDir } from "@mesh/bus/testing";

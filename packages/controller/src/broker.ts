@@ -20,13 +20,13 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { ErrorCode, MeshError, type Credential, type Grant } from "@mesh/protocol";
+import { type KvBucket } from "@mesh/bus";
 import {
   hashPassword,
   type AccountAuthority,
-  type KvBucket,
   type ServerUser,
   type UsersSink,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import { credentialOf, renewUser, signUser } from "./signed-users.js";
 import { expiryFor, expirySeconds, isRenewed, renewAt } from "./credential-lifetime.js";
 import {

@@ -22,15 +22,8 @@ import {
   stateBucket,
 } from "@mesh/protocol";
 import { mcpPrincipal, operatorGrant, fingerprintOf } from "@mesh/core";
-import {
-  AccountAuthority,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  request,
-  requestJoin,
-  unseal,
-} from "@mesh/bus";
+import { KvBucket, MeshBus, ensureLayout, request, requestJoin, unseal } from "@mesh/bus";
+import { AccountAuthority } from "@mesh/bus/server";
 import {
   credentialFor,
   accountsSuite,

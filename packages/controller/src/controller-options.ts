@@ -1,5 +1,6 @@
 /** The controller's options, files and pass report (controller.ts re-exports them). */
-import type { AccountAuthority, MeshBus, ServerUser, UsersSink } from "@mesh/bus";
+import type { MeshBus } from "@mesh/bus";
+import type { AccountAuthority, ServerUser, UsersSink } from "@mesh/bus/server";
 
 /** The files the controller keeps in its folder. */
 export const ControllerFiles = {

@@ -14,15 +14,8 @@ import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import { Bucket, Credential, nodeModuleKey, stateBucket, type Composed } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import {
-  AccountAuthority,
-  KvBucket,
-  MeshBus,
-  ensureLayout,
-  readRevocationList,
-  writeCredential,
-  type NodeKeys,
-} from "@mesh/bus";
+import { KvBucket, MeshBus, ensureLayout, writeCredential, type NodeKeys } from "@mesh/bus";
+import { AccountAuthority, readRevocationList } from "@mesh/bus/server";
 import {
   credentialFor,
   deadline,

@@ -9,14 +9,14 @@
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { MeshBus } from "@mesh/bus";
 import {
   AccountAuthority,
   AccountFiles,
   AuthMode,
-  MeshBus,
   readServerBase,
   serverFolderSink,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import { DEFAULT_GRACE_MS, Lifecycle, runUntilSignal, type RunOptions } from "@mesh/kit";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";

@@ -22,7 +22,7 @@
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import { type AccountAuthority } from "@mesh/bus";
+import { type AccountAuthority } from "@mesh/bus/server";
 import { Backoff } from "@mesh/kit";
 
 /** A revocation waiting for the next update: up to which second, and when the JWTs expire. */

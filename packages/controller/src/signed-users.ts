@@ -7,7 +7,7 @@
  * new JWT's issue time was past the revocation of the old one (~0.7 s of every assign).
  */
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
-import { newUserKey, type AccountAuthority } from "@mesh/bus";
+import { newUserKey, type AccountAuthority } from "@mesh/bus/server";
 import type { IssuedUser } from "./broker-users-file.js";
 import type { DesiredPrincipal, SharedLogin } from "./principals.js";
 import type { Vault } from "./vault.js";

@@ -20,17 +20,19 @@ import {
 } from "@mesh/protocol";
 import { checkManifest, fingerprintOf, operatorGrant } from "@mesh/core";
 import {
-  FULL_PERMISSIONS,
   KvBucket,
   MeshBus,
   ensureLayout,
   generateNodeKeys,
-  hashPassword,
-  serverFolderSink,
   unseal,
   type NodeKeys,
-  type ServerUser,
 } from "@mesh/bus";
+import {
+  FULL_PERMISSIONS,
+  hashPassword,
+  serverFolderSink,
+  type ServerUser,
+} from "@mesh/bus/server";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { Controller, type ControllerOptions } from "./controller.js";
 

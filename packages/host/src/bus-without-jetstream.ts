@@ -15,7 +15,7 @@ import {
   hashPassword,
   renderServerConfig,
   type ServerUser,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import { hostGrant } from "@mesh/core";
 import { HOST_PASSWORD } from "./test-support.js";
 

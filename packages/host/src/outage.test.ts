@@ -5,7 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
-import { EmbeddedServer, KvBucket, hashPassword, FULL_PERMISSIONS } from "@mesh/bus";
+import { KvBucket } from "@mesh/bus";
+import { EmbeddedServer, hashPassword, FULL_PERMISSIONS } from "@mesh/bus/server";
 import { freePort } from "@mesh/bus/testing";
 import { hostGrant } from "@mesh/core";
 import { Bucket } from "@mesh/protocol";

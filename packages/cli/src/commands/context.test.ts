@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { makeAccountKeys, issueUserJwt, newUserKey, writeCredential } from "@mesh/bus";
+import { writeCredential } from "@mesh/bus";
+import { makeAccountKeys, issueUserJwt, newUserKey } from "@mesh/bus/server";
 import { operatorGrant } from "@mesh/core";
 import { context, type NatsContext } from "./context.js";
 

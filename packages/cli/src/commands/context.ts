@@ -11,7 +11,7 @@ import { mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { formatCreds } from "@mesh/bus";
+import { formatCreds } from "@mesh/bus/server";
 import { writeFileAtomic } from "@mesh/kit";
 import { credentialInbox, readCredential } from "@mesh/bus";
 import { ErrorCode, MeshError, Principal, checkName, type Credential } from "@mesh/protocol";

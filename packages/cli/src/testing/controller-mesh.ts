@@ -6,7 +6,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FULL_PERMISSIONS, MeshBus, ensureLayout, hashPassword, writeCredential } from "@mesh/bus";
+import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
+import { FULL_PERMISSIONS, hashPassword } from "@mesh/bus/server";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 import { Controller } from "@mesh/controller";

@@ -18,7 +18,7 @@ import {
   writeSecretJson,
   type ServerAccounts,
   type ServerUser,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import { serverUsersOnDisk } from "@mesh/controller";
 import { ensurePrincipals, ensureSignedPrincipals, type PrincipalSpec } from "../principals.js";
 import type { RootPaths } from "../mesh-root.js";

@@ -6,7 +6,7 @@
  * costs the calls made during it and nothing else (docs/reliability.md).
  */
 import { setTimeout as delay } from "node:timers/promises";
-import { type EmbeddedServer, type ServerExit } from "@mesh/bus";
+import { type EmbeddedServer, type ServerExit } from "@mesh/bus/server";
 import { Backoff } from "@mesh/kit";
 
 export interface BusKeeperOptions {

@@ -11,7 +11,7 @@ import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { certificateFingerprint, keyMatches, makeSelfSigned } from "@mesh/bus";
+import { certificateFingerprint, keyMatches, makeSelfSigned } from "@mesh/bus/server";
 import { writeFileAtomic } from "@mesh/kit";
 import type { RootPaths } from "../mesh-root.js";
 import { isLoopback } from "./foreign-bus.js";

@@ -13,7 +13,7 @@ import {
   type ServerCluster,
   type ServerTls,
   type ServerUser,
-} from "@mesh/bus";
+} from "@mesh/bus/server";
 import { BusKeeper } from "./bus-keeper.js";
 
 /** Where the servers listen: kept in the root's state, so a second `mesh up` comes back the same. */

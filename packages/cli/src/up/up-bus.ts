@@ -10,7 +10,8 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, Principal, type Credential } from "@mesh/protocol";
-import { FULL_PERMISSIONS, findServer, writeCredential, type AuthMode } from "@mesh/bus";
+import { writeCredential } from "@mesh/bus";
+import { FULL_PERMISSIONS, findServer, type AuthMode } from "@mesh/bus/server";
 import { assignerGrant, deliveryGrant, buildGrant, mcpGrant, operatorGrant } from "@mesh/core";
 import type { PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
