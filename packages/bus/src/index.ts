@@ -56,10 +56,18 @@ export {
   type MirrorChange,
   type MirrorOptions,
   type MirrorSource,
+  type SourceChange,
   type Sources,
   type Touched,
   type Watchable,
 } from "./mirror/mirror.js";
+export {
+  reconciler,
+  type ReconcileContext,
+  type Reconciled,
+  type Reconciler,
+  type ReconcilerOptions,
+} from "./mirror/reconciler.js";
 export {
   conditionsSource,
   openedOnWatch,

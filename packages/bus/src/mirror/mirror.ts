@@ -20,7 +20,7 @@ import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import type { WatchEvent } from "../kv-bucket.js";
-import { Backoff } from "@mesh/kit";
+import { Backoff, delay } from "@mesh/kit";
 import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
 
 /**
@@ -78,10 +78,28 @@ export interface MirrorChange<S extends Sources = Sources> {
   readonly after: unknown;
 }
 
+/** One change the mirror applied, typed by its source: what was kept before and after. */
+export type SourceChange<S extends Sources> = {
+  readonly [N in keyof S & string]: {
+    readonly source: N;
+    readonly key: string;
+    readonly before: Kept<S[N]> | undefined;
+    readonly after: Kept<S[N]> | undefined;
+  };
+}[keyof S & string];
+
 export interface MirrorOptions<S extends Sources> {
   readonly sources: S;
-  /** The keys a change dirties, or ALL. Called for every change applied, also before `ready`. */
-  readonly touched: (change: MirrorChange<S>) => Touched;
+  /**
+   * The keys a change dirties, or ALL, for an owner that takes them with `changed`/`take`.
+   * Called for every change applied, also before `ready`; none when omitted.
+   */
+  readonly touched?: (change: MirrorChange<S>) => Touched;
+  /**
+   * Told every change applied, typed by its source, also before `ready` (`isReady` says which):
+   * an owner with a queue of its own (a reconciler) adds the keys it concerns.
+   */
+  readonly onChange?: (change: SourceChange<S>) => void;
   /** How long a burst is gathered after its first change before `changed()` resolves; default 0. */
   readonly coalesceMs?: number;
   /** A required source that cannot be watched again for this long fails the mirror; default 60 s. */
@@ -228,7 +246,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         }
         const wait = backoff.next();
         this.#log(`${mesh.message}; watching ${name} again in ${wait} ms`);
-        await sleep(wait, signal);
+        await delay(wait, { signal });
       }
     }
   }
@@ -287,7 +305,9 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     if (after === undefined) map.delete(key);
     else map.set(key, after);
     if (same) return;
-    this.#dirty.add(this.#o.touched({ source: name, key, before, after }));
+    const change = { source: name, key, before, after };
+    if (this.#o.touched !== undefined) this.#dirty.add(this.#o.touched(change));
+    this.#o.onChange?.(change as SourceChange<S>);
   }
 
   #fail(error: MeshError): void {
@@ -313,18 +333,6 @@ function lost(name: string, error: unknown): MeshError {
       cause: error,
     },
   );
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /**

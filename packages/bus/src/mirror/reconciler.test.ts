@@ -1,0 +1,155 @@
+/**
+ * The reconciler on a real bus: every standing key once the mirror stands, then each key a
+ * change concerns; never one key twice at once, changes during a pass coalesced into one more;
+ * a failing key retried on its own backoff and reset by a success; requeue-after honoured.
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { z } from "zod";
+import { Lifecycle } from "@mesh/kit";
+import { KvBucket } from "../kv-bucket.js";
+import { MeshBus, natsOf } from "../mesh-bus.js";
+import { credentialFor, startTestServer, type TestServer } from "../testing/harness.js";
+import { waitFor } from "../testing/wait-for.js";
+import { reconciler } from "./reconciler.js";
+
+const Value = z.object({ n: z.number() }).strict();
+type Value = z.infer<typeof Value>;
+
+let server: TestServer;
+let admin: MeshBus;
+let names = 0;
+
+before(async () => {
+  server = await startTestServer();
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "n0", module: "reconciler" }),
+  );
+});
+
+after(async () => {
+  await admin?.close();
+  await server?.stop();
+});
+
+async function bucketWith(values: Record<string, number>): Promise<KvBucket<Value>> {
+  const name = `reconciled_${++names}`;
+  await natsOf(admin).kvm.create(name, { history: 5 });
+  const bucket = await KvBucket.openWith(admin, name, Value);
+  for (const [key, n] of Object.entries(values)) await bucket.put(key, { n });
+  return bucket;
+}
+
+const QUICK = { initialMs: 5, maxMs: 20, jitter: 0 } as const;
+
+test("every standing key once the mirror stands, then each changed key; never one key twice at once", async () => {
+  const bucket = await bucketWith({ a: 1, b: 1, c: 1 });
+  const inFlight = new Set<string>();
+  const overlaps: string[] = [];
+  const passes: string[] = [];
+  const seen = new Map<string, number>();
+  let release: () => void = () => undefined;
+  let gate: Promise<void> | undefined;
+  const r = reconciler({
+    sources: { values: { bucket } },
+    keysOf: (change) => [change.key],
+    allKeys: (mirror) => mirror.map("values").keys(),
+    workers: 3,
+    retry: QUICK,
+    reconcile: async (key, { mirror }) => {
+      if (inFlight.has(key)) overlaps.push(key);
+      inFlight.add(key);
+      passes.push(key);
+      if (key === "a" && gate !== undefined) await gate;
+      seen.set(key, mirror.map("values").get(key)?.n ?? 0);
+      inFlight.delete(key);
+    },
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  try {
+    await waitFor(() => passes.length >= 3, { what: "the standing keys reconciled" });
+    assert.deepEqual([...passes].sort(), ["a", "b", "c"]);
+    assert.equal(r.state, Lifecycle.running);
+    // Hold a's next pass, change it three times meanwhile: one more pass sees the last value.
+    gate = new Promise<void>((resolve) => (release = resolve));
+    await bucket.put("a", { n: 2 });
+    await waitFor(() => inFlight.has("a"), { what: "a's pass began" });
+    await bucket.put("a", { n: 3 });
+    await bucket.put("a", { n: 4 });
+    await bucket.put("a", { n: 5 });
+    await waitFor(() => r.mirror?.map("values").get("a")?.n === 5, { what: "the mirror has a=5" });
+    gate = undefined;
+    release();
+    await waitFor(() => seen.get("a") === 5, { what: "a reconciled with its last value" });
+    assert.ok(
+      passes.filter((k) => k === "a").length <= 3,
+      `a's passes: ${passes.filter((k) => k === "a").length} (the first, the held one, one more)`,
+    );
+    assert.deepEqual(overlaps, [], "no key reconciled twice at once");
+  } finally {
+    stop.abort();
+    await running;
+  }
+  assert.equal(r.state, Lifecycle.stopped);
+});
+
+test("a failing key is retried on its own backoff, and a success resets it", async () => {
+  const bucket = await bucketWith({ bad: 1, good: 1 });
+  const failuresSeen: number[] = [];
+  let goodPasses = 0;
+  const r = reconciler({
+    sources: { values: { bucket } },
+    keysOf: (change) => [change.key],
+    allKeys: (mirror) => mirror.map("values").keys(),
+    retry: QUICK,
+    reconcile: (key, { failures }) => {
+      if (key === "good") {
+        goodPasses += 1;
+        return;
+      }
+      failuresSeen.push(failures);
+      if (failuresSeen.length < 4) throw new Error("not yet");
+    },
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  try {
+    await waitFor(() => failuresSeen.length >= 4, { what: "four passes of the failing key" });
+    assert.deepEqual(failuresSeen.slice(0, 4), [0, 1, 2, 3]);
+    // It succeeded at its fourth pass: a change reconciles it with its failures reset.
+    await bucket.put("bad", { n: 2 });
+    await waitFor(() => failuresSeen.length >= 5, { what: "the pass after the change" });
+    assert.equal(failuresSeen[4], 0);
+    assert.equal(goodPasses, 1, "the other key was reconciled once, its neighbour's trouble aside");
+  } finally {
+    stop.abort();
+    await running;
+  }
+});
+
+test("requeueAfterMs asks about the key again though nothing changed; enqueue asks from outside", async () => {
+  const bucket = await bucketWith({ k: 1 });
+  let passes = 0;
+  const r = reconciler({
+    sources: { values: { bucket } },
+    keysOf: (change) => [change.key],
+    allKeys: (mirror) => mirror.map("values").keys(),
+    retry: QUICK,
+    reconcile: () => {
+      passes += 1;
+      return passes < 3 ? { requeueAfterMs: 10 } : undefined;
+    },
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  try {
+    await waitFor(() => passes >= 3, { what: "three passes, two asked for" });
+    r.enqueue("k");
+    await waitFor(() => passes >= 4, { what: "the pass enqueued from outside" });
+  } finally {
+    await r.stop();
+    await running;
+  }
+  assert.equal(r.state, Lifecycle.stopped);
+});
