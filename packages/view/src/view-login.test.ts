@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { makeSelfSigned } from "@mesh/bus";
+import { makeSelfSigned } from "@mesh/bus/server";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { SESSION_CSRF_HEADER, type SessionInfo } from "./browser/wire.js";
 import { codeOf, postJson, raw } from "./http-test-support.js";

@@ -8,7 +8,8 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { MeshBus, generateNodeKeys, makeSelfSigned, unseal } from "@mesh/bus";
+import { MeshBus, generateNodeKeys, unseal } from "@mesh/bus";
+import { makeSelfSigned } from "@mesh/bus/server";
 import { askViewCredential } from "@mesh/controller";
 import {
   Credential,
