@@ -5,7 +5,8 @@
  */
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { KvBucket, makeSelfSigned, streamPlacement } from "@mesh/bus";
+import { KvBucket, streamPlacement } from "@mesh/bus";
+import { makeSelfSigned } from "@mesh/bus/server";
 import {
   Bucket,
   ErrorCode,
