@@ -1,0 +1,89 @@
+/**
+ * Waits and process shells go through the kit (issue 21): daemon code does not call `setTimeout`
+ * or `setInterval` itself (it waits through `delay`, retries through `retry`, schedules keys on a
+ * `WorkQueue`), and a daemon's process stops on signals through `runProcess`, not a signal runner
+ * of its own. The files below still do and are converted one by one; the lists only shrink: a new
+ * file that calls a timer or a signal runner fails, so does one whose count grew, and so does an
+ * entry that is no longer true (remove it when a file is converted).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const PACKAGES = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The daemon code: the process packages and the bus they are built on. */
+const DAEMON_PACKAGES = ["bus", "controller", "delivery", "host", "runtime"];
+
+/** Timer calls not yet converted to the kit, by file. */
+const TIMERS_LEFT: Readonly<Record<string, number>> = {
+  "bus/src/kv-watch.ts": 1,
+  "bus/src/mesh-bus.ts": 1,
+  "bus/src/mirror/dirty.ts": 1,
+  "bus/src/replicas.ts": 2,
+  "bus/src/server/server-output.ts": 3,
+  "bus/src/tls-pin.ts": 1,
+  "controller/src/controller.ts": 1,
+  "controller/src/endpoints.ts": 1,
+  "controller/src/revocation-pusher.ts": 1,
+  "delivery/src/assigner/assigner.ts": 1,
+  "delivery/src/assigner/summary-keeper.ts": 1,
+  "delivery/src/builder.ts": 1,
+  "delivery/src/indexer.ts": 2,
+  "host/src/archives.ts": 1,
+  "host/src/connection.ts": 1,
+  "host/src/host.ts": 3,
+  "host/src/proc.ts": 1,
+  "host/src/runtime-handover.ts": 2,
+  "host/src/standby.ts": 3,
+  "host/src/supervisor.ts": 4,
+  "runtime/src/module-worker.ts": 4,
+  "runtime/src/spare-worker.ts": 1,
+  "runtime/src/worker-calls.ts": 1,
+};
+
+/** Processes that still stop on signals through a runner of their own instead of `runProcess`. */
+const SHELLS_LEFT: Readonly<Record<string, number>> = {
+  "controller/src/daemon.ts": 1,
+  "host/src/main.ts": 1,
+  "runtime/src/process-main.ts": 1,
+  "runtime/src/standby.ts": 1,
+};
+
+const TIMER = /\b(?:setTimeout|setInterval)\(/g;
+const SIGNAL_RUNNER = /\b(?:runUntilSignal|stopOnSignals)\(/g;
+
+/** Counts of `pattern` per production file (no tests, no test kits) of the daemon packages. */
+async function countsOf(pattern: RegExp): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const pkg of DAEMON_PACKAGES) {
+    const src = join(PACKAGES, pkg, "src");
+    if (!existsSync(src)) continue;
+    for (const entry of await readdir(src, { recursive: true })) {
+      if (!entry.endsWith(".ts") || entry.endsWith(".d.ts") || entry.endsWith(".test.ts")) continue;
+      if (/(^|\/)(testing|test-support)(\/|$)|test-support\.ts$/.test(entry)) continue;
+      const text = await readFile(join(src, entry), "utf8");
+      const n = [...text.replace(/^\s*(\/\/|\*).*$/gm, "").matchAll(pattern)].length;
+      if (n > 0) counts[relative(PACKAGES, join(src, entry))] = n;
+    }
+  }
+  return counts;
+}
+
+test("no daemon code calls setTimeout or setInterval but the files not yet converted to the kit", async () => {
+  assert.deepEqual(await countsOf(TIMER), TIMERS_LEFT);
+});
+
+test("every daemon process stops on signals through the kit's runProcess but those not yet converted", async () => {
+  assert.deepEqual(await countsOf(SIGNAL_RUNNER), SHELLS_LEFT);
+});
+
+test("the counting sees a timer and a signal runner, and not one in a comment", () => {
+  const code = "const t = setTimeout(f, 1);\n// setInterval(g, 2)\nrunUntilSignal(o, b);";
+  const strip = code.replace(/^\s*(\/\/|\*).*$/gm, "");
+  assert.equal([...strip.matchAll(TIMER)].length, 1);
+  assert.equal([...strip.matchAll(SIGNAL_RUNNER)].length, 1);
+});
