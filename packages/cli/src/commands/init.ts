@@ -1,5 +1,5 @@
 /**
- * `mesh init <name> [--tools] [--daemon] [--dir DIR] [--sdk PATH]`: writes a module folder that
+ * `mesh init <name> [--tools] [--daemon] [--language L] [--dir DIR] [--sdk PATH]`: writes a module folder that
  * builds as it stands (mesh.yaml, package.json, tsconfig.json, a tool and/or a daemon with their
  * tests, a README), so `mesh module add` of it works at once.
  *
@@ -15,6 +15,7 @@ import type { Command } from "commander";
 import { ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { ExitCode, act, printJson } from "../verb.js";
 import { initFiles } from "./init-templates.js";
+import { INIT_LANGUAGES, exampleFiles, initLanguage } from "./init-languages.js";
 
 export interface InitOptions {
   readonly tools?: boolean;
@@ -22,6 +23,8 @@ export interface InitOptions {
   readonly dir?: string;
   readonly sdk?: string;
   readonly json?: boolean;
+  /** typescript (the default), python or go. */
+  readonly language?: string;
 }
 
 /** The environment variable that names the SDK to depend on outside the repository. */
@@ -37,6 +40,8 @@ export async function initVerb(name: string, options: InitOptions): Promise<Exit
       { path: dir },
     );
   }
+  const language = initLanguage(options.language);
+  if (language !== "typescript") return initOtherLanguage(name, dir, language, options);
   const daemon = options.daemon === true;
   const tools = options.tools === true || !daemon;
   const sdk = sdkDependency(dir, options.sdk ?? process.env[SDK_ENV]);
@@ -59,6 +64,38 @@ export async function initVerb(name: string, options: InitOptions): Promise<Exit
       `  cd ${shown} && npm install && npm test`,
       `  mesh module add ${shown} && mesh assign ${name} --all`,
       ...(tools ? [`  mesh call ${name}/greet '{"name":"Ada"}'`] : []),
+      "",
+    ].join("\n"),
+  );
+  return ExitCode.ok;
+}
+
+/** A python or go module: the shipped example's daemon and tool, under the module's name. */
+async function initOtherLanguage(
+  name: string,
+  dir: string,
+  language: "python" | "go",
+  options: InitOptions,
+): Promise<ExitCode> {
+  const files = await exampleFiles(language, name);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text, { flag: "wx" });
+  }
+  const written = Object.keys(files).sort();
+  if (options.json === true) {
+    printJson({ ok: true, module: name, dir, language, files: written });
+    return ExitCode.ok;
+  }
+  const shown = relative(process.cwd(), dir) || ".";
+  const test = language === "python" ? "python3 -m unittest" : "go test";
+  process.stdout.write(
+    [
+      `wrote the ${language} module ${name} in ${shown}: ${written.join(", ")}`,
+      "next:",
+      `  cd ${shown} && ${test}`,
+      `  mesh module add ${shown} && printf 'a-token' | mesh secret set ${name} api-token`,
+      `  mesh assign ${name} --all && mesh call ${name}/greet '{"name":"Ada"}'`,
       "",
     ].join("\n"),
   );
@@ -123,6 +160,10 @@ export function registerInitVerb(program: Command): void {
       .option(
         "--sdk <path>",
         `the @mesh/sdk to depend on: its folder or a tarball from npm pack (or set ${SDK_ENV}); default: the workspace's inside this repository, else the one this mesh runs with`,
+      )
+      .option(
+        "--language <language>",
+        `the module's language: ${INIT_LANGUAGES.join(", ")} (default typescript; python and go write a daemon serving a tool)`,
       )
       .option("--json", "print what was written as JSON"),
     initVerb,

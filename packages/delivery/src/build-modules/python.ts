@@ -13,14 +13,13 @@
  * written) so a syntax error fails the build. The same source gives the same archive.
  */
 import { execFile } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import type { ArchiveFile } from "../pack.js";
 import { listSourceFiles } from "../source.js";
 import { listFiles } from "./typescript.js";
+import { sdkRoot } from "./sdk-root.js";
 import type {
   BuiltFiles,
   LanguageBuildInput,
@@ -141,19 +140,6 @@ async function sdkFiles(): Promise<ArchiveFile[]> {
       bytes: await readFile(join(dir, p)),
     })),
   );
-}
-
-/**
- * `@mesh/sdk`'s folder, found as the TypeScript builder finds the SDK: the node_modules above
- * this file that holds it (import.meta.resolve does not survive the CLI's bundling).
- */
-function sdkRoot(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const candidate = join(dir, "node_modules", "@mesh", "sdk");
-    if (existsSync(join(candidate, "package.json"))) return realpathSync(candidate);
-    if (dirname(dir) === dir)
-      throw new Error("@mesh/sdk is not installed beside the mesh: reinstall the mesh");
-  }
 }
 
 let bridgeBytes: Promise<Uint8Array> | undefined;

@@ -1,0 +1,3 @@
+module hello-go
+
+go 1.19

@@ -1,0 +1,248 @@
+// Package mesh is what a Go module's process imports to reach the mesh (decision 0162): the same
+// surface as Python's mesh_sdk, on the official NATS Go client. It connects as the module with the
+// credential the host wrote for it (MESH_BROKER_FILE), and serves the module's tools as its NATS
+// service with the subjects and $SRV discovery of TypeScript tools.
+//
+//	m, err := mesh.Connect()
+//	greeting, _ := m.Config.Get("greeting")
+//	m.Config.Watch("greeting", func(v any) { ... })
+//	token, _ := m.ReadSecret("api-token")
+//	m.State("greetings").Put("last", map[string]any{"name": "Ada"})
+//	m.Tool("greet", "Greets someone.", schema, func(input map[string]any) (any, error) { ... })
+//	m.Serve()
+//	m.Wait() // until SIGTERM
+package mesh
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// Error is a refusal from the mesh with its permanent code (REFUSED, NOT_FOUND, INVALID_INPUT, …).
+// A tool returns one to answer its caller with that code.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s [%s]", e.Message, e.Code) }
+
+// Refuse makes an Error a tool returns.
+func Refuse(code, message string) error { return &Error{Code: code, Message: message} }
+
+type credential struct {
+	Servers     []string `json:"servers"`
+	User        string   `json:"user"`
+	Password    string   `json:"password"`
+	JWT         string   `json:"jwt"`
+	Seed        string   `json:"seed"`
+	Node        string   `json:"node"`
+	Module      string   `json:"module"`
+	Fingerprint string   `json:"fingerprint"`
+}
+
+// Mesh is the module's connection.
+type Mesh struct {
+	Module string
+	Node   string
+	Config *Config
+
+	nc    *nats.Conn
+	mu    sync.Mutex
+	tools []*tool
+	srv   *service
+}
+
+// Connect connects as the module whose credential MESH_BROKER_FILE names, waiting for the bus.
+func Connect() (*Mesh, error) {
+	file := os.Getenv("MESH_BROKER_FILE")
+	if file == "" {
+		return nil, &Error{"CREDENTIAL_INVALID", `MESH_BROKER_FILE is not set, so this process has no credential; declare own-secrets: {broker: {path: broker.json}} in the module's manifest`}
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &Error{"CREDENTIAL_INVALID", fmt.Sprintf("the credential %s cannot be read: %v", file, err)}
+	}
+	var c credential
+	if err := json.Unmarshal(text, &c); err != nil || len(c.Servers) == 0 || c.Node == "" || c.Module == "" {
+		return nil, &Error{"CREDENTIAL_INVALID", fmt.Sprintf("the credential %s is not a mesh credential", file)}
+	}
+	opts := []nats.Option{
+		nats.Name(c.Node + "." + c.Module),
+		nats.CustomInboxPrefix("_INBOX." + c.Node + "." + c.Module),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+	}
+	if c.JWT != "" && c.Seed != "" {
+		kp, err := nkeys.FromSeed([]byte(c.Seed))
+		if err != nil {
+			return nil, &Error{"CREDENTIAL_INVALID", "the credential's seed is not an nkey seed"}
+		}
+		opts = append(opts, nats.UserJWT(
+			func() (string, error) { return c.JWT, nil },
+			func(nonce []byte) ([]byte, error) { return kp.Sign(nonce) },
+		))
+	} else {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.Fingerprint != "" {
+		want := strings.ToUpper(strings.ReplaceAll(c.Fingerprint, ":", ""))
+		opts = append(opts, nats.Secure(&tls.Config{
+			// Exactly the pinned certificate is trusted, as the TypeScript client pins it.
+			InsecureSkipVerify: true, //nolint:gosec // verified below against the pin
+			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+				if len(raw) == 0 {
+					return errors.New("the bus sent no certificate")
+				}
+				sum := sha256.Sum256(raw[0])
+				if fmt.Sprintf("%X", sum[:]) != want {
+					return errors.New("the bus's certificate is not the pinned one")
+				}
+				return nil
+			},
+		}))
+	}
+	nc, err := nats.Connect(strings.Join(c.Servers, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the bus: %w", err)
+	}
+	m := &Mesh{Module: c.Module, Node: c.Node, nc: nc}
+	m.Config = &Config{m: m}
+	return m, nil
+}
+
+// Close ends the connection.
+func (m *Mesh) Close() {
+	if m.srv != nil {
+		m.srv.stop()
+	}
+	m.nc.Drain() //nolint:errcheck // closing anyway
+}
+
+// Wait blocks until SIGTERM or SIGINT, then closes the connection.
+func (m *Mesh) Wait() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	<-ch
+	m.Close()
+}
+
+// request asks a subject with a JSON body and returns the reply's JSON, or its coded error.
+func (m *Mesh) request(subject string, body any, timeout time.Duration) (json.RawMessage, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := m.nc.Request(subject, data, timeout)
+	if err != nil {
+		if errors.Is(err, nats.ErrTimeout) {
+			return nil, &Error{"TIMEOUT", fmt.Sprintf("asking %s: no answer within %s", subject, timeout)}
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, &Error{"NOT_FOUND", fmt.Sprintf("asking %s: nothing on the bus answers there", subject)}
+		}
+		return nil, err
+	}
+	if code := reply.Header.Get("Mesh-Error-Code"); code != "" {
+		return nil, &Error{code, reply.Header.Get("Nats-Service-Error")}
+	}
+	if msg := reply.Header.Get("Nats-Service-Error"); msg != "" {
+		return nil, &Error{"INTERNAL", msg}
+	}
+	return reply.Data, nil
+}
+
+// SecretPath is the file of a declared secret (MESH_SECRET_FILES).
+func SecretPath(name string) (string, error) {
+	files := map[string]string{}
+	_ = json.Unmarshal([]byte(os.Getenv("MESH_SECRET_FILES")), &files)
+	if path, ok := files[name]; ok {
+		return path, nil
+	}
+	return "", &Error{"NOT_FOUND", fmt.Sprintf("the secret %q is not declared in own-secrets", name)}
+}
+
+// ReadSecret is a declared secret's content, read from its file, surrounding space trimmed.
+func (m *Mesh) ReadSecret(name string) (string, error) {
+	path, err := SecretPath(name)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// Call calls a tool the manifest declares in calls ("hello/greet") on this node.
+func (m *Mesh) Call(tool string, input any) (json.RawMessage, error) {
+	owner, name, _ := strings.Cut(tool, "/")
+	return m.request("mesh.tools."+m.Node+"."+owner+"."+name, input, 30*time.Second)
+}
+
+// Condition says a condition an operator sees (level: info, warning or error).
+func (m *Mesh) Condition(name, level, message string) error {
+	body := map[string]any{
+		"module": m.Module, "name": name, "level": level, "message": message, "node": m.Node,
+		"at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	}
+	_, err := m.jsPublish("mesh.conditions."+m.Module+"."+name, body, nil)
+	return err
+}
+
+// KeptState is a state a process says it keeps.
+type KeptState struct {
+	Name     string `json:"name"`
+	Readable bool   `json:"readable"`
+}
+
+// Keeps says which states this process keeps and which others may read.
+func (m *Mesh) Keeps(states []KeptState) error {
+	body := map[string]any{
+		"node": m.Node, "module": m.Module, "states": states,
+		"at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	}
+	_, err := m.jsPublish("mesh.keeps."+m.Node+"."+m.Module, body, nil)
+	return err
+}
+
+// jsPublish publishes to a stream's subject and waits for its acknowledgement.
+func (m *Mesh) jsPublish(subject string, body any, header nats.Header) (map[string]any, error) {
+	msg := nats.NewMsg(subject)
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		msg.Data = data
+	}
+	for k, v := range header {
+		msg.Header[k] = v
+	}
+	reply, err := m.nc.RequestMsg(msg, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("publishing to %s: %w", subject, err)
+	}
+	ack := map[string]any{}
+	if err := json.Unmarshal(reply.Data, &ack); err != nil {
+		return nil, fmt.Errorf("publishing to %s: the answer is not an acknowledgement", subject)
+	}
+	if e, ok := ack["error"]; ok {
+		return nil, &Error{"REFUSED", fmt.Sprintf("publishing to %s: %v", subject, e)}
+	}
+	return ack, nil
+}
