@@ -46,10 +46,7 @@ export async function initVerb(name: string, options: InitOptions): Promise<Exit
   const tools = options.tools === true || !daemon;
   const sdk = sdkDependency(dir, options.sdk ?? process.env[SDK_ENV]);
   const files = initFiles({ name, tools, daemon, sdk });
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(dir, path)), { recursive: true });
-    await writeFile(join(dir, path), text, { flag: "wx" });
-  }
+  await writeFiles(dir, files);
   const written = Object.keys(files).sort();
   if (options.json === true) {
     printJson({ ok: true, module: name, dir, sdk, files: written });
@@ -70,6 +67,14 @@ export async function initVerb(name: string, options: InitOptions): Promise<Exit
   return ExitCode.ok;
 }
 
+/** Writes each file (path → text) under `dir`, never over one that is there. */
+async function writeFiles(dir: string, files: Record<string, string>): Promise<void> {
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text, { flag: "wx" });
+  }
+}
+
 /** A python or go module: the shipped example's daemon and tool, under the module's name. */
 async function initOtherLanguage(
   name: string,
@@ -78,10 +83,7 @@ async function initOtherLanguage(
   options: InitOptions,
 ): Promise<ExitCode> {
   const files = await exampleFiles(language, name);
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(dir, path)), { recursive: true });
-    await writeFile(join(dir, path), text, { flag: "wx" });
-  }
+  await writeFiles(dir, files);
   const written = Object.keys(files).sort();
   if (options.json === true) {
     printJson({ ok: true, module: name, dir, language, files: written });

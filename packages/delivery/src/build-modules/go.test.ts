@@ -10,26 +10,10 @@ import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { describe, it } from "node:test";
 import { buildSource } from "../build-source.js";
+import { archiveEntries } from "./test-archive.js";
 import { tempFolder } from "../test-support.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../../../examples/modules/hello-go", import.meta.url));
-
-/** The mode of each file entry of a ustar archive, by path. */
-function modes(gz: Uint8Array): Map<string, number> {
-  const tar = gunzipSync(gz);
-  const out = new Map<string, number>();
-  for (let at = 0; at + 512 <= tar.length;) {
-    const name = tar
-      .subarray(at, at + 100)
-      .toString("utf8")
-      .replace(/\0.*$/s, "");
-    if (name === "") break;
-    const size = parseInt(tar.subarray(at + 124, at + 136).toString("ascii"), 8);
-    out.set(name, parseInt(tar.subarray(at + 100, at + 108).toString("ascii"), 8));
-    at += 512 + Math.ceil(size / 512) * 512;
-  }
-  return out;
-}
 
 describe("the go build module", { timeout: 1_200_000 }, () => {
   it("builds the example twice, from copies in different folders, to the same static binary", async () => {
@@ -40,7 +24,7 @@ describe("the go build module", { timeout: 1_200_000 }, () => {
     assert.ok(first.ok && second.ok, first.ok ? (second.ok ? "" : second.log) : first.log);
     assert.equal(first.archives[0]?.digest, second.archives[0]?.digest);
     assert.equal(first.manifestDigest, second.manifestDigest);
-    const files = modes(first.archives[0]?.bytes ?? new Uint8Array());
+    const files = archiveEntries(first.archives[0]?.bytes ?? new Uint8Array());
     assert.equal(files.get("bin/app"), 0o755);
     assert.deepEqual(first.manifest.processes[0]?.run, ["bin/app"]);
     // Static: an ELF with no interpreter (no PT_INTERP program header) is what CGO_ENABLED=0 gives.

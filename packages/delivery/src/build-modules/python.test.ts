@@ -10,36 +10,14 @@ import { cp, mkdir, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { gunzipSync } from "node:zlib";
 import { describe, it } from "node:test";
 import { buildSource } from "../build-source.js";
+import { archiveEntries } from "./test-archive.js";
 import { folderWith, tempFolder } from "../test-support.js";
 
 const EXAMPLE = fileURLToPath(
   new URL("../../../../examples/modules/hello-python", import.meta.url),
 );
-
-/** The paths of a ustar archive's entries, and their modes. */
-function entries(gz: Uint8Array): Map<string, number> {
-  const tar = gunzipSync(gz);
-  const out = new Map<string, number>();
-  for (let at = 0; at + 512 <= tar.length;) {
-    const name = tar
-      .subarray(at, at + 100)
-      .toString("utf8")
-      .replace(/\0.*$/s, "");
-    if (name === "") break;
-    const prefix = tar
-      .subarray(at + 345, at + 500)
-      .toString("utf8")
-      .replace(/\0.*$/s, "");
-    const mode = parseInt(tar.subarray(at + 100, at + 108).toString("ascii"), 8);
-    const size = parseInt(tar.subarray(at + 124, at + 136).toString("ascii"), 8);
-    out.set(prefix === "" ? name : `${prefix}/${name}`, mode);
-    at += 512 + Math.ceil(size / 512) * 512;
-  }
-  return out;
-}
 
 describe("the python build module", () => {
   it("builds the example twice, from copies elsewhere with other file times, to the same digest", async () => {
@@ -62,7 +40,7 @@ const r = await buildSource(${JSON.stringify(copy)}); console.log(r.ok ? r.archi
     ]);
     assert.equal(stdout.trim(), first.archives[0]?.digest);
 
-    const files = entries(first.archives[0]?.bytes ?? new Uint8Array());
+    const files = archiveEntries(first.archives[0]?.bytes ?? new Uint8Array());
     for (const path of [
       "main.py",
       "greeting.py",
@@ -108,7 +86,9 @@ const r = await buildSource(${JSON.stringify(copy)}); console.log(r.ok ? r.archi
     const built = await buildSource(dir);
     assert.ok(built.ok, built.ok ? "" : built.log);
     assert.ok(
-      entries(built.archives[0]?.bytes ?? new Uint8Array()).has("vendor/tinylib/__init__.py"),
+      archiveEntries(built.archives[0]?.bytes ?? new Uint8Array()).has(
+        "vendor/tinylib/__init__.py",
+      ),
     );
   });
 });
