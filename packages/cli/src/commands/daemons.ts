@@ -3,6 +3,7 @@
  * delivery's `mesh indexer|builder|assigner`, each on its own credential until SIGTERM.
  */
 import { Option, type Command } from "commander";
+import { ErrorCode, MeshError } from "@mesh/protocol";
 import { runControllerProcess } from "@mesh/controller";
 import {
   DELIVERY_DAEMONS,
@@ -105,7 +106,15 @@ function registerBuildModuleVerb(program: Command): void {
         "Run the build module of a language on its credential until SIGTERM (mesh up starts one per language).",
       )
       .requiredOption("--credential <file>", "the build modules' credential (principal build)"),
-    (language: string, options: { credential: string }) =>
-      runBuildModule(language, { credential: options.credential }) as Promise<ExitCode>,
+    (language: string, options: { credential: string }) => {
+      // Refused here, coded, before any connection: the fuzz test holds every refusal to a code.
+      if (!SHIPPED_LANGUAGES.includes(language)) {
+        throw new MeshError(
+          ErrorCode.USAGE,
+          `mesh ships build modules for ${SHIPPED_LANGUAGES.join(", ")}, not for ${JSON.stringify(language)}; run mesh build-module <${SHIPPED_LANGUAGES.join("|")}>`,
+        );
+      }
+      return runBuildModule(language, { credential: options.credential }) as Promise<ExitCode>;
+    },
   );
 }
