@@ -38,7 +38,14 @@ export {
   type LayoutOptions,
   type LayoutReport,
 } from "./layout-setup.js";
-export { generateNodeKeys, loadOrCreateNodeKeys, seal, unseal, type NodeKeys } from "./sealing.js";
+export {
+  generateNodeKeys,
+  loadOrCreateNodeKeys,
+  publicKeyProblem,
+  seal,
+  unseal,
+  type NodeKeys,
+} from "./sealing.js";
 export { flush, publish, type PublishOptions } from "./publish.js";
 export { requestJoin, type JoinOptions } from "./join-client.js";
 export {

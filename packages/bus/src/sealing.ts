@@ -64,6 +64,16 @@ function deriveKey(shared: Buffer, ephemeral: Buffer, recipient: Buffer, context
   return Buffer.from(hkdfSync("sha256", shared, salt, Buffer.from(`${INFO}\0${context}`), 32));
 }
 
+/** Why `publicKey` cannot be sealed to (its words), or undefined when it can. */
+export function publicKeyProblem(publicKey: string): string | undefined {
+  try {
+    importPublic(publicKey);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 /** Seals `plaintext` so that only the holder of `publicKey`'s private key opens it, for `context` only. */
 export function seal(publicKey: string, plaintext: Uint8Array | string, context: string): string {
   const recipient = importPublic(publicKey);

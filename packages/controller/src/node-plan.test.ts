@@ -85,6 +85,25 @@ describe("planNode", () => {
     for (const r of plan.refusals) assert.ok(r.fix.length > 0);
   });
 
+  it("refuses a node whose presence carries a key that cannot be sealed to, naming the node (one bad presence failed the controller's pass)", () => {
+    const fleet = fleetWith("n6", [counter]);
+    const presence = fleet.presenceOf("n6");
+    assert.ok(presence !== undefined);
+    fleet.setPresence("n6", {
+      ...presence,
+      publicKey: Buffer.from("not a key").toString("base64"),
+    });
+    const plan = planNode(fleet.inputsOf("n6"), contextOf(fleet));
+    assert.equal(plan.ok, false);
+    if (plan.ok) return;
+    assert.deepEqual(
+      plan.refusals.map((r) => r.code),
+      ["presence-key-invalid"],
+    );
+    assert.match(plan.refusals[0]?.reason ?? "", /^n6's presence/);
+    assert.equal(planNode(fleetWith("n7", [counter]).inputsOf("n7"), contextOf(fleet)).ok, true);
+  });
+
   it("composes for the root the node's presence names, /var/lib/mesh otherwise", () => {
     const fleet = fleetWith("n5", [counter]);
     const at = (plan: ReturnType<typeof planNode>) =>

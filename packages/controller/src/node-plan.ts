@@ -3,8 +3,10 @@
  * `compose` for the resources, plus what the host's provisioner client needs per module (build,
  * manifest digest, declared config defaults, bound values), and the bus principals the
  * composition implies (the runtime's, each module process's that declares its credential) with
- * the permissions core's grant functions derive. Pure: sealing happens after, in the controller.
+ * the permissions core's grant functions derive. Pure: sealing happens after, in the controller
+ * (a presence whose key cannot be sealed to is refused here, checked without I/O).
  */
+import { publicKeyProblem } from "@mesh/bus";
 import {
   BROKER_SECRET,
   BoundKey,
@@ -46,6 +48,8 @@ export interface PlanContext {
  */
 export const NodeInputRule = {
   "presence-missing": "a node is composed once its presence (its public key) is in mesh-presence",
+  "presence-key-invalid":
+    "a node's presence carries an X25519 public key its needs can be sealed to",
   "manifest-missing": "every wanted build's resolved manifest is in mesh-manifests",
   "manifest-invalid": "every wanted build's manifest passes the manifest check",
   "manifest-module": "a want's manifest is of the module it is wanted for",
@@ -82,6 +86,15 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
       code: "presence-missing",
       reason: `${node} has no presence in mesh-presence, so there is no public key to seal its credentials to`,
       fix: `start the node's host (it writes its presence), or join the node first (mesh join)`,
+    });
+  }
+  const keyProblem = presence === undefined ? undefined : publicKeyProblem(presence.publicKey);
+  if (keyProblem !== undefined) {
+    // Refused here, with the node named, so one node's broken presence never fails the pass.
+    refusals.push({
+      code: "presence-key-invalid",
+      reason: `${node}'s presence in mesh-presence carries a public key its needs cannot be sealed to: ${keyProblem}`,
+      fix: `restart the node's host so it writes its presence again from its key file (<root>/node.key), or join the node again (mesh join)`,
     });
   }
   if (refusals.length > 0 || presence === undefined) return { ok: false, node, refusals };
