@@ -20,6 +20,7 @@ import { registerLogVerbs } from "./commands/logs.js";
 import { registerManifestVerbs } from "./commands/manifest-check.js";
 import { registerModuleVerbs } from "./commands/module.js";
 import { registerRetryVerb } from "./commands/retry.js";
+import { registerRolloutVerbs } from "./commands/rollout.js";
 import { registerSecretVerbs } from "./commands/secret.js";
 import { registerStatusVerb } from "./commands/status.js";
 import { registerToolsVerb } from "./commands/tools.js";
@@ -38,6 +39,7 @@ const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
   registerModuleVerbs,
   registerAssignVerbs,
   registerRetryVerb,
+  registerRolloutVerbs,
   registerDecisionVerbs,
   registerConfigVerbs,
   registerSecretVerbs,

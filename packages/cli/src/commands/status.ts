@@ -9,7 +9,7 @@ import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import { KvBucket, conditionsSource, readStanding, type MeshBus } from "@mesh/bus";
 import { readFleet, type FleetState } from "@mesh/core";
-import type { Condition } from "@mesh/protocol";
+import { isMeshError, type Condition } from "@mesh/protocol";
 import {
   Bucket,
   ErrorCode,
@@ -21,6 +21,7 @@ import {
 import { connectToMesh } from "../find-mesh.js";
 import { ExitCode, printJson } from "../output.js";
 import { printStatus } from "./status-print.js";
+import { readRollouts, rolloutLines } from "./rollout-status.js";
 import { readAll } from "../read-bucket.js";
 import { readStatusByKey } from "./status-by-key.js";
 import {
@@ -261,12 +262,34 @@ export async function statusVerb(options: StatusOptions): Promise<ExitCode> {
     ...(options.module === undefined ? {} : { module: options.module }),
   };
   const report = await readStatus(bus, { now: new Date(), query });
+  // Rollouts under way or halted (a done one is in `mesh rollout status`).
+  const rollouts = (await readRolloutsOpen(bus, options.module)).filter((r) => r.status !== "done");
   if (json) {
-    printJson({ ok: true, ...report });
+    printJson({ ok: true, ...report, rollouts });
     return ExitCode.ok;
   }
   printStatus(report, query);
+  if (rollouts.length > 0) {
+    process.stdout.write(
+      `rollouts:\n${rollouts
+        .flatMap(rolloutLines)
+        .map((l) => `  ${l}\n`)
+        .join("")}`,
+    );
+  }
   return ExitCode.ok;
+}
+
+/** The rollouts of one module or every one; none when the bucket is not there yet. */
+async function readRolloutsOpen(bus: MeshBus, module: string | undefined) {
+  try {
+    return await readRollouts(bus, module);
+  } catch (error) {
+    // A mesh from before rollouts, whose controller has not made the bucket yet.
+    if (isMeshError(error, ErrorCode.BUCKET_UNAVAILABLE) || isMeshError(error, ErrorCode.NOT_FOUND))
+      return [];
+    throw error;
+  }
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

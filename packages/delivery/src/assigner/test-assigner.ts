@@ -8,7 +8,7 @@ import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, conditionsSource, readStanding } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { assignerGrant, operatorGrant } from "@mesh/core";
+import { assignerGrant, hostGrant, operatorGrant } from "@mesh/core";
 import type { Condition } from "@mesh/protocol";
 import { Bucket, Principal, moduleConditionsWildcard, type Credential } from "@mesh/protocol";
 import { Assigner, type PassReport } from "./assigner.js";
@@ -23,6 +23,8 @@ export interface AssignerBus {
   readonly admin: MeshBus;
   /** The login of a principal with its own grant (the assigner's or the operator's). */
   credential(principal: typeof Principal.assigner | typeof Principal.operator): Credential;
+  /** The login of a node's host (one of `hosts`). */
+  hostCredential(node: string): Credential;
   /** Every bucket emptied, the layout made again. */
   freshLayout(): Promise<void>;
   /** The fleet seeded: `nodes` nodes present with hello assigned to all, `builds` builds of it. */
@@ -37,8 +39,11 @@ export interface AssignerBus {
   report(build: string, health: "healthy" | "failing"): Promise<number>;
 }
 
-/** Registers the file's before and after hooks; the bus is there once the tests run. */
-export function assignerBus(): AssignerBus {
+/**
+ * Registers the file's before and after hooks; the bus is there once the tests run. `hosts`
+ * adds a host's user for each node (`host-<node>`, on `hostGrant`), for simulated hosts.
+ */
+export function assignerBus(options: { hosts?: readonly string[] } = {}): AssignerBus {
   let server: TestServer | undefined;
   let admin: MeshBus | undefined;
   before(async () => {
@@ -46,6 +51,11 @@ export function assignerBus(): AssignerBus {
       users: [
         { user: "assigner", password, permissions: assignerGrant({ node: NODE }) },
         { user: "operator", password, permissions: operatorGrant({ node: NODE }) },
+        ...(options.hosts ?? []).map((node) => ({
+          user: `host-${node}`,
+          password,
+          permissions: hostGrant({ node }),
+        })),
       ],
     });
     admin = await MeshBus.connect(
@@ -74,6 +84,12 @@ export function assignerBus(): AssignerBus {
       return started().admin;
     },
     credential,
+    hostCredential: (node) =>
+      credentialFor(
+        started().server,
+        { user: `host-${node}`, password },
+        { node, module: Principal.host },
+      ),
     freshLayout: () => emptyLayout(started().admin),
     seed: (options) => seedFleet(started().admin, options),
     addBuild: (seq) => addHelloBuild(started().admin, seq),
@@ -154,6 +170,11 @@ export function startAssignerProcess(credential: string) {
     stdio: ["ignore", "ignore", "pipe"],
   });
   const lines = createInterface({ input: child.stderr });
+  /** Each pass it logged, in order. */
+  const passes: string[] = [];
+  lines.on("line", (line) => {
+    if (/pass \d+:/.test(line)) passes.push(line);
+  });
   const firstPass = new Promise<void>((resolve, reject) => {
     lines.on("line", (line) => {
       if (/pass 1:/.test(line)) resolve();
@@ -165,6 +186,7 @@ export function startAssignerProcess(credential: string) {
   return {
     child,
     firstPass,
+    passes,
     /** Stops it by its pid (SIGKILL: nothing of it is left to run). */
     async kill() {
       if (child.exitCode === null && child.signalCode === null) {
