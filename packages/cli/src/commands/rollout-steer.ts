@@ -2,7 +2,7 @@
  * Steering a module's rollout (issue 22, decision 0130): the operator's word in
  * `mesh-rollout-steers.<module>`, naming the build that rolls out now (a word about an older
  * build applies to nothing) and, for `retry`, the attempt it retries, so it is taken once. The
- * view's page steers with this; a `mesh rollout` verb is to call it too.
+ * view's page and `mesh rollout pause|resume|promote|abort|retry` steer with this.
  */
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import {
@@ -14,6 +14,7 @@ import {
   type RolloutAction,
 } from "@mesh/protocol";
 import { by, type Done } from "./assign.js";
+import { retry } from "./retry.js";
 
 export async function steerRollout(
   bus: MeshBus,
@@ -28,6 +29,19 @@ export async function steerRollout(
       { module },
     );
   }
+  const halted = rollout.status === "failed" || rollout.status === "aborted";
+  if (input.steer === "retry" ? !halted : halted || rollout.status === "done") {
+    throw new MeshError(
+      ErrorCode.CONFLICT,
+      `the rollout of ${module} build ${rollout.build} is ${rollout.status}, so \`mesh rollout ${input.steer}\` has nothing to do; ` +
+        (halted
+          ? `\`mesh rollout retry ${module}\` starts it again`
+          : "a new build starts a new rollout"),
+      { module },
+    );
+  }
+  // The attempt's failed marks are lifted on every node, or its canary would fail it again at once.
+  if (input.steer === "retry") await retry(bus, { module, why: input.why ?? "mesh rollout retry" });
   const steer = RolloutSteer.parse({
     build: rollout.build,
     action: input.steer,

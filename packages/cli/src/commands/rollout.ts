@@ -5,7 +5,7 @@
  * `mesh-rollouts`, which `status` reads.
  */
 import type { Command } from "commander";
-import { KvBucket, type MeshBus } from "@mesh/bus";
+import { KvBucket } from "@mesh/bus";
 import {
   Bucket,
   ErrorCode,
@@ -13,13 +13,11 @@ import {
   RolloutPolicy,
   checkName,
   issuesText,
-  type Rollout,
   type RolloutAction,
   type RolloutOverride,
-  type RolloutSteer,
 } from "@mesh/protocol";
 import { rolloutStatus } from "./rollout-status.js";
-import { retry } from "./retry.js";
+import { steerRollout } from "./rollout-steer.js";
 import { act, answer, connect, meshVerb, type MeshOptions } from "../verb.js";
 import type { ExitCode } from "../output.js";
 
@@ -166,59 +164,10 @@ async function steerVerb(
   await using bus = await connect(options);
   const done = await steerRollout(bus, {
     module,
-    action,
+    steer: action,
     ...(options.why === undefined ? {} : { why: options.why }),
   });
-  return answer(options, { module, action, build: done.build }, () => [done.message]);
-}
-
-/** `mesh rollout <action>` on a bus (the view's buttons can call the same). */
-export async function steerRollout(
-  bus: MeshBus,
-  input: { module: string; action: RolloutAction; why?: string },
-): Promise<{ build: string; message: string }> {
-  const { module, action } = input;
-  const record: Rollout | undefined = (
-    await (await KvBucket.open(bus, Bucket.rollouts)).get(module)
-  )?.value;
-  if (record === undefined) {
-    throw new MeshError(
-      ErrorCode.NOT_FOUND,
-      `${module} has no rollout: a rollout starts when a new build of it is wanted (\`mesh rollout status\` lists them)`,
-      { module },
-    );
-  }
-  const halted = record.status === "failed" || record.status === "aborted";
-  if (action === "retry" ? !halted : halted || record.status === "done") {
-    throw new MeshError(
-      ErrorCode.CONFLICT,
-      `the rollout of ${module} build ${record.build} is ${record.status}, so \`mesh rollout ${action}\` has nothing to do; ` +
-        (halted
-          ? `\`mesh rollout retry ${module}\` starts it again`
-          : "a new build starts a new rollout"),
-      { module },
-    );
-  }
-  if (action === "retry") await retry(bus, { module, why: input.why ?? "mesh rollout retry" });
-  const steer: RolloutSteer = {
-    build: record.build,
-    action,
-    ...(action === "retry" ? { attempt: record.attempt } : {}),
-    by: bus.credential.user,
-    ...(input.why === undefined ? {} : { why: input.why }),
-    at: new Date().toISOString(),
-  };
-  await (await KvBucket.open(bus, Bucket.rolloutSteers)).put(module, steer);
-  const then = {
-    pause: "no further wave is given until `mesh rollout resume`",
-    resume: "the next wave is given once the last one is proven",
-    promote: "every node is given it now",
-    abort: "every node given it is set back at once",
-    retry: "it starts again from the canary",
-    // The verbs an operator has, each said as what follows.
-  } satisfies Record<RolloutAction, string>;
-  return {
-    build: record.build,
-    message: `${action} the rollout of ${module} build ${record.build}: ${then[action]} (\`mesh rollout status ${module}\`)`,
-  };
+  return answer(options, done.result, () => [
+    `${done.message} (\`mesh rollout status ${module}\`)`,
+  ]);
 }
