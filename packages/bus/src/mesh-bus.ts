@@ -46,6 +46,11 @@ export interface ConnectOptions {
    * renewed credential the host wrote over it; decision 0150). `connectWithFile` follows its file.
    */
   readonly follow?: string;
+  /**
+   * Told each time the bus refuses the login (at the first connection while waiting for the
+   * bus, and at reconnects): a host asks for its renewed credential then (decision 0150).
+   */
+  readonly onRefused?: () => void;
 }
 
 export interface SubscribeOptions {
@@ -97,12 +102,17 @@ export class MeshBus implements AsyncDisposable {
   readonly #nc: NatsConnection;
   #closed = false;
 
-  private constructor(login: BusLogin, nc: NatsConnection, say: (line: string) => void) {
+  private constructor(
+    login: BusLogin,
+    nc: NatsConnection,
+    say: (line: string) => void,
+    onRefused?: () => void,
+  ) {
     this.#login = login;
     this.#nc = nc;
     const js = jetstream(nc, { checkAPI: false });
     handles.set(this, { nc, js, kvm: new Kvm(js) });
-    void this.#sayTrouble(say);
+    void this.#sayTrouble(say, onRefused);
   }
 
   /** The credential this connection logs in with (the latest renewed one). */
@@ -124,10 +134,11 @@ export class MeshBus implements AsyncDisposable {
    * know the user only once the controller has written its list) and says when the connection
    * is back, so a process that cannot reach the bus is never silent about it.
    */
-  async #sayTrouble(say: (line: string) => void): Promise<void> {
+  async #sayTrouble(say: (line: string) => void, onRefused?: () => void): Promise<void> {
     const who = `${this.credential.node}.${this.credential.module}`;
     let refused = false;
     for await (const status of this.#nc.status()) {
+      if (status.type === "error" && status.error instanceof AuthorizationError) onRefused?.();
       if (status.type === "error" && status.error instanceof AuthorizationError && !refused) {
         refused = true;
         say(
@@ -153,8 +164,10 @@ export class MeshBus implements AsyncDisposable {
     const login = new BusLogin(credential, options.follow);
     for (;;) {
       try {
-        return new MeshBus(login, await connectOnce(login, options, doing), say);
+        const nc = await connectOnce(login, options, doing);
+        return new MeshBus(login, nc, say, options.onRefused);
       } catch (error) {
+        if (isRefusedLogin(error)) options.onRefused?.();
         if (options.waitForBus !== true || !isRetryable(error)) throw error;
         // A refused login is retried too while waiting: a bus that has just started may know
         // this user only a moment later. Said once, not on every attempt.

@@ -33,7 +33,7 @@ const IssuedUserFields = z
     user: z.string().min(1),
     node: z.string().min(1),
     module: z.string().min(1),
-    kind: z.enum(["host", "runtime", "module", "join", "mcp", "view"]),
+    kind: z.enum(["host", "runtime", "module", "join", "mcp", "view", "renewal"]),
     /** Users-list mode: the password's bcrypt hash, and the password sealed (context: the user). */
     passwordHash: z.string().min(1).optional(),
     password: Sealed.optional(),

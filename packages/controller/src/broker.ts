@@ -53,6 +53,7 @@ export {
   PrincipalKind,
   hostPrincipal,
   principalUser,
+  renewalPrincipal,
   sharedLoginOf,
   type DesiredPrincipal,
   type SharedLogin,
@@ -226,7 +227,7 @@ export class Broker {
       (!expires || kept.expiresAt !== undefined)
     )
       return false;
-    const expiresAt = expires ? expiryFor(this.#now(), lifetime) : p.expiresAt;
+    const expiresAt = expires ? expiryFor(p.kind, this.#now(), lifetime) : p.expiresAt;
     const signed = await signUser(accounts, this.#options.vault, {
       ...p,
       ...(expiresAt === undefined ? {} : { expiresAt }),
@@ -311,6 +312,11 @@ export class Broker {
     return Buffer.from(`${credential.seed}\n${credential.jwt}`, "utf8").toString("base64url");
   }
 
+  /** Accounts mode with a credential lifetime: JWTs expire and are renewed (decision 0150). */
+  get renews(): boolean {
+    return this.signed && this.#options.credentialLifetimeMs !== undefined;
+  }
+
   /** Accounts mode is on: users are signed, nothing is reloaded. */
   get signed(): boolean {
     return this.#options.accounts !== undefined;
@@ -359,7 +365,7 @@ export class Broker {
     for (const u of [...this.#users.values()]) {
       const at = renewAt(u, lifetime);
       if (at === undefined || at > now.getTime()) continue;
-      this.#users.set(u.user, await renewUser(accounts, u, expiryFor(now, lifetime)));
+      this.#users.set(u.user, await renewUser(accounts, u, expiryFor(u.kind, now, lifetime)));
       this.#unsaved.add(u.user);
       this.#dirty = true;
       nodes.add(u.node);

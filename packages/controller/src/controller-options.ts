@@ -31,7 +31,8 @@ export interface ControllerOptions {
   readonly joinRevocationsEveryMs?: number;
   /**
    * Accounts mode: how long a host's, runtime's or module's JWT lives before it expires; the
-   * controller signs it again with a third left and delivers it (decision 0150). Absent: never.
+   * controller signs it again with a third left and delivers it (decision 0150). Absent: never
+   * (the controller process, `mesh controller`, gives 6 hours).
    */
   readonly credentialLifetimeMs?: number;
   /**

@@ -18,17 +18,19 @@ import {
   Principal,
   hostCredentialContext,
   joinUser,
-  stateBucket,
   type Composed,
   type Resource,
   type SealedSecret,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import { KvBucket, ensureStateBucket, sayCondition, serve } from "@mesh/bus";
+import { KvBucket, sayCondition, serve } from "@mesh/bus";
 import type { MeshBus, SayCondition, Served } from "@mesh/bus";
 import { DaemonLife, Lifecycle, type RunOptions } from "@mesh/kit";
 import { Broker, hostPrincipal, sharedLoginOf } from "./broker.js";
-import { holderOf, needContent, type NeedSources } from "./need-content.js";
+import { ensureHost, holderOf, needContent, sealedHostCredential } from "./need-content.js";
+import { withRenewedCredentials } from "./need-content.js";
+import { ensureNodeStateBuckets } from "./state-buckets.js";
+import type { NeedSources } from "./need-content.js";
 import { revocationPusher, type RevocationPusher } from "./revocation-pusher.js";
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
@@ -318,13 +320,15 @@ export class Controller implements AsyncDisposable {
         keep.add(p.user);
       }
       this.#revokeNode(node, keep);
-      const host = hostPrincipal(node);
-      if (this.broker.get(host.user) !== undefined) await this.broker.ensure(host);
+      if (this.broker.get(hostPrincipal(node).user) !== undefined)
+        await ensureHost(this.broker, node);
       this.#sayProblems(node, plan);
       planned.push(plan);
     }
     // The states the planned nodes' modules keep exist before anything that keeps them starts.
-    for (const plan of planned) await this.#ensureStateBuckets(plan.node, signal);
+    const { log } = this.#options;
+    const wanted = planned.map((p) => this.fleet.inputsOf(p.node));
+    await ensureNodeStateBuckets({ bus: this.#bus, wanted, made: this.#stateBuckets, log, signal });
     // One reload for every node of the pass, before any credential reaches a node.
     const reloaded = await this.broker.commit({ signal });
     const written: string[] = [];
@@ -332,6 +336,7 @@ export class Controller implements AsyncDisposable {
       if (await this.#write(plan, signal)) written.push(plan.node);
       await this.#sayComposed(plan.node, signal);
     }
+    for (const node of refused) await this.#renewRefused(node, signal);
     await this.#seals.flush();
     await this.#tokens.prune(now);
     this.passes += 1;
@@ -342,22 +347,17 @@ export class Controller implements AsyncDisposable {
     for (const listener of this.#passListeners) listener(report);
   }
 
-  /**
-   * Creates the state buckets (`<module>_<state>`) of every module wanted on `node`. Only the
-   * controller may create streams, so a module's states exist because its manifest declares them.
-   */
-  async #ensureStateBuckets(node: string, signal: AbortSignal): Promise<void> {
-    for (const { manifest } of this.fleet.inputsOf(node).wanted.values()) {
-      if (manifest?.ok !== true) continue;
-      for (const state of manifest.manifest.states) {
-        const bucket = stateBucket(manifest.manifest.module, state.name);
-        if (this.#stateBuckets.has(bucket)) continue;
-        if (await ensureStateBucket(this.#bus, bucket, { signal })) {
-          this.#options.log?.(`controller: created the state bucket ${bucket}`);
-        }
-        this.#stateBuckets.add(bucket);
-      }
-    }
+  /** A refused node keeps what it runs, and its credentials renewed (need-content.ts). */
+  async #renewRefused(node: string, signal: AbortSignal): Promise<void> {
+    const presence = this.fleet.presenceOf(node);
+    const kept = (await this.#composed.get(node, { signal }))?.value;
+    if (presence === undefined || kept === undefined || !this.broker.renews) return;
+    const { publicKey } = presence;
+    const seals = this.#seals;
+    const value = await withRenewedCredentials(kept, { broker: this.broker, seals, publicKey });
+    if (value === undefined) return;
+    await this.#composed.put(node, value, { signal });
+    this.#written.set(node, value.fingerprint);
   }
 
   /** Revokes the runtime and module users of `node` that are not in `keep`. */
@@ -393,7 +393,12 @@ export class Controller implements AsyncDisposable {
       const holder = holderOf(this.broker, node, r);
       resources.push({ ...r, sealed, ...(holder === undefined ? {} : { holder }) });
     }
-    const hostCredential = await this.#sealedHostCredential(node, presence.publicKey);
+    const hostCredential = await sealedHostCredential(
+      this.broker,
+      this.#seals,
+      node,
+      presence.publicKey,
+    );
     if (hostCredential !== undefined) needs.add(hostCredentialContext(node));
     this.#seals.retain(node, needs);
     const value = {
@@ -415,18 +420,6 @@ export class Controller implements AsyncDisposable {
     this.#written.set(node, fingerprint);
     this.composedWrites += 1;
     return true;
-  }
-
-  /**
-   * Accounts mode: the host's own credential sealed to its key, so that a renewed one, or one
-   * with a new key after its grant moved, reaches the host without a join (decision 0150).
-   */
-  async #sealedHostCredential(node: string, publicKey: string): Promise<string | undefined> {
-    const user = hostPrincipal(node).user;
-    if (!this.broker.signed || this.broker.get(user) === undefined) return undefined;
-    const plaintext = `${JSON.stringify(this.broker.credential(user))}\n`;
-    const needId = hostCredentialContext(node);
-    return this.#seals.sealFor({ node, needId, publicKey, plaintext });
   }
 
   async #sayRefused(node: string, refusals: readonly NodeRefusal[], signal: AbortSignal) {

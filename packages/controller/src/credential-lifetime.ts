@@ -24,25 +24,37 @@ const RENEW_WHEN_LEFT = 1 / 3;
 /** How much of the lifetime, at most, is taken off at random, so expiries spread. */
 const SPREAD = 1 / 10;
 
+/**
+ * How long a node's renewal login lives: how long a node may be away (stopped, cut off) and
+ * still come back on its own, its own JWT long expired. It is renewed with the host's others.
+ */
+export const RENEWAL_LIFETIME_MS = 30 * 24 * 3600_000;
+
 /** The kinds whose JWTs expire and are renewed. */
 export function isRenewed(kind: PrincipalKind): boolean {
-  return kind === "host" || kind === "runtime" || kind === "module";
+  return kind === "host" || kind === "runtime" || kind === "module" || kind === "renewal";
 }
 
-/** When a credential signed at `now` for `lifetimeMs` expires (ISO time). */
+/** The lifetime of a `kind`'s JWT when the others' is `lifetimeMs`. */
+const lifetimeOf = (kind: PrincipalKind, lifetimeMs: number): number =>
+  kind === "renewal" ? Math.max(RENEWAL_LIFETIME_MS, lifetimeMs) : lifetimeMs;
+
+/** When a `kind`'s credential signed at `now` expires (ISO time). */
 export function expiryFor(
+  kind: PrincipalKind,
   now: Date,
   lifetimeMs: number,
   random: () => number = Math.random,
 ): string {
-  const spread = Math.floor(lifetimeMs * SPREAD * random());
-  return new Date(now.getTime() + lifetimeMs - spread).toISOString();
+  const lifetime = lifetimeOf(kind, lifetimeMs);
+  const spread = Math.floor(lifetime * SPREAD * random());
+  return new Date(now.getTime() + lifetime - spread).toISOString();
 }
 
 /** When `u` is to be signed again (epoch ms), or undefined when its JWT does not expire. */
 export function renewAt(u: IssuedUser, lifetimeMs: number): number | undefined {
   if (u.expiresAt === undefined || !isRenewed(u.kind) || u.jwt === undefined) return undefined;
-  return Date.parse(u.expiresAt) - lifetimeMs * RENEW_WHEN_LEFT;
+  return Date.parse(u.expiresAt) - lifetimeOf(u.kind, lifetimeMs) * RENEW_WHEN_LEFT;
 }
 
 /** The expiry of `u`'s JWT in unix seconds, as a revocation keeps it; undefined without one. */

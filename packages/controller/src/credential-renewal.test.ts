@@ -4,7 +4,7 @@
  * expires and puts it in the node's composition; a connection that follows its credential file
  * (as the host writes it) is closed by the server at each expiry and logs in again at once with
  * the renewed JWT — one login per lifetime, no storm — also across a restart of the controller;
- * and a revocation is pruned from the account JWT once the JWTs it covers have expired.
+ * a node it refuses keeps its composition with only its credentials renewed; and a revocation is pruned from the account JWT once the JWTs it covers have expired.
  */
 import assert from "node:assert/strict";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -25,7 +25,7 @@ import {
   type AccountsTestServer,
 } from "@mesh/bus/testing";
 import { Controller } from "./controller.js";
-import { counter, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-support.js";
+import { counter, hello, newKeys, openNeed, presenceOf, viewer, wantOf } from "./test-support.js";
 
 /** A few seconds, stretched on a loaded machine so a pass still comes before a third is left. */
 const LIFETIME_MS = stretched(1_500);
@@ -160,6 +160,33 @@ describe("credentials that expire and are renewed", () => {
     await seen.catch(() => undefined);
     await bus.close();
     await counting;
+  });
+
+  it("renews the credentials of a node it refuses: what it runs stays, and keeps the bus", async () => {
+    const composed = await KvBucket.open(admin, Bucket.composed);
+    const before = (await composed.get("n1"))?.value;
+    assert.ok(before !== undefined);
+    // A want whose manifest is not there: n1 is refused, its composition kept as it is.
+    await put(Bucket.wants, nodeModuleKey("n1", "hello"), wantOf(hello));
+    const jwts = new Set<string>();
+    const ids = new Set<string>();
+    const watching = new AbortController();
+    const seen = (async () => {
+      for await (const e of composed.watch({ key: "n1", signal: watching.signal })) {
+        if (e.type !== "put") continue;
+        const jwt = viewerCredential(e.value, n1)?.jwt;
+        if (jwt !== undefined) jwts.add(jwt);
+        ids.add(e.value.resources.map((r) => r.id).join(","));
+      }
+    })();
+    await waitFor(() => jwts.size >= 3, {
+      what: "two renewals of the refused node's viewer",
+      timeout: 30_000 + 4 * LIFETIME_MS,
+    });
+    watching.abort();
+    await seen.catch(() => undefined);
+    assert.deepEqual([...ids], [before.resources.map((r) => r.id).join(",")], "nothing else moved");
+    await (await KvBucket.open(admin, Bucket.wants)).delete(nodeModuleKey("n1", "hello"));
   });
 
   it("prunes a revocation from the account JWT once the JWTs it covers have expired", async () => {

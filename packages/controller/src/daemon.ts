@@ -20,6 +20,7 @@ import {
 import { DEFAULT_GRACE_MS, Lifecycle, runUntilSignal, type RunOptions } from "@mesh/kit";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
+import { DEFAULT_CREDENTIAL_LIFETIME_MS } from "./credential-lifetime.js";
 
 export interface DaemonOptions {
   /** The mesh's root (`mesh up --root`). */
@@ -35,7 +36,10 @@ export interface DaemonOptions {
    * their own (60 s by default; revocation-pusher.ts).
    */
   readonly joinRevocationsEveryMs?: number;
-  /** Accounts mode: how long a host's, runtime's or module's JWT lives (decision 0150). */
+  /**
+   * Accounts mode: how long a host's, runtime's or module's JWT lives (decision 0150); 6 hours
+   * by default ({@link DEFAULT_CREDENTIAL_LIFETIME_MS}).
+   */
   readonly credentialLifetimeMs?: number;
   /** How long a stop may take before the process gives up on a clean one; default 10 s. */
   readonly graceMs?: number;
@@ -106,9 +110,7 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
               ...(options.joinRevocationsEveryMs === undefined
                 ? {}
                 : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
-              ...(options.credentialLifetimeMs === undefined
-                ? {}
-                : { credentialLifetimeMs: options.credentialLifetimeMs }),
+              credentialLifetimeMs: options.credentialLifetimeMs ?? DEFAULT_CREDENTIAL_LIFETIME_MS,
             }
           : {
               sink: serverFolderSink(paths.bus),

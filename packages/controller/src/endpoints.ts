@@ -10,6 +10,7 @@ import {
   Principal,
   Subject,
   joinInbox,
+  hostCredentialContext,
   joinSealContext,
   joinUser,
   mcpSealContext,
@@ -17,10 +18,12 @@ import {
   viewSealContext,
   type JoinAnswer,
   type Permissions,
+  type RenewAnswer,
 } from "@mesh/protocol";
 import { allowedModules, mcpGrant, mcpPrincipal, viewGrant } from "@mesh/core";
 import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
-import { PrincipalKind, hostPrincipal, principalUser, type Broker } from "./broker.js";
+import { PrincipalKind, principalUser, type Broker } from "./broker.js";
+import { ensureHost, hostCredentialText } from "./need-content.js";
 import {
   JoinTokenAsk,
   McpCredentialAsk,
@@ -64,7 +67,40 @@ export function userEndpoints(context: () => EndpointContext): EndpointSpec[] {
       subject: Subject.viewCredential,
       handler: (r) => answerViewCredential(context(), r),
     },
+    { name: "renew", subject: `${Subject.renew}.*`, handler: (r) => answerRenew(context(), r) },
   ];
+}
+
+/**
+ * `mesh.renew.<node>`: a host whose own JWT expired while it was away asks, with its renewal
+ * login (whose grant names only this subject of its node), for its current credential; it is
+ * sealed to the node's key in its presence, so only that node opens it (decision 0150).
+ */
+export async function answerRenew(c: EndpointContext, request: Request): Promise<RenewAnswer> {
+  const node = request.subject.slice(Subject.renew.length + 1);
+  return c.exclusive(async () => {
+    const presence = c.fleet.presenceOf(node);
+    if (!c.broker.renews || c.broker.get(principalUser(node, Principal.host)) === undefined) {
+      throw new MeshError(
+        ErrorCode.NOT_FOUND,
+        `${node} has no host credential that expires here; join it again (mesh join) if it cannot log in`,
+        { node },
+      );
+    }
+    if (presence === undefined) {
+      throw new MeshError(
+        ErrorCode.NOT_FOUND,
+        `${node} has no presence in mesh-presence, so there is no key to seal its credential to; join it again (mesh join)`,
+        { node },
+      );
+    }
+    // Renewed first if due: the pass that would have may not have come yet.
+    for (const renewed of await c.broker.renewDue()) c.fleet.touch(renewed);
+    await c.broker.commit();
+    c.poke();
+    const text = hostCredentialText(c.broker, node);
+    return { node, sealed: seal(presence.publicKey, text, hostCredentialContext(node)) };
+  });
 }
 
 /** mesh.join: a new node with a join token gets its host credential, sealed to its key. */
@@ -98,9 +134,9 @@ export async function answerJoin(c: EndpointContext, request: Request): Promise<
       );
     }
     await c.tokens.take(token, node, c.now());
-    await c.broker.ensure(hostPrincipal(node));
+    await ensureHost(c.broker, node);
     await c.broker.commit();
-    const credential = `${JSON.stringify(c.broker.credential(host))}\n`;
+    const credential = hostCredentialText(c.broker, node);
     return { node, sealed: seal(publicKey, credential, joinSealContext(node)) };
   });
   // The join user goes once the answer is out: the next pass's reload drops it.

@@ -3,7 +3,7 @@
  * wants of one, the user a node's principal logs in as, and the shared login of a bus the mesh
  * does not own.
  */
-import { hostGrant } from "@mesh/core";
+import { hostGrant, renewalGrant } from "@mesh/core";
 import {
   Principal,
   nodeModuleKey,
@@ -20,6 +20,8 @@ export const PrincipalKind = {
   mcp: "mcp",
   /** `mesh view --listen`'s sessions (decision 0171): kept like mcp's, until the root goes. */
   view: "view",
+  /** A node's renewal login, inside its host's credential (decision 0150). */
+  renewal: "renewal",
 } as const;
 export type PrincipalKind = (typeof PrincipalKind)[keyof typeof PrincipalKind];
 
@@ -49,13 +51,19 @@ export interface DesiredPrincipal {
 /** `<node>.<module>`: the bus user of a node's principal. */
 export const principalUser = (node: string, module: string): string => nodeModuleKey(node, module);
 
-/** A node's host principal: `<node>.host` with exactly the host's grant. */
-export function hostPrincipal(node: string): DesiredPrincipal {
-  return {
-    user: principalUser(node, Principal.host),
-    node,
-    module: Principal.host,
-    kind: PrincipalKind.host,
-    permissions: hostGrant({ node }),
-  };
+/** The principal `<node>.<module>` of one of a node's own kinds (host, renewal). */
+function ofNode(
+  node: string,
+  module: typeof Principal.host | typeof Principal.renewal,
+  permissions: PermissionsType,
+): DesiredPrincipal {
+  return { user: principalUser(node, module), node, module, kind: module, permissions };
 }
+
+/** A node's host principal: `<node>.host` with exactly the host's grant. */
+export const hostPrincipal = (node: string): DesiredPrincipal =>
+  ofNode(node, Principal.host, hostGrant({ node }));
+
+/** A node's renewal login: `<node>.renewal`, which may only ask for its host's credential. */
+export const renewalPrincipal = (node: string): DesiredPrincipal =>
+  ofNode(node, Principal.renewal, renewalGrant({ node }));

@@ -41,6 +41,7 @@ export {
   operatorGrant,
   viewGrant,
   VIEW_CONDITION_MODULE,
+  renewalGrant,
   runtimeGrant,
   type DerivedGrant,
   type GrantManifest,

@@ -50,6 +50,7 @@ export {
   operatorGrant,
   viewGrant,
   VIEW_CONDITION_MODULE,
+  renewalGrant,
 } from "./permissions/principals.js";
 
 /** A state as its owner declares it (a manifest's `states`, or a `mesh.keeps` message's). */

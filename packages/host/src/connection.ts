@@ -39,6 +39,10 @@ export interface ConnectionOptions {
   readonly onConnected: (bus: MeshBus) => Promise<void>;
   /** Back after a loss: say everything again, watch again. */
   readonly onReconnected: (bus: MeshBus) => void;
+  /** The host's credential file: each login reads it as it is then (a renewed one; 0150). */
+  readonly credentialFile?: string;
+  /** The bus refused the host's login (its credential expired while it was away, say). */
+  readonly onRefused?: () => void;
   readonly signal: AbortSignal;
   readonly log: (line: string) => void;
 }
@@ -84,6 +88,8 @@ export class Connection {
         waitForBus: true,
         name: `${this.#o.node}.host`,
         signal: this.#o.signal,
+        ...(this.#o.credentialFile === undefined ? {} : { follow: this.#o.credentialFile }),
+        ...(this.#o.onRefused === undefined ? {} : { onRefused: this.#o.onRefused }),
       });
     } catch (error) {
       if (!this.#o.signal.aborted) this.#o.log(`cannot reach the bus: ${(error as Error).message}`);

@@ -177,13 +177,13 @@ export class Host implements Daemon, AsyncDisposable {
       signal,
       log,
     });
-    this.#connection = this.#connectionOf(loaded);
     this.#own = new OwnCredential({
       node,
       privateKey: loaded.keys.privateKey,
       ...(typeof options.credential === "string" ? { path: options.credential } : {}),
       log,
     });
+    this.#connection = this.#connectionOf(loaded);
   }
 
   /** What applies the composition on this machine: files, archives, processes, provisions. */
@@ -231,6 +231,8 @@ export class Host implements Daemon, AsyncDisposable {
         this.#reporter.forget(); // say it all again: what was written while away may be lost
         this.#watches.start(bus);
       },
+      ...(typeof options.credential === "string" ? { credentialFile: options.credential } : {}),
+      onRefused: () => this.#own.renewWhenRefused(signal),
       signal,
       log,
     });

@@ -5,16 +5,26 @@
  * writes it over its credential file (the next start logs in with it) and has its connection
  * log in with it from the next login on — the server closes the connection when the old JWT
  * expires or its key is revoked, and the client logs in again at once.
+ *
+ * A host away for longer than its JWT lives (stopped, cut off) cannot log in to read it: its
+ * credential carries the node's renewal login, which may only ask `mesh.renew.<node>`. When the
+ * bus refuses its login, the host asks with it; the answer is its current credential sealed to
+ * the node's key, written over its credential file, which its connection logs in with next.
  */
 import type { KeyObject } from "node:crypto";
-import { unseal, writeCredential, type MeshBus } from "@mesh/bus";
+import { MeshBus, readCredential, request, unseal, writeCredential } from "@mesh/bus";
 import {
   Credential,
   Principal,
+  RenewAnswer,
   hostCredentialContext,
   issuesText,
+  renewSubject,
   type Composed,
 } from "@mesh/protocol";
+
+/** How long after one ask for a renewed credential the next may go (the bus refuses often). */
+const ASK_EVERY_MS = 5_000;
 
 export interface OwnCredentialOptions {
   readonly node: string;
@@ -28,6 +38,9 @@ export class OwnCredential {
   readonly #o: OwnCredentialOptions;
   /** The sealed credential last taken, so each is taken once. */
   #taken: string | undefined;
+  /** When the last ask for a renewed credential went, and whether one is out. */
+  #askedAt = 0;
+  #asking = false;
 
   constructor(options: OwnCredentialOptions) {
     this.#o = options;
@@ -37,6 +50,63 @@ export class OwnCredential {
   async take(composed: Composed, bus: MeshBus | undefined): Promise<void> {
     const sealed = composed.hostCredential;
     if (sealed === undefined || sealed === this.#taken) return;
+    const credential = this.#open(sealed, "the composition's host credential");
+    if (credential === undefined) return;
+    if (credential.jwt === bus?.credential.jwt) {
+      this.#taken = sealed; // the one it logs in with already (the join's)
+      return;
+    }
+    if (this.#o.path !== undefined) await writeCredential(this.#o.path, credential);
+    bus?.renewCredential(credential);
+    this.#taken = sealed;
+    this.#o.log(`took the host credential the controller renewed (${expiryOf(credential)})`);
+  }
+
+  /**
+   * The bus refused the host's login: asks with the renewal login for its current credential,
+   * one ask at a time and at most every {@link ASK_EVERY_MS}. Only with a credential file.
+   */
+  renewWhenRefused(signal: AbortSignal): void {
+    const path = this.#o.path;
+    if (path === undefined || this.#asking || Date.now() - this.#askedAt < ASK_EVERY_MS) return;
+    this.#asking = true;
+    this.#askedAt = Date.now();
+    void this.#ask(path, signal)
+      .catch((error: unknown) => {
+        if (!signal.aborted) {
+          this.#o.log(`could not ask for a renewed host credential: ${(error as Error).message}`);
+        }
+      })
+      .finally(() => {
+        this.#asking = false;
+      });
+  }
+
+  async #ask(path: string, signal: AbortSignal): Promise<void> {
+    const held = await readCredential(path);
+    const { node } = this.#o;
+    if (held.renewal === undefined) return; // a credential from before expiring JWTs
+    const login: Credential = {
+      servers: held.servers,
+      user: `${node}.${Principal.renewal}`,
+      ...held.renewal,
+      node,
+      module: Principal.renewal,
+      ...(held.fingerprint === undefined ? {} : { fingerprint: held.fingerprint }),
+      ...(held.ca === undefined ? {} : { ca: held.ca }),
+    };
+    await using bus = await MeshBus.connect(login, { say: () => undefined, signal });
+    const answer = RenewAnswer.parse(await request(bus, renewSubject(node), {}, { signal }));
+    const credential = this.#open(answer.sealed, "the renewed host credential");
+    if (credential === undefined) return;
+    await writeCredential(path, credential);
+    this.#o.log(
+      `the bus refused this host's login; asked for its credential (${expiryOf(credential)})`,
+    );
+  }
+
+  /** `sealed` opened as this node's host credential, or undefined (said) when it is not. */
+  #open(sealed: string, what: string): Credential | undefined {
     const { node } = this.#o;
     let credential: Credential;
     try {
@@ -46,24 +116,17 @@ export class OwnCredential {
       credential = parsed.data;
     } catch (error) {
       this.#o.log(
-        `the composition's host credential does not open as this node's (${(error as Error).message}); the one held stays in use`,
+        `${what} does not open as this node's (${(error as Error).message}); the one held stays in use`,
       );
-      return;
+      return undefined;
     }
     if (credential.node !== node || credential.module !== Principal.host) {
       this.#o.log(
-        `the composition's host credential is ${credential.node}.${credential.module}'s, not ${node}.host's; the one held stays in use`,
+        `${what} is ${credential.node}.${credential.module}'s, not ${node}.host's; the one held stays in use`,
       );
-      return;
+      return undefined;
     }
-    if (credential.jwt === bus?.credential.jwt) {
-      this.#taken = sealed; // the one it logs in with already (the join's)
-      return;
-    }
-    if (this.#o.path !== undefined) await writeCredential(this.#o.path, credential);
-    bus?.renewCredential(credential);
-    this.#taken = sealed;
-    this.#o.log(`took the host credential the controller renewed (${expiryOf(credential)})`);
+    return credential;
   }
 }
 

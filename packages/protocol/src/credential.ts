@@ -32,6 +32,15 @@ export const Credential = z
       .optional(),
     /** The bus's certificate (PEM), trusted as its own authority when the fingerprint is set. */
     ca: z.string().optional(),
+    /**
+     * Accounts mode, a host's own: the node's renewal login (a user JWT and seed that may only ask
+     * `mesh.renew.<node>`), to get its current credential with once its own JWT expired while it
+     * was away (decision 0150).
+     */
+    renewal: z
+      .object({ jwt: z.string().min(1), seed: z.string().regex(/^SU[A-Z2-7]{56}$/) })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -126,6 +126,8 @@ export const Subject = {
   keepsPrefix: "mesh.keeps",
   logsPrefix: "mesh.logs",
   join: "mesh.join",
+  /** `mesh.renew.<node>`: a host whose own credential expired asks for its current one (0150). */
+  renew: "mesh.renew",
   inboxRoot: "_INBOX",
   /** The controller's request endpoints for the operator (only the controller writes secrets). */
   joinToken: "mesh.controller.join-token",
@@ -185,6 +187,9 @@ export const joinInbox = (id: string): string => `${Subject.inboxRoot}.join.${id
 /** What a join answer is sealed for (the context of seal/unseal): one node's join. */
 export const joinSealContext = (node: string): string =>
   `${Subject.join}.${checkName("node", node)}`;
+
+/** Where a node's renewal login asks for its host's current credential. */
+export const renewSubject = (node: string): string => `${Subject.renew}.${checkName("node", node)}`;
 
 /** What a host's own credential in its composition is sealed for: that node's host (0150). */
 export const hostCredentialContext = (node: string): string =>
@@ -427,6 +432,8 @@ export const Principal = {
   mcp: "mcp",
   /** The build modules `mesh up` runs (one process per language, decision 0160). */
   build: "build",
+  /** A node's renewal login: may only ask for its host's credential (decision 0150). */
+  renewal: "renewal",
 } as const;
 export type Principal = (typeof Principal)[keyof typeof Principal];
 

@@ -416,6 +416,13 @@ export type JoinRequest = z.infer<typeof JoinRequest>;
 export const JoinAnswer = z.object({ node: NodeName, sealed: z.string().min(1) }).strict();
 export type JoinAnswer = z.infer<typeof JoinAnswer>;
 
+/**
+ * The answer on `mesh.renew.<node>`: the host's current credential, sealed to the node's key in
+ * its presence (context `hostCredentialContext(node)`), as its composition carries it.
+ */
+export const RenewAnswer = JoinAnswer;
+export type RenewAnswer = JoinAnswer;
+
 /** `mesh.logs.<node>.<module>`: one line of a process's output. */
 export const LogLine = z
   .object({

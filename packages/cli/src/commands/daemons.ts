@@ -42,7 +42,7 @@ export function registerDaemonVerbs(program: Command): void {
       .addOption(
         new Option(
           "--credential-lifetime-ms <ms>",
-          "how long a host's, runtime's or module's credential lives; renewed with a third left (default: never expires)",
+          "how long a host's, runtime's or module's credential lives; renewed with a third left (default 21600000: 6 hours)",
         ).argParser(positiveNumber("--credential-lifetime-ms", "21600000", MAX_TIMER_MS)),
       ),
     async (options: {

@@ -295,7 +295,7 @@ export function registerUpVerb(program: Command): void {
       .addOption(
         new Option(
           "--credential-lifetime-ms <ms>",
-          "accounts mode: how long a host's, runtime's or module's credential lives; the controller renews it with a third left (default: never expires)",
+          "accounts mode: how long a host's, runtime's or module's credential lives; the controller renews it with a third left (default 21600000: 6 hours)",
         ).argParser(positiveNumber("--credential-lifetime-ms", "21600000", MAX_TIMER_MS)),
       )
       .addOption(

@@ -107,4 +107,38 @@ describe("credentials that expire and are renewed, on a demo mesh", () => {
       "a renewal revokes nothing",
     );
   });
+
+  test("a host stopped for longer than its JWT lives comes back on its own: it asks with its renewal login, and its modules log in again", async () => {
+    assert.ok(mesh !== undefined);
+    const [host] = await mesh.pidsOf("host");
+    assert.ok(host !== undefined);
+    const lapsed = claimsOf(
+      (await readCredential(join(root, "credentials", "host.json"))).jwt ?? "",
+    );
+    const asked = await hostSays(/asked for its credential/);
+    process.kill(host, "SIGSTOP");
+    try {
+      // Past the expiry of the JWT the host holds, and of its modules' ones it last wrote.
+      const until = (lapsed.exp ?? 0) * 1000 + LIFETIME_MS;
+      await waitFor(() => Date.now() > until, {
+        what: "the host's JWT expired",
+        timeout: 2 * LIFETIME_MS + 30_000,
+      });
+    } finally {
+      process.kill(host, "SIGCONT");
+    }
+    await waitFor(async () => (await hostSays(/asked for its credential/)) > asked, {
+      what: "the host asking for its renewed credential",
+      timeout: 60_000,
+    });
+    await waitFor(async () => (await mesh?.call("hello", "greet", { name: "Ada" })) !== undefined, {
+      what: "hello answering again",
+      timeout: 60_000,
+    });
+    await waitFor(() => mesh?.healthy() ?? Promise.resolve(false), {
+      what: "every module healthy again",
+      timeout: 60_000,
+    });
+    assert.deepEqual(await mesh.pidsOf("host"), [host], "the same host process");
+  });
 });

@@ -22,6 +22,7 @@ import {
   provisionModuleChangedWildcard,
   provisionModuleWildcard,
   provisionSubject,
+  renewSubject,
   type Permissions,
 } from "@mesh/protocol";
 import {
@@ -268,6 +269,16 @@ export function buildGrant(input: { readonly node: string }): Permissions {
       inbox(input.node, Principal.build),
     ),
   );
+}
+
+/**
+ * A node's renewal login (decision 0150): a host whose own JWT expired while it was away asks
+ * with it for its current credential, and may do nothing else — the answer is sealed to the
+ * node's key, so whoever else holds this login learns nothing from it.
+ */
+export function renewalGrant(input: { readonly node: string }): Permissions {
+  const { node } = input;
+  return toPermissions(merge(publishTo(renewSubject(node)), inbox(node, Principal.renewal)));
 }
 
 /**
