@@ -4,8 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { KvBucket } from "@mesh/bus";
-import { Bucket, type Rollout } from "@mesh/protocol";
+import { KvBucket, MeshBus } from "@mesh/bus";
+import { Bucket, Principal, type Rollout } from "@mesh/protocol";
+import { ROLLOUTS_URI, listResources, readResource } from "../mcp/resources.js";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 import { policyOf } from "./rollout.js";
 
@@ -104,6 +105,15 @@ describe("mesh rollout (issue 22)", () => {
     const text = await bus.text(["rollout", "status"]);
     assert.match(text, /hello build 2-b: rolling, wave 1 of 3/);
     assert.match(text, /waits for: wave 1 of 3 \(n1\)/);
+    // The MCP door lists and reads the same, on the operator's credential.
+    await using operator = await MeshBus.connect(bus.loginOf(Principal.operator));
+    assert.ok(listResources([]).some((r) => r.uri === ROLLOUTS_URI));
+    const read = await readResource(operator, [], ROLLOUTS_URI);
+    const doc = JSON.parse(read.text) as { rollouts: Array<{ module: string; wave: number }> };
+    assert.deepEqual(
+      doc.rollouts.map((r) => [r.module, r.wave]),
+      [["hello", 1]],
+    );
     const none = await bus.run(["rollout", "pause", "other", "--json"]);
     assert.match(none.stdout + none.stderr, /NOT_FOUND/);
   });

@@ -4,10 +4,15 @@
  * words what the module offers (its description and each tool's description and schemas). An
  * agent reads them to learn a module before calling it. They follow the catalogue: a module
  * assigned or gone changes the list and the server says `notifications/resources/list_changed`.
+ * One more stands whatever is served: `mesh://rollouts`, every module's rollout (issue 22).
  */
 import { KvBucket, type CallOptions, type MeshBus } from "@mesh/bus";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
+import { readRollouts } from "../commands/rollout-status.js";
 import type { CatalogueTool } from "./tool-catalogue.js";
+
+/** Every module's rollout, as `mesh rollout status --json` gives them. */
+export const ROLLOUTS_URI = "mesh://rollouts";
 
 /** `mesh://modules/<module>/<kind>`. */
 export const RESOURCE_PREFIX = "mesh://modules/";
@@ -38,7 +43,20 @@ function byModule(tools: readonly CatalogueTool[]): Map<string, CatalogueTool[]>
   return new Map([...modules.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+const ROLLOUTS_RESOURCE: ListedResource = {
+  uri: ROLLOUTS_URI,
+  name: "rollouts",
+  title: "Rollouts",
+  description:
+    "Every module's rollout of a new build: build, status, wave, nodes healthy, starting, failing and waiting, what it waits for (JSON)",
+  mimeType: "application/json",
+};
+
 export function listResources(tools: readonly CatalogueTool[]): ListedResource[] {
+  return [ROLLOUTS_RESOURCE, ...listModuleResources(tools)];
+}
+
+function listModuleResources(tools: readonly CatalogueTool[]): ListedResource[] {
   return [...byModule(tools).keys()].flatMap((module) => [
     {
       uri: resourceUri(module, ResourceKind.manifest),
@@ -64,6 +82,14 @@ export async function readResource(
   uri: string,
   options: CallOptions = {},
 ): Promise<ReadResource> {
+  if (uri === ROLLOUTS_URI) {
+    const rollouts = await readRollouts(bus);
+    return {
+      uri,
+      mimeType: "application/json",
+      text: `${JSON.stringify({ rollouts }, null, 2)}\n`,
+    };
+  }
   const modules = byModule(tools);
   const [module, kind] = uri.startsWith(RESOURCE_PREFIX)
     ? uri.slice(RESOURCE_PREFIX.length).split("/")
