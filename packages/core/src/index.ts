@@ -81,6 +81,7 @@ export {
   cellReason,
   emptyFleetState,
   nodeState,
+  presenceHorizon,
   readFleet,
   SUMMARY_FIRST,
   fleetCounts,

@@ -207,7 +207,7 @@ export {
   RolloutSteer,
   RolloutStatus,
 } from "./rollout.js";
-export { SUMMARY_REFRESH_MS, Summary, SummaryCell } from "./summary.js";
+export { Summary, SummaryCell } from "./summary.js";
 export {
   BUILD_ASK_TIMEOUT_MS,
   BuildAnswer,

@@ -35,7 +35,11 @@ export type SummaryCell = z.infer<typeof SummaryCell>;
  */
 export const Summary = z
   .object({
-    /** When it was computed: present and gone are judged against this. */
+    /**
+     * When it was computed: present and gone are judged against this. Written only when what it
+     * says changed (decision 0120), so its age tells when the fleet last moved, not whether the
+     * assigner runs.
+     */
     at: Instant,
     nodes: z.object({ total: Count, present: Count, gone: Count, never: Count }).strict(),
     cells: z.object({ ...CellCounts, leaving: Count }).strict(),
@@ -65,9 +69,3 @@ export const Summary = z
   })
   .strict();
 export type Summary = z.infer<typeof Summary>;
-
-/**
- * The assigner writes its summary when it changed, and at least this often (ms) even when not, so a
- * reader can tell a live summary from one a stopped assigner left behind.
- */
-export const SUMMARY_REFRESH_MS = 60_000;

@@ -9,7 +9,7 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
 import { credentialFor, deadline } from "../testing/harness.js";
-import { ALL, Mirror, watchedLine, type Dirty } from "./mirror.js";
+import { ALL, Mirror, watchedLine, type Dirty, type Watchable } from "./mirror.js";
 import { natsOf } from "../mesh-bus.js";
 import { busSuite } from "../testing/fixtures.js";
 
@@ -139,6 +139,40 @@ describe("bucket mirror", () => {
       "the optional bucket's key",
     );
     assert.ok(mirror.take().keys.has("later:l"));
+  });
+
+  it("a when-asked optional bucket is tried at the start and then only when reopen is called", async () => {
+    const real = await KvBucket.openWith(fx.admin, "made_when_asked", Value);
+    let tries = 0;
+    // The real bucket's watch, counted: each call is one try to open it on the bus.
+    const counted: Watchable<Value> = {
+      name: real.name,
+      watch: (options) => {
+        tries += 1;
+        return real.watch(options);
+      },
+    };
+    await using mirror = Mirror.start({
+      sources: { later: { bucket: counted, optional: true, reopen: "when-asked" } },
+      touched: (c) => [c.key],
+      retry: { initialMs: 10, maxMs: 20 },
+    });
+    await deadline(mirror.ready, 10_000, "ready");
+    assert.equal(await mirror.reopen("later"), false, "still missing");
+    assert.equal(tries, 2, "the start's try and the one asked for");
+    // A window as long as a hundred of the backoff's waits: no try comes by itself.
+    await new Promise((r) => setTimeout(r, 2_000));
+    assert.equal(tries, 2);
+    const kv = await natsOf(fx.admin).kvm.create("made_when_asked", { history: 1 });
+    await kv.put("l", JSON.stringify({ n: 3 }));
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(mirror.map("later").size, 0, "not heard until asked");
+    assert.equal(await mirror.reopen("later"), true);
+    assert.equal(tries, 3);
+    assert.equal(mirror.map("later").get("l")?.n, 3, "what stands is applied when reopen resolves");
+    assert.ok(mirror.take().keys.has("l"));
+    assert.equal(await mirror.reopen("later"), true, "an open source: no new try");
+    assert.equal(tries, 3);
   });
 
   it("a bucket deleted and made again under it: it says so within 10 s and catches up — a key only in the new bucket is added, a key gone is removed, each dirtied", async (t) => {

@@ -51,6 +51,13 @@ export interface MirrorSource<T, M = T> {
   readonly fold?: (before: M | undefined, value: T | undefined, revision: number) => M | undefined;
   /** How soon it is watched again after it ended or could not be opened; the mirror's by default. */
   readonly retry?: { readonly initialMs: number; readonly maxMs: number };
+  /**
+   * `when-asked` (an optional source only): once it could not be opened, or its watch ended, it is
+   * tried again only when the owner calls `reopen` — the owner decides when a try is worth what
+   * it costs the bus (the assigner: a pass started by a change, at most once a minute). `by-itself`
+   * (the default): tried again on the `retry` backoff.
+   */
+  readonly reopen?: "by-itself" | "when-asked";
   /** Whether two kept values are the same (no change, nothing dirty); deep equality by default. */
   readonly equal?: (a: M, b: M) => boolean;
 }
@@ -122,6 +129,10 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
   readonly #loops: Promise<void>[] = [];
   readonly #log: (line: string) => void;
   #isReady = false;
+  /** A `when-asked` source waiting to be asked, by name: what starts its next try. */
+  readonly #waiting = new Map<string, () => void>();
+  /** Who waits on the outcome of a source's next try (true: it handed what stands). */
+  readonly #tries = new Map<string, Array<(open: boolean) => void>>();
   #error: MeshError | undefined;
   readonly #failed: { promise: Promise<never>; reject: (e: MeshError) => void };
   readonly #ready: Promise<void>;
@@ -183,6 +194,22 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     return this.#open.has(source);
   }
 
+  /**
+   * Tries a `when-asked` source again now, when it is not open; resolves once the try is over:
+   * true when the source is heard (what stands handed and applied, its changes dirtied), false
+   * when it still cannot be (or the mirror stops). An open source resolves true at once.
+   */
+  reopen(source: keyof S & string): Promise<boolean> {
+    if (this.#open.has(source)) return Promise.resolve(true);
+    if (this.#stop.signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const waiting = this.#tries.get(source) ?? [];
+      waiting.push(resolve);
+      this.#tries.set(source, waiting);
+      this.#waiting.get(source)?.();
+    });
+  }
+
   /** Marks keys dirty from outside (a write of the owner's that failed, say). */
   touch(touched: Touched): void {
     this.#dirty.add(touched);
@@ -204,6 +231,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     this.#stop.abort();
     this.#dirty.wakeAll();
     await Promise.allSettled(this.#loops);
+    for (const name of [...this.#tries.keys()]) this.#tried(name, false);
   }
 
   async #follow(name: string, source: Loose, handed: () => void): Promise<void> {
@@ -222,6 +250,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
           lostSince = undefined;
           this.#o.onProblem?.(name, undefined);
           handed();
+          this.#tried(name, true);
         });
         if (signal.aborted) return;
         throw new MeshError(ErrorCode.WATCH_ENDED, `the watch of ${name} ended (the bus closed)`);
@@ -232,6 +261,12 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         this.#o.onProblem?.(name, mesh);
         if (!heard && source.optional !== true) return this.#fail(mesh);
         if (!heard) handed();
+        this.#tried(name, false);
+        if (source.optional === true && source.reopen === "when-asked") {
+          this.#log(`${mesh.message}; tried again when asked`);
+          await this.#asked(name, signal);
+          continue;
+        }
         lostSince ??= Date.now();
         if (source.optional !== true && Date.now() - lostSince > (this.#o.giveUpMs ?? 60_000)) {
           return this.#fail(
@@ -249,6 +284,27 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         await delay(wait, { signal });
       }
     }
+  }
+
+  /** Resolves when the owner asks for a `when-asked` source again, or the mirror stops. */
+  #asked(name: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.#waiting.delete(name);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      signal.addEventListener("abort", done, { once: true });
+      this.#waiting.set(name, done);
+    });
+  }
+
+  /** The outcome of a source's try, told to whoever waits on it. */
+  #tried(name: string, open: boolean): void {
+    const waiting = this.#tries.get(name);
+    if (waiting === undefined) return;
+    this.#tries.delete(name);
+    for (const resolve of waiting) resolve(open);
   }
 
   /** One watch of a source, until it ends: what it hands before its marker is compared with what is kept. */

@@ -5,7 +5,6 @@
  * 200,000 rows, more than a call's arguments may hold.
  */
 import type { StatusNode, StatusReport } from "./status-report.js";
-import { SUMMARY_REFRESH_MS } from "@mesh/protocol";
 import { moreLine, type StatusQuery } from "./status-page.js";
 import { table } from "../verb.js";
 
@@ -174,12 +173,9 @@ function conditionsSection(report: StatusReport): string[] {
 /** Where the numbers come from: the assigner's summary (and how old it is), or every bucket. */
 function sourceLine({ source, at }: StatusReport): string {
   if (source.kind === "every-bucket") return `  read from every bucket: ${source.why}`;
-  const age = Date.parse(at) - Date.parse(source.at);
-  const stale =
-    age > 3 * SUMMARY_REFRESH_MS
-      ? " — older than the assigner keeps it: is it running? `mesh logs assigner`"
-      : "";
-  return `  counted by the assigner at ${source.at} (${ago(Date.parse(at), source.at)})${stale}; the rows below are read now`;
+  // Written only when it changed (decision 0120): its age is the fleet's last move, not a sign of
+  // a stopped assigner.
+  return `  counted by the assigner at ${source.at} (${ago(Date.parse(at), source.at)}), its last change; the rows below are read now`;
 }
 
 /** How the machine is set up, as its presence says: adopted, and its operator account. */

@@ -1,5 +1,11 @@
 /** The fleet's read model: one place that says what runs, what starts, and what does not, and why. */
-export { emptyFleetState, nodeState, type FleetState, type NodeState } from "./state.js";
+export {
+  emptyFleetState,
+  nodeState,
+  presenceHorizon,
+  type FleetState,
+  type NodeState,
+} from "./state.js";
 export { cellReason, type CellReason, type CellState } from "./reason.js";
 export { assignedCells, readFleet, type FleetNode, type FleetView } from "./read-model.js";
 export {

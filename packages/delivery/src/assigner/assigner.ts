@@ -25,7 +25,6 @@ import {
   KvBucket,
   Mirror,
   keepSayingKeeps,
-  readStream,
   sayCondition,
   conditionsSource,
   type MeshBus,
@@ -36,14 +35,24 @@ import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@m
 import {
   ALL_NODES,
   Bucket,
-  Condition,
   Principal,
   Stream,
-  Subject,
   type Ask,
+  type Condition,
   type Have,
+  type Presence,
 } from "@mesh/protocol";
-import { allKey, mapOf, newMaps, notHeard, ownMapOf, type Maps } from "./maps.js";
+import {
+  allKey,
+  foldHave,
+  heartbeatOnly,
+  mapOf,
+  newMaps,
+  notHeard,
+  ownMapOf,
+  type Maps,
+} from "./maps.js";
+import { readOwnConditions } from "./own-conditions.js";
 import { gatedNodes, nodeOf } from "./rollout-gates.js";
 import { SummaryKeeper } from "./summary-keeper.js";
 
@@ -76,7 +85,11 @@ const WATCHED = [
 
 export interface AssignerOptions {
   readonly bus: MeshBus;
-  /** How often, at most, a pass tries the puts bucket again while it is not open (default a minute). */
+  /**
+   * How often, at most, a pass tries again a bucket it can do without while it is not open (the
+   * puts, the conditions stream): only a pass started by a change tries, so a bucket the
+   * assigner is not granted costs the bus one try a minute at most (default a minute).
+   */
   readonly putsReopenIntervalMs?: number;
   readonly log?: (line: string) => void;
   /** Told after each pass; for tests and progress. */
@@ -96,8 +109,11 @@ export interface PassReport {
   readonly ms: number;
 }
 
-/** How long the start waits to read back its own conditions. */
-const OWN_CONDITIONS_DEADLINE_MS = 10_000;
+/** The sources it can do without: tried again by passes only. */
+const OPTIONAL = [Bucket.puts, Stream.conditions] as const;
+
+/** How often, at most, a pass tries again an optional source that is not open (seed 003: a minute). */
+export const PUTS_REOPEN_MS = 60_000;
 
 type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
 
@@ -119,6 +135,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   #summary: SummaryKeeper | undefined;
   /** The nodes a rollout waits on: each heartbeat of theirs wakes a pass (decision 0130). */
   #gated = new Set<string>();
+  /** When each source it can do without was last tried (the mirror tries both at its start). */
+  readonly #triedAt = new Map<string, number>();
 
   private constructor(options: AssignerOptions) {
     this.#bus = options.bus;
@@ -196,7 +214,7 @@ export class Assigner implements Daemon, AsyncDisposable {
         stopped,
       ]);
       if (signal.aborted) return;
-      await this.#readOwnConditions(signal);
+      await readOwnConditions(this.#bus, this.#maps.own.conditions, { signal, log: this.#log });
       keepSayingKeeps(this.#bus, ASSIGNER_KEEPS, {
         signal,
         onError: (e) =>
@@ -238,6 +256,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   async #pass(full: boolean, signal: AbortSignal): Promise<void> {
     const started = performance.now();
     const mirror = this.#mirror as AssignerMirror;
+    // Before the dirty keys are taken, so what a reopened bucket hands is decided in this pass.
+    if (!full) await this.#reopenOptional(mirror, signal);
     const dirty = mirror.take();
     const touchedAll = full || dirty.all;
     const nodes = [...dirty.keys];
@@ -279,39 +299,22 @@ export class Assigner implements Daemon, AsyncDisposable {
   }
 
   /**
-   * The conditions it said before (a restart, say) that are still open, read back from the
-   * stream once before the first pass, so that pass resolves those whose cause has ended. Not
-   * heard within the deadline: logged, and only what this run says is resolved later.
+   * The sources it can do without that are not open, tried again by a pass a change started, each
+   * at most once every `putsReopenIntervalMs`: a try costs the bus a request, and no clock makes
+   * one (seed 003). A source that opens hands what stands before the pass decides.
    */
-  async #readOwnConditions(signal: AbortSignal): Promise<void> {
-    const ac = new AbortController();
-    const stop = (): void => ac.abort();
-    signal.addEventListener("abort", stop, { once: true });
-    const timer = setTimeout(stop, OWN_CONDITIONS_DEADLINE_MS);
-    const open = this.#maps.own.conditions;
-    try {
-      for await (const e of readStream(this.#bus, Stream.conditions, {
-        // One filter, as its grant reads it: every condition the assigner says.
-        filter: `${Subject.conditionsPrefix}.${Principal.assigner}.>`,
-        schema: Condition,
-        deliver: "last-per-subject",
-        signal: ac.signal,
-      })) {
-        if (e.type === "current") return;
-        if (e.type !== "message" || e.value.node === undefined) continue;
-        if (e.value.resolved === true) open.delete(e.value.name);
-        else open.set(e.value.name, { node: e.value.node });
-      }
-    } catch (error) {
-      if (!signal.aborted) {
+  async #reopenOptional(mirror: AssignerMirror, signal: AbortSignal): Promise<void> {
+    const every = this.#options.putsReopenIntervalMs ?? PUTS_REOPEN_MS;
+    for (const source of OPTIONAL) {
+      if (mirror.isOpen(source) || signal.aborted) continue;
+      const now = Date.now();
+      if (now - (this.#triedAt.get(source) ?? 0) < every) continue;
+      this.#triedAt.set(source, now);
+      if (await Promise.race([mirror.reopen(source), aborted(signal).then(() => false)])) {
         this.#log(
-          `its own conditions could not be read back (${(error as Error).message}); those said before this start stay as they are`,
+          `the bucket ${source} is open: ${source === Bucket.puts ? "puts are taken" : "conditions are counted"}`,
         );
       }
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", stop);
-      ac.abort();
     }
   }
 
@@ -355,13 +358,6 @@ export class Assigner implements Daemon, AsyncDisposable {
         equal,
       };
     }
-    // A heartbeat moves only the presence's time, which only a rollout's gate reads: it wakes
-    // a pass for a node a rollout waits on, and no other (decision 0130).
-    sources[Bucket.presence] = {
-      ...(sources[Bucket.presence] as MirrorSource<unknown, unknown>),
-      equal: (a, b) =>
-        equal(withoutHeartbeat(a), withoutHeartbeat(b)) && !this.#gated.has(nodeOf(b)),
-    };
     sources[Bucket.have] = {
       bucket: this.#buckets.get(Bucket.have) as KvBucket<unknown>,
       into: this.#maps.have,
@@ -371,11 +367,11 @@ export class Assigner implements Daemon, AsyncDisposable {
       // A node's report is news even when it repeats itself: its history grew.
       equal: () => false,
     };
-    const reopenMs = Math.max(50, this.#options.putsReopenIntervalMs ?? 60_000);
+    // Tried again only by a pass (#reopenOptional), never by a clock.
     sources[Bucket.puts] = {
       ...(sources[Bucket.puts] as MirrorSource<unknown, unknown>),
       optional: true,
-      retry: { initialMs: Math.min(1_000, reopenMs), maxMs: reopenMs },
+      reopen: "when-asked",
     };
     // Every module's conditions, for the summary only: no pass reads them. A grant from before
     // the summary may not read them; the summary is then kept without them.
@@ -383,11 +379,23 @@ export class Assigner implements Daemon, AsyncDisposable {
       bucket: conditionsSource(this.#bus),
       into: this.#conditions,
       optional: true,
-      retry: { initialMs: 1_000, maxMs: 60_000 },
+      reopen: "when-asked",
     };
+    const now = Date.now();
+    for (const source of OPTIONAL) this.#triedAt.set(source, now);
     return Mirror.start({
       sources,
       touched: (change) => {
+        // A heartbeat moves only the presence's time, which no rule but a rollout's gate reads:
+        // it logs no line. The summary judges gone by it, so it is told (it recomputes only
+        // when the heartbeat can change a judgement).
+        if (change.source === Bucket.presence && heartbeatOnly(change.before, change.after)) {
+          this.#summary?.heartbeat(change.before as Presence);
+          // Only a rollout's gate reads a heartbeat: it wakes a pass for a node a rollout waits
+          // on, and no other (decision 0130).
+          const node = nodeOf(change.after);
+          return this.#mirror?.isReady === true && this.#gated.has(node) ? [node] : [];
+        }
         this.#summary?.moved();
         if (change.source === Stream.conditions) return [];
         this.#index(change.source, change.key);
@@ -471,22 +479,4 @@ export class Assigner implements Daemon, AsyncDisposable {
     }
     return all ? ALL : nodes;
   }
-}
-
-/** A presence without its heartbeat's time. */
-function withoutHeartbeat(value: unknown): unknown {
-  if (typeof value !== "object" || value === null) return value;
-  const { heartbeat: _heartbeat, ...rest } = value as Record<string, unknown>;
-  return rest;
-}
-
-/** A node's have record after one more revision of its report (undefined: deleted). */
-function foldHave(
-  record: HaveRecord | undefined,
-  have: Have | undefined,
-  revision: number,
-): HaveRecord {
-  const before: HaveRecord = record ?? { current: undefined, history: [] };
-  if (have === undefined) return { current: undefined, history: before.history };
-  return { current: have, history: [...before.history, { ...have, revision }].slice(-64) };
 }

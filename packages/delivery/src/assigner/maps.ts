@@ -2,8 +2,14 @@
  * What the assigner's process keeps in memory: one map per bucket a pass reads, as core's
  * `AssignerSnapshot` names them, and the helpers that pick a bucket's map.
  */
-import { emptySnapshot, type AssignerSnapshot, type AssignerWrite } from "@mesh/core";
-import { Bucket, ErrorCode, MeshError, targetModuleKey } from "@mesh/protocol";
+import {
+  canonicalJson,
+  emptySnapshot,
+  type AssignerSnapshot,
+  type AssignerWrite,
+  type HaveRecord,
+} from "@mesh/core";
+import { Bucket, ErrorCode, MeshError, targetModuleKey, type Have } from "@mesh/protocol";
 
 export type Maps = {
   -readonly [K in keyof Omit<AssignerSnapshot, "now" | "own">]: Map<
@@ -104,4 +110,28 @@ export function unavailable(bucket: string, error: unknown, optional: boolean): 
           `Its credential must carry the assigner's grant (read of ${bucket}, core's assignerGrant) and the bucket must exist: run \`mesh up\`, then start the assigner again`,
     { key: bucket, cause: error },
   );
+}
+
+/** Whether a change of a presence moved its heartbeat's time alone. */
+export function heartbeatOnly(before: unknown, after: unknown): boolean {
+  if (before === undefined || after === undefined) return false;
+  return canonicalJson(withoutHeartbeat(before)) === canonicalJson(withoutHeartbeat(after));
+}
+
+/** A presence without its heartbeat's time. */
+function withoutHeartbeat(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const { heartbeat: _heartbeat, ...rest } = value as Record<string, unknown>;
+  return rest;
+}
+
+/** A node's have record after one more revision of its report (undefined: deleted). */
+export function foldHave(
+  record: HaveRecord | undefined,
+  have: Have | undefined,
+  revision: number,
+): HaveRecord {
+  const before: HaveRecord = record ?? { current: undefined, history: [] };
+  if (have === undefined) return { current: undefined, history: before.history };
+  return { current: have, history: [...before.history, { ...have, revision }].slice(-64) };
 }

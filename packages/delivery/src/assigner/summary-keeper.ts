@@ -1,29 +1,33 @@
 /**
- * The fleet's summary as the assigner keeps it (decision 0090): computed from what the assigner
- * already holds in memory by core's `summarizeFleet` (the one read model) and written under
- * `mesh-summary.fleet`, so `mesh status` and the view's first paint read the fleet's shape in one
- * get instead of reading whole buckets.
+ * The fleet's summary as the assigner keeps it (decisions 0090, 0120): computed from what the
+ * assigner already holds in memory by core's `summarizeFleet` (the one read model) and written
+ * under `mesh-summary.fleet`, so `mesh status` and the view's first paint read the fleet's shape
+ * in one get instead of reading whole buckets.
  *
- * Coalesced: after a change it waits at least `minIntervalMs` (and twice the last computation)
- * since the last computation, so a burst of changes makes one. Written only when what it says
- * changed — or once every `refreshMs`, so a reader can tell a live summary from one an assigner
- * that stopped left behind. Present and gone move with the clock alone: judged again every
- * `tickMs` without any change.
+ * It holds no timer (seed 003): a computation follows a watched change that can move the summary,
+ * coalesced — at least `minIntervalMs` (and twice the last computation) after the one before, so
+ * a burst of changes makes one or two — and is written only when what it says changed. Gone is
+ * judged by the clock, yet never on a clock: a heartbeat is a watched change, and one that comes
+ * after the first present node's heartbeat went stale (or from a node that was gone) makes a
+ * computation, which judges every node at that moment. At rest nothing is computed or written.
  */
-import { canonicalJson, summarizeFleet, summaryContent, type FleetState } from "@mesh/core";
+import {
+  canonicalJson,
+  nodeState,
+  presenceHorizon,
+  summarizeFleet,
+  summaryContent,
+  type FleetState,
+} from "@mesh/core";
 import type { KvBucket } from "@mesh/bus";
-import { SUMMARY_KEY, SUMMARY_REFRESH_MS, type Summary } from "@mesh/protocol";
+import { SUMMARY_KEY, type Presence, type Summary } from "@mesh/protocol";
 
 export interface SummaryKeeperOptions {
   readonly bucket: KvBucket<Summary>;
   /** The fleet's state as it stands now (its `now` is the clock's reading). */
   readonly state: () => FleetState;
-  /** The least time between two computations (ms; default 1 s). */
+  /** The least time between two computations while changes come (ms; default 1 s). */
   readonly minIntervalMs?: number;
-  /** How often presence is judged again with no change (ms; default 5 s). */
-  readonly tickMs?: number;
-  /** How often it is written even when it says the same (ms; default a minute). */
-  readonly refreshMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -31,9 +35,13 @@ export class SummaryKeeper {
   readonly #options: SummaryKeeperOptions;
   #dirty = true;
   #wake: (() => void) | undefined;
-  #written: { content: string; at: number } | undefined;
+  #written: string | undefined;
+  /** When the first node the last computation judged present turns gone without a heartbeat. */
+  #horizon = Number.POSITIVE_INFINITY;
   /** How many summaries were written (for tests and logs). */
   writes = 0;
+  /** How many were computed. */
+  computations = 0;
 
   constructor(options: SummaryKeeperOptions) {
     this.#options = options;
@@ -45,55 +53,77 @@ export class SummaryKeeper {
     this.#wake?.();
   }
 
-  /** Computes and writes until `signal` ends; a failed write is logged and tried at the next. */
+  /**
+   * A node's heartbeat moved and nothing else of its presence (`before`: what it said before):
+   * it can move the summary only when the node was not present, or some present node's
+   * heartbeat went stale since the last computation.
+   */
+  heartbeat(before: Presence): void {
+    const now = Date.now();
+    if (nodeState(before, now) !== "present" || now >= this.#horizon) this.moved();
+  }
+
+  /** Computes and writes after each change until `signal` ends; a failed write is tried at the next. */
   async run(signal: AbortSignal): Promise<void> {
-    const { minIntervalMs = 1_000, tickMs = 5_000 } = this.#options;
+    const { minIntervalMs = 1_000 } = this.#options;
     let took = 0;
     while (!signal.aborted) {
-      // A large fleet's computation is judged again less often, so it never takes the process.
-      if (!this.#dirty) await this.#sleep(Math.max(tickMs, 10 * took), signal, true);
+      if (!this.#dirty) await this.#moved(signal);
       if (signal.aborted) return;
       this.#dirty = false;
       const started = performance.now();
       await this.#keep(signal);
       took = performance.now() - started;
-      await this.#sleep(Math.max(minIntervalMs, 2 * took), signal, false);
+      // Only while changes come: a wait a change started, gathering the rest of its burst.
+      await this.#moved(signal);
+      await gather(Math.max(minIntervalMs, 2 * took) - (performance.now() - started), signal);
     }
   }
 
-  /** One computation; written when it says something new, or when the last write is old. */
+  /** One computation; written when it says something new. */
   async #keep(signal: AbortSignal): Promise<void> {
-    const summary = summarizeFleet(this.#options.state());
+    const state = this.#options.state();
+    const summary = summarizeFleet(state);
+    this.computations += 1;
+    this.#horizon = presenceHorizon(state.presence, state.now);
     const content = canonicalJson(summaryContent(summary));
-    const now = Date.now();
-    const refreshMs = this.#options.refreshMs ?? SUMMARY_REFRESH_MS;
-    const written = this.#written;
-    if (written !== undefined && written.content === content && now - written.at < refreshMs) {
-      return;
-    }
+    if (this.#written === content) return;
     try {
       await this.#options.bucket.put(SUMMARY_KEY, summary, { signal });
-      this.#written = { content, at: now };
+      this.#written = content;
       this.writes += 1;
     } catch (error) {
       if (signal.aborted) return;
-      this.#dirty = true;
+      // Written with the next change's computation: the summary holds no timer of its own.
       this.#options.log?.(`the fleet's summary could not be written: ${(error as Error).message}`);
     }
   }
 
-  /** Waits `ms`, or (when `wakes`) until something moved, or the signal ends. */
-  #sleep(ms: number, signal: AbortSignal, wakes: boolean): Promise<void> {
+  /** Resolves once something moved (or the signal ends). */
+  #moved(signal: AbortSignal): Promise<void> {
+    if (this.#dirty || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
-        clearTimeout(timer);
         signal.removeEventListener("abort", done);
         this.#wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, ms);
       signal.addEventListener("abort", done, { once: true });
-      if (wakes) this.#wake = done;
+      this.#wake = done;
     });
   }
+}
+
+/** Waits `ms` (a burst's gathering, after a change), or until the signal ends. */
+function gather(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

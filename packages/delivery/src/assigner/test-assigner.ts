@@ -114,6 +114,8 @@ async function startAssigner(
 ) {
   const bus = await MeshBus.connect(credential);
   const passes: PassReport[] = [];
+  /** When each pass ended (Date.now), by its place in `passes`. */
+  const passedAt: number[] = [];
   const waiters: Array<() => void> = [];
   const assigner = await Assigner.create({
     bus,
@@ -121,6 +123,7 @@ async function startAssigner(
     ...options,
     onPass: (p) => {
       passes.push(p);
+      passedAt.push(Date.now());
       for (const w of waiters.splice(0)) w();
     },
   });
@@ -130,6 +133,7 @@ async function startAssigner(
   return {
     assigner,
     passes,
+    passedAt,
     running,
     /** Resolves once a pass satisfies `test` (checked after each pass). */
     async until(test: () => Promise<boolean> | boolean, what: string): Promise<void> {

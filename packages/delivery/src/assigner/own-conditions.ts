@@ -1,0 +1,46 @@
+/**
+ * The conditions the assigner said before (a restart, say) that are still open, read back from
+ * the stream once before the first pass, so that pass resolves those whose cause has ended. Not
+ * heard within the deadline: logged, and only what this run says is resolved later.
+ */
+import { readStream, type MeshBus } from "@mesh/bus";
+import { Condition, Principal, Stream, Subject } from "@mesh/protocol";
+
+/** How long the start waits to read back its own conditions. */
+const OWN_CONDITIONS_DEADLINE_MS = 10_000;
+
+export async function readOwnConditions(
+  bus: MeshBus,
+  open: Map<string, { node: string }>,
+  options: { signal: AbortSignal; log: (line: string) => void },
+): Promise<void> {
+  const { signal } = options;
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  signal.addEventListener("abort", stop, { once: true });
+  const timer = setTimeout(stop, OWN_CONDITIONS_DEADLINE_MS);
+  try {
+    for await (const e of readStream(bus, Stream.conditions, {
+      // One filter, as its grant reads it: every condition the assigner says.
+      filter: `${Subject.conditionsPrefix}.${Principal.assigner}.>`,
+      schema: Condition,
+      deliver: "last-per-subject",
+      signal: ac.signal,
+    })) {
+      if (e.type === "current") return;
+      if (e.type !== "message" || e.value.node === undefined) continue;
+      if (e.value.resolved === true) open.delete(e.value.name);
+      else open.set(e.value.name, { node: e.value.node });
+    }
+  } catch (error) {
+    if (!signal.aborted) {
+      options.log(
+        `its own conditions could not be read back (${(error as Error).message}); those said before this start stay as they are`,
+      );
+    }
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", stop);
+    ac.abort();
+  }
+}
