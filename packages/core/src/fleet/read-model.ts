@@ -116,7 +116,8 @@ function assignedByModule(state: FleetState): Map<string, string[]> {
   return out;
 }
 
-function parse(key: string): { node: string; module: string } | undefined {
+/** The node and module of a `<node>.<module>` key, or undefined (an `all.` key, or not a key). */
+export function parse(key: string): { node: string; module: string } | undefined {
   try {
     const { target, module } = parseTargetModuleKey(key);
     return "node" in target ? { node: target.node, module } : undefined;

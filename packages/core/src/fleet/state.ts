@@ -59,18 +59,3 @@ export function nodeState(presence: Presence | undefined, now: number): NodeStat
   const beat = Date.parse(presence.heartbeat);
   return Number.isFinite(beat) && now - beat < PRESENCE_GONE_MS ? "present" : "gone";
 }
-
-/**
- * The earliest moment after `now` at which a node present at `now` turns gone unless it is heard
- * again (Infinity when none is present): until then no judgement of present and gone can move
- * without a change of presence.
- */
-export function presenceHorizon(presence: ReadonlyMap<string, Presence>, now: number): number {
-  let horizon = Number.POSITIVE_INFINITY;
-  for (const p of presence.values()) {
-    const beat = Date.parse(p.heartbeat);
-    if (Number.isFinite(beat) && now - beat < PRESENCE_GONE_MS)
-      horizon = Math.min(horizon, beat + PRESENCE_GONE_MS);
-  }
-  return horizon;
-}

@@ -78,7 +78,8 @@ export function summaryContent(summary: Summary): Omit<Summary, "at"> {
   return rest;
 }
 
-function summaryCell(c: SummaryCell): SummaryCell {
+/** A cell as the summary carries it: its reason's fields only. */
+export function summaryCell(c: SummaryCell): SummaryCell {
   return {
     node: c.node,
     module: c.module,

@@ -43,6 +43,7 @@ import {
   type Presence,
 } from "@mesh/protocol";
 import {
+  CurrentHave,
   allKey,
   foldHave,
   heartbeatOnly,
@@ -50,6 +51,7 @@ import {
   newMaps,
   notHeard,
   ownMapOf,
+  summarySource,
   type Maps,
 } from "./maps.js";
 import { readOwnConditions } from "./own-conditions.js";
@@ -135,6 +137,8 @@ export class Assigner implements Daemon, AsyncDisposable {
   #summary: SummaryKeeper | undefined;
   /** The nodes a rollout waits on: each heartbeat of theirs wakes a pass (decision 0130). */
   #gated = new Set<string>();
+  /** The have records' latest reports, as the summary reads them. */
+  readonly #have: CurrentHave;
   /** When each source it can do without was last tried (the mirror tries both at its start). */
   readonly #triedAt = new Map<string, number>();
 
@@ -144,6 +148,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#log = options.log ?? (() => undefined);
     this.#life = new DaemonLife({ log: this.#log });
     this.#maps = newMaps();
+    this.#have = new CurrentHave(this.#maps.have);
   }
 
   /** Opens nothing yet: `run` opens the buckets, so a missing one stops the run, not the creation. */
@@ -166,9 +171,6 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** The fleet's state as the read model reads it, from what the assigner holds. */
   #fleetState(): FleetState {
     const m = this.#maps;
-    const have = new Map<string, Have>();
-    for (const [key, record] of m.have)
-      if (record.current !== undefined) have.set(key, record.current);
     return {
       now: Date.now(),
       presence: m.presence,
@@ -176,7 +178,7 @@ export class Assigner implements Daemon, AsyncDisposable {
       registrations: m.registrations,
       builds: m.builds,
       wants: m.own.wants,
-      have,
+      have: this.#have,
       differences: m.own.differences,
       compositions: m.own.compositions,
       asks: m.own.asks,
@@ -272,7 +274,14 @@ export class Assigner implements Daemon, AsyncDisposable {
     );
     this.#gated = gatedNodes(result.rollouts.values());
     // Its own writes are held before they are written, so their echoes move nothing: say so here.
-    if (result.writes.length > 0) this.#summary?.moved();
+    if (result.writes.length > 0) {
+      this.#summary?.moved(
+        result.writes.flatMap((w) => {
+          const source = summarySource(w.bucket);
+          return source === undefined ? [] : [{ source, key: w.key }];
+        }),
+      );
+    }
     for (const c of result.conditions) {
       try {
         await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal });
@@ -390,13 +399,14 @@ export class Assigner implements Daemon, AsyncDisposable {
         // it logs no line. The summary judges gone by it, so it is told (it recomputes only
         // when the heartbeat can change a judgement).
         if (change.source === Bucket.presence && heartbeatOnly(change.before, change.after)) {
-          this.#summary?.heartbeat(change.before as Presence);
+          this.#summary?.heartbeat(change.key, change.before as Presence);
           // Only a rollout's gate reads a heartbeat: it wakes a pass for a node a rollout waits
           // on, and no other (decision 0130).
           const node = nodeOf(change.after);
           return this.#mirror?.isReady === true && this.#gated.has(node) ? [node] : [];
         }
-        this.#summary?.moved();
+        const read = summarySource(change.source);
+        if (read !== undefined) this.#summary?.moved([{ source: read, key: change.key }]);
         if (change.source === Stream.conditions) return [];
         this.#index(change.source, change.key);
         // Before the first pass nothing needs noting: it decides every node.

@@ -7,9 +7,10 @@ import {
   emptySnapshot,
   type AssignerSnapshot,
   type AssignerWrite,
+  type FleetSource,
   type HaveRecord,
 } from "@mesh/core";
-import { Bucket, ErrorCode, MeshError, targetModuleKey, type Have } from "@mesh/protocol";
+import { Bucket, ErrorCode, MeshError, Stream, targetModuleKey, type Have } from "@mesh/protocol";
 
 export type Maps = {
   -readonly [K in keyof Omit<AssignerSnapshot, "now" | "own">]: Map<
@@ -134,4 +135,69 @@ export function foldHave(
   const before: HaveRecord = record ?? { current: undefined, history: [] };
   if (have === undefined) return { current: undefined, history: before.history };
   return { current: have, history: [...before.history, { ...have, revision }].slice(-64) };
+}
+
+/** The map of the fleet's state (the summary's read model) a bucket's change moves, if any. */
+export function summarySource(bucket: string): FleetSource | undefined {
+  return SUMMARY_SOURCES[bucket];
+}
+
+const SUMMARY_SOURCES: Readonly<Record<string, FleetSource>> = {
+  [Bucket.presence]: "presence",
+  [Bucket.assignments]: "assignments",
+  [Bucket.modules]: "registrations",
+  [Bucket.builds]: "builds",
+  [Bucket.wants]: "wants",
+  [Bucket.have]: "have",
+  [Bucket.differences]: "differences",
+  [Bucket.compositions]: "compositions",
+  [Bucket.asks]: "asks",
+  [Bucket.answers]: "answers",
+  [Stream.conditions]: "conditions",
+};
+
+/**
+ * Each node's latest report, read through the have records (history and all) the assigner
+ * keeps, without copying them: what the summary reads as the fleet's `have`.
+ */
+export class CurrentHave implements ReadonlyMap<string, Have> {
+  readonly #records: ReadonlyMap<string, HaveRecord>;
+
+  constructor(records: ReadonlyMap<string, HaveRecord>) {
+    this.#records = records;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const r of this.#records.values()) if (r.current !== undefined) n += 1;
+    return n;
+  }
+
+  get(key: string): Have | undefined {
+    return this.#records.get(key)?.current;
+  }
+
+  has(key: string): boolean {
+    return this.#records.get(key)?.current !== undefined;
+  }
+
+  *entries(): MapIterator<[string, Have]> {
+    for (const [key, r] of this.#records) if (r.current !== undefined) yield [key, r.current];
+  }
+
+  *keys(): MapIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+
+  *values(): MapIterator<Have> {
+    for (const [, have] of this.entries()) yield have;
+  }
+
+  forEach(fn: (value: Have, key: string, map: ReadonlyMap<string, Have>) => void): void {
+    for (const [key, have] of this.entries()) fn(have, key, this);
+  }
+
+  [Symbol.iterator](): MapIterator<[string, Have]> {
+    return this.entries();
+  }
 }

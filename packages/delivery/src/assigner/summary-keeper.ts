@@ -1,6 +1,7 @@
 /**
- * The fleet's summary as the assigner keeps it (decisions 0090, 0120): computed from what the
- * assigner already holds in memory by core's `summarizeFleet` (the one read model) and written
+ * The fleet's summary as the assigner keeps it (decisions 0090, 0120, 0121): kept by core's
+ * `SummaryIndex` from the keys each burst of changes moved — equal to `summarizeFleet` (the one
+ * read model) of what the assigner holds, at the cost of what the changes reach — and written
  * under `mesh-summary.fleet`, so `mesh status` and the view's first paint read the fleet's shape
  * in one get instead of reading whole buckets.
  *
@@ -12,11 +13,11 @@
  * computation, which judges every node at that moment. At rest nothing is computed or written.
  */
 import {
+  SummaryIndex,
   canonicalJson,
   nodeState,
-  presenceHorizon,
-  summarizeFleet,
   summaryContent,
+  type FleetChange,
   type FleetState,
 } from "@mesh/core";
 import type { KvBucket } from "@mesh/bus";
@@ -36,8 +37,9 @@ export class SummaryKeeper {
   #dirty = true;
   #wake: (() => void) | undefined;
   #written: string | undefined;
-  /** When the first node the last computation judged present turns gone without a heartbeat. */
-  #horizon = Number.POSITIVE_INFINITY;
+  readonly #index = new SummaryIndex();
+  /** What moved since the last computation, by source and key. */
+  #pending = new Map<string, FleetChange>();
   /** How many summaries were written (for tests and logs). */
   writes = 0;
   /** How many were computed. */
@@ -47,8 +49,9 @@ export class SummaryKeeper {
     this.#options = options;
   }
 
-  /** Something the summary reads changed: a computation follows, coalesced. */
-  moved(): void {
+  /** Keys the summary reads changed: a computation follows, coalesced. */
+  moved(changes: Iterable<FleetChange>): void {
+    for (const c of changes) this.#pending.set(`${c.source}\u0000${c.key}`, c);
     this.#dirty = true;
     this.#wake?.();
   }
@@ -58,9 +61,11 @@ export class SummaryKeeper {
    * it can move the summary only when the node was not present, or some present node's
    * heartbeat went stale since the last computation.
    */
-  heartbeat(before: Presence): void {
+  heartbeat(node: string, before: Presence): void {
     const now = Date.now();
-    if (nodeState(before, now) !== "present" || now >= this.#horizon) this.moved();
+    if (nodeState(before, now) !== "present") this.moved([{ source: "presence", key: node }]);
+    // The index re-judges the nodes whose heartbeat went stale by itself.
+    else if (now >= this.#index.horizon) this.moved([]);
   }
 
   /** Computes and writes after each change until `signal` ends; a failed write is tried at the next. */
@@ -83,9 +88,10 @@ export class SummaryKeeper {
   /** One computation; written when it says something new. */
   async #keep(signal: AbortSignal): Promise<void> {
     const state = this.#options.state();
-    const summary = summarizeFleet(state);
+    const changes = this.#pending.values();
+    this.#pending = new Map();
+    const summary = this.#index.update(state, changes);
     this.computations += 1;
-    this.#horizon = presenceHorizon(state.presence, state.now);
     const content = canonicalJson(summaryContent(summary));
     if (this.#written === content) return;
     try {
