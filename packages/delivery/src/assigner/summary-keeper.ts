@@ -21,6 +21,7 @@ import {
   type FleetState,
 } from "@mesh/core";
 import type { KvBucket } from "@mesh/bus";
+import { delay } from "@mesh/kit";
 import { SUMMARY_KEY, type Presence, type Summary } from "@mesh/protocol";
 
 export interface SummaryKeeperOptions {
@@ -81,7 +82,7 @@ export class SummaryKeeper {
       took = performance.now() - started;
       // Only while changes come: a wait a change started, gathering the rest of its burst.
       await this.#moved(signal);
-      await gather(Math.max(minIntervalMs, 2 * took) - (performance.now() - started), signal);
+      await delay(Math.max(minIntervalMs, 2 * took) - (performance.now() - started), { signal });
     }
   }
 
@@ -118,18 +119,4 @@ export class SummaryKeeper {
       this.#wake = done;
     });
   }
-}
-
-/** Waits `ms` (a burst's gathering, after a change), or until the signal ends. */
-function gather(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
