@@ -199,7 +199,8 @@ describe("assignerGrant", () => {
     "mesh-retries",
     "mesh-answers",
     "mesh-composed",
-    "mesh-grants",
+    "mesh-rollout-policies",
+    "mesh-rollout-steers",
   ];
   const writes = [
     "mesh-wants",
@@ -207,6 +208,7 @@ describe("assignerGrant", () => {
     "mesh-differences",
     "mesh-asks",
     "mesh-summary",
+    "mesh-rollouts",
   ];
 
   test("reads what a pass reads, have with its history", () => {

@@ -196,7 +196,6 @@ export function assignerGrant(input: { readonly node: string }): Permissions {
     Bucket.retries,
     Bucket.answers,
     Bucket.composed,
-    Bucket.grants,
     Bucket.rolloutPolicies,
     Bucket.rolloutSteers,
   ];

@@ -111,6 +111,9 @@ export interface PassReport {
   readonly ms: number;
 }
 
+/** Every bucket it opens; its grant reads exactly these (assigner-grant.test.ts, seed 003). */
+export const ASSIGNER_BUCKETS: readonly string[] = [...WATCHED, Bucket.puts, Bucket.summary];
+
 /** The sources it can do without: tried again by passes only. */
 const OPTIONAL = [Bucket.puts, Stream.conditions] as const;
 

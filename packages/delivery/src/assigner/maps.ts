@@ -45,6 +45,9 @@ const OWN_MAPS = {
   [Bucket.rollouts]: "rollouts",
 } as const satisfies Record<AssignerWrite["bucket"], keyof Maps["own"]>;
 
+/** The buckets a pass writes. */
+export const OWN_BUCKETS = Object.keys(OWN_MAPS) as ReadonlyArray<AssignerWrite["bucket"]>;
+
 /** The buckets it only watches, and the map each one's values are kept in. */
 const WATCHED_MAPS: Readonly<Record<string, Exclude<keyof Maps, "own">>> = {
   [Bucket.modules]: "registrations",
