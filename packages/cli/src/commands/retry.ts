@@ -9,6 +9,7 @@ import { KvBucket, type MeshBus } from "@mesh/bus";
 import { marksOf, type HaveRecord } from "@mesh/core";
 import {
   Bucket,
+  RolloutSteer,
   checkName,
   parseNodeModuleKey,
   targetModuleKey,
@@ -87,8 +88,43 @@ export async function retryVerb(module: string, options: RetryOptions): Promise<
   return ExitCode.ok;
 }
 
-/** `mesh retry` on a bus: the view's page does the same. */
+/**
+ * `mesh retry` on a bus: the view's page does the same. When the newest build's rollout halted
+ * on a failure, the rule `halt` keeps it from every node whatever the marks say, so a retry is
+ * also the rollout's retry: a new attempt from its canary, with the marks lifted on every node
+ * (or the canary's old failing report would halt it again at once). An abort stands: it was the
+ * operator's word, and `mesh rollout retry` lifts it.
+ */
 export async function retry(
+  bus: MeshBus,
+  input: { module: string; node?: string; why?: string },
+): Promise<{ message: string; result: Record<string, unknown> }> {
+  const module = checkName("module", input.module);
+  const rollout = (await (await KvBucket.open(bus, Bucket.rollouts)).get(module))?.value;
+  if (rollout?.status === "failed" && rollout.build === (await newestBuilt(bus, module))) {
+    const done = await liftMarks(bus, {
+      module,
+      ...(input.why === undefined ? {} : { why: input.why }),
+    });
+    const steer = RolloutSteer.parse({
+      build: rollout.build,
+      action: "retry",
+      attempt: rollout.attempt,
+      by: bus.credential.user,
+      why: input.why ?? "mesh retry",
+      at: new Date().toISOString(),
+    });
+    await (await KvBucket.open(bus, Bucket.rolloutSteers)).put(module, steer);
+    return {
+      message: `${done.message}; the rollout of ${module} ${rollout.build} had halted, so it starts again from its canary (\`mesh rollout status ${module}\` shows it)`,
+      result: { ...done.result, rollout: steer },
+    };
+  }
+  return liftMarks(bus, input);
+}
+
+/** Lifts the failed marks of a module on one node or every node, and says what follows. */
+export async function liftMarks(
   bus: MeshBus,
   input: { module: string; node?: string; why?: string },
 ): Promise<{ message: string; result: Record<string, unknown> }> {

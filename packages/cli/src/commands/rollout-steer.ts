@@ -14,7 +14,7 @@ import {
   type RolloutAction,
 } from "@mesh/protocol";
 import { by, type Done } from "./assign.js";
-import { retry } from "./retry.js";
+import { liftMarks } from "./retry.js";
 
 export async function steerRollout(
   bus: MeshBus,
@@ -41,7 +41,8 @@ export async function steerRollout(
     );
   }
   // The attempt's failed marks are lifted on every node, or its canary would fail it again at once.
-  if (input.steer === "retry") await retry(bus, { module, why: input.why ?? "mesh rollout retry" });
+  if (input.steer === "retry")
+    await liftMarks(bus, { module, why: input.why ?? "mesh rollout retry" });
   const steer = RolloutSteer.parse({
     build: rollout.build,
     action: input.steer,
