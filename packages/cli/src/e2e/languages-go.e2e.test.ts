@@ -1,0 +1,4 @@
+/** examples/modules/hello-go on a real mesh: the suite of testing/languages-suite.ts. */
+import { languageSuite } from "../testing/languages-suite.js";
+
+languageSuite("go");

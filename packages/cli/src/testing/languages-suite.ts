@@ -1,0 +1,201 @@
+/**
+ * A Python or a Go module on a real mesh (`mesh up`; decisions 0161, 0162), one file each
+ * (languages-python.e2e, languages-go.e2e):
+ * examples/modules/hello-python built by mesh-build-python and run under the bridge, and
+ * examples/modules/hello-go built by mesh-build-go into a static binary and run directly; each
+ * one's tool called from `mesh call` and from the MCP client and listed by `mesh tools` like a
+ * TypeScript tool; its config changed live; its secret read from its file; its output in
+ * `mesh logs`; a build that crashes at start set back to the build that ran healthy, which keeps
+ * answering.
+ */
+import assert from "node:assert/strict";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { deadline } from "@mesh/bus/testing";
+import { runMesh, MESH_MAIN } from "./run-mesh.js";
+import { startMeshUp, type MeshUp } from "./mesh-up.js";
+import { statusOf, until as waitUntil } from "./until.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
+const NODE = "e2e-languages";
+/** A Go build from a cold cache takes minutes on a loaded machine. */
+const LONG = 400_000;
+
+/** Each language's example, and a main that exits at once. */
+const LANGUAGES = [
+  {
+    language: "python",
+    module: "hello-python",
+    main: "main.py",
+    crash: 'raise SystemExit("hello-python crashes at start")\n',
+    serving: /hello-python serving on e2e-languages/,
+    changed: /greeting is now 'Hi'/,
+  },
+  {
+    language: "go",
+    module: "hello-go",
+    main: "main.go",
+    crash: 'package main\n\nimport "os"\n\nfunc main() { os.Exit(3) }\n',
+    serving: /hello-go serving on e2e-languages/,
+    changed: /greeting is now "Hi"/,
+  },
+] as const;
+
+let mesh: MeshUp;
+let scratch: string;
+
+async function mesh0(args: readonly string[], stdin?: string): Promise<Record<string, unknown>> {
+  const run = await runMesh(
+    [...args, "--root", mesh.root, "--json"],
+    stdin === undefined ? {} : { input: stdin },
+  );
+  assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  waitUntil(probe, ms, what, { explain: () => statusOf(mesh.root) });
+
+/** greet's answer, or undefined while nothing answers it. */
+async function greet(
+  module: string,
+  name: string,
+): Promise<{ text: string; tokenLength: number } | undefined> {
+  const run = await runMesh([
+    "call",
+    `${module}/greet`,
+    JSON.stringify({ name }),
+    "--root",
+    mesh.root,
+  ]);
+  return run.code === 0
+    ? (JSON.parse(run.stdout) as { text: string; tokenLength: number })
+    : undefined;
+}
+
+/**
+ * The suite of one language on a mesh of its own: a file per language, so a Go build from a
+ * cold cache (the standard library compiled again for -trimpath, minutes on a loaded machine)
+ * spends its own file's time, not the Python suite's.
+ */
+export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): void {
+  const languages = LANGUAGES.filter((l) => l.language === which);
+  before(async () => {
+    scratch = await mkdtemp(join(tmpdir(), "mesh-languages-"));
+    mesh = await startMeshUp({ root: join(scratch, "root"), node: NODE });
+    for (const { module } of languages) {
+      await cp(join(EXAMPLES, module), join(scratch, module), { recursive: true });
+      await mesh0(["module", "add", join(scratch, module)]);
+      await mesh0(["secret", "set", module, "api-token"], "tok-1234567");
+      await mesh0(["assign", module, "--all"]);
+    }
+  });
+
+  after(async () => {
+    await mesh?.stop();
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+  });
+
+  for (const { language, module, main, crash, serving, changed } of languages) {
+    describe(`a ${language} module on a real mesh`, () => {
+      test("built by its build module and run, its tool answers mesh call with its secret read from its file", async () => {
+        const answer = await until(() => greet(module, "Ada"), LONG, `${module}'s greet to answer`);
+        assert.deepEqual(answer, { text: "Hello, Ada!", tokenLength: "tok-1234567".length });
+        const builds = await mesh0(["builds", module]);
+        assert.match(JSON.stringify(builds), /"status":"built"/);
+        // Bad input is refused by the SDK with the path, as a TypeScript tool's is.
+        const bad = await runMesh(["call", `${module}/greet`, "{}", "--root", mesh.root]);
+        assert.notEqual(bad.code, 0);
+        assert.match(bad.stderr, /input\.name is required \[INVALID_INPUT\]/);
+      });
+
+      test("mesh tools lists its tool with its input schema, as TypeScript tools are listed", async () => {
+        const listed = await mesh0(["tools"]);
+        const tools = listed.tools as Array<{ module: string; tool: string; input?: unknown }>;
+        const tool = tools.find((t) => t.module === module && t.tool === "greet");
+        assert.ok(tool, JSON.stringify(listed));
+        assert.deepEqual((tool.input as { required?: string[] }).required, ["name"]);
+      });
+
+      test("the MCP client lists and calls it", async () => {
+        const transport = new StdioClientTransport({
+          command: process.execPath,
+          args: [MESH_MAIN, "mcp", "--root", mesh.root],
+          stderr: "pipe",
+        });
+        const client = new Client({ name: `mesh-${language}-test`, version: "1.0.0" });
+        try {
+          await deadline(client.connect(transport), 60_000, "the MCP client to connect");
+          const { tools } = await client.listTools();
+          const listed = tools.find((t) => t.name === `${module}__greet`);
+          assert.ok(listed, tools.map((t) => t.name).join(", "));
+          assert.equal(listed.inputSchema.type, "object");
+          const result = (await client.callTool({
+            name: `${module}__greet`,
+            arguments: { name: "Grace" },
+          })) as CallToolResult;
+          assert.equal(result.isError, undefined);
+          assert.deepEqual(result.structuredContent, { text: "Hello, Grace!", tokenLength: 11 });
+        } finally {
+          const pid = transport.pid;
+          await client.close().catch(() => undefined);
+          try {
+            if (pid !== null) process.kill(pid, "SIGKILL");
+          } catch {
+            // it ended with its client
+          }
+        }
+      });
+
+      test("its config changes live (nothing restarts) and its secret is read again from its file", async () => {
+        await mesh0(["config", "set", module, "greeting", "Hi"]);
+        await until(
+          async () => ((await greet(module, "Ada"))?.text === "Hi, Ada!" ? true : undefined),
+          60_000,
+          "greet to say Hi",
+        );
+        await mesh0(["secret", "set", module, "api-token"], "longer-token-value");
+        await until(
+          async () =>
+            (await greet(module, "Ada"))?.tokenLength === "longer-token-value".length
+              ? true
+              : undefined,
+          60_000,
+          "greet to read the new secret",
+        );
+        const logs = await runMesh(["logs", module, "--root", mesh.root]);
+        assert.match(logs.stdout, serving);
+        assert.match(logs.stdout, changed);
+      });
+
+      test("a build that crashes at start is set back to the build that ran healthy, which keeps answering", async () => {
+        const wantOf = async () =>
+          ((await mesh0(["wants"])) as { wants: Record<string, { build: string; rule: string }> })
+            .wants[`${NODE}.${module}`];
+        const before = (await wantOf())?.build;
+        assert.ok(before);
+        await writeFile(join(scratch, module, main), crash);
+        const setBack = await until(
+          async () => {
+            const want = await wantOf();
+            return want?.rule === "set-back" ? want : undefined;
+          },
+          LONG,
+          `${module} set back`,
+        );
+        assert.equal(setBack.build, before);
+        await until(
+          async () => ((await greet(module, "Ada"))?.text === "Hi, Ada!" ? true : undefined),
+          LONG,
+          "the set-back build to answer again",
+        );
+      });
+    });
+  }
+}
