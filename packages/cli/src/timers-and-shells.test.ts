@@ -29,8 +29,6 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
   "controller/src/controller.ts": 1,
   "controller/src/endpoints.ts": 1,
   "controller/src/revocation-pusher.ts": 1,
-  "delivery/src/assigner/assigner.ts": 1,
-  "delivery/src/assigner/summary-keeper.ts": 1,
   "delivery/src/builder.ts": 1,
   "delivery/src/indexer.ts": 2,
   "host/src/archives.ts": 1,

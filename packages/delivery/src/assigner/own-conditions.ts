@@ -15,17 +15,20 @@ export async function readOwnConditions(
   options: { signal: AbortSignal; log: (line: string) => void },
 ): Promise<void> {
   const { signal } = options;
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  signal.addEventListener("abort", stop, { once: true });
-  const timer = setTimeout(stop, OWN_CONDITIONS_DEADLINE_MS);
+  // Ends the read at the stop, at the deadline, or once what stands was handed.
+  const done = new AbortController();
+  const read = AbortSignal.any([
+    signal,
+    AbortSignal.timeout(OWN_CONDITIONS_DEADLINE_MS),
+    done.signal,
+  ]);
   try {
     for await (const e of readStream(bus, Stream.conditions, {
       // One filter, as its grant reads it: every condition the assigner says.
       filter: `${Subject.conditionsPrefix}.${Principal.assigner}.>`,
       schema: Condition,
       deliver: "last-per-subject",
-      signal: ac.signal,
+      signal: read,
     })) {
       if (e.type === "current") return;
       if (e.type !== "message" || e.value.node === undefined) continue;
@@ -39,8 +42,6 @@ export async function readOwnConditions(
       );
     }
   } finally {
-    clearTimeout(timer);
-    signal.removeEventListener("abort", stop);
-    ac.abort();
+    done.abort();
   }
 }
