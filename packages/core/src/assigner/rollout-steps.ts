@@ -33,9 +33,17 @@ export function stepConditions(
   if (after === undefined) return out;
   const moved =
     !sameRollout(before, after) || before?.status !== after.status || before.wave !== after.wave;
-  // A build no wave carried (a first deploy, nothing to keep anywhere) is no step to say.
-  if (!moved || (after.wave === 0 && after.status === "done")) return out;
+  if (!moved) return out;
   const name = conditionName(AssignerConditionKind.rollout, module);
+  if (after.status === "done") {
+    // A finished rollout leaves nothing open: its last step, or a halt's error said under the
+    // same name before it, is said resolved. A build no wave carried (a first deploy, nothing to
+    // keep anywhere) after no halt is no step to say.
+    if (after.wave > 0 || halts(before)) {
+      out.push({ name, level: "info", message: stepMessage(after), resolved: true });
+    }
+    return out;
+  }
   if (halts(after)) {
     const message = haltMessage(after);
     out.push({ name: failedName, level: "error", message });
