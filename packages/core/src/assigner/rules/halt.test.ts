@@ -34,6 +34,21 @@ describe("rule halt", () => {
     });
   }
 
+  it("a canary whose build before was still starting (never healthy yet) goes back to it, not to nothing (a Go module on a cold CI cache was left running nothing)", () => {
+    const f = halted();
+    const record = f.s.have.get("n1.hello");
+    assert.ok(record !== undefined);
+    const starting = (h: (typeof record.history)[number]) =>
+      h.build === f.b1 ? { ...h, health: "starting" as const } : h;
+    f.s.have.set("n1.hello", { ...record, history: record.history.map(starting) });
+    // The pass that halts finds the canary wanting the build that failed.
+    const want = f.s.own.wants.get("n1.hello");
+    assert.ok(want !== undefined);
+    f.s.own.wants.set("n1.hello", { ...want, build: f.b2 });
+    const d = halt.decide(cellIn(f.s, "n1", "hello"), wanting(f.s, "hello", f.b2, "newest"));
+    assert.equal(outcome(d), `want halt ${f.b1}`);
+  });
+
   it("a rollout that is not halted passes the proposal on", () => {
     const f = fleet(3);
     step(f, 5);

@@ -20,14 +20,25 @@ export function keptBuild(cell: Cell, not: string): string | undefined {
   return cell.index?.usable.has(build) === true ? build : undefined;
 }
 
-/** Where a halted rollout sets a node back: the build it last ran healthy, else its previous want. */
+/**
+ * Where a halted rollout sets a node back: the build it last ran healthy; else the build it ran
+ * last that never failed there (one still starting when the new build came, which would have
+ * been healthy but for the rollout: nothing wanted would stop a build that works); else its
+ * previous want.
+ */
 export function fallbackOf(cell: Cell, not: string): string | undefined {
   const history = cell.snapshot.have.get(cell.key)?.history ?? [];
-  for (let i = history.length - 1; i >= 0; i--) {
-    const h = history[i];
-    if (h?.health !== "healthy" || h.build === undefined || h.build === not) continue;
-    if (cell.marks.has(h.build) || cell.index?.usable.has(h.build) !== true) continue;
-    return h.build;
+  const usable = (build: string | undefined): build is string =>
+    build !== undefined &&
+    build !== not &&
+    !cell.marks.has(build) &&
+    cell.index?.usable.has(build) === true;
+  for (const healthy of [true, false]) {
+    for (let i = history.length - 1; i >= 0; i--) {
+      const h = history[i];
+      if ((healthy && h?.health !== "healthy") || !usable(h?.build)) continue;
+      return h?.build;
+    }
   }
   return keptBuild(cell, not);
 }
