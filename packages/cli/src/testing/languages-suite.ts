@@ -180,6 +180,19 @@ export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): vo
             .wants[`${NODE}.${module}`];
         const before = (await wantOf())?.build;
         assert.ok(before);
+        // The build to go back to runs healthy (its minimum run time) before the crash comes.
+        await until(
+          async () =>
+            (
+              (await mesh0(["wants"])) as {
+                cells: Array<{ module: string; health?: string }>;
+              }
+            ).cells.some((c) => c.module === module && c.health === "healthy")
+              ? true
+              : undefined,
+          LONG,
+          `${module} healthy before its crashing build`,
+        );
         await writeFile(join(scratch, module, main), crash);
         const setBack = await until(
           async () => {
