@@ -123,6 +123,41 @@ describe("the runtime's provisioner when its client is not reachable", () => {
     }
   });
 
+  test("a get that a client still routed to never answers fails as not reachable, not as the bus's timeout", async () => {
+    // A host killed with SIGKILL: until the server has seen its connection close, a request is
+    // routed to its subscription and times out instead of finding no responders (CI, loaded).
+    await stopClient();
+    const silent = await serve(bus, {
+      name: "provision-silent",
+      version: "0.1.0",
+      endpoints: [
+        {
+          name: "provision",
+          subject: provisionSubject(NODE),
+          handler: () => new Promise<never>(() => undefined),
+        },
+      ],
+    });
+    await flush(bus);
+    const provisioner = new Provisioner({
+      bus,
+      node: NODE,
+      askTimeoutMs: 500,
+      log: () => undefined,
+    });
+    try {
+      await provisioner.get("hello", { kind: "config", key: "greeting" });
+      assert.fail("a get that no one answered was handed a value");
+    } catch (error) {
+      assert.ok(isMeshError(error), String(error));
+      assert.equal(error.code, ErrorCode.TIMEOUT, error.message);
+      assert.match(error.message, /provisioner client of n1 is not reachable \(nothing answered/);
+    } finally {
+      await provisioner.close();
+      await silent[Symbol.asyncDispose]();
+    }
+  });
+
   test("a change whose notice was said while the runtime's connection was away reaches the watch when it is back", async () => {
     // The runtime's connection goes through a proxy the test cuts: only it is away, as a runtime
     // whose host got back from a partition first (the fleet test saw the notice lost so).

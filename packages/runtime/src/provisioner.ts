@@ -5,7 +5,7 @@
  * asked. A watch hands the current value, then each change, then a refusal when the value stops
  * being answered; one subscription to the client's change notices serves every watch.
  */
-import { flush, isTransient, request, type MeshBus } from "@mesh/bus";
+import { flush, isBusTrouble, isTransient, request, type MeshBus } from "@mesh/bus";
 import {
   ErrorCode,
   MeshError,
@@ -135,12 +135,16 @@ export class Provisioner implements AsyncDisposable {
         { timeoutMs: this.#askTimeoutMs, ...(signal === undefined ? {} : { signal }) },
       );
     } catch (error) {
-      // No responders is the client not being there (its host restarting), not an answer: it
-      // is no NOT_FOUND of the value, so it is never handed to module code as a refusal.
-      if (!isTransient(error)) throw error;
+      // No responders, or no answer in time, is the client not being there (its host restarting
+      // or killed: the server may still route to a connection it has not yet seen close), not an
+      // answer: it is no NOT_FOUND of the value, so it is never handed to module code as a refusal.
+      if (!isBusTrouble(error)) throw error;
+      const how = isTransient(error)
+        ? `nothing answers ${subject}`
+        : `nothing answered ${subject} within ${this.#askTimeoutMs} ms`;
       throw new MeshError(
         ErrorCode.TIMEOUT,
-        `the provisioner client of ${this.#node} is not reachable (nothing answers ${subject}: its host is restarting or not running); ask for ${module}'s ${kind} ${JSON.stringify(key)} again shortly`,
+        `the provisioner client of ${this.#node} is not reachable (${how}: its host is restarting or not running); ask for ${module}'s ${kind} ${JSON.stringify(key)} again shortly`,
         { module, key, subject, cause: error },
       );
     }
