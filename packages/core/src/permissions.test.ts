@@ -67,10 +67,11 @@ describe("subjectMatches mirrors the server's sublist", () => {
 describe("moduleGrant", () => {
   const { permissions: p, problems } = moduleGrant({ node: "n1", manifest: board, owners });
 
-  test("its own states: get, watch, keys, flow control and write", () => {
+  test("its own states: get (also through the leader), watch, keys, flow control and write", () => {
     const bucket = "board_layout";
     for (const subject of [
       kv.get(bucket, "x"),
+      kv.msgGet(bucket),
       kv.watch(bucket),
       kv.keysInfo(bucket),
       kv.fc(bucket),
@@ -143,6 +144,7 @@ describe("moduleGrant", () => {
           "$JS.API.CONSUMER.INFO.KV_counter_counts.*",
           "$JS.API.DIRECT.GET.KV_board_layout.$KV.board_layout.>",
           "$JS.API.DIRECT.GET.KV_counter_counts.$KV.counter_counts.>",
+          "$JS.API.STREAM.MSG.GET.KV_board_layout",
           "$JS.FC.KV_board_layout.>",
           "$JS.FC.KV_counter_counts.>",
           "$KV.board_layout.>",

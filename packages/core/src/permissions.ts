@@ -31,7 +31,7 @@ import {
   callTool,
   inbox,
   kvRead,
-  kvReadWrite,
+  kvOwn,
   merge,
   publishTo,
   serveTools,
@@ -240,7 +240,7 @@ function moduleRights(
     // Every module may say conditions and what it keeps; neither reaches anyone else's data.
     publishTo(moduleConditionsWildcard(module), keepsSubject(node, module)),
   ];
-  for (const state of manifest.states) parts.push(kvReadWrite(stateBucket(module, state.name)));
+  for (const state of manifest.states) parts.push(kvOwn(stateBucket(module, state.name)));
 
   const problems: GrantProblem[] = [];
   for (const read of manifest.reads) {

@@ -155,7 +155,8 @@ export class ModuleAsks {
   async #state(op: AskOp, p: Record<string, unknown>): Promise<unknown> {
     const module = this.#o.module;
     const { bucket, readOnly } = await this.#stateBucket(String(p["state"]));
-    const kv = await KvBucket.openWith(this.#o.bus, bucket, Json);
+    // Its own states through the stream's leader, as a process reads them (@mesh/sdk's process).
+    const kv = await KvBucket.openWith(this.#o.bus, bucket, Json, { fromLeader: !readOnly });
     const key = String(p["key"]);
     if (op === "state.get") return (await kv.get(key))?.value;
     if (op === "state.keys") {

@@ -118,7 +118,9 @@ export function processMeshOver<S extends ConfigSchema | undefined = undefined>(
     const bucket = stateBucket(owner, state);
     let opened = buckets.get(bucket);
     if (opened === undefined) {
-      opened = KvBucket.openWith(bus, bucket, z.json());
+      // Its own states through the stream's leader: what it reads is what was acknowledged (a
+      // copy still catching up after a server died would answer older values).
+      opened = KvBucket.openWith(bus, bucket, z.json(), { fromLeader: owner === module });
       buckets.set(bucket, opened);
     }
     return opened;

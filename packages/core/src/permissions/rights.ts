@@ -122,6 +122,19 @@ export function kvWrite(bucket: string, keys = ">"): Rights {
 /** Read and write a whole bucket: a module's own state, a principal's own buckets. */
 export const kvReadWrite = (bucket: string): Rights => merge(kvRead(bucket), kvWrite(bucket));
 
+/**
+ * A module's own state: read-write, and also read through the stream's leader
+ * (`STREAM.MSG.GET`, the key in the body). A direct get is answered by any copy, one still
+ * catching up included, so a daemon that reads its total at start after a server died could read
+ * an older one and write it back over acknowledged writes. The owner may read every key anyway,
+ * so the key in the body widens nothing.
+ */
+export const kvOwn = (bucket: string): Rights =>
+  merge(kvReadWrite(bucket), {
+    publish: [`$JS.API.STREAM.MSG.GET.${kvStreamName(bucket)}`],
+    subscribe: [],
+  });
+
 // ---------------------------------------------------------------------------------------------
 // The object store, opened as `new Objm(jetstream(nc, { checkAPI: false })).open(name)`: no
 // `$JS.API.INFO` (that comes only with the default checkAPI), one STREAM.INFO for open's check.
