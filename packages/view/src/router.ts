@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { SESSION_CSRF_HEADER } from "./browser/wire.js";
+import { LOGOUT_PATH, SESSION_CSRF_HEADER } from "./browser/wire.js";
 import {
   TOKEN_PARAM,
   LOGIN_PATH,
@@ -95,14 +95,45 @@ function withLogin(
         "this view needs a login: open the link `mesh view` printed, or make one with `mesh view-token`",
       );
     }
+    if (method === "POST" && url.pathname === LOGOUT_PATH) {
+      return logout(logins, port, req, res, session);
+    }
     const route = table.get(`${method} ${url.pathname}`);
     if (route === undefined) return notServed(res, method, url.pathname, paths.has(url.pathname));
     if (route.auth === "act") {
       const refusal = crossSiteRefusal(req) ?? csrfRefusal(req, session);
       if (refusal !== undefined) return refuse(res, 403, ErrorCode.REFUSED, refusal);
     }
+    // What is still open when the session ends (its event streams) ends with it.
+    const close = (): void => void res.end();
+    session.ended.addEventListener("abort", close, { once: true });
+    res.on("close", () => session.ended.removeEventListener("abort", close));
     await route.handler(req, res, url, session);
   };
+}
+
+/**
+ * `POST /logout`: ends the session on the server (its cookie's value is then refused as no login,
+ * whoever holds it) and clears the cookie. A POST with the view's doors, so another site cannot
+ * log an operator out either.
+ */
+function logout(
+  logins: ViewLogins,
+  port: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session: Session,
+): void {
+  const refusal = crossSiteRefusal(req) ?? csrfRefusal(req, session);
+  if (refusal !== undefined) return refuse(res, 403, ErrorCode.REFUSED, refusal);
+  logins.end(session.id);
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "set-cookie": `${sessionCookie(port)}=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0`,
+  });
+  res.end(JSON.stringify({ ok: true, result: { who: session.who, ended: true } }));
 }
 
 /** `GET /login?token=`: the one-time token becomes a session cookie, and leaves the address bar. */

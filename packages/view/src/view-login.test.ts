@@ -1,16 +1,18 @@
 /**
  * A view with logins (decision 0170) over HTTPS against a real bus: nothing is served without a
  * session; a one-time link becomes a session cookie (HttpOnly, Secure, SameSite=Strict) once; a
- * POST needs the session's CSRF token, the view's header and its own Origin; and the login
- * tokens themselves (forged, expired, used twice) are refused.
+ * POST needs the session's CSRF token, the view's header and its own Origin; a logout ends the
+ * session on the server; and the login tokens themselves (forged, expired, used twice) are
+ * refused.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { makeSelfSigned } from "@mesh/bus/server";
+import { deadline } from "@mesh/bus/testing";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { SESSION_CSRF_HEADER, type SessionInfo } from "./browser/wire.js";
-import { codeOf, postJson, raw } from "./http-test-support.js";
+import { WAIT_MS, codeOf, postJson, raw } from "./http-test-support.js";
 import { startView, type View } from "./start-view.js";
 import { ASK_ID, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
 import { ViewLogins, loginToken } from "./view-logins.js";
@@ -110,6 +112,41 @@ describe("a view with logins", () => {
     const done = await post({ origin: own, [SESSION_CSRF_HEADER]: csrf });
     assert.equal(done.status, 200, done.body);
     assert.equal((JSON.parse(done.body) as { ok: boolean }).ok, true);
+  });
+
+  it("logs out: the session ends on the server, its cookie is cleared, its streams close, and its old cookie is refused after", async () => {
+    const link = new URL(view.loginUrl({ who: "ada", access: "operate" }));
+    const login = await get(`${link.pathname.slice(1)}${link.search}`);
+    const cookie = String(login.headers["set-cookie"]).split(";")[0] ?? "";
+    const { csrf } = JSON.parse((await get("api/session", { cookie })).body) as SessionInfo;
+    const own = new URL(base).origin;
+    const headers = { cookie, origin: own, [SESSION_CSRF_HEADER]: csrf };
+    // An event stream of the session, open while it logs out: it ends with the session.
+    const stream = get("api/events", { cookie });
+    // Another site cannot log the operator out: a logout is a POST with every POST's doors.
+    const forged = await postJson(`${base}logout`, {}, { cookie, origin: own }, TLS.certPem);
+    assert.equal(forged.status, 403);
+    assert.equal((await get("api/session", { cookie })).status, 200, "still logged in");
+
+    const out = await postJson(`${base}logout`, {}, headers, TLS.certPem);
+    assert.equal(out.status, 200, out.body);
+    const cleared = String(out.headers["set-cookie"]);
+    assert.match(cleared, /^mesh_view_session_\d+=;/);
+    assert.match(cleared, /Max-Age=0/);
+    const ended = await deadline(stream, WAIT_MS, "the session's event stream to end");
+    assert.equal(ended.status, 200);
+    // The old cookie, kept by whoever held it: refused as no login, for a read and an action.
+    assert.equal((await get("api/session", { cookie })).status, 401);
+    const action = await postJson(
+      `${base}api/answer`,
+      { id: ASK_ID, answer: "no" },
+      headers,
+      TLS.certPem,
+    );
+    assert.equal(action.status, 401);
+    assert.equal(codeOf(action.body), ErrorCode.PERMISSION_DENIED);
+    const again = await postJson(`${base}logout`, {}, headers, TLS.certPem);
+    assert.equal(again.status, 401);
   });
 
   it("refuses logins without TLS, and a token beside logins", async () => {

@@ -23,6 +23,8 @@ export interface Session {
   /** Sent by the page with every POST (`x-mesh-view-csrf`); read from `GET /api/session`. */
   readonly csrf: string;
   readonly expiresAt: number;
+  /** Aborted when the session ends (a logout, or its expiry noticed): its event streams close. */
+  readonly ended: AbortSignal;
 }
 
 interface TokenBody {
@@ -63,7 +65,7 @@ const refused = (why: string): MeshError =>
 export class ViewLogins {
   readonly #key: Buffer;
   readonly #now: () => number;
-  readonly #sessions = new Map<string, Session>();
+  readonly #sessions = new Map<string, { session: Session; end: AbortController }>();
   /** Redeemed nonces, until their token would have expired anyway. */
   readonly #used = new Map<string, number>();
 
@@ -94,27 +96,45 @@ export class ViewLogins {
     if (body.e <= now) throw refused("has expired");
     if (this.#used.has(body.n)) throw refused("was used already (each link logs in once)");
     this.#used.set(body.n, body.e);
+    const end = new AbortController();
     const session: Session = {
       id: randomBytes(32).toString("base64url"),
       who: body.w,
       access: body.a === "read" ? "read" : "operate",
       csrf: randomBytes(24).toString("base64url"),
       expiresAt: now + SESSION_TTL_MS,
+      ended: end.signal,
     };
-    this.#sessions.set(session.id, session);
+    this.#sessions.set(session.id, { session, end });
     return session;
   }
 
   /** The live session of a cookie's value. */
   session(id: string | undefined): Session | undefined {
     if (id === undefined) return undefined;
-    const session = this.#sessions.get(id);
-    if (session === undefined || session.expiresAt <= this.#now()) return undefined;
-    return session;
+    const live = this.#sessions.get(id);
+    if (live === undefined) return undefined;
+    if (live.session.expiresAt <= this.#now()) {
+      this.end(id);
+      return undefined;
+    }
+    return live.session;
+  }
+
+  /**
+   * Ends a session (a logout): its cookie's value is forgotten, so whoever still holds it is
+   * refused as without a login, and its open event streams close. True when it was live.
+   */
+  end(id: string): boolean {
+    const live = this.#sessions.get(id);
+    if (live === undefined) return false;
+    this.#sessions.delete(id);
+    live.end.abort();
+    return true;
   }
 
   #prune(now: number): void {
     for (const [nonce, expires] of this.#used) if (expires <= now) this.#used.delete(nonce);
-    for (const [id, s] of this.#sessions) if (s.expiresAt <= now) this.#sessions.delete(id);
+    for (const [id, s] of this.#sessions) if (s.session.expiresAt <= now) this.end(id);
   }
 }

@@ -4,7 +4,8 @@
  * prints logs in once; an action is done as the view's own principal (`view`, issued by the
  * controller with the operator's grant) and recorded as a condition saying who; a read-only
  * session (`mesh view-token --read-only`) has its action refused by the bus, not by the page;
- * and an action from another origin is refused even with the session's cookie and token.
+ * an action from another origin is refused even with the session's cookie and token; and the
+ * page's log out ends the session on the server, so its old cookie is refused after.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessByStdio } from "node:child_process";
@@ -59,7 +60,7 @@ describe("mesh view --listen in Chromium", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it("asks for a login, acts as its own principals, refuses a read-only session's action and another origin's", async () => {
+  it("asks for a login, acts as its own principals, refuses a read-only session's action and another origin's, and logs out", async () => {
     const { page: url, url: link } = await startListening();
     browser = await launch();
     page = await pageOf(browser, pageErrors, WAIT_MS);
@@ -67,6 +68,7 @@ describe("mesh view --listen in Chromium", () => {
     await step("a page without a login", () => withoutLogin(page, url));
     await step("the printed link logs in and acts as view", () => operate(page, t, link));
     await step("another origin", () => otherOrigin(page, t));
+    await step("log out", () => logOut(page, t));
     const reader = await pageOf(browser, pageErrors, WAIT_MS);
     page = reader;
     await step("a read-only session", () => readOnly(reader, t));
@@ -197,6 +199,42 @@ async function otherOrigin(page: Page, t: Steps): Promise<void> {
   });
   assert.equal(response.status(), 403);
   assert.match(await response.text(), /evil\.example/);
+  assert.equal((await assigned(t)).length, 1, "nothing was unassigned");
+}
+
+/**
+ * The page's log out: the view forgets the session and clears its cookie; the old cookie, put
+ * back as whoever kept it would, is refused for an action and for a read.
+ */
+async function logOut(page: Page, t: Steps): Promise<void> {
+  const context = page.context();
+  const { csrf } = (await (await context.request.get(`${t.url}api/session`)).json()) as {
+    csrf: string;
+  };
+  const old = (await context.cookies()).find((c) => c.name.startsWith("mesh_view_session_"));
+  assert.ok(old !== undefined, "the session's cookie");
+  await page.locator("#logout").click();
+  await page.locator("body", { hasText: "needs a login" }).waitFor();
+  assert.equal(await page.locator("#grid").count(), 0);
+  assert.deepEqual(
+    (await context.cookies()).filter((c) => c.name === old.name),
+    [],
+    "the cookie is cleared",
+  );
+  await keepScreenshot(page, "access-logged-out");
+  await context.addCookies([old]);
+  const action = await context.request.post(`${t.url}api/act`, {
+    headers: {
+      origin: new URL(t.url).origin,
+      "x-mesh-view": "1",
+      "x-mesh-view-csrf": csrf,
+      "content-type": "application/json",
+    },
+    data: { action: "assign", input: { module: "hello", remove: true, node: "n1" } },
+  });
+  assert.equal(action.status(), 401);
+  assert.match(await action.text(), /needs a login/);
+  assert.equal((await context.request.get(`${t.url}api/state`)).status(), 401);
   assert.equal((await assigned(t)).length, 1, "nothing was unassigned");
 }
 

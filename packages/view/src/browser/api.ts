@@ -6,6 +6,7 @@ import { GRID_PAGE_NODES, invalidate, model } from "./model.js";
 import {
   CSRF_HEADER,
   CSRF_VALUE,
+  LOGOUT_PATH,
   SESSION_CSRF_HEADER,
   type CallResult,
   type GridPage,
@@ -111,4 +112,23 @@ export async function loadSession(): Promise<void> {
     who.textContent = `${model.session.who}${model.session.access === "read" ? " · read-only" : ""}`;
     who.dataset["access"] = model.session.access;
   }
+  const logout = document.getElementById("logout");
+  if (logout !== null && model.session?.login === true) {
+    logout.hidden = false;
+    logout.onclick = () => void logOut();
+  }
+}
+
+/**
+ * Ends the session on the server, then loads the page again, which the view now refuses until a
+ * new login. The page stays as it is when the server did not end it, and says why.
+ */
+async function logOut(): Promise<void> {
+  const result = await post(LOGOUT_PATH, {});
+  if (result.ok) {
+    window.location.assign("/");
+    return;
+  }
+  const who = document.getElementById("who");
+  if (who !== null) who.textContent = `could not log out: ${result.error.message}`;
 }

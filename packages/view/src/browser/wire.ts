@@ -395,3 +395,6 @@ export interface SessionInfo {
 
 /** The header a session's POSTs carry its CSRF token in. */
 export const SESSION_CSRF_HEADER = "x-mesh-view-csrf";
+
+/** Where the page ends its session (a view with logins): `POST /logout`. */
+export const LOGOUT_PATH = "/logout";
