@@ -6,6 +6,7 @@ export { MeshState, type StateEvent } from "./mesh-state.js";
 export { isLoopback } from "./http-guard.js";
 export type { ActionOutcome, ConfigKeys, ViewActions } from "./actions.js";
 export type { Acting } from "./acting.js";
+export { answerAsk, type AnswerInput, type Answered } from "./answer-ask.js";
 export {
   LOGIN_KEY_BYTES,
   LOGIN_TOKEN_TTL_MS,

@@ -3,20 +3,11 @@
  * the handler. Paths are exact (the page's files included), so nothing outside them is served.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import {
-  Answer,
-  Bucket,
-  ErrorCode,
-  MeshError,
-  askKey,
-  isName,
-  parseToolSubject,
-  type Answer as AnswerValue,
-} from "@mesh/protocol";
-import { KvBucket, discoverTools, request, type MeshBus } from "@mesh/bus";
+import { ErrorCode, MeshError, isName, parseToolSubject } from "@mesh/protocol";
+import { discoverTools, request, type MeshBus } from "@mesh/bus";
+import type { Source } from "./browser/wire.js";
 import {
   PAGE_SOURCES,
-  Source,
   ViewEvent,
   type AnswerRequest,
   type CallRequest,
@@ -25,6 +16,7 @@ import {
   type ToolEntry,
 } from "./browser/wire.js";
 import { act, configKeys } from "./action-routes.js";
+import { answerAsk, type Answered } from "./answer-ask.js";
 import { actingBus, recordAction, type Acting } from "./acting.js";
 import type { ViewActions } from "./actions.js";
 import { history, logTail, logs, timeline } from "./console-routes.js";
@@ -74,7 +66,6 @@ export interface RouteContext {
   /** The first paint from the assigner's summary, while the state is not ready yet. */
   readonly firstPaint: FirstPaint;
   readonly files: ReadonlyMap<string, PageFile>;
-  readonly answers: KvBucket<AnswerValue>;
   /** Who answers asks, as written in `mesh-answers`. */
   readonly actor: string;
   readonly callTimeoutMs: number;
@@ -253,7 +244,6 @@ async function events(c: RouteContext, req: IncomingMessage, res: ServerResponse
   res.on("close", end);
 }
 
-/** `POST /api/answer` `{id, answer}`: writes `mesh-answers.<id>` as the view's actor. */
 /** `GET /api/session`: who the page acts as, and its CSRF token (SessionInfo). */
 function me(c: RouteContext, res: ServerResponse, session: Session | undefined): void {
   const info: SessionInfo =
@@ -263,6 +253,10 @@ function me(c: RouteContext, res: ServerResponse, session: Session | undefined):
   sendJson(res, 200, info);
 }
 
+/**
+ * `POST /api/answer` `{id, answer}`: answers as `mesh answer` does (`answerAsk`), as the session's
+ * operator or the view's actor.
+ */
 async function answer(
   c: RouteContext,
   req: IncomingMessage,
@@ -283,42 +277,39 @@ async function answer(
       'send {"id": "<ask id>", "answer": "yes" | "no"}',
     );
   }
-  if (c.state.get(Source.asks, id) === undefined) {
-    return refuse(
-      res,
-      404,
-      ErrorCode.NOT_FOUND,
-      `there is no open ask ${JSON.stringify(id)}; it may have been withdrawn`,
-    );
-  }
   const by = session?.who ?? c.actor;
-  const value = Answer.parse({ answer: body.answer, by, at: new Date().toISOString() });
   const bus = actingBus(c.bus, c.acting, session);
-  const answers = bus === c.bus ? c.answers : await KvBucket.open(bus, Bucket.answers);
   const what = `mesh answer ${id} ${body.answer}`;
+  let answered: Answered;
   try {
-    await answers.put(askKey(id), value, { signal: c.signal });
+    // The call `mesh answer` makes, on the bus this request acts with.
+    answered = await answerAsk(bus, { id, answer: body.answer, by }, { signal: c.signal });
   } catch (error) {
-    if (session === undefined) throw error;
     const refusal =
       error instanceof MeshError ? error : new MeshError(ErrorCode.INTERNAL, String(error));
-    await recordAction(
-      bus,
-      session,
-      { what, about: `answer ${id}`, ok: false, result: refusal.message },
-      c.onProblem,
-    );
+    if (session !== undefined) {
+      await recordAction(
+        bus,
+        session,
+        { what, about: `answer ${id}`, ok: false, result: refusal.message },
+        c.onProblem,
+      );
+    }
+    if (refusal.code === ErrorCode.NOT_FOUND) {
+      return refuse(res, 404, ErrorCode.NOT_FOUND, refusal.message);
+    }
+    if (session === undefined) throw error;
     return refuse(res, 200, refusal.code, refusal.message);
   }
   if (session !== undefined) {
     await recordAction(
       bus,
       session,
-      { what, about: `answer ${id}`, ok: true, result: "answered" },
+      { what, about: `answer ${id}`, ok: true, result: answered.message },
       c.onProblem,
     );
   }
-  sendJson(res, 200, { ok: true, result: value, ms: 0 } satisfies CallResult);
+  sendJson(res, 200, { ok: true, result: answered.value, ms: 0 } satisfies CallResult);
 }
 
 /** `POST /api/call` `{subject, input}`: calls a tool; the result or the coded error. */

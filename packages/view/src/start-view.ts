@@ -9,8 +9,8 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
-import { KvBucket, type MeshBus } from "@mesh/bus";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import type { MeshBus } from "@mesh/bus";
 import type { ViewActions } from "./actions.js";
 import { FleetFeed } from "./fleet-feed.js";
 import { FirstPaint } from "./first-paint.js";
@@ -205,7 +205,6 @@ async function routesOf(
     ...parts,
     bus: options.bus,
     files: await pageFiles(),
-    answers: await KvBucket.open(options.bus, Bucket.answers),
     actor: options.actor ?? "operator (view)",
     callTimeoutMs: options.callTimeoutMs ?? 10_000,
     signal,

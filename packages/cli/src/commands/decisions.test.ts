@@ -2,11 +2,12 @@
  * `mesh wants` and `mesh differences` say what `mesh status` says (issue 14): each assigned
  * (node, module) with the read model's state, reason and fix, also one that has no want and no
  * difference. The built CLI on the operator's grant against a real bus seeded as the mesh's
- * processes would leave it.
+ * processes would leave it. And `mesh answer` writes through `answerAsk`, the view's call too.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Bucket } from "@mesh/protocol";
+import { KvBucket } from "@mesh/bus";
+import { Bucket, Principal } from "@mesh/protocol";
 import { healthyHave, presenceOf } from "../testing/fixtures.js";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
@@ -101,5 +102,32 @@ describe("mesh wants and mesh differences agree with mesh status", () => {
     const status = await plain("status");
     assert.doesNotMatch(status, /every node has what it should/, "nor does status, then");
     assert.match(status, /what does not run is under NEEDS ATTENTION/);
+  });
+});
+
+describe("mesh answer", () => {
+  let bus: OperatorBus;
+
+  before(async () => {
+    bus = await startOperatorBus({ name: "answer" });
+  });
+  after(async () => {
+    await bus?.[Symbol.asyncDispose]();
+  });
+
+  test("writes the answer to a standing ask as the operator, through answerAsk (the view's call too)", async () => {
+    await bus.put(Bucket.asks, "a-widened", {
+      id: "a-widened",
+      what: "hello 2 calls counter/add: allow it?",
+      module: "hello",
+      build: "2-widened",
+      nodes: ["n1"],
+      at: new Date().toISOString(),
+    });
+    const said = await bus.text(["answer", "a-widened", "no"], { deadlineMs: RUN_MS });
+    assert.equal(said.trim(), "answered no to a-widened: hello 2 calls counter/add: allow it?");
+    const written = await (await KvBucket.open(bus.admin, Bucket.answers)).get("a-widened");
+    assert.equal(written?.value.answer, "no");
+    assert.equal(written?.value.by, Principal.operator);
   });
 });

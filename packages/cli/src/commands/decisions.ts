@@ -8,6 +8,7 @@ import { KvBucket } from "@mesh/bus";
 import { Bucket, ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { readAll } from "../read-bucket.js";
 import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../verb.js";
+import { answerAsk } from "@mesh/view";
 import { by } from "./assign.js";
 import { readFleetState, statusOf } from "./status.js";
 
@@ -142,18 +143,9 @@ export async function answerVerb(
     );
   }
   await using bus = await connect(options);
-  const ask = await (await KvBucket.open(bus, Bucket.asks)).get(id);
-  if (ask === undefined) {
-    throw new MeshError(
-      ErrorCode.NOT_FOUND,
-      `no ask ${JSON.stringify(id)} waits for an answer; see \`mesh asks\``,
-      { key: id },
-    );
-  }
-  await (
-    await KvBucket.open(bus, Bucket.answers)
-  ).put(id, { answer, by: by(bus), at: new Date().toISOString() });
+  // The call the view's page makes too.
+  const done = await answerAsk(bus, { id, answer, by: by(bus) });
   if (options.json === true) printJson({ ok: true, id, answer });
-  else out(`answered ${answer} to ${id}: ${ask.value.what}`);
+  else out(done.message);
   return ExitCode.ok;
 }
