@@ -8,8 +8,18 @@
  */
 import { join, relative, sep } from "node:path";
 import { watch as chokidarWatch, type FSWatcher } from "chokidar";
-import { KvBucket, sha256, type MeshBus } from "@mesh/bus";
-import { DaemonBase, Lifecycle, aborted } from "@mesh/kit";
+import { isDeepStrictEqual } from "node:util";
+import {
+  KvBucket,
+  openedOnWatch,
+  reconciler,
+  sha256,
+  type MeshBus,
+  type Reconciled,
+  type Reconciler,
+  type Watchable,
+} from "@mesh/bus";
+import { delay, type Daemon, type Lifecycle, type RunOptions } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,
@@ -63,64 +73,99 @@ export async function revisionOf(
   }
 }
 
-export class Indexer extends DaemonBase {
+/** What the indexer watches: the registered modules, and the candidates for their numbering. */
+type IndexerSources = {
+  readonly modules: { readonly bucket: Watchable<ModuleRegistration> };
+  readonly candidates: { readonly bucket: Watchable<Candidate> };
+};
+
+/**
+ * A reconciler keyed by module: a module is reconciled once the mirror stands, each time its
+ * registration changes, once its folder has been quiet after a change (the watcher asks), and
+ * every `pollMs` while its folder cannot be watched. Reconciling a module follows its source as
+ * registered (a watcher on it, or none once unregistered) and writes a candidate when the source's
+ * revision is not the module's latest candidate's.
+ */
+export class Indexer implements Daemon, AsyncDisposable {
   readonly #bus: MeshBus;
   readonly #log: (line: string) => void;
   readonly #options: IndexerOptions;
   readonly #latest = new Map<string, { seq: number; revision: string }>();
   readonly #sources = new Map<string, Followed>();
-  readonly #chains = new Map<string, Promise<void>>();
+  readonly #reconciler: Reconciler<IndexerSources, string>;
+  #candidates: Promise<KvBucket<Candidate>> | undefined;
 
   private constructor(options: IndexerOptions) {
     const log = options.log ?? (() => undefined);
-    super({ log });
     this.#bus = options.bus;
     this.#options = options;
     this.#log = log;
+    this.#reconciler = reconciler<IndexerSources, string>({
+      sources: {
+        modules: { bucket: openedOnWatch(options.bus, Bucket.modules) },
+        candidates: { bucket: openedOnWatch(options.bus, Bucket.candidates) },
+      },
+      // A candidate concerns no module to reconcile (the indexer writes them): it moves the numbering.
+      keysOf: (change) => {
+        if (change.source === "modules") return [change.key];
+        if (change.after !== undefined) this.#noteCandidate(change.key, change.after);
+        return [];
+      },
+      allKeys: (mirror) => mirror.map("modules").keys(),
+      onReady: (mirror) => {
+        // The numbering as it stands, before anything is scanned.
+        for (const [key, candidate] of mirror.map("candidates"))
+          this.#noteCandidate(key, candidate);
+        this.#log("running: watching registered sources");
+      },
+      reconcile: (module, { mirror, signal }) =>
+        this.#reconcile(module, mirror.map("modules").get(module), signal),
+      retry: { initialMs: 1_000, maxMs: 60_000 },
+      log,
+    });
   }
 
   static create(options: IndexerOptions): Promise<Indexer> {
     return Promise.resolve(new Indexer(options));
   }
 
-  protected async work(signal: AbortSignal): Promise<void> {
-    const candidates = await KvBucket.open(this.#bus, Bucket.candidates);
-    const modules = await KvBucket.open(this.#bus, Bucket.modules);
-    // The numbering as it stands, before anything is scanned.
-    for await (const event of candidates.watch({ signal })) {
-      if (event.type === "current") break;
-      if (event.type === "put") this.#noteCandidate(event.key, event.value);
-    }
-    this.life.set(Lifecycle.running);
-    this.#log("running: watching registered sources");
-    const scan = (module: string): void => {
-      const previous = this.#chains.get(module) ?? Promise.resolve();
-      const next = previous
-        .then(() => this.#scan(module, candidates, signal))
-        .catch((error: unknown) => {
-          if (!signal.aborted) this.#log(`${module}: ${(error as Error).message}`);
-        });
-      this.#chains.set(module, next);
-    };
-    const following = (async () => {
-      for await (const event of modules.watch({ signal })) {
-        if (event.type === "put") {
-          this.#follow(event.key, event.value, () => scan(event.key));
-          scan(event.key);
-        } else if (event.type === "delete") this.#unfollow(event.key);
-      }
-    })();
+  get state(): Lifecycle {
+    return this.#reconciler.state;
+  }
+
+  async run(options: RunOptions): Promise<void> {
     try {
-      await Promise.race([following, aborted(signal)]);
-      if (!signal.aborted)
-        throw new MeshError(
-          ErrorCode.BUCKET_UNAVAILABLE,
-          `the watch of ${Bucket.modules} ended; start the indexer again`,
-        );
+      await this.#reconciler.run(options);
     } finally {
       for (const module of [...this.#sources.keys()]) this.#unfollow(module);
-      await Promise.allSettled(this.#chains.values());
     }
+  }
+
+  stop(): Promise<void> {
+    return this.#reconciler.stop();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  async #reconcile(
+    module: string,
+    registration: ModuleRegistration | undefined,
+    signal: AbortSignal,
+  ): Promise<Reconciled | void> {
+    if (registration === undefined) return this.#unfollow(module);
+    let followed = this.#sources.get(module);
+    if (followed === undefined || !isDeepStrictEqual(followed.source, registration.source))
+      followed = this.#follow(module, registration);
+    try {
+      await this.#scan(module, followed.source, signal);
+    } catch (error) {
+      // A folder that is not there: looked at again when it is registered again, not on a clock.
+      if (!isMeshError(error, ErrorCode.SOURCE_UNAVAILABLE)) throw error;
+      this.#log(`${module}: ${error.message}`);
+    }
+    if (followed.polling) return { requeueAfterMs: this.#options.pollMs ?? POLL_MS };
   }
 
   #noteCandidate(key: string, candidate: Candidate): void {
@@ -130,10 +175,13 @@ export class Indexer extends DaemonBase {
       this.#latest.set(module, { seq, revision: candidate.revision });
   }
 
-  async #scan(module: string, candidates: KvBucket<Candidate>, signal: AbortSignal): Promise<void> {
-    const followed = this.#sources.get(module);
-    if (followed === undefined) return;
-    const { revision, sourceDigest } = await revisionOf(followed.source, { signal });
+  async #scan(module: string, source: ModuleSource, signal: AbortSignal): Promise<void> {
+    const { revision, sourceDigest } = await revisionOf(source, { signal });
+    this.#candidates ??= KvBucket.open(this.#bus, Bucket.candidates);
+    const candidates = await this.#candidates.catch((error: unknown) => {
+      this.#candidates = undefined;
+      throw error;
+    });
     for (;;) {
       const latest = this.#latest.get(module);
       if (latest?.revision === revision) return;
@@ -160,10 +208,11 @@ export class Indexer extends DaemonBase {
     }
   }
 
-  #follow(module: string, registration: ModuleRegistration, changed: () => void): void {
+  /** Follows a module's source as registered: its watcher asks for the module after a quiet moment. */
+  #follow(module: string, registration: ModuleRegistration): Followed {
     this.#unfollow(module);
     const source = registration.source;
-    const entry: Followed = { source };
+    const entry: Followed = { source, polling: false };
     this.#sources.set(module, entry);
     const path =
       source.kind === "directory"
@@ -171,12 +220,16 @@ export class Indexer extends DaemonBase {
         : source.kind === "git"
           ? localPath(source.url)
           : undefined;
-    if (path === undefined) return;
+    if (path === undefined) return entry;
     const target = source.kind === "git" ? gitDirOf(path) : path;
     const debounce = this.#options.debounceMs ?? 300;
     const soon = (): void => {
-      if (entry.timer !== undefined) clearTimeout(entry.timer);
-      entry.timer = setTimeout(changed, debounce);
+      entry.quiet?.abort();
+      const quiet = new AbortController();
+      entry.quiet = quiet;
+      void delay(debounce, { signal: quiet.signal }).then(
+        (quietLongEnough) => quietLongEnough && this.#reconciler.enqueue(module),
+      );
     };
     // chokidar, not fs.watch: Node's recursive watch on Linux lost edits under src/ after a few
     // builds, and misses folders made later and files renamed over (what editors do).
@@ -197,8 +250,10 @@ export class Indexer extends DaemonBase {
           `${code === "ENOSPC" ? ": the system's limit of watches is reached" : ""}); ` +
           `it is digested every ${Math.round(every / 1000)} s instead`,
       );
-      entry.poll = setInterval(changed, every);
+      entry.polling = true;
+      this.#reconciler.enqueue(module, every);
     });
+    return entry;
   }
 
   /**
@@ -213,8 +268,7 @@ export class Indexer extends DaemonBase {
     const entry = this.#sources.get(module);
     if (entry === undefined) return;
     void entry.watcher?.close();
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    if (entry.poll !== undefined) clearInterval(entry.poll);
+    entry.quiet?.abort();
     this.#sources.delete(module);
   }
 }
@@ -222,9 +276,10 @@ export class Indexer extends DaemonBase {
 interface Followed {
   readonly source: ModuleSource;
   watcher?: FSWatcher | undefined;
-  timer?: NodeJS.Timeout;
-  /** When the source cannot be watched: the timer that digests it now and then. */
-  poll?: NodeJS.Timeout;
+  /** Aborted by the next change: the wait for the folder to be quiet after this one. */
+  quiet?: AbortController;
+  /** The source cannot be watched: it is digested every `pollMs` instead. */
+  polling: boolean;
 }
 
 /** How often a source that cannot be watched is digested, by default. */

@@ -59,6 +59,8 @@ export interface ReconcilerOptions<S extends Sources, K> extends Omit<
   readonly keysOf: (change: SourceChange<S>, mirror: Mirror<S>) => Iterable<K>;
   /** Every key there is to decide (reconciled once the mirror stands); none by default. */
   readonly allKeys?: (mirror: Mirror<S>) => Iterable<K>;
+  /** Told once the mirror stands, before any key is reconciled (the daemon says it runs). */
+  readonly onReady?: (mirror: Mirror<S>) => void;
   /** Makes the world match what the mirror holds for `key`; throws to be retried. */
   readonly reconcile: (
     key: K,
@@ -134,6 +136,7 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
       retry,
       workers,
       onReconciled,
+      onReady,
       name: _name,
       ...mirrorOptions
     } = this.#o;
@@ -151,6 +154,7 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
     });
     this.#mirror = mirror;
     await Promise.race([mirror.ready, mirror.failed]);
+    onReady?.(mirror);
     for (const key of allKeys?.(mirror) ?? []) queue.add(key);
     this.#life.set(Lifecycle.running);
     const working = Array.from({ length: Math.max(1, workers ?? 1) }, () =>
