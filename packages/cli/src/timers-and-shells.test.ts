@@ -29,7 +29,6 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
   "controller/src/controller.ts": 1,
   "controller/src/endpoints.ts": 1,
   "controller/src/revocation-pusher.ts": 1,
-  "delivery/src/builder.ts": 1,
   "host/src/archives.ts": 1,
   "host/src/connection.ts": 1,
   "host/src/host.ts": 3,

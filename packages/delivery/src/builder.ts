@@ -8,13 +8,24 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
-import { Backoff, DaemonBase, Lifecycle, aborted } from "@mesh/kit";
+import {
+  ArtifactStore,
+  KvBucket,
+  openedOnWatch,
+  reconciler,
+  type MeshBus,
+  type Mirror,
+  type Reconciler,
+  type SourceChange,
+  type Watchable,
+} from "@mesh/bus";
+import type { Daemon, Lifecycle, RunOptions } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,
   MeshError,
   buildKey,
+  candidateKey,
   digestKey,
   type Build,
   type BuildModuleRegistration,
@@ -39,113 +50,113 @@ export interface BuilderOptions {
 export const buildIdOf = (candidate: Pick<Candidate, "seq" | "sourceDigest">): string =>
   `${candidate.seq}-${candidate.sourceDigest.slice(0, 8)}`;
 
-export class Builder extends DaemonBase {
+/** What the builder watches: the candidates it builds, and what makes one worth building again. */
+type BuilderSources = {
+  readonly candidates: { readonly bucket: Watchable<Candidate> };
+  readonly modules: { readonly bucket: Watchable<ModuleRegistration> };
+  readonly buildModules: { readonly bucket: Watchable<BuildModuleRegistration> };
+};
+
+/**
+ * A reconciler keyed by candidate (`<module>.<seq>`), one at a time: builds are CPU-bound, and
+ * the order of candidates is kept. A candidate is reconciled once the mirror stands, when it is
+ * written, when its module is registered (again), and when the build module it waits for starts;
+ * a build that the bus interrupted (left `building`) is tried again on the key's backoff — a bus
+ * error is never a failed build, and nothing else would ever finish it.
+ */
+export class Builder implements Daemon, AsyncDisposable {
   readonly #bus: MeshBus;
   readonly #log: (line: string) => void;
   readonly #options: BuilderOptions;
-  #queue: Promise<void> = Promise.resolve();
-  readonly #queued = new Set<string>();
+  readonly #reconciler: Reconciler<BuilderSources, string>;
+  /** What a build reads and writes, opened by the first reconcile of a run. */
+  #at: Promise<Buckets> | undefined;
+  #waits: BuildWaits | undefined;
 
   private constructor(options: BuilderOptions) {
     const log = options.log ?? (() => undefined);
-    super({ log });
     this.#bus = options.bus;
     this.#options = options;
     this.#log = log;
+    this.#reconciler = reconciler<BuilderSources, string>({
+      sources: {
+        candidates: { bucket: openedOnWatch(options.bus, Bucket.candidates) },
+        modules: { bucket: openedOnWatch(options.bus, Bucket.modules) },
+        buildModules: { bucket: openedOnWatch(options.bus, Bucket.buildModules) },
+      },
+      keysOf: (change, mirror) => (change.after === undefined ? [] : this.#keysOf(change, mirror)),
+      allKeys: (mirror) => mirror.map("candidates").keys(),
+      onReady: () => this.#log("running: building every candidate without a finished build"),
+      reconcile: async (key, { mirror, signal }) => {
+        const candidate = mirror.map("candidates").get(key);
+        if (candidate !== undefined) await this.#buildOne(candidate, await this.#open(signal));
+      },
+      retry: { initialMs: 1_000, maxMs: 60_000 },
+      log,
+    });
   }
 
   static create(options: BuilderOptions): Promise<Builder> {
     return Promise.resolve(new Builder(options));
   }
 
-  protected async work(signal: AbortSignal): Promise<void> {
-    const at: Buckets = {
-      candidates: await KvBucket.open(this.#bus, Bucket.candidates),
+  get state(): Lifecycle {
+    return this.#reconciler.state;
+  }
+
+  async run(options: RunOptions): Promise<void> {
+    try {
+      await this.#reconciler.run(options);
+    } finally {
+      this.#at = undefined;
+      this.#waits = undefined;
+    }
+  }
+
+  stop(): Promise<void> {
+    return this.#reconciler.stop();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  /** The candidates a change concerns. */
+  #keysOf(change: SourceChange<BuilderSources>, mirror: Mirror<BuilderSources>): string[] {
+    switch (change.source) {
+      case "candidates":
+        return [change.key];
+      case "modules":
+        // A module registered (again) gets what it missed meanwhile: each candidate of it without
+        // a finished build is built (one made while it was removed, say; its source did not
+        // change, so the indexer makes no new one).
+        return [...mirror.map("candidates").keys()].filter((key) =>
+          key.startsWith(`${change.key}.`),
+        );
+      case "buildModules":
+        // A build module that starts says so: what waited for it is built now, not after its backoff.
+        return (this.#waits?.waitingFor(change.key) ?? []).map((c) =>
+          candidateKey(c.module, c.seq),
+        );
+    }
+  }
+
+  /** The buckets and the store a build uses, opened once a run; opened again after a failure. */
+  #open(signal: AbortSignal): Promise<Buckets> {
+    this.#waits ??= new BuildWaits({ bus: this.#bus, log: this.#log, signal });
+    const waits = this.#waits;
+    this.#at ??= (async () => ({
       builds: await KvBucket.open(this.#bus, Bucket.builds),
       manifests: await KvBucket.open(this.#bus, Bucket.manifests),
       modules: await KvBucket.open(this.#bus, Bucket.modules),
       buildModules: await KvBucket.open(this.#bus, Bucket.buildModules),
       artifacts: await ArtifactStore.open(this.#bus, { signal }),
-      waits: new BuildWaits({ bus: this.#bus, log: this.#log, signal }),
+      waits,
       signal,
-    };
-    this.life.set(Lifecycle.running);
-    this.#log("running: building every candidate without a finished build");
-    const retries = new Map<string, Backoff>();
-    const enqueue = (candidate: Candidate): void => this.#enqueue(candidate, at, retries);
-
-    const watching = (async () => {
-      for await (const event of at.candidates.watch({ signal })) {
-        if (event.type === "put") enqueue(event.value);
-      }
-    })();
-    // A module registered (again) gets what it missed meanwhile: each candidate of it without a
-    // finished build is built (one made while it was removed, say; its source did not change,
-    // so the indexer makes no new one).
-    const registered = (async () => {
-      for await (const event of at.modules.watch({ signal })) {
-        if (event.type !== "put") continue;
-        for (const key of await at.candidates.keys(`${event.key}.*`)) {
-          const candidate = (await at.candidates.get(key, { signal }))?.value;
-          if (candidate !== undefined) enqueue(candidate);
-        }
-      }
-    })();
-    // A build module that starts says so in mesh-build-modules: what waited for it is built now,
-    // not after its backoff.
-    const started = (async () => {
-      for await (const event of at.buildModules.watch({ signal })) {
-        if (event.type !== "put") continue;
-        for (const candidate of at.waits.waitingFor(event.key)) {
-          retries.delete(`${candidate.module}.${candidate.seq}`);
-          enqueue(candidate);
-        }
-      }
-    })();
-    try {
-      await Promise.race([watching, registered, started, aborted(signal)]);
-      if (!signal.aborted) {
-        throw new MeshError(
-          ErrorCode.BUCKET_UNAVAILABLE,
-          `the watch of ${Bucket.candidates}, ${Bucket.modules} or ${Bucket.buildModules} ended; start the builder again`,
-        );
-      }
-    } finally {
-      await this.#queue.catch(() => undefined);
-    }
-  }
-
-  /**
-   * Queues a candidate's build, once. A build that the bus interrupted (it is left `building`) is
-   * tried again with backoff: a bus error is never a failed build, and nothing else would ever
-   * finish it.
-   */
-  #enqueue(candidate: Candidate, at: Buckets, retries: Map<string, Backoff>): void {
-    const { signal } = at;
-    const key = `${candidate.module}.${candidate.seq}`;
-    if (this.#queued.has(key)) return;
-    this.#queued.add(key);
-    // One build at a time: builds are CPU-bound, and the order of candidates is kept.
-    this.#queue = this.#queue.then(async () => {
-      try {
-        await this.#buildOne(candidate, at);
-        retries.delete(key);
-      } catch (error) {
-        if (signal.aborted) return;
-        const backoff = retries.get(key) ?? new Backoff({ initialMs: 1_000, maxMs: 60_000 });
-        retries.set(key, backoff);
-        const wait = backoff.next();
-        this.#log(
-          `building ${key} was interrupted (${(error as Error).message}); trying again in ${wait} ms`,
-        );
-        const timer = setTimeout(
-          () => signal.aborted || this.#enqueue(candidate, at, retries),
-          wait,
-        );
-        timer.unref();
-      } finally {
-        this.#queued.delete(key);
-      }
+    }))();
+    return this.#at.catch((error: unknown) => {
+      this.#at = undefined;
+      throw error;
     });
   }
 
@@ -196,7 +207,7 @@ export class Builder extends DaemonBase {
       await finish(await this.#build(candidate, id, registration.value.source, work, at));
     } catch (error) {
       // A build module that does not answer: the build waits (still `building`, saying for
-      // whom), and the queue's retry, or the build module's start, takes it up again.
+      // whom), and the key's retry, or the build module's start, takes it up again.
       if (error instanceof MeshError && error.code === ErrorCode.BUILD_MODULE_UNAVAILABLE) {
         await at.waits.wait(candidate, error.key ?? "", error.message);
         await builds.put(
@@ -255,7 +266,6 @@ type Outcome = Omit<Build, "timings" | "module" | "build" | "candidate">;
 
 /** The buckets and the store one run of the builder reads and writes, and its signal. */
 interface Buckets {
-  readonly candidates: KvBucket<Candidate>;
   readonly builds: KvBucket<Build>;
   readonly manifests: KvBucket<Manifest>;
   readonly modules: KvBucket<ModuleRegistration>;
