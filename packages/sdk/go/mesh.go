@@ -8,7 +8,7 @@
 //	m.Config.Watch("greeting", func(v any) { ... })
 //	token, _ := m.ReadSecret("api-token")
 //	m.State("greetings").Put("last", map[string]any{"name": "Ada"})
-//	m.Tool("greet", "Greets someone.", schema, func(input map[string]any) (any, error) { ... })
+//	m.Tool("greet", "Greets someone.", schema, nil, func(input map[string]any) (any, error) { ... })
 //	m.Serve()
 //	m.Wait() // until SIGTERM
 package mesh
@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +65,7 @@ type Mesh struct {
 	mu    sync.Mutex
 	tools []*tool
 	srv   *service
+	kept  []KeptState
 }
 
 // Connect connects as the module whose credential MESH_BROKER_FILE names, waiting for the bus.
@@ -188,10 +190,42 @@ func (m *Mesh) ReadSecret(name string) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// Call calls a tool the manifest declares in calls ("hello/greet") on this node.
-func (m *Mesh) Call(tool string, input any) (json.RawMessage, error) {
-	owner, name, _ := strings.Cut(tool, "/")
-	return m.request("mesh.tools."+m.Node+"."+owner+"."+name, input, 30*time.Second)
+// CallOptions narrow a call: another node's tool (this node's by default), a deadline other than
+// DefaultCallTimeout.
+type CallOptions struct {
+	Node    string
+	Timeout time.Duration
+}
+
+// DefaultCallTimeout is how long a call waits for its answer unless told otherwise, as in the
+// TypeScript SDK.
+const DefaultCallTimeout = 5 * time.Second
+
+// Call calls a tool the manifest declares in calls ("hello/greet"), on this node unless the options
+// name another. A refusal is an *Error with the tool's code (NOT_FOUND when nothing serves it).
+func (m *Mesh) Call(tool string, input any, options ...CallOptions) (json.RawMessage, error) {
+	owner, name, ok := strings.Cut(tool, "/")
+	if !ok || owner == "" || name == "" {
+		return nil, &Error{"INVALID_INPUT", fmt.Sprintf("the tool %q is not named <module>/<tool> (e.g. hello/greet)", tool)}
+	}
+	node, timeout := m.Node, DefaultCallTimeout
+	for _, o := range options {
+		if o.Node != "" {
+			node = o.Node
+		}
+		if o.Timeout > 0 {
+			timeout = o.Timeout
+		}
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	return m.request(toolSubject(node, owner, name), input, timeout)
+}
+
+// toolSubject is where a tool answers: mesh.tools.<node>.<module>.<tool>.
+func toolSubject(node, module, tool string) string {
+	return "mesh.tools." + node + "." + module + "." + tool
 }
 
 // Condition says a condition an operator sees (level: info, warning or error).
@@ -210,8 +244,26 @@ type KeptState struct {
 	Readable bool   `json:"readable"`
 }
 
-// Keeps says which states this process keeps and which others may read.
+// Keeps says which states this process keeps and which others may read, now and again after every
+// reconnect (the stream may have been lost with a server), as the TypeScript SDK does. The error is
+// the first saying's; a later one after a reconnect is not reported: not being heard is no reason
+// to stop working.
 func (m *Mesh) Keeps(states []KeptState) error {
+	kept := append([]KeptState{}, states...)
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
+	m.mu.Lock()
+	m.kept = kept
+	m.mu.Unlock()
+	m.nc.SetReconnectHandler(func(*nats.Conn) {
+		m.mu.Lock()
+		again := m.kept
+		m.mu.Unlock()
+		go m.sayKeeps(again) //nolint:errcheck // said again at the next reconnect
+	})
+	return m.sayKeeps(kept)
+}
+
+func (m *Mesh) sayKeeps(states []KeptState) error {
 	body := map[string]any{
 		"node": m.Node, "module": m.Module, "states": states,
 		"at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),

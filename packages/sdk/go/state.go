@@ -98,7 +98,7 @@ func (s *State) Keys(filter string) ([]string, error) {
 	if created.Error != nil {
 		return nil, &Error{"REFUSED", "listing " + s.bucket + ": " + created.Error.Description}
 	}
-	var keys []string
+	keys := []string{} // none is an empty list, as in the TypeScript SDK, not null
 	for pending := created.NumPending; pending > 0; {
 		msg, err := sub.NextMsg(5 * time.Second)
 		if err != nil {

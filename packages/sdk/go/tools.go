@@ -78,7 +78,7 @@ type endpointStats struct {
 }
 
 func (s *service) subject(t *tool) string {
-	return "mesh.tools." + s.m.Node + "." + s.m.Module + "." + t.name
+	return toolSubject(s.m.Node, s.m.Module, t.name)
 }
 
 func (s *service) start(tools []*tool) error {

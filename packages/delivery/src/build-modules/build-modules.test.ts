@@ -2,7 +2,7 @@
  * Build modules on a real bus (decision 0160): the builder hands each language's bundles to its
  * build module over `mesh.build.<language>`; TypeScript's gives the archives the builder made
  * itself before build modules existed; a language no build module builds is refused naming those
- * the mesh has; a build module that is not running makes its language's builds wait, with a
+ * the mesh has; a build module that is not running (TypeScript, Python, Go) makes its language's builds wait, with a
  * condition naming it, and they build once it is back.
  */
 import assert from "node:assert/strict";
@@ -24,6 +24,9 @@ import { registerModule } from "../register.js";
 import { folderWith, startDeliveryBus, type DeliveryBus } from "../test-support.js";
 import { BuildModule } from "./build-module.js";
 import { typescriptBuilder } from "./typescript.js";
+import { pythonBuilder } from "./python.js";
+import { goBuilder } from "./go.js";
+import type { LanguageBuilder } from "./language-builder.js";
 import { waitingCondition } from "../build-waits.js";
 
 /**
@@ -47,11 +50,13 @@ let bus: DeliveryBus;
 const stop = new AbortController();
 const buildConnections: MeshBus[] = [];
 
-/** Starts mesh-build-typescript on a connection of its own; its stop ends only it. */
-async function startTypescriptModule(): Promise<{ stop: AbortController; done: Promise<void> }> {
+/** Starts a language's build module on a connection of its own; its stop ends only it. */
+async function startBuildModule(
+  builder: LanguageBuilder = typescriptBuilder,
+): Promise<{ stop: AbortController; done: Promise<void> }> {
   const connection = await bus.connectBuild();
   buildConnections.push(connection);
-  const module = await BuildModule.create({ bus: connection, builder: typescriptBuilder });
+  const module = await BuildModule.create({ bus: connection, builder });
   const own = new AbortController();
   stop.signal.addEventListener("abort", () => own.abort());
   const done = module.run({ signal: own.signal });
@@ -72,7 +77,12 @@ after(async () => {
   await bus?.[Symbol.asyncDispose]();
 });
 
-async function buildOf(module: string, test: (b: Build) => boolean, what: string): Promise<Build> {
+async function buildOf(
+  module: string,
+  test: (b: Build) => boolean,
+  what: string,
+  timeout = 60_000,
+): Promise<Build> {
   const builds = await KvBucket.open(bus.admin, Bucket.builds);
   return waitFor(
     async () => {
@@ -82,7 +92,7 @@ async function buildOf(module: string, test: (b: Build) => boolean, what: string
       }
       return undefined;
     },
-    { what, timeout: 60_000 },
+    { what, timeout },
   );
 }
 
@@ -122,7 +132,7 @@ describe("build modules", () => {
     assert.match(said.message, /mesh-build-typescript/);
     assert.match(said.message, /mesh build-module typescript/);
 
-    const first = await startTypescriptModule();
+    const first = await startBuildModule();
     const built = await buildOf("golden", (b) => b.status === "built", "golden built once back");
     await waitFor(async () => (await waitingSaid("typescript"))?.resolved === true, {
       what: "the waiting condition resolved",
@@ -151,10 +161,68 @@ describe("build modules", () => {
     await waitFor(async () => (await waitingSaid("typescript"))?.resolved !== true, {
       what: "the condition said again",
     });
-    await startTypescriptModule();
+    await startBuildModule();
     const second = await buildOf("again", (b) => b.status === "built", "again built");
     assert.equal(second.bundles.find((b) => b.name === "tools")?.digest, GOLDEN.tools);
   });
+
+  // Python and Go as TypeScript: the wait is the builder's, whatever the language (a go build
+  // from a cold cache compiles the standard library again for -trimpath: minutes on CI).
+  const others = [
+    {
+      builder: pythonBuilder,
+      files: { "main.py": 'print("hello from python")\n' },
+      entry: "main.py",
+    },
+    {
+      builder: goBuilder,
+      files: {
+        "go.mod": "module waits\n\ngo 1.19\n",
+        "main.go": "package main\n\nfunc main() {}\n",
+      },
+      entry: "main.go",
+    },
+  ];
+  for (const { builder, files, entry } of others) {
+    const language = builder.language;
+    it(`a ${language} build waits, with a condition naming mesh-build-${language}, while no ${language} build module runs, and builds once it starts`, async () => {
+      const module = `waits-${language}`;
+      const manifest = `module: ${module}\nbundles:\n  - name: app\n    language: ${language}\n    entrypoints: [${entry}]\nprocesses:\n  - name: main\n    bundle: app\n`;
+      const dir = await folderWith({ "mesh.yaml": manifest, ...files }, module);
+      await registerModule(bus.operator, dir, { by: "ada" });
+      const waiting = await buildOf(
+        module,
+        (b) => b.status === "building" && b.log.startsWith("waiting:"),
+        `${module}'s build waiting for mesh-build-${language}`,
+      );
+      assert.match(waiting.log, new RegExp(`mesh-build-${language} does not answer`));
+      const said = await waitFor(
+        async () => {
+          const c = await waitingSaid(language);
+          return c?.resolved !== true && c;
+        },
+        { what: `the waiting-${language} condition said` },
+      );
+      assert.equal(said.level, "warning");
+      assert.match(said.message, new RegExp(`mesh-build-${language}`));
+      assert.match(said.message, new RegExp(`mesh build-module ${language}`));
+
+      await startBuildModule(builder);
+      const built = await buildOf(
+        module,
+        (b) => b.status === "built",
+        `${module} built once mesh-build-${language} runs`,
+        300_000,
+      );
+      assert.deepEqual(
+        built.bundles.map((b) => b.name),
+        ["app"],
+      );
+      await waitFor(async () => (await waitingSaid(language))?.resolved === true, {
+        what: `the waiting-${language} condition resolved`,
+      });
+    });
+  }
 
   it("a language no build module builds is refused at registration and by the builder, naming the languages the mesh has", async () => {
     const rust = {

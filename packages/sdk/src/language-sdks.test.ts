@@ -1,0 +1,358 @@
+/**
+ * The Go SDK and Python's mesh_sdk against a real bus, on a module's own grant, each doing what
+ * `@mesh/sdk/process` does: a state's keys (all, by pattern, none), a call to a tool the module
+ * declares (on its node, on another, one nothing serves, one that refuses with a code), and the
+ * states it says it keeps. One program per language does the same steps as the TypeScript SDK;
+ * its results must be the TypeScript SDK's, and those are checked against what was put.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import {
+  Keeps,
+  Manifest,
+  MeshError,
+  ReplyCode,
+  Stream,
+  keepsSubject,
+  stateBucket,
+  toolSubject,
+} from "@mesh/protocol";
+import { MeshBus, ensureLayout, readStream, serve, writeCredential, type Served } from "@mesh/bus";
+import {
+  createBucket,
+  credentialFor,
+  reapWithMe,
+  startTestServer,
+  waitFor,
+  type TestServer,
+} from "@mesh/bus/testing";
+import { moduleGrant } from "@mesh/core";
+import { connectProcess } from "./process.js";
+
+const SDK = dirname(dirname(fileURLToPath(import.meta.url)));
+const run = promisify(execFile);
+
+const greeter = Manifest.parse({
+  module: "greeter",
+  bundles: [{ name: "app", language: "go", entrypoints: ["main.go"] }],
+  processes: [{ name: "main", bundle: "app" }],
+  states: [
+    { name: "notes", readable: true },
+    { name: "drafts", readable: false },
+  ],
+  calls: ["hello/greet", "hello/refuses", "hello/missing"],
+  "own-secrets": { broker: { path: "broker.json" } },
+});
+const password = "greeter-password-0123456789";
+
+/** What every language's program prints: the same steps, the same names. */
+interface Steps {
+  readonly keys: string[];
+  readonly keysA: string[];
+  readonly keysNone: string[];
+  readonly call: unknown;
+  readonly callN2: unknown;
+  readonly missing: string | null;
+  readonly refused: string | null;
+}
+
+const KEPT = [
+  { name: "notes", readable: true },
+  { name: "drafts", readable: false },
+];
+
+let server: TestServer;
+let admin: MeshBus;
+let dir: string;
+let credentialFile: string;
+const served: Served[] = [];
+
+before(async () => {
+  const { permissions } = moduleGrant({ node: "n1", manifest: greeter, owners: { greeter } });
+  server = await startTestServer({ users: [{ user: "n1.greeter", password, permissions }] });
+  admin = await MeshBus.connect(
+    credentialFor(server, server.admin, { node: "n1", module: "controller" }),
+  );
+  await ensureLayout(admin);
+  await createBucket(admin, stateBucket("greeter", "notes"), { history: 1 });
+  await createBucket(admin, stateBucket("greeter", "drafts"), { history: 1 });
+  // hello's tools on two nodes: greet answers with where it ran; refuses always refuses.
+  for (const node of ["n1", "n2"]) {
+    served.push(
+      await serve(admin, {
+        name: `hello-${node}`,
+        version: "0.0.1",
+        description: `hello on ${node}`,
+        endpoints: [
+          {
+            name: "greet",
+            subject: toolSubject(node, "hello", "greet"),
+            handler: (req) =>
+              Promise.resolve({ text: `hello, ${(req.json() as { name: string }).name}`, node }),
+          },
+          {
+            name: "refuses",
+            subject: toolSubject(node, "hello", "refuses"),
+            handler: () =>
+              Promise.reject(new MeshError(ReplyCode.INVALID_INPUT, "refuses everything")),
+          },
+        ],
+      }),
+    );
+  }
+  dir = await mkdtemp(join(tmpdir(), "mesh-sdk-languages-"));
+  credentialFile = join(dir, "broker.json");
+  await writeCredential(
+    credentialFile,
+    credentialFor(server, { user: "n1.greeter", password }, { node: "n1", module: "greeter" }),
+  );
+});
+
+after(async () => {
+  for (const s of served) await s.stop().catch(() => undefined);
+  await admin?.close();
+  await server?.stop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** The keeps greeter said last, without its time. */
+async function keepsSaid(): Promise<Keeps> {
+  let last: Keeps | undefined;
+  for await (const event of readStream(admin, Stream.keeps, {
+    filter: keepsSubject("n1", "greeter"),
+    schema: Keeps,
+  })) {
+    if (event.type === "current") break;
+    if (event.type === "message") last = event.value;
+  }
+  assert.ok(last, "greeter said what it keeps");
+  return last;
+}
+
+/** Waits for greeter to say what it keeps after the saying `before` (its time), and returns it. */
+async function keepsSaidAfter(before: string | undefined, what: string): Promise<Keeps> {
+  return waitFor(
+    async () => {
+      const said = await keepsSaid().catch(() => undefined);
+      return said !== undefined && said.at !== before ? said : undefined;
+    },
+    { what },
+  );
+}
+
+async function typescriptSteps(): Promise<Steps> {
+  await using mesh = await connectProcess({ credentialFile });
+  const notes = mesh.state("notes");
+  for (const key of ["b.1", "a.2", "a.1", "c"]) await notes.put(key, key);
+  await notes.delete("c");
+  const code = (done: Promise<unknown>) =>
+    done.then(
+      () => null,
+      (e: unknown) => (e instanceof MeshError ? e.code : String(e)),
+    );
+  const steps: Steps = {
+    keys: await notes.keys(),
+    keysA: await notes.keys("a.*"),
+    keysNone: await mesh.state("drafts").keys(),
+    call: await mesh.call("hello/greet", { name: "sdk" }),
+    callN2: await mesh.call("hello/greet", { name: "sdk" }, { node: "n2" }),
+    missing: await code(mesh.call("hello/missing", {}, { timeoutMs: 2_000 })),
+    refused: await code(mesh.call("hello/refuses", {})),
+  };
+  mesh.keeps(KEPT);
+  await keepsSaidAfter(undefined, "TypeScript's keeps said");
+  return steps;
+}
+
+/**
+ * Runs a program with greeter's credential; it prints its steps as one JSON line and then waits
+ * for its stdin to close, so what it said (keeps) is read before it goes.
+ */
+async function runProgram(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  const before = (await keepsSaid().catch(() => undefined))?.at;
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env, MESH_BROKER_FILE: credentialFile },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  reapWithMe(child.pid);
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  try {
+    const line = await waitFor(() => out.split("\n").find((l) => l.startsWith("{")), {
+      what: `${command}'s steps`,
+      timeout: 60_000,
+    });
+    const steps = JSON.parse(line) as Steps;
+    const said = await keepsSaidAfter(before, `${command}'s keeps said`);
+    return { steps, said };
+  } finally {
+    child.stdin.end();
+    const code = await exited;
+    assert.equal(code, 0, `${command} exited with ${code}: ${out}`);
+  }
+}
+
+let expected: Steps;
+
+test("the TypeScript SDK's steps, as put (what the other languages must give)", async () => {
+  expected = await typescriptSteps();
+  assert.deepEqual(expected, {
+    keys: ["a.1", "a.2", "b.1"],
+    keysA: ["a.1", "a.2"],
+    keysNone: [],
+    call: { text: "hello, sdk", node: "n1" },
+    callN2: { text: "hello, sdk", node: "n2" },
+    missing: "NOT_FOUND",
+    refused: "INVALID_INPUT",
+  });
+  const said = await keepsSaid();
+  assert.deepEqual(
+    said.states,
+    [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),
+  );
+});
+
+const GO_PROGRAM = `package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	mesh "mesh.local/sdk"
+)
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func code(_ json.RawMessage, err error) any {
+	var e *mesh.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return nil
+}
+
+func main() {
+	m, err := mesh.Connect()
+	must(err)
+	notes := m.State("notes")
+	for _, key := range []string{"b.1", "a.2", "a.1", "c"} {
+		must(notes.Put(key, key))
+	}
+	must(notes.Delete("c"))
+	out := map[string]any{}
+	out["keys"], err = notes.Keys("")
+	must(err)
+	out["keysA"], err = notes.Keys("a.*")
+	must(err)
+	out["keysNone"], err = m.State("drafts").Keys("")
+	must(err)
+	out["call"], err = m.Call("hello/greet", map[string]any{"name": "sdk"})
+	must(err)
+	out["callN2"], err = m.Call("hello/greet", map[string]any{"name": "sdk"}, mesh.CallOptions{Node: "n2"})
+	must(err)
+	out["missing"] = code(m.Call("hello/missing", nil, mesh.CallOptions{Timeout: 2 * time.Second}))
+	out["refused"] = code(m.Call("hello/refuses", nil))
+	must(m.Keeps([]mesh.KeptState{{Name: "notes", Readable: true}, {Name: "drafts", Readable: false}}))
+	line, _ := json.Marshal(out)
+	fmt.Println(string(line))
+	bufio.NewReader(os.Stdin).ReadString('\\n') //nolint:errcheck // until the test closes stdin
+	m.Close()
+}
+`;
+
+test("the Go SDK's State.Keys, Call and Keeps do what the TypeScript SDK does, on a real bus", async () => {
+  assert.ok(expected, "the TypeScript steps ran first");
+  const work = join(dir, "gopath");
+  const at = join(work, "src", "sdktest");
+  await mkdir(at, { recursive: true });
+  await cp(join(SDK, "go"), join(work, "src", "mesh.local", "sdk"), { recursive: true });
+  await writeFile(join(at, "main.go"), GO_PROGRAM);
+  const binary = join(dir, "sdktest");
+  // As the go build module builds (GOPATH mode, Debian's nats.go), sharing its build cache.
+  await run("go", ["build", "-trimpath", "-o", binary, "."], {
+    cwd: at,
+    timeout: 15 * 60_000,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? tmpdir(),
+      GOPATH: `${work}:${process.env.MESH_GOPATH ?? "/usr/share/gocode"}`,
+      GO111MODULE: "off",
+      CGO_ENABLED: "0",
+      GOFLAGS: "",
+      GOPROXY: "off",
+      GOCACHE: join(tmpdir(), "mesh-build-go-cache"),
+    },
+  });
+  const { steps, said } = await runProgram(binary, [], {});
+  assert.deepEqual(steps, expected);
+  assert.deepEqual(
+    said.states,
+    [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),
+  );
+});
+
+const PYTHON_PROGRAM = `import json, sys
+import mesh_sdk
+
+def code(ask):
+    try:
+        ask()
+        return None
+    except mesh_sdk.MeshError as error:
+        return error.code
+
+mesh = mesh_sdk.connect()
+notes = mesh.state("notes")
+for key in ["b.1", "a.2", "a.1", "c"]:
+    notes.put(key, key)
+notes.delete("c")
+out = {
+    "keys": notes.keys(),
+    "keysA": notes.keys("a.*"),
+    "keysNone": mesh.state("drafts").keys(),
+    "call": mesh.call("hello/greet", {"name": "sdk"}),
+    "callN2": mesh.call("hello/greet", {"name": "sdk"}, node="n2"),
+    "missing": code(lambda: mesh.call("hello/missing", timeout_ms=2000)),
+    "refused": code(lambda: mesh.call("hello/refuses")),
+}
+mesh.keeps([{"name": "notes", "readable": True}, {"name": "drafts", "readable": False}])
+print(json.dumps(out), flush=True)
+sys.stdin.read()
+mesh.close()
+`;
+
+test("mesh_sdk's keys, call and keeps (through the bridge) do what the TypeScript SDK does, on a real bus", async () => {
+  assert.ok(expected, "the TypeScript steps ran first");
+  const program = join(dir, "steps.py");
+  await writeFile(program, PYTHON_PROGRAM);
+  // The bridge as the python build module bundles it, with mesh_sdk from the package's folder.
+  const { steps, said } = await runProgram(
+    process.execPath,
+    [join(SDK, "dist", "bridge.js"), "python3", program],
+    { PYTHONPATH: join(SDK, "python") },
+  );
+  assert.deepEqual(steps, expected);
+  assert.deepEqual(
+    said.states,
+    [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),
+  );
+});
