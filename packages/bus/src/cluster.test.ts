@@ -32,7 +32,7 @@ after(async () => {
 });
 
 describe("a three-server cluster", () => {
-  it("creates every bucket, store and stream of the layout with 3 replicas", async () => {
+  it("creates every bucket, store and stream of the layout with 3 replicas, each led once it returns", async () => {
     const report = await ensureLayout(admin);
     assert.equal(report.replicas, 3);
     const jsm = await jetstreamManager(natsOf(admin).nc, { checkAPI: false });
@@ -41,9 +41,12 @@ describe("a three-server cluster", () => {
       ...Object.values(ObjectStore).map(objStreamName),
       ...Object.values(Stream),
     ];
-    for (const name of names) {
-      const info = await jsm.streams.info(name);
-      assert.equal(info.config.num_replicas, 3, name);
+    // Read at once, before anything else asks: a stream still electing its leader would have
+    // none here, and the first read of it (a bucket's keys) would time out.
+    const infos = await Promise.all(names.map((name) => jsm.streams.info(name)));
+    for (const [i, info] of infos.entries()) {
+      assert.equal(info.config.num_replicas, 3, names[i]);
+      assert.ok(info.cluster?.leader !== undefined, `${names[i]} has a leader`);
     }
     assert.equal(await ensureStateBucket(admin, "counter_total"), true);
     assert.equal((await jsm.streams.info(kvStreamName("counter_total"))).config.num_replicas, 3);

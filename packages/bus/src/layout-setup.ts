@@ -17,12 +17,15 @@ import { Objm } from "@nats-io/obj";
 import {
   Bucket,
   BucketSpec,
+  ErrorCode,
+  MeshError,
   ObjectStore,
   Stream,
   StreamSpec,
   kvStreamName,
   objStreamName,
 } from "@mesh/protocol";
+import { delay } from "@mesh/kit";
 import { natsOf, type MeshBus } from "./mesh-bus.js";
 import { abortable, withContext } from "./bus-errors.js";
 import { withAllowedReplicas, waitForJetStream } from "./replicas.js";
@@ -135,7 +138,56 @@ export async function ensureLayout(
       created.push(part.name);
     });
   }
+  await waitForLeaders(
+    bus,
+    jsm,
+    layoutParts(bus, jsm).map((part) => part.stream),
+    options.signal,
+  );
   return { created, found, ...(used === undefined ? {} : { replicas: used }) };
+}
+
+/** How long a cluster may take to elect the leaders of the streams it was just given. */
+const LEADERS_TIMEOUT_MS = 120_000;
+
+/**
+ * Waits until every stream has a leader. A stream a cluster has just created has none until its
+ * copies elect one, and until then a request to it (a consumer for a bucket's keys, a get from
+ * its leader) is not answered at all: the caller's first read times out. On a loaded machine the
+ * elections of the layout's twenty-odd streams outlast a request's timeout (CI: `mesh up
+ * --cluster 3` failed listing mesh-modules right after its layout). A single server's streams
+ * carry no cluster and are ready at once.
+ */
+async function waitForLeaders(
+  bus: MeshBus,
+  jsm: JetStreamManager,
+  streams: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const until = Date.now() + LEADERS_TIMEOUT_MS;
+  let waiting = [...streams];
+  for (;;) {
+    const still: string[] = [];
+    for (const stream of waiting) {
+      try {
+        const info = await jsm.streams.info(stream);
+        if (info.cluster !== undefined && info.cluster.leader === undefined) still.push(stream);
+      } catch {
+        still.push(stream); // not answered yet: the same wait
+      }
+    }
+    waiting = still;
+    if (waiting.length === 0) return;
+    if (Date.now() >= until) {
+      throw new MeshError(
+        ErrorCode.JETSTREAM_UNAVAILABLE,
+        `the bus at ${bus.credential.servers.join(", ")} elected no leader for ${waiting.join(", ")} ` +
+          `within ${LEADERS_TIMEOUT_MS} ms; more than half of each stream's servers must be up and ` +
+          "reach each other: start the missing servers or check their logs and routes",
+      );
+    }
+    await delay(250, signal === undefined ? {} : { signal });
+  }
 }
 
 /**
