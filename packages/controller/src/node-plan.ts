@@ -10,7 +10,6 @@ import { publicKeyProblem } from "@mesh/bus";
 import {
   BROKER_SECRET,
   BoundKey,
-  DEFAULT_NODE_ROOT,
   ObjectStore,
   RUNTIME_MODULE,
   Subject,
@@ -21,6 +20,7 @@ import {
 } from "@mesh/protocol";
 import {
   compose,
+  compositionInput,
   moduleGrant,
   runtimeGrant,
   type CompositionRefusal,
@@ -100,18 +100,9 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
   if (refusals.length > 0 || presence === undefined) return { ok: false, node, refusals };
 
   const facts = presence.facts;
-  const composition = compose({
-    node,
-    modules: manifests,
-    account: facts.account,
-    accountHome: facts.accountHome,
-    adopted: facts.adopted,
-    root: facts.root ?? DEFAULT_NODE_ROOT,
-    artifacts:
-      context.artifactStore === undefined || context.artifactStore === ""
-        ? undefined
-        : { store: context.artifactStore },
-  });
+  const composition = compose(
+    compositionInput({ node, modules: manifests, facts, artifactStore: context.artifactStore }),
+  );
   if (!composition.ok) {
     return {
       ok: false,

@@ -30,6 +30,7 @@ export {
   type LeftOut,
   type NodeResolution,
 } from "./composition.js";
+export { compositionInput, type CompositionInputOptions } from "./composition-input.js";
 export { canonicalJson, fingerprintOf } from "./fingerprint.js";
 export {
   assignerGrant,

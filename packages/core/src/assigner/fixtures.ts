@@ -31,7 +31,7 @@ export function snapshot(): MutableSnapshot {
 export function present(
   s: MutableSnapshot,
   node: string,
-  facts: { account?: string; adopted?: boolean } = {},
+  facts: { account?: string; adopted?: boolean; root?: string } = {},
 ): void {
   s.presence.set(node, {
     node,

@@ -101,6 +101,21 @@ describe("rule checked", () => {
     assert.deepEqual(set.refused, []);
     assert.equal(set.proposals.get("hello")?.rule, "newest");
   });
+
+  it("composes on the node's root from its presence, as the controller's plan does", () => {
+    const s = snapshot();
+    present(s, "n1", { root: "var/lib/mesh" });
+    assignTo(s, "all", "hello");
+    build(s, "hello", 1);
+    const set = decide(s);
+    // The controller refuses a node whose root is not absolute: the check must not accept it.
+    assert.equal(set.proposals.has("hello"), false);
+    assert.equal(set.unwanted.get("n1.hello")?.rule, "checked");
+    assert.ok(
+      set.refused.some((line) => line.includes(`"var/lib/mesh" is not an absolute path`)),
+      set.refused.join("\n"),
+    );
+  });
 });
 
 describe("the chain", () => {

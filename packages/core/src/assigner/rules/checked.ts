@@ -7,6 +7,7 @@
  */
 import { ObjectStore } from "@mesh/protocol";
 import { compose, type Composition } from "../../composition.js";
+import { compositionInput } from "../../composition-input.js";
 import type { Proposal, Unwanted } from "../model.js";
 import type { NodeCells, NodeRule, NodeSet } from "./rule.js";
 
@@ -26,21 +27,21 @@ export const checked: NodeRule<"checked"> = {
   },
 };
 
-/** The node's wanted set through core's `compose`, with the node's presence facts. */
+/** The node's wanted set through core's `compose`, from the input the controller's plan composes too. */
 export function composeSet(
   cells: NodeCells,
   proposals: ReadonlyMap<string, Proposal>,
 ): Composition | undefined {
   if (proposals.size === 0) return undefined;
   const presence = [...cells.cells.values()][0]?.snapshot.presence.get(cells.node);
-  return compose({
-    node: cells.node,
-    modules: [...proposals.values()].map((p) => p.usable.manifest),
-    account: presence?.facts.account,
-    accountHome: presence?.facts.accountHome,
-    adopted: presence?.facts.adopted,
-    artifacts: { store: ObjectStore.artifacts },
-  });
+  return compose(
+    compositionInput({
+      node: cells.node,
+      modules: [...proposals.values()].map((p) => p.usable.manifest),
+      facts: presence?.facts,
+      artifactStore: ObjectStore.artifacts,
+    }),
+  );
 }
 
 type Refused = Extract<Composition, { ok: false }>;
