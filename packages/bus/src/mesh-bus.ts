@@ -16,7 +16,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
 import { abortable, toMeshError } from "./bus-errors.js";
-import { Backoff } from "@mesh/kit";
+import { Backoff, delay } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
 
@@ -175,7 +175,7 @@ export class MeshBus implements AsyncDisposable {
           say(`${doing}: the bus refused the login (${(error as Error).message}); retrying`);
         }
       }
-      await delay(backoff.next(), options.signal, doing);
+      await waitOrAbort(backoff.next(), options.signal, doing);
     }
   }
 
@@ -436,22 +436,14 @@ function isRefusedLogin(error: unknown): boolean {
 }
 
 /** Resolves after `ms`, or rejects with ABORTED when the signal fires first. */
-function delay(ms: number, signal: AbortSignal | undefined, doing: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(
-        new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, {
-          cause: signal?.reason,
-        }),
-      );
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    if (signal?.aborted === true) onAbort();
-    else signal?.addEventListener("abort", onAbort, { once: true });
+async function waitOrAbort(
+  ms: number,
+  signal: AbortSignal | undefined,
+  doing: string,
+): Promise<void> {
+  if (await delay(ms, signal === undefined ? {} : { signal })) return;
+  throw new MeshError(ErrorCode.ABORTED, `${doing}: aborted by the caller`, {
+    cause: signal?.reason,
   });
 }
 

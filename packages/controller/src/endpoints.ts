@@ -20,6 +20,7 @@ import {
   type Permissions,
   type RenewAnswer,
 } from "@mesh/protocol";
+import { delay } from "@mesh/kit";
 import { allowedModules, mcpGrant, mcpPrincipal, viewGrant } from "@mesh/core";
 import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mesh/bus";
 import { PrincipalKind, principalUser, type Broker } from "./broker.js";
@@ -188,7 +189,7 @@ export async function answerJoinToken(
       ? await c.tokens.replaceSecret(made.id, c.broker.joinSecret(user))
       : made.token;
     // When it expires unused, a pass drops its join user even if nothing else moves by then.
-    setTimeout(() => c.poke(), ttlMs + 1_000).unref();
+    void delay(ttlMs + 1_000, { ref: false }).then(() => c.poke());
     return { token, id: made.id, expiresAt: made.expiresAt };
   });
 }

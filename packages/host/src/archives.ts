@@ -25,7 +25,7 @@ import { basename, dirname, join } from "node:path";
 import { Parser, extract, type ReadEntry } from "tar";
 import { ArchiveEntryCheck, type ArchiveLimits } from "@mesh/core";
 import { ErrorCode, MeshError, ObjectStore, isName, parseArtifactSource } from "@mesh/protocol";
-import { syncFolder, writeFileAtomic } from "@mesh/kit";
+import { delay, syncFolder, writeFileAtomic } from "@mesh/kit";
 
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from "@mesh/core";
 
@@ -162,14 +162,12 @@ export function checkBundlePath(root: string, module: string, path: string): voi
 const UNPACK_DEADLINE_MS = 10 * 60_000;
 
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`the extraction did not finish within ${ms / 1000} s`)),
-      ms,
-    );
+  const stop = new AbortController();
+  const late = delay(ms, { signal: stop.signal }).then((passed) => {
+    if (passed) throw new Error(`the extraction did not finish within ${ms / 1000} s`);
   });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  late.catch(() => undefined);
+  return Promise.race([work, late as Promise<never>]).finally(() => stop.abort());
 }
 
 const versionName = (path: string, digest: string): string => `.${basename(path)}@${digest}`;

@@ -5,6 +5,7 @@
  * both, and never signals a pid whose start time is not the one it recorded.
  */
 import { readFile, readdir } from "node:fs/promises";
+import { delay } from "@mesh/kit";
 
 /** One process as the kernel knows it, for as long as it lives. */
 export interface ProcessIdentity {
@@ -104,7 +105,7 @@ export async function endGroup(identity: ProcessIdentity, graceMs: number): Prom
   const until = Date.now() + graceMs;
   while (Date.now() < until) {
     if (!(await isAlive(identity))) return;
-    await new Promise((r) => setTimeout(r, 50));
+    await delay(50);
   }
   await signalGroup(identity, "SIGKILL");
 }
