@@ -110,6 +110,8 @@ async function packCli(version) {
     recursive: true,
     filter: (src) => !/node_modules|tsconfig\.json$/.test(src),
   });
+  // Delivery's parts' manifests: mesh up derives the assigner's and delivery's grants from them.
+  await cp(join(pkg("delivery"), "parts"), join(stage, "parts"), { recursive: true });
   await cp(join(root, "examples", "modules"), join(stage, "examples", "modules"), {
     recursive: true,
     filter: (src) => !/node_modules|\.mesh$/.test(src),
@@ -139,7 +141,7 @@ async function packCli(version) {
     type: "module",
     engines: { node: ">=20.10" },
     bin: { mesh: "dist/mesh.js" },
-    files: ["dist", "static", "node-tools", "examples", "LICENSE", "README.md"],
+    files: ["dist", "static", "node-tools", "parts", "examples", "LICENSE", "README.md"],
     dependencies,
     bundleDependencies: bundled,
   };

@@ -18,5 +18,8 @@ export const CLI_MAIN = here("./main.js", "./mesh.js");
 /** The shipped runtime module's source (`node-tools`). */
 export const NODE_TOOLS_SOURCE = here("../../runtime/node-tools", "../node-tools");
 
+/** The folder of delivery's parts' manifests (`mesh-assigner`, …; decision 0122). */
+export const PARTS_SOURCE = here("../../delivery/parts", "../parts");
+
 /** The folder of the examples `mesh up --demo` runs. */
 export const EXAMPLES_DIR = here("../../../examples/modules", "../examples/modules");

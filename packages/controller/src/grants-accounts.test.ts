@@ -9,12 +9,11 @@ import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
-  assignerGrant,
-  deliveryGrant,
   hostGrant,
   isAllowed,
   mcpGrant,
   moduleGrant,
+  partGrant,
   operatorGrant,
   runtimeGrant,
 } from "@mesh/core";
@@ -35,8 +34,20 @@ const owners = { counter: [{ name: "counts", readable: true }] };
 const GRANTS: ReadonlyArray<[string, Permissions]> = [
   ["host", hostGrant({ node: "n1" })],
   ["operator", operatorGrant({ node: "n1" })],
-  ["assigner", assignerGrant({ node: "n1" })],
-  ["delivery", deliveryGrant({ node: "n1" })],
+  [
+    "assigner",
+    partGrant({
+      node: "n1",
+      principal: "assigner",
+      parts: [
+        {
+          module: "mesh-assigner",
+          reads: ["mesh/assignments", "mesh/artifacts", "mesh/conditions"],
+          writes: ["mesh/wants", "mesh/build"],
+        },
+      ],
+    }),
+  ],
   ["mcp", mcpGrant({ node: "n1" })],
   ["viewer", moduleGrant({ node: "n1", manifest: viewer, owners }).permissions],
   ["counter", moduleGrant({ node: "n1", manifest: counter, owners }).permissions],

@@ -33,10 +33,11 @@ export {
 export { compositionInput, type CompositionInputOptions } from "./composition-input.js";
 export { canonicalJson, fingerprintOf } from "./fingerprint.js";
 export {
-  assignerGrant,
   buildGrant,
   controllerGrant,
-  deliveryGrant,
+  partGrant,
+  meshResourceRights,
+  type PartManifest,
   hostGrant,
   moduleGrant,
   operatorGrant,

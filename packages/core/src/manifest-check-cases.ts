@@ -331,6 +331,26 @@ export const refusals: { name: string; input: unknown; want: string[] }[] = [
     want: ["prebuilt-source@bundles[0].source", "prebuilt-digest@bundles[0].digest"],
   },
   {
+    name: "a module that is not a mesh part names the mesh's buckets",
+    input: { module: "c", bundles: [tools], reads: ["mesh/wants"], writes: ["mesh/wants"] },
+    want: ["mesh-part-only@reads[0]", "mesh-part-only@writes[0]"],
+  },
+  {
+    name: "a mesh part names a bucket the mesh does not have, and the secrets",
+    input: { module: "mesh-assigner", bundles: [tools], reads: ["mesh/nope", "mesh/secrets"] },
+    want: ["mesh-resource-known@reads[0]", "mesh-resource-known@reads[1]"],
+  },
+  {
+    name: "a mesh part writes the conditions stream and reads the build asks",
+    input: {
+      module: "mesh-builder",
+      bundles: [tools],
+      reads: ["mesh/build", "mesh/modules"],
+      writes: ["mesh/conditions", "mesh/builds"],
+    },
+    want: ["mesh-resource-direction@reads[0]", "mesh-resource-direction@writes[0]"],
+  },
+  {
     name: "a read of its own state",
     input: { module: "c", bundles: [tools], reads: ["c/s"] },
     want: ["read-not-own@reads[0]"],

@@ -8,6 +8,7 @@
  * only at values of the right type and leaves the rest to the schema, so a problem is told once.
  */
 import {
+  MESH_OWNER,
   Manifest,
   NARROWED_MCP_PREFIX,
   RESERVED_MODULE_NAMES,
@@ -19,6 +20,7 @@ import { problem, quote, type ManifestPath, type ManifestProblem } from "./manif
 import { bundleProblems } from "./manifest-rules/bundle.js";
 import { processProblems } from "./manifest-rules/process.js";
 import { runtimeProblems } from "./manifest-rules/runtime.js";
+import { meshRefProblems } from "./manifest-rules/mesh-refs.js";
 import {
   listDuplicates,
   listOf,
@@ -167,7 +169,8 @@ function crossFieldProblems(input: unknown): ManifestProblem[] {
     out.push(...bundleProblems(b, { isRuntime, run: runBundles.has(b.name ?? "") }));
   out.push(...everyProcessProblems(m, processes, bundles, secrets));
   out.push(...listDuplicates(["reads"], m.reads), ...listDuplicates(["calls"], m.calls));
-  out.push(...readProblems(module, m.reads));
+  out.push(...readProblems(module, m.reads), ...meshRefProblems(module, m.reads, m.writes));
+  out.push(...listDuplicates(["writes"], m.writes));
   out.push(...secretPathProblems(secrets), ...configProblems(m.config));
   if (isRuntime) out.push(...runtimeProblems(m, bundles, secrets));
   return out;
@@ -181,9 +184,11 @@ function moduleNameProblems(module: string | undefined): ManifestProblem[] {
   const why =
     module === "all"
       ? `${quote(module)} means every node in assignments and puts, so it cannot name a module`
-      : narrowedMcp
-        ? `names starting ${quote(NARROWED_MCP_PREFIX)} are the credentials of \`mesh mcp --allow\`, whose inbox it would share`
-        : `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`;
+      : module === MESH_OWNER
+        ? `${quote(module)} is the owner of the mesh's own buckets in a part's reads ("mesh/wants"), so it cannot name a module`
+        : narrowedMcp
+          ? `names starting ${quote(NARROWED_MCP_PREFIX)} are the credentials of \`mesh mcp --allow\`, whose inbox it would share`
+          : `${quote(module)} is the name of one of the mesh's own principals, whose credential would share its inbox`;
   return [
     problem(
       "module-name-reserved",

@@ -22,7 +22,7 @@ export const ManifestRule = {
   "name-valid":
     "a name is a lowercase letter, then lowercase letters, digits or -, at most 63 characters",
   "module-name-reserved":
-    "a module is not named after one of the mesh's own principals, nor starts `mcp-` (a narrowed mcp credential)",
+    "a module is not named after one of the mesh's own principals, `all` or `mesh`, nor starts `mcp-` (a narrowed mcp credential)",
   "language-known":
     'a bundle\'s language is one a build module of the mesh builds ("typescript", "python", "go" ship with it) or "prebuilt"',
   "digest-valid": "a digest is the lowercase hex SHA-256 of the archive: 64 characters of 0-9a-f",
@@ -61,6 +61,12 @@ export const ManifestRule = {
   "prebuilt-source": "a prebuilt bundle says where its archive comes from (source)",
   "prebuilt-digest": "a prebuilt bundle gives its archive's digest",
   "read-not-own": "a module reads other modules' states; its own it keeps read-write already",
+  "mesh-part-only":
+    "only the mesh's own parts (mesh-indexer, mesh-builder, mesh-assigner) name the mesh's buckets as \"mesh/<name>\"",
+  "mesh-resource-known":
+    'a "mesh/<name>" names one of the mesh\'s buckets, its object store or a stream it has',
+  "mesh-resource-direction":
+    "the conditions stream is only read and the build modules' asks only written; buckets and the store both",
   "restart-on-exists":
     "a restart-on entry of the module's own names a resource the manifest declares",
   "restart-on-config-declared": 'restart-on "config" is for a module that declares config keys',

@@ -11,18 +11,18 @@ import {
 } from "@mesh/protocol";
 import {
   type DerivedGrant,
-  assignerGrant,
-  deliveryGrant,
   hostGrant,
   isAllowed,
   mcpGrant,
   mcpPrincipal,
   moduleGrant,
   operatorGrant,
+  partGrant,
   runtimeGrant,
   subjectMatches,
 } from "./permissions.js";
 import { NO_RIGHTS, toPermissions, type Rights } from "./permissions/rights.js";
+import { EVERY_RESOURCE_PART } from "./permissions/test-support.js";
 
 // A small world, so that reads often hit declared states, unreadable ones and unknown modules.
 const MODULES = ["a", "b", "c", "d", RUNTIME_MODULE] as const;
@@ -144,8 +144,8 @@ function everyGrant(world: readonly Manifest[], node: string): [string, Permissi
     ["operator", operatorGrant({ node })],
     ["mcp", mcpGrant({ node })],
     ...narrowedMcp(world, node),
-    ["assigner", assignerGrant({ node })],
-    ["delivery", deliveryGrant({ node })],
+    // A part naming every mesh resource it may: the widest grant a part's manifest derives.
+    ["assigner", partGrant({ node, principal: "assigner", parts: [EVERY_RESOURCE_PART] })],
     // A credential with no rights at all: both sides must come out as `deny: [">"]`.
     ["nobody", toPermissions(NO_RIGHTS)],
   ];

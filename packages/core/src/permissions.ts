@@ -41,11 +41,10 @@ import {
 
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
 export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
+export { meshResourceRights, partGrant, type PartManifest } from "./permissions/parts.js";
 export {
-  assignerGrant,
   buildGrant,
   controllerGrant,
-  deliveryGrant,
   hostGrant,
   operatorGrant,
   viewGrant,

@@ -19,4 +19,5 @@ export {
   type DeliveryProcessOptions,
 } from "./run.js";
 export { parseSourceArgument, readSourceManifest, registerModule } from "./register.js";
+export { PARTS_DIR, PRINCIPAL_PARTS, partsPrincipalGrant, readPartManifest } from "./parts.js";
 /** For tests (here and in the CLI): hand-made hostile archives. */

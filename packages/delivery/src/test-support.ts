@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { after } from "node:test";
 import { MeshBus, ensureLayout } from "@mesh/bus";
 import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { buildGrant, deliveryGrant, operatorGrant } from "@mesh/core";
+import { buildGrant, operatorGrant } from "@mesh/core";
 import { Principal } from "@mesh/protocol";
+import { partsPrincipalGrant } from "./parts.js";
 
 const folders: string[] = [];
 let cleaning = false;
@@ -81,7 +82,10 @@ export interface DeliveryBus extends AsyncDisposable {
 /** A real bus with the layout, and the operator and delivery connected on their own grants. */
 export async function startDeliveryBus(node = "n0"): Promise<DeliveryBus> {
   const principals = [
-    { module: Principal.delivery, permissions: deliveryGrant({ node }) },
+    {
+      module: Principal.delivery,
+      permissions: await partsPrincipalGrant(Principal.delivery, { node }),
+    },
     { module: Principal.operator, permissions: operatorGrant({ node }) },
     { module: Principal.build, permissions: buildGrant({ node }) },
   ];

@@ -135,6 +135,14 @@ export {
   type ManifestInput,
 } from "./manifest.js";
 export {
+  MESH_OWNER,
+  MESH_PARTS,
+  MESH_RESOURCES,
+  MeshPart,
+  meshRef,
+  type MeshResource,
+} from "./mesh-parts.js";
+export {
   ArchiveResource,
   NeedResource,
   ProcessResource,

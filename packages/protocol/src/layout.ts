@@ -459,11 +459,15 @@ export const viewSealContext = (principal: ViewPrincipal): string =>
 export const mcpSealContext = (principal: string): string =>
   `${Subject.mcpCredential}.${checkName("module", principal)}`;
 
-/** Names no module may take: the mesh's own principals, and `all` (every node, in a target). */
+/**
+ * Names no module may take: the mesh's own principals, `all` (every node, in a target), and
+ * `mesh` (the owner of the mesh's own buckets in a part's `reads`, `mesh/wants`: decision 0122).
+ */
 export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set([
   ...Object.values(Principal),
   ...Object.values(ViewPrincipal),
   ALL_NODES,
+  "mesh",
 ]);
 
 // ---------------------------------------------------------------------------------------------

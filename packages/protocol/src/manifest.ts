@@ -162,6 +162,12 @@ export const StateRef = z.string().regex(/^[a-z][a-z0-9-]{0,62}\/[a-z][a-z0-9-]{
   error: 'a read names a state as "<module>/<state>" (e.g. "counter/counts")',
 });
 
+/** `mesh/<name>`: one of the mesh's own buckets, which only a mesh part writes (decision 0122). */
+export const MeshWriteRef = z.string().regex(/^mesh\/[a-z][a-z0-9-]{0,62}$/, {
+  error:
+    'a write names one of the mesh\'s own buckets as "mesh/<name>" (e.g. "mesh/wants"); a module writes its own states without naming them',
+});
+
 /** `<module>/<tool>`. */
 export const ToolRef = z
   .string()
@@ -295,7 +301,15 @@ export const Manifest = z
     reads: z
       .array(StateRef)
       .default([])
-      .describe('States of other modules it reads: "<module>/<state>"'),
+      .describe(
+        'States of other modules it reads: "<module>/<state>"; a mesh part also names the mesh\'s own buckets as "mesh/<name>"',
+      ),
+    writes: z
+      .array(MeshWriteRef)
+      .optional()
+      .describe(
+        "The mesh's own buckets it writes, \"mesh/<name>\": only the mesh's parts (mesh-indexer, mesh-builder, mesh-assigner)",
+      ),
     calls: z.array(ToolRef).default([]).describe('Tools it calls: "<module>/<tool>"'),
     config: z.record(ConfigKeyName, ConfigDeclaration).default({}),
     "own-secrets": z

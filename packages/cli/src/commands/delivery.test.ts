@@ -13,7 +13,8 @@ import { after, before, describe, test } from "node:test";
 import type { MeshBus } from "@mesh/bus";
 import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
-import { assignerGrant, buildGrant, deliveryGrant } from "@mesh/core";
+import { buildGrant } from "@mesh/core";
+import { partsPrincipalGrant } from "@mesh/delivery";
 import { Bucket, Principal } from "@mesh/protocol";
 import { rawTar } from "@mesh/bus/testing";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
@@ -32,8 +33,14 @@ describe("delivery verbs", () => {
       name: "delivery",
       node: NODE,
       others: [
-        { module: Principal.delivery, permissions: deliveryGrant({ node: NODE }) },
-        { module: Principal.assigner, permissions: assignerGrant({ node: NODE }) },
+        {
+          module: Principal.delivery,
+          permissions: await partsPrincipalGrant(Principal.delivery, { node: NODE }),
+        },
+        {
+          module: Principal.assigner,
+          permissions: await partsPrincipalGrant(Principal.assigner, { node: NODE }),
+        },
         { module: Principal.build, permissions: buildGrant({ node: NODE }) },
       ],
     });

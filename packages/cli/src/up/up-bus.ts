@@ -12,7 +12,9 @@ import { z } from "zod";
 import { ErrorCode, MeshError, Principal, type Credential } from "@mesh/protocol";
 import { writeCredential } from "@mesh/bus";
 import { FULL_PERMISSIONS, findServer, type AuthMode } from "@mesh/bus/server";
-import { assignerGrant, deliveryGrant, buildGrant, mcpGrant, operatorGrant } from "@mesh/core";
+import { buildGrant, mcpGrant, operatorGrant } from "@mesh/core";
+import { partsPrincipalGrant } from "@mesh/delivery";
+import { PARTS_SOURCE } from "../shipped.js";
 import type { PrincipalSpec } from "../principals.js";
 import { credentialPath, readJson, writeJson, type RootPaths } from "../mesh-root.js";
 import { busAuth, chooseAuth } from "./bus-auth.js";
@@ -138,13 +140,23 @@ export interface UpBus {
   stop(): Promise<void>;
 }
 
-/** The mesh's own service principals: `mesh up` issues them, the broker issues the rest. */
-export function upPrincipals(node: string): PrincipalSpec[] {
+/**
+ * The mesh's own service principals: `mesh up` issues them, the broker issues the rest. The
+ * assigner's and delivery's grants are their parts' manifests (decision 0122).
+ */
+export async function upPrincipals(node: string): Promise<PrincipalSpec[]> {
+  const parts = { node, dir: PARTS_SOURCE };
   return [
     { principal: Principal.controller, permissions: FULL_PERMISSIONS },
     { principal: Principal.operator, permissions: operatorGrant({ node }) },
-    { principal: Principal.assigner, permissions: assignerGrant({ node }) },
-    { principal: Principal.delivery, permissions: deliveryGrant({ node }) },
+    {
+      principal: Principal.assigner,
+      permissions: await partsPrincipalGrant(Principal.assigner, parts),
+    },
+    {
+      principal: Principal.delivery,
+      permissions: await partsPrincipalGrant(Principal.delivery, parts),
+    },
     { principal: Principal.build, permissions: buildGrant({ node }) },
     // `mesh mcp`'s: discovers and calls tools, nothing else (docs/mcp.md).
     { principal: Principal.mcp, permissions: mcpGrant({ node }) },
@@ -215,7 +227,7 @@ async function localBus(options: UpBusOptions): Promise<UpBus> {
     auth,
     node,
     servers: urls,
-    principals: upPrincipals(node),
+    principals: await upPrincipals(node),
     ...(pin === undefined ? {} : { pin }),
   });
   say(
@@ -307,7 +319,7 @@ async function foreignBus(options: UpBusOptions): Promise<UpBus> {
     await writeCredential(kept, { ...login, servers: urls, node, module: "bus" });
   }
   const credentials = new Map<string, PrincipalCredential>();
-  for (const principal of [...upPrincipals(node).map((p) => p.principal), Principal.host]) {
+  for (const principal of [...(await upPrincipals(node)).map((p) => p.principal), Principal.host]) {
     const credential: Credential = { ...login, servers: urls, node, module: principal };
     const path = credentialPath(paths, principal);
     await writeCredential(path, credential);

@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  assignerGrant,
-  controllerGrant,
-  deliveryGrant,
-  hostGrant,
-  operatorGrant,
-} from "./principals.js";
+import { controllerGrant, hostGrant, operatorGrant } from "./principals.js";
 import { can, hears, kv } from "./test-support.js";
 
 describe("hostGrant", () => {
@@ -182,89 +176,6 @@ describe("operatorGrant", () => {
     assert.equal(can(p, "mesh.controller.secret-get"), false, "no subject hands a value back");
     assert.equal(can(p, "mesh.join"), false);
     assert.equal(hears(p, "mesh.controller.join-token"), false);
-  });
-});
-
-describe("assignerGrant", () => {
-  const p = assignerGrant({ node: "n0" });
-  const reads = [
-    "mesh-assignments",
-    "mesh-builds",
-    "mesh-candidates",
-    "mesh-manifests",
-    "mesh-modules",
-    "mesh-presence",
-    "mesh-have",
-    "mesh-puts",
-    "mesh-retries",
-    "mesh-answers",
-    "mesh-composed",
-    "mesh-rollout-policies",
-    "mesh-rollout-steers",
-  ];
-  const writes = [
-    "mesh-wants",
-    "mesh-compositions",
-    "mesh-differences",
-    "mesh-asks",
-    "mesh-summary",
-    "mesh-rollouts",
-  ];
-
-  test("reads what a pass reads, have with its history", () => {
-    for (const bucket of [...reads, ...writes]) {
-      assert.ok(can(p, kv.get(bucket, "a.b")), bucket);
-      assert.ok(can(p, kv.watch(bucket)), bucket);
-      assert.ok(can(p, kv.fc(bucket)), bucket);
-    }
-  });
-
-  test("writes wants, compositions, differences, asks and the summary only", () => {
-    for (const bucket of writes) assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
-    for (const bucket of reads) assert.equal(can(p, kv.put(bucket, "a.b")), false, bucket);
-    assert.equal(can(p, kv.get("mesh-config", "a")), false);
-    assert.equal(can(p, kv.get("mesh-secrets", "a")), false);
-  });
-
-  test("says conditions and what it keeps, as the assigner", () => {
-    assert.ok(can(p, "mesh.conditions.assigner.set-back"));
-    assert.ok(can(p, "mesh.keeps.n0.assigner"));
-    assert.ok(hears(p, "_INBOX.n0.assigner.x"));
-  });
-
-  test("reads every module's conditions (the summary's read model reasons with them)", () => {
-    const create = "$JS.API.CONSUMER.CREATE.mesh-conditions.oc_1";
-    assert.ok(can(p, `${create}.mesh.conditions.>`));
-    assert.ok(can(p, `${create}.mesh.conditions.assigner.>`));
-    assert.equal(can(p, "mesh.conditions.hello.said"), false, "it says only its own");
-  });
-});
-
-describe("deliveryGrant", () => {
-  const p = deliveryGrant({ node: "n0" });
-
-  test("reads registrations, keeps candidates, builds and manifests", () => {
-    assert.ok(can(p, kv.watch("mesh-modules")));
-    assert.equal(can(p, kv.put("mesh-modules", "hello")), false);
-    for (const bucket of ["mesh-candidates", "mesh-builds", "mesh-manifests"]) {
-      assert.ok(can(p, kv.put(bucket, "a.b")), bucket);
-      assert.ok(can(p, kv.get(bucket, "a.b")), bucket);
-    }
-    assert.equal(can(p, kv.put("mesh-wants", "a.b")), false);
-  });
-
-  test("puts archives: what putBlob sends, purge included", () => {
-    const s = "OBJ_mesh-artifacts";
-    for (const subject of [
-      `$JS.API.STREAM.INFO.${s}`,
-      `$JS.API.STREAM.MSG.GET.${s}`,
-      `$JS.API.STREAM.PURGE.${s}`,
-      "$O.mesh-artifacts.C.nuid123",
-      "$O.mesh-artifacts.M.YWJj",
-    ]) {
-      assert.ok(can(p, subject), subject);
-    }
-    assert.ok(can(p, "mesh.conditions.delivery.build-failed"));
   });
 });
 

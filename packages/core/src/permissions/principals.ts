@@ -1,6 +1,7 @@
 /**
- * The bus permissions of the mesh's own principals: the host, the operator, the assigner,
- * delivery and the controller. What each list holds and why is in docs/decisions/0020-permissions.md.
+ * The bus permissions of the mesh's own principals: the host, the operator, the view, the build
+ * modules, a renewal and the controller. The assigner's and delivery's come from their parts'
+ * manifests (`parts.ts`, decision 0122). What each list holds and why is in docs/decisions/0020-permissions.md.
  */
 import {
   Bucket,
@@ -15,7 +16,6 @@ import {
   Subject,
   ViewPrincipal,
   conditionSubject,
-  keepsSubject,
   moduleConditionsWildcard,
   nodeKey,
   provisionChangedSubject,
@@ -178,75 +178,6 @@ export function viewGrant(input: {
 export const VIEW_CONDITION_MODULE = "view";
 
 /**
- * The assigner (docs/design.md "Delivery"): it watches every bucket a pass reads (have with its
- * history, the manifests for their keys and read by digest) and its own, writes wants,
- * compositions, differences, asks, rollouts and the fleet's summary (decision 0090), says conditions (and
- * reads every module's, which the summary's read model reasons with) and what it keeps.
- */
-export function assignerGrant(input: { readonly node: string }): Permissions {
-  const reads: readonly Bucket[] = [
-    Bucket.assignments,
-    Bucket.builds,
-    Bucket.candidates,
-    Bucket.manifests,
-    Bucket.modules,
-    Bucket.presence,
-    Bucket.have,
-    Bucket.puts,
-    Bucket.retries,
-    Bucket.answers,
-    Bucket.composed,
-    Bucket.rolloutPolicies,
-    Bucket.rolloutSteers,
-  ];
-  const owns: readonly Bucket[] = [
-    Bucket.wants,
-    Bucket.compositions,
-    Bucket.differences,
-    Bucket.asks,
-    Bucket.summary,
-    Bucket.rollouts,
-  ];
-  return toPermissions(
-    merge(
-      ...reads.map(kvRead),
-      ...owns.map(kvReadWrite),
-      publishTo(
-        moduleConditionsWildcard(Principal.assigner),
-        keepsSubject(input.node, Principal.assigner),
-      ),
-      // Its own conditions read back at start, so it resolves those said before a restart; and
-      // every module's, which the fleet's read model reasons with, for the summary it keeps.
-      streamRead(Stream.conditions, `${Subject.conditionsPrefix}.${Principal.assigner}.>`),
-      streamRead(Stream.conditions, `${Subject.conditionsPrefix}.>`),
-      inbox(input.node, Principal.assigner),
-    ),
-  );
-}
-
-/**
- * Delivery, the indexer and the builder on one credential: it follows registrations, keeps the
- * candidates, builds and resolved manifests (reading them back to number candidates and to build
- * each once), stores archives in the object store, and says conditions.
- */
-export function deliveryGrant(input: { readonly node: string }): Permissions {
-  return toPermissions(
-    merge(
-      kvRead(Bucket.modules),
-      kvReadWrite(Bucket.candidates),
-      kvReadWrite(Bucket.builds),
-      kvReadWrite(Bucket.manifests),
-      objWrite(ObjectStore.artifacts),
-      // The languages the mesh builds, and the asks to their build modules (decision 0160).
-      kvRead(Bucket.buildModules),
-      publishTo(`${Subject.buildPrefix}.>`),
-      publishTo(moduleConditionsWildcard(Principal.delivery)),
-      inbox(input.node, Principal.delivery),
-    ),
-  );
-}
-
-/**
  * A build module (decision 0160): it says its language in `mesh-build-modules`, answers the
  * builder's asks on `mesh.build.<language>` as a NATS service (its discovery subjects with it),
  * reads the source archive and stores the built archives in the object store. It replies to the
@@ -292,7 +223,7 @@ export function controllerGrant(): Permissions {
 }
 
 /** Every subject a stream captures, as one consumer filter (each stream has one subject). */
-function streamFilter(stream: Stream): string {
+export function streamFilter(stream: Stream): string {
   const [subject, ...rest] = StreamSpec[stream].subjects;
   if (subject === undefined || rest.length > 0) {
     // A consumer on 2.9 takes one filter; a second subject would need a second consumer and grant.

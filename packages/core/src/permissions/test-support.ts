@@ -1,6 +1,7 @@
 /** What the permissions tests share: whether a grant lets a subject through, and the KV client's subjects. */
-import type { Permissions } from "@mesh/protocol";
+import { MESH_OWNER, MESH_RESOURCES, MeshPart, type Permissions } from "@mesh/protocol";
 import { isAllowed } from "./match.js";
+import type { PartManifest } from "./parts.js";
 
 export const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
 export const hears = (p: Permissions, subject: string): boolean =>
@@ -16,4 +17,18 @@ export const kv = {
   keysInfo: (bucket: string) => `$JS.API.CONSUMER.INFO.KV_${bucket}.oc_X_1`,
   put: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
   fc: (bucket: string) => `$JS.FC.KV_${bucket}.oc_X_1.abc`,
+};
+
+/**
+ * A mesh part whose manifest names every mesh resource it may (decision 0122): the widest grant
+ * a part can be derived, for tests over every principal.
+ */
+export const EVERY_RESOURCE_PART: PartManifest = {
+  module: MeshPart.assigner,
+  reads: [...MESH_RESOURCES]
+    .filter(([, r]) => r.may !== "write")
+    .map(([name]) => `${MESH_OWNER}/${name}`),
+  writes: [...MESH_RESOURCES]
+    .filter(([, r]) => r.may !== "read")
+    .map(([name]) => `${MESH_OWNER}/${name}`),
 };

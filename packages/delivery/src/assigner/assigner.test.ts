@@ -42,7 +42,7 @@ describe("assigner on a real bus", () => {
         (e: Error & { code?: string }) => {
           assert.equal(e.code, "BUCKET_UNAVAILABLE");
           assert.match(e.message, /mesh-composed/);
-          assert.match(e.message, /assignerGrant/);
+          assert.match(e.message, /mesh-assigner\/mesh\.yaml/);
           return true;
         },
       );

@@ -111,7 +111,7 @@ export function unavailable(bucket: string, error: unknown, optional: boolean): 
     optional
       ? `the bucket ${bucket} cannot be opened (${detail}); wants are written without puts, and a later pass opens it again`
       : `the assigner cannot open the bucket ${bucket} (${detail}); it needs it to decide from the whole mesh, so it stops. ` +
-          `Its credential must carry the assigner's grant (read of ${bucket}, core's assignerGrant) and the bucket must exist: run \`mesh up\`, then start the assigner again`,
+          `Its credential must carry the assigner's grant (read of ${bucket}: its manifest's reads, packages/delivery/parts/mesh-assigner/mesh.yaml, decision 0122) and the bucket must exist: run \`mesh up\`, then start the assigner again`,
     { key: bucket, cause: error },
   );
 }

@@ -8,9 +8,10 @@ import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus, conditionsSource, readStanding } from "@mesh/bus";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { assignerGrant, hostGrant, operatorGrant } from "@mesh/core";
+import { hostGrant, operatorGrant } from "@mesh/core";
 import type { Condition } from "@mesh/protocol";
 import { Bucket, Principal, moduleConditionsWildcard, type Credential } from "@mesh/protocol";
+import { partsPrincipalGrant } from "../parts.js";
 import { Assigner, type PassReport } from "./assigner.js";
 import { NODE, T0, addHelloBuild, emptyLayout, seedFleet } from "./test-fleet.js";
 
@@ -49,7 +50,11 @@ export function assignerBus(options: { hosts?: readonly string[] } = {}): Assign
   before(async () => {
     server = await startTestServer({
       users: [
-        { user: "assigner", password, permissions: assignerGrant({ node: NODE }) },
+        {
+          user: "assigner",
+          password,
+          permissions: await partsPrincipalGrant(Principal.assigner, { node: NODE }),
+        },
         { user: "operator", password, permissions: operatorGrant({ node: NODE }) },
         ...(options.hosts ?? []).map((node) => ({
           user: `host-${node}`,
