@@ -1,34 +1,34 @@
 /**
- * The verbs of `mesh`: each group registers itself beside its implementation in `commands/`
+ * The verbs of `mesh`: each group registers itself beside its implementation in `commands/<group>/`
  * (with the kit in verb.ts: `--root/--credential/--json`, output and exit codes), and this list
  * is the whole program. Errors are reported here, once, the way the verb was asked to speak
  * (`--json` or plain).
  */
 import { Command, CommanderError } from "commander";
 import { MESH_VERSION } from "@mesh/protocol";
-import { registerAssignVerbs } from "./commands/assign.js";
-import { registerCallVerb } from "./commands/call.js";
-import { registerComposeVerb } from "./commands/compose.js";
-import { registerConditionVerbs } from "./commands/conditions.js";
-import { registerConfigVerbs } from "./commands/config.js";
-import { registerDaemonVerbs } from "./commands/daemons.js";
-import { registerDecisionVerbs } from "./commands/decisions.js";
-import { registerHostVerb } from "./commands/host.js";
-import { registerInitVerb } from "./commands/init.js";
-import { registerJoinVerbs } from "./commands/join.js";
-import { registerLogVerbs } from "./commands/logs.js";
-import { registerManifestVerbs } from "./commands/manifest-check.js";
-import { registerModuleVerbs } from "./commands/module.js";
-import { registerRetryVerb } from "./commands/retry.js";
-import { registerRolloutVerbs } from "./commands/rollout.js";
-import { registerSecretVerbs } from "./commands/secret.js";
-import { registerStatusVerb } from "./commands/status.js";
-import { registerToolsVerb } from "./commands/tools.js";
-import { registerUpVerb } from "./commands/up.js";
-import { registerViewVerb } from "./commands/view.js";
-import { registerMcpVerb } from "./commands/mcp.js";
-import { registerContextVerb } from "./commands/context.js";
-import { registerCompletionVerb } from "./commands/completion.js";
+import { registerAssignVerbs } from "./commands/module/assign.js";
+import { registerCallVerb } from "./commands/tools/call.js";
+import { registerComposeVerb } from "./commands/module/compose.js";
+import { registerConditionVerbs } from "./commands/status/conditions.js";
+import { registerConfigVerbs } from "./commands/config/config.js";
+import { registerDaemonVerbs } from "./commands/node/daemons.js";
+import { registerDecisionVerbs } from "./commands/module/decisions.js";
+import { registerHostVerb } from "./commands/node/host.js";
+import { registerInitVerb } from "./commands/init/init.js";
+import { registerJoinVerbs } from "./commands/node/join.js";
+import { registerLogVerbs } from "./commands/module/logs.js";
+import { registerManifestVerbs } from "./commands/module/manifest-check.js";
+import { registerModuleVerbs } from "./commands/module/module.js";
+import { registerRetryVerb } from "./commands/module/retry.js";
+import { registerRolloutVerbs } from "./commands/rollout/rollout.js";
+import { registerSecretVerbs } from "./commands/secret/secret.js";
+import { registerStatusVerb } from "./commands/status/status.js";
+import { registerToolsVerb } from "./commands/tools/tools.js";
+import { registerUpVerb } from "./commands/up/up.js";
+import { registerViewVerb } from "./commands/view/view.js";
+import { registerMcpVerb } from "./commands/mcp/mcp.js";
+import { registerContextVerb } from "./commands/shell/context.js";
+import { registerCompletionVerb } from "./commands/shell/completion.js";
 import { ExitCode, reportError } from "./output.js";
 
 /** Every verb group, in the order `mesh help` lists them. */

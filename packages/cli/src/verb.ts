@@ -12,8 +12,11 @@
  * - The option parsers ({@link wholeNumber}, {@link positiveNumber}, {@link portNumber}) refuse
  *   with USAGE, naming the option and an example.
  *
- * A new verb: write `registerXVerbs(program)` in its `commands/x.ts` with `meshVerb(...)` and
- * `act(...)`, and add it to the list in program.ts.
+ * - {@link answer} and {@link table} are how a result is printed: the JSON document or the lines,
+ *   and rows as aligned columns.
+ *
+ * A new verb: write `registerXVerbs(program)` in its group's folder, `commands/<group>/x.ts`, with
+ * `meshVerb(...)` and `act(...)`, and add it to the list in program.ts.
  */
 import type { Command } from "commander";
 import type { MeshBus } from "@mesh/bus";

@@ -20,7 +20,7 @@ import { before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { Bucket, Env } from "@mesh/protocol";
-import { readStatus, type StatusCell, type StatusReport } from "../commands/status.js";
+import { readStatus, type StatusCell, type StatusReport } from "../commands/status/status.js";
 import { meshForFile } from "../testing/mesh-for-file.js";
 import type { DemoMesh } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";

@@ -8,7 +8,7 @@
  */
 import { KvBucket, type CallOptions, type MeshBus } from "@mesh/bus";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
-import { readRollouts } from "../commands/rollout-status.js";
+import { readRollouts } from "../commands/rollout/rollout-status.js";
 import type { CatalogueTool } from "./tool-catalogue.js";
 
 /** Every module's rollout, as `mesh rollout status --json` gives them. */

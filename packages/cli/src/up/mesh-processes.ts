@@ -8,7 +8,7 @@ import { MeshBus, writeCredential } from "@mesh/bus";
 import { startView, type View } from "@mesh/view";
 import { SHIPPED_LANGUAGES } from "@mesh/delivery";
 import type { UpOptions } from "./up-options.js";
-import { machineArgs } from "../commands/host.js";
+import { machineArgs } from "../commands/node/host.js";
 import type { RootPaths } from "../mesh-root.js";
 import { CLI_MAIN } from "../shipped.js";
 import type { Children } from "./children.js";

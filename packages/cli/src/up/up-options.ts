@@ -1,5 +1,5 @@
 /** What `mesh up` is asked for on its command line: shared by the verb and what it starts. */
-import type { MachineOptions } from "../commands/host.js";
+import type { MachineOptions } from "../commands/node/host.js";
 import type { BusChoice } from "./up-bus.js";
 
 export interface UpOptions extends MachineOptions, BusChoice {

@@ -1,0 +1,133 @@
+/**
+ * `mesh host --node NAME --root DIR --credential FILE`: the node engine for this machine, until
+ * SIGTERM or Ctrl-C. It stops gracefully and leaves the machine's processes running, so a host
+ * that is restarted or upgraded adopts them instead of restarting them. The credential is the
+ * host's own (the principal `host` on its node), never the operator's.
+ */
+import { Option, type Command } from "commander";
+import { ErrorCode, MeshError } from "@mesh/protocol";
+import { runHost, type HostOptions } from "@mesh/host";
+import { ExitCode } from "../../output.js";
+
+/**
+ * How the machine is set up, as `mesh host`, `mesh join` and `mesh up` take it (`--account`,
+ * `--adopted`, `--tools-idle`).
+ */
+export interface MachineOptions {
+  /** The machine's operator account: the runtime runs as it (and under its home). */
+  readonly account?: string;
+  /** The machine is adopted: its own setup stays its administration's (filtered modules are left out). */
+  readonly adopted?: boolean;
+  /**
+   * This node's idle time for tools modules (seconds; 0: never idle): a module not called for
+   * this long has its worker stopped until its next call. A module's own `tools-idle` wins.
+   */
+  readonly toolsIdle?: number;
+}
+
+/** A user name as useradd takes it (and a trailing $ for machine accounts), as core checks it. */
+const ACCOUNT_PATTERN = /^[a-z_][a-z0-9_-]{0,31}\$?$/i;
+
+function parseAccount(value: string): string {
+  if (!ACCOUNT_PATTERN.test(value)) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--account ${JSON.stringify(value)} is not a user name; give the machine's operator account as useradd takes it, e.g. --account ada`,
+    );
+  }
+  return value;
+}
+
+/** Whole seconds, 0 included, up to a year: `--tools-idle`. */
+function parseIdleSeconds(value: string): number {
+  const seconds = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(seconds) || seconds > 366 * 24 * 3600) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--tools-idle ${JSON.stringify(value)} is not a whole number of seconds (0 to a year); give e.g. --tools-idle 300 (5 min), or 0 to keep every module's worker running`,
+    );
+  }
+  return seconds;
+}
+
+/** Adds `--account NAME`, `--adopted` and `--tools-idle S` to a verb that runs (or starts) a host. */
+export function machineOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option(
+        "--tools-idle <seconds>",
+        "this node's idle time for tools modules: a module not called for this long has its worker stopped until its next call (default 600; 0: never; a module's own tools-idle wins)",
+      ).argParser(parseIdleSeconds),
+    )
+    .addOption(
+      new Option(
+        "--account <name>",
+        "the machine's operator account: the tool runtime runs as it (said in the node's presence)",
+      ).argParser(parseAccount),
+    )
+    .option(
+      "--adopted",
+      "the machine is adopted: its own setup stays its administration's, so modules with a filter are left out here",
+    );
+}
+
+/** The same options as arguments of `mesh host` (for `mesh up`, which starts the host). */
+export function machineArgs(options: MachineOptions): string[] {
+  return [
+    ...(options.account === undefined ? [] : ["--account", options.account]),
+    ...(options.adopted === true ? ["--adopted"] : []),
+    ...(options.toolsIdle === undefined ? [] : ["--tools-idle", String(options.toolsIdle)]),
+  ];
+}
+
+export interface HostCliOptions extends MachineOptions {
+  readonly node: string;
+  readonly root: string;
+  readonly credential: string;
+  /** Stop the machine's processes when the host stops (mesh up: Ctrl-C leaves nothing running). */
+  readonly stopProcessesOnExit?: boolean;
+}
+
+/** The host's options from the verb's. */
+export function hostOptionsOf(options: HostCliOptions): HostOptions {
+  return {
+    node: options.node,
+    root: options.root,
+    credential: options.credential,
+    ...(options.stopProcessesOnExit === true ? { stopProcessesOnStop: true } : {}),
+    ...(options.account === undefined ? {} : { account: { name: options.account } }),
+    ...(options.adopted === true ? { adopted: true } : {}),
+    ...(options.toolsIdle === undefined ? {} : { runtimeIdleMs: options.toolsIdle * 1_000 }),
+  };
+}
+
+export async function host(options: HostCliOptions): Promise<ExitCode> {
+  await runHost(hostOptionsOf(options));
+  return ExitCode.ok;
+}
+
+/**
+ * Ends the process once a foreground host has stopped, should anything still hold it after a
+ * grace: a host stopped while its bus watches were still starting leaves the NATS client's
+ * heartbeat timer running (seen with `mesh join` and Ctrl-C right after start), and Ctrl-C must
+ * end the verb. The timer is unref'd, so a process that ends by itself is not kept for it.
+ */
+export function leaveWhenDone(code: number, graceMs = 2_000): void {
+  setTimeout(() => process.exit(code), graceMs).unref();
+}
+
+export function registerHostVerb(program: Command): void {
+  machineOptions(program.command("host"))
+    .description("Run this machine's host: make it match its node's composition, until Ctrl-C.")
+    .requiredOption("--node <name>", "this machine's node name")
+    .requiredOption("--root <dir>", "where the host keeps bundles, state, logs and the node key")
+    .requiredOption("--credential <file>", "the host's own credential file (mode 0600)")
+    .option(
+      "--stop-processes-on-exit",
+      "stop the machine's processes when the host stops (by default they keep running, for the next host to adopt)",
+    )
+    .action(async (options: HostCliOptions) => {
+      process.exitCode = await host(options);
+      leaveWhenDone(process.exitCode);
+    });
+}

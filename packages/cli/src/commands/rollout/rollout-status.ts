@@ -1,0 +1,113 @@
+/**
+ * `mesh rollout status [<module>]` and the rollouts section of `mesh status` (issue 22): each
+ * rollout's build, wave, the nodes done (healthy on it), starting, failing and waiting, what it
+ * waits for and since when, read from the assigner's record and the nodes' reports.
+ */
+import { KvBucket, type MeshBus } from "@mesh/bus";
+import { Bucket, checkName, type Rollout } from "@mesh/protocol";
+import type { ExitCode } from "../../output.js";
+import { answer, connect, type MeshOptions } from "../../verb.js";
+
+/** One rollout as an operator reads it. */
+export interface RolloutRow {
+  readonly module: string;
+  readonly build: string;
+  readonly attempt: number;
+  readonly status: Rollout["status"];
+  readonly wave: number;
+  readonly waves: number;
+  /** Nodes the rollout reaches. */
+  readonly nodes: number;
+  /** Nodes running the build healthy. */
+  readonly healthy: number;
+  /** Given it, not healthy yet. */
+  readonly starting: number;
+  readonly failing: number;
+  /** Not given it yet. */
+  readonly waiting: number;
+  /** The canary's health: the first node of wave 1, as its host reports the build. */
+  readonly canary: { readonly node: string; readonly health: string } | undefined;
+  readonly waitsFor: string;
+  readonly since: string;
+  readonly failed: Rollout["failed"];
+}
+
+/** Every module's rollout (or one), with the nodes' reports counted. */
+export async function readRollouts(bus: MeshBus, only?: string): Promise<RolloutRow[]> {
+  const rollouts = await KvBucket.open(bus, Bucket.rollouts);
+  const wants = await KvBucket.open(bus, Bucket.wants);
+  const have = await KvBucket.open(bus, Bucket.have);
+  const modules = only === undefined ? (await rollouts.keys()).sort() : [only];
+  const rows: RolloutRow[] = [];
+  for (const module of modules) {
+    const r = (await rollouts.get(module))?.value;
+    if (r === undefined) continue;
+    const counts = { healthy: 0, starting: 0, failing: 0, waiting: 0 };
+    const reached = new Set(r.admitted);
+    const nodes = new Set([...r.admitted]);
+    for (const key of await wants.keys(`*.${module}`)) nodes.add(key.split(".")[0] as string);
+    let canary: RolloutRow["canary"];
+    for (const node of [...nodes].sort()) {
+      const want = (await wants.get(`${node}.${module}`))?.value;
+      const report = (await have.get(`${node}.${module}`))?.value;
+      const mine = report?.build === r.build;
+      if (mine && report.health === "healthy") counts.healthy += 1;
+      else if (mine && report.health === "failing") counts.failing += 1;
+      else if (want?.build === r.build) counts.starting += 1;
+      else if (!reached.has(node) || r.status === "failed" || r.status === "aborted")
+        counts.waiting += 1;
+      else counts.starting += 1;
+      if (r.wave >= 1 && node === firstOfWave1(r)) {
+        canary = { node, health: mine ? report.health : "not running it" };
+      }
+    }
+    rows.push({
+      module,
+      build: r.build,
+      attempt: r.attempt,
+      status: r.status,
+      wave: r.wave,
+      waves: r.waves,
+      nodes: nodes.size,
+      ...counts,
+      canary,
+      waitsFor: r.waiting,
+      since: r.waveAt,
+      failed: r.failed,
+    });
+  }
+  return rows;
+}
+
+/** The canary: the first node the record admitted in its first wave, when it had one. */
+function firstOfWave1(r: Rollout): string | undefined {
+  return r.policy.canary > 0 && r.wave === 1
+    ? r.waveNodes[0]
+    : r.policy.canary > 0
+      ? r.admitted[0]
+      : undefined;
+}
+
+/** A row in a line or two, for `mesh rollout status` and `mesh status`. */
+export function rolloutLines(row: RolloutRow): string[] {
+  const head =
+    `${row.module} build ${row.build}${row.attempt > 1 ? ` (attempt ${row.attempt})` : ""}: ${row.status}, ` +
+    `wave ${row.wave} of ${row.waves}; ${row.healthy} healthy, ${row.starting} starting, ` +
+    `${row.failing} failing, ${row.waiting} waiting of ${row.nodes}` +
+    (row.canary === undefined ? "" : `; canary ${row.canary.node} ${row.canary.health}`);
+  return [head, `  waits for: ${row.waitsFor} (since ${row.since})`];
+}
+
+export async function rolloutStatus(
+  module: string | undefined,
+  options: MeshOptions,
+): Promise<ExitCode> {
+  if (module !== undefined) checkName("module", module);
+  await using bus = await connect(options);
+  const rows = await readRollouts(bus, module);
+  return answer(options, { rollouts: rows }, () =>
+    rows.length === 0
+      ? [module === undefined ? "no rollout yet" : `${module} has no rollout yet`]
+      : rows.flatMap(rolloutLines),
+  );
+}

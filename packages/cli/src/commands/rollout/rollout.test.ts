@@ -1,0 +1,120 @@
+/**
+ * `mesh rollout` as an operator runs it (issue 22): the built CLI as a child process on the
+ * operator's grant, against a real bus whose rollout record the admin wrote as the assigner would.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { KvBucket, MeshBus } from "@mesh/bus";
+import { Bucket, Principal, type Rollout } from "@mesh/protocol";
+import { ROLLOUTS_URI, listResources, readResource } from "../../mcp/resources.js";
+import { startOperatorBus, type OperatorBus } from "../../testing/operator-bus.js";
+import { policyOf } from "./rollout.js";
+
+const at = "2026-01-01T00:00:00.000Z";
+const record: Rollout = {
+  module: "hello",
+  build: "2-b",
+  from: ["1-a"],
+  attempt: 1,
+  status: "rolling",
+  wave: 1,
+  waves: 3,
+  admitted: ["n1"],
+  waveNodes: ["n1"],
+  waveAt: at,
+  policy: {
+    canary: 1,
+    batch: 2,
+    minHealthyMs: 30_000,
+    healthyDeadlineMs: 300_000,
+    maxFailing: 0,
+    pauseAfterCanary: false,
+    order: "name",
+    source: "operator",
+  },
+  waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
+};
+
+let bus: OperatorBus;
+before(async () => {
+  bus = await startOperatorBus({ name: "rollout" });
+});
+after(async () => {
+  await bus[Symbol.asyncDispose]();
+});
+
+describe("mesh rollout (issue 22)", () => {
+  test("set writes the operator's policy, merged over what stood; get shows it", async () => {
+    await bus.text(["rollout", "set", "hello", "--canary", "2", "--batch", "25%"]);
+    await bus.text(["rollout", "set", "hello", "--min-healthy", "1m", "--order", "label=arch"]);
+    const got = await bus.json<{ override: Record<string, unknown> }>([
+      "rollout",
+      "get",
+      "hello",
+      "--json",
+    ]);
+    assert.deepEqual(got.override, {
+      canary: 2,
+      batch: "25%",
+      "min-healthy": "1m",
+      order: "label=arch",
+    });
+    await bus.text(["rollout", "set", "hello", "--clear"]);
+    const cleared = await bus.json<{ override: unknown }>(["rollout", "get", "hello", "--json"]);
+    assert.equal(cleared.override, null);
+  });
+
+  test("a bad value is refused, naming the field and the rule", () => {
+    assert.throws(() => policyOf({ batch: "150%" }), /batch.*percentage from 0% to 100%/s);
+    assert.throws(() => policyOf({ minHealthy: "30 seconds" }), /min-healthy.*ms, s, m or h/s);
+    assert.throws(() => policyOf({ order: "fastest" }), /order is "name", "random"/);
+  });
+
+  test("pause, resume, promote, abort write the operator's word on the build rolling out", async () => {
+    await (await KvBucket.open(bus.admin, Bucket.rollouts)).put("hello", record);
+    const steers = await KvBucket.open(bus.admin, Bucket.rolloutSteers);
+    for (const action of ["pause", "resume", "promote", "abort"] as const) {
+      await bus.text(["rollout", action, "hello"]);
+      const steer = (await steers.get("hello"))?.value;
+      assert.equal(steer?.action, action);
+      assert.equal(steer?.build, "2-b");
+    }
+    const refused = await bus.run(["rollout", "retry", "hello", "--json"]);
+    assert.notEqual(refused.code, 0, "a rolling rollout has nothing to retry");
+    assert.match(refused.stdout + refused.stderr, /CONFLICT/);
+  });
+
+  test("retry on a halted rollout names its attempt and lifts the failed marks of every node", async () => {
+    await (
+      await KvBucket.open(bus.admin, Bucket.rollouts)
+    ).put("hello", {
+      ...record,
+      status: "failed",
+      failed: { reason: "n1: exited with 1", nodes: [{ node: "n1", error: "exited with 1" }] },
+    });
+    await bus.text(["rollout", "retry", "hello"]);
+    const steer = (await (await KvBucket.open(bus.admin, Bucket.rolloutSteers)).get("hello"))
+      ?.value;
+    assert.equal(steer?.action, "retry");
+    assert.equal(steer?.attempt, 1);
+    assert.ok(await (await KvBucket.open(bus.admin, Bucket.retries)).get("all.hello"));
+  });
+
+  test("status lists each rollout with its counts and what it waits for", async () => {
+    await (await KvBucket.open(bus.admin, Bucket.rollouts)).put("hello", record);
+    const text = await bus.text(["rollout", "status"]);
+    assert.match(text, /hello build 2-b: rolling, wave 1 of 3/);
+    assert.match(text, /waits for: wave 1 of 3 \(n1\)/);
+    // The MCP door lists and reads the same, on the operator's credential.
+    await using operator = await MeshBus.connect(bus.loginOf(Principal.operator));
+    assert.ok(listResources([]).some((r) => r.uri === ROLLOUTS_URI));
+    const read = await readResource(operator, [], ROLLOUTS_URI);
+    const doc = JSON.parse(read.text) as { rollouts: Array<{ module: string; wave: number }> };
+    assert.deepEqual(
+      doc.rollouts.map((r) => [r.module, r.wave]),
+      [["hello", 1]],
+    );
+    const none = await bus.run(["rollout", "pause", "other", "--json"]);
+    assert.match(none.stdout + none.stderr, /NOT_FOUND/);
+  });
+});

@@ -1,0 +1,304 @@
+/**
+ * Every action of the view's page in headless Chromium, as `mesh view` serves it (the CLI's own
+ * verbs handed to the view), against a real bus and controller: each confirmed first, its
+ * result shown, and its effect read back through the CLI (`mesh assignments`, `mesh config get`,
+ * `mesh secret list`, `mesh module list`; puts and retries, which no verb lists, from their
+ * buckets). A secret's value never reaches the page again. Screenshots under
+ * `test-results/view/`.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import { KvBucket, MeshBus, generateNodeKeys, readCredential } from "@mesh/bus";
+import { stretched } from "@mesh/bus/testing";
+import { Bucket, buildKey, nodeKey, nodeModuleKey } from "@mesh/protocol";
+import { startView, type View } from "@mesh/view";
+import { keepScreenshot, newTestPage, stepper } from "@mesh/view/testing";
+import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
+import { healthyHave, helloManifest, presenceOf, seedWanted } from "../../testing/fixtures.js";
+import { viewActions } from "./view-actions.js";
+
+const WAIT_MS = stretched(5_000);
+const NOTES = fileURLToPath(new URL("../../../../../examples/modules/notes", import.meta.url));
+const SECRET = "s3cret-value-typed-once";
+
+describe("the view's actions in Chromium", () => {
+  let mesh: ControllerMesh;
+  let operator: MeshBus;
+  let view: View;
+  let browser: Browser | undefined;
+  let page: Page;
+  const pageErrors: string[] = [];
+  const step = stepper(() => page, pageErrors);
+
+  before(async () => {
+    mesh = await startControllerMesh();
+    await mesh.register("hello");
+    const at = new Date().toISOString();
+    const manifest = helloManifest({
+      config: { greeting: { type: "string", description: "what it says", default: "hi" } },
+      "own-secrets": { "api-token": { path: "api-token" } },
+    });
+    await seedWanted(mesh.put, manifest, { nodes: ["n1", "n2"], build: "1-a" });
+    for (const node of ["n1", "n2"]) {
+      // A real key: the controller seals the secret for each node that needs it.
+      const { publicKey } = generateNodeKeys();
+      await mesh.put(Bucket.presence, nodeKey(node), presenceOf(node, at, publicKey));
+      await mesh.put(Bucket.have, nodeModuleKey(node, "hello"), healthyHave("1-a", at));
+    }
+    await mesh.put(Bucket.builds, buildKey("hello", "1-a"), {
+      module: "hello",
+      build: "1-a",
+      status: "built",
+      candidate: 1,
+      bundles: [],
+      log: "",
+      timings: { started: at, finished: at, ms: 1 },
+    });
+    operator = await MeshBus.connect(await readCredential(mesh.credential));
+    view = await startView({ bus: operator, actor: "ada", actions: viewActions });
+  });
+  after(async () => {
+    await browser?.close();
+    await view?.close();
+    await operator?.close();
+    await mesh?.[Symbol.asyncDispose]();
+  });
+
+  it("does every action from the page, each confirmed, its effect on the mesh", async () => {
+    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
+    const t: Steps = { page, mesh };
+    await step("open and select a cell", async () => {
+      await page.goto(view.url);
+      await page.waitForSelector("body[data-ready]");
+      await page.locator('td.cell[data-node="n1"][data-module="hello"]').click();
+      await page.locator('[data-actions-for="n1.hello"]').waitFor();
+    });
+    await step("assign and unassign", () => assignments(t));
+    await step("put and unput", () => puts(t));
+    await step("retry", () => retries(t));
+    await step("config set and unset", () => config(t));
+    await step("secret set", () => secret(t));
+    await step("register a module", () => register(t));
+    await step("steer a rollout", () => steer(t));
+    assert.deepEqual(pageErrors, []);
+  });
+});
+
+interface Steps {
+  readonly page: Page;
+  readonly mesh: ControllerMesh;
+}
+
+/** Clicks an action, checks what the confirmation says, confirms, and waits for its result. */
+async function doAction(t: Steps, action: string, says: RegExp, ok = true): Promise<string> {
+  await t.page.locator(`[data-action="${action}"]`).click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  assert.match(await confirm.innerText(), says);
+  await confirm.locator('[data-confirm="yes"]').click();
+  const result = t.page.locator(
+    ok ? '#action-result [data-result="ok"]' : "#action-result .result-bad",
+  );
+  await result.filter({ hasNotText: "doing…" }).waitFor();
+  return result.innerText();
+}
+
+async function cli<T>(t: Steps, args: readonly string[]): Promise<T> {
+  const run = await t.mesh.run([...args, "--json"]);
+  assert.equal(run.code, 0, `${run.stderr}${run.stdout}`);
+  return JSON.parse(run.stdout) as T;
+}
+
+const where = async (t: Steps): Promise<string[]> =>
+  (
+    await cli<{ assignments: Array<{ node: string }> }>(t, ["assignments", "--module", "hello"])
+  ).assignments
+    .map((a) => a.node)
+    .sort();
+
+async function assignments(t: Steps): Promise<void> {
+  // Nothing happens before the confirmation; a cancel leaves the mesh as it was.
+  await t.page.locator('[data-action="assign-node"]').click();
+  await t.page.locator('[data-confirm="no"]').click();
+  assert.deepEqual(await where(t), []);
+  assert.match(
+    await doAction(t, "assign-node", /mesh assign hello --node n1/),
+    /assigned n1\.hello/,
+  );
+  assert.deepEqual(await where(t), ["n1"]);
+  await t.page.locator("#action-nodes").fill("n1, n2");
+  await doAction(
+    t,
+    "unassign-some",
+    /mesh unassign hello --node n1 && mesh unassign hello --node n2/,
+  );
+  assert.deepEqual(await where(t), []);
+  await doAction(t, "assign-some", /mesh assign hello --node n1 && mesh assign hello --node n2/);
+  assert.deepEqual(await where(t), ["n1", "n2"]);
+  await doAction(t, "assign-all", /mesh assign hello --all/);
+  assert.deepEqual(await where(t), ["all", "n1", "n2"]);
+  await doAction(t, "unassign-all", /mesh unassign hello --all/);
+  await doAction(t, "unassign-node", /mesh unassign hello --node n1/);
+  assert.deepEqual(await where(t), ["n2"]);
+  await keepScreenshot(t.page, "actions-assign");
+}
+
+async function puts(t: Steps): Promise<void> {
+  const bucket = await KvBucket.open(t.mesh.admin, Bucket.puts);
+  assert.match(
+    await doAction(t, "put-node", /mesh put hello 1-a --node n1/),
+    /put hello on n1 to 1-a/,
+  );
+  assert.equal((await bucket.get("n1.hello"))?.value.build, "1-a");
+  await doAction(t, "put-all", /mesh put hello 1-a$|mesh put hello 1-a\./);
+  assert.equal((await bucket.get("all.hello"))?.value.build, "1-a");
+  await doAction(t, "unput-all", /mesh unput hello\b/);
+  assert.equal(await bucket.get("all.hello"), undefined);
+  assert.match(
+    await doAction(t, "unput-node", /mesh unput hello --node n1/),
+    /lifted the put n1\.hello/,
+  );
+  assert.equal(await bucket.get("n1.hello"), undefined);
+}
+
+async function retries(t: Steps): Promise<void> {
+  const bucket = await KvBucket.open(t.mesh.admin, Bucket.retries);
+  assert.match(
+    await doAction(t, "retry-node", /mesh retry hello --node n1/),
+    /no build of it is marked failing/,
+  );
+  assert.equal((await bucket.get("n1.hello"))?.value.by, "hub.operator");
+  await doAction(t, "retry-all", /mesh retry hello\b/);
+  assert.ok((await bucket.get("all.hello")) !== undefined);
+}
+
+interface ConfigGet {
+  keys: Array<{
+    key: string;
+    value?: { value: unknown };
+    nodes: Record<string, { value: unknown }>;
+  }>;
+}
+
+async function config(t: Steps): Promise<void> {
+  const form = t.page.locator('[data-config-key="greeting"]');
+  await form.locator('input[name="greeting"]').fill("bonjour");
+  await form.locator('[data-action="config-set"]').click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  assert.match(await confirm.innerText(), /mesh config set hello greeting '"bonjour"'/);
+  await confirm.locator('[data-confirm="yes"]').click();
+  await t.page
+    .locator('#action-result [data-result="ok"]', { hasText: "set hello.greeting" })
+    .waitFor();
+  const got = await cli<ConfigGet>(t, ["config", "get", "hello"]);
+  assert.equal(got.keys.find((k) => k.key === "greeting")?.value?.value, "bonjour");
+  // On one node, then unset there.
+  await form.locator('[data-scope="greeting"]').selectOption("n1");
+  await form.locator('input[name="greeting"]').fill("salut");
+  await form.locator('[data-action="config-set"]').click();
+  await t.page.locator('[data-confirm="yes"]').click();
+  await t.page
+    .locator('#action-result [data-result="ok"]', { hasText: "hello.greeting.n1" })
+    .waitFor();
+  const onNode = await cli<ConfigGet>(t, ["config", "get", "hello"]);
+  assert.equal(onNode.keys.find((k) => k.key === "greeting")?.nodes["n1"]?.value, "salut");
+  await form.locator('[data-action="config-unset"]').click();
+  await t.page.locator('[data-confirm="yes"]').click();
+  await t.page
+    .locator('#action-result [data-result="ok"]', { hasText: "unset hello.greeting.n1" })
+    .waitFor();
+  const after = await cli<ConfigGet>(t, ["config", "get", "hello"]);
+  assert.deepEqual(after.keys.find((k) => k.key === "greeting")?.nodes, {});
+  await keepScreenshot(t.page, "actions-config");
+}
+
+async function secret(t: Steps): Promise<void> {
+  await t.page.locator("#secret-name").fill("api-token");
+  await t.page.locator("#secret-value").fill(SECRET);
+  assert.match(
+    await doAction(t, "secret-set", /mesh secret set hello api-token(?!.*s3cret)/),
+    /secret api-token is set/,
+  );
+  // Typed once: the field is empty again, and the value is nowhere on the page.
+  assert.equal(await t.page.locator("#secret-value").inputValue(), "");
+  assert.equal((await t.page.content()).includes(SECRET), false);
+  const listed = await cli<{ secrets: Array<{ name: string }> }>(t, ["secret", "list", "hello"]);
+  assert.deepEqual(
+    listed.secrets.map((s) => s.name),
+    ["api-token"],
+  );
+}
+
+async function register(t: Steps): Promise<void> {
+  await t.page.locator("#register-spec").fill(NOTES);
+  assert.match(
+    await doAction(t, "register", /mesh module add .*examples\/modules\/notes/),
+    /registered notes/,
+  );
+  const modules = await cli<{ modules: Array<{ module: string }> }>(t, ["module", "list"]);
+  assert.ok(
+    modules.modules.some((m) => m.module === "notes"),
+    JSON.stringify(modules),
+  );
+  // A refusal is shown as the CLI says it: a path with no module there.
+  await t.page.locator("#register-spec").fill("/nowhere/at/all");
+  const refused = await doAction(t, "register", /mesh module add \/nowhere\/at\/all/, false);
+  assert.match(refused, /nowhere/);
+  await keepScreenshot(t.page, "actions-register");
+}
+
+/** A rollout of hello as the assigner records it: 1-b on its canary n1, wave 1 of 2. */
+const rolloutOf = (status: "rolling" | "failed") => ({
+  module: "hello",
+  build: "1-b",
+  from: ["1-a"],
+  attempt: 1,
+  status,
+  wave: 1,
+  waves: 2,
+  admitted: ["n1"],
+  waveNodes: ["n1"],
+  waveAt: new Date().toISOString(),
+  policy: {
+    canary: 1,
+    batch: 1,
+    minHealthyMs: 30_000,
+    healthyDeadlineMs: 300_000,
+    maxFailing: 0,
+    pauseAfterCanary: false,
+    order: "name",
+    source: "default",
+  },
+  waiting: "n1 healthy for 30s",
+  ...(status === "failed"
+    ? { failed: { reason: "n1 failed", nodes: [{ node: "n1", error: "exit code 1" }] } }
+    : {}),
+});
+
+async function steer(t: Steps): Promise<void> {
+  await t.mesh.put(Bucket.rollouts, "hello", rolloutOf("rolling"));
+  const row = t.page.locator('#rollouts tr[data-rollout="hello"][data-status="rolling"]');
+  await row.waitFor();
+  assert.equal(await row.locator("[data-wave]").getAttribute("data-wave"), "1/2");
+  assert.match(await row.innerText(), /canary: n1/);
+  await row.locator('[data-steer="pause"]').click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  assert.match(await confirm.innerText(), /mesh rollout pause hello/);
+  await confirm.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: "said pause" }).waitFor();
+  const steers = await KvBucket.open(t.mesh.admin, Bucket.rolloutSteers);
+  const paused = (await steers.get("hello"))?.value;
+  assert.deepEqual([paused?.action, paused?.build, paused?.by], ["pause", "1-b", "hub.operator"]);
+  // Halted: retry is what is offered, and it names the attempt it retries.
+  await t.mesh.put(Bucket.rollouts, "hello", rolloutOf("failed"));
+  const failed = t.page.locator('#rollouts tr[data-rollout="hello"][data-status="failed"]');
+  await failed.waitFor();
+  assert.match(await failed.innerText(), /n1: exit code 1/);
+  await failed.locator('[data-steer="retry"]').click();
+  await t.page.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: "said retry" }).waitFor();
+  const retried = (await steers.get("hello"))?.value;
+  assert.deepEqual([retried?.action, retried?.attempt], ["retry", 1]);
+  await keepScreenshot(t.page, "rollouts");
+}

@@ -1,0 +1,41 @@
+/**
+ * The CLI's own verbs as the view's page does them (`ViewActions`): each is the function the
+ * verb itself calls, on the view's bus, so the page and the terminal cannot drift apart.
+ */
+import { KvBucket } from "@mesh/bus";
+import { Bucket, parseConfigKey } from "@mesh/protocol";
+import type { ViewActions } from "@mesh/view";
+import { readAll } from "../../read-bucket.js";
+import { assign, put } from "../module/assign.js";
+import { declaredConfig, setConfig, unsetConfig } from "../config/config.js";
+import { addModule } from "../module/module.js";
+import { retry } from "../module/retry.js";
+import { steerRollout } from "../rollout/rollout-steer.js";
+import { setSecret } from "../secret/secret.js";
+
+export const viewActions: ViewActions = {
+  assign: (bus, { module, node, remove }) =>
+    assign(bus, { module, target: node === undefined ? { all: true } : { node }, remove }),
+  put: (bus, input) => put(bus, input),
+  retry: (bus, input) => retry(bus, input),
+  configSet: (bus, input) => setConfig(bus, input),
+  configUnset: (bus, input) => unsetConfig(bus, input),
+  secretSet: async (bus, input) => {
+    const { message, notes, result } = await setSecret(bus, input);
+    return { message: [message, ...notes].join("; "), result };
+  },
+  rolloutSteer: (bus, input) => steerRollout(bus, input),
+  register: async (bus, { spec }) => {
+    const { message, registration } = await addModule(bus, spec);
+    return { message, result: { module: registration.module, source: registration.source } };
+  },
+  configKeys: async (bus, module) => {
+    const values: Record<string, unknown> = {};
+    for (const [k, v] of await readAll(await KvBucket.open(bus, Bucket.config), `${module}.>`)) {
+      const parsed = parseConfigKey(k);
+      if (parsed.module !== module) continue;
+      values[parsed.node === undefined ? parsed.key : `${parsed.key}.${parsed.node}`] = v.value;
+    }
+    return { declared: await declaredConfig(bus, module), values };
+  },
+};
