@@ -84,6 +84,7 @@ export {
   type StreamSourceOptions,
 } from "./mirror/sources.js";
 export { WATCH_STALL_MS } from "./kv-watch.js";
+export { listNodes, readModuleWide, readNodeKeys, readSummary } from "./fleet-reads.js";
 export {
   MAX_REPLICAS,
   streamPlacement,

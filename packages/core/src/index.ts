@@ -79,9 +79,14 @@ export {
   type Unwanted,
 } from "./assigner/index.js";
 export {
+  allNodesOf,
   assignedCells,
   cellReason,
+  cellsByModule,
+  differencesIfWhole,
   emptyFleetState,
+  fleetStateOf,
+  type FleetShape,
   nodeState,
   SummaryIndex,
   type FleetChange,

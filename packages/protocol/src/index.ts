@@ -197,6 +197,7 @@ export {
   Want,
 } from "./values.js";
 export { BucketValue, type BucketValueOf } from "./bucket-value.js";
+export type { BucketMaps, ModuleWide, NodeKeys } from "./bucket-maps.js";
 export {
   DURATION_PATTERN,
   RolloutCount,

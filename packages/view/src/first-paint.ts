@@ -8,13 +8,14 @@
  * Only "what needs attention" is approximate until the mirror is ready: it is the summary's first
  * cells.
  */
-import { KvBucket, type MeshBus } from "@mesh/bus";
-import { nodeState } from "@mesh/core";
+import { KvBucket, readNodeKeys, type MeshBus } from "@mesh/bus";
+import { allNodesOf, differencesIfWhole, fleetStateOf, nodeState } from "@mesh/core";
 import {
   Bucket,
   PRESENCE_GONE_MS,
   parseTargetModuleKey,
   type Build,
+  type ModuleWide,
   type Summary,
 } from "@mesh/protocol";
 import {
@@ -26,14 +27,7 @@ import {
   type GridQuery,
   type Snapshot,
 } from "./browser/wire.js";
-import {
-  allNodesOf,
-  differencesIfWhole,
-  fleetStateOf,
-  readNodeKeys,
-  readShape,
-  type ModuleWide,
-} from "./fleet-by-key.js";
+import { readShape } from "./fleet-by-key.js";
 import { gridPage, placeModules, type FleetIndex } from "./fleet-view.js";
 
 /**

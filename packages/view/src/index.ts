@@ -46,15 +46,6 @@ export {
   type SourceProblem,
   type ToolEntry,
 } from "./browser/wire.js";
-export {
-  allNodesOf,
-  differencesIfWhole,
-  fleetStateOf,
-  readNodeKeys,
-  readShape,
-  type FleetShape,
-  type ModuleWide,
-  type NodeKeys,
-} from "./fleet-by-key.js";
+export { readShape } from "./fleet-by-key.js";
 export { gridPage, gridQuery, indexFleet, type FleetIndex, type FleetInput } from "./fleet-view.js";
 export { newViewToken, startView, type View, type ViewOptions } from "./start-view.js";

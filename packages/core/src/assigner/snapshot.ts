@@ -2,8 +2,7 @@
  * What one pass of the assigner reads: every bucket it watches, as plain maps keyed as the bus
  * keys them, and the clock's reading (the rules hold no clock; only a new ask is stamped with it).
  */
-import type { Have, Manifest, ModuleRegistration } from "@mesh/protocol";
-import type { BucketMaps } from "../bucket-maps.js";
+import type { BucketMaps, Have, Manifest, ModuleRegistration } from "@mesh/protocol";
 
 /** One kept report, with its revision in mesh-have when the shell knows it (a retry compares it). */
 export type HaveReport = Have & { readonly revision?: number };

@@ -10,3 +10,10 @@ export {
   type SummaryOptions,
 } from "./summary.js";
 export { SummaryIndex, type FleetChange, type FleetSource } from "./summary-index.js";
+export {
+  allNodesOf,
+  cellsByModule,
+  differencesIfWhole,
+  fleetStateOf,
+  type FleetShape,
+} from "./by-key.js";

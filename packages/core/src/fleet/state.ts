@@ -4,11 +4,11 @@
  */
 import {
   PRESENCE_GONE_MS,
+  type BucketMaps,
   type Condition,
   type ModuleRegistration,
   type Presence,
 } from "@mesh/protocol";
-import type { BucketMaps } from "../bucket-maps.js";
 
 /**
  * Keys: `assignments` `<node>.<module>` or `all.<module>`; `builds` `<module>.<build>`; `wants`,

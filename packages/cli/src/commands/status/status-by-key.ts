@@ -8,17 +8,23 @@
  * With `--node`, every cell of that node is read, so its attention and differences are whole;
  * otherwise they are the summary's first ones (narrowed by `--module`), with the totals it counts.
  */
-import { cellReason, nodeState, type CellReason } from "@mesh/core";
-import { conditionSubject, nodeModuleKey, type Difference, type Summary } from "@mesh/protocol";
-import type { MeshBus } from "@mesh/bus";
 import {
   allNodesOf,
+  cellReason,
   differencesIfWhole,
   fleetStateOf,
-  readNodeKeys,
-  readShape,
+  nodeState,
+  type CellReason,
+} from "@mesh/core";
+import {
+  conditionSubject,
+  nodeModuleKey,
+  type Difference,
   type NodeKeys,
-} from "@mesh/view";
+  type Summary,
+} from "@mesh/protocol";
+import { readNodeKeys, type MeshBus } from "@mesh/bus";
+import { readShape } from "@mesh/view";
 import { narrowed, pageInfo, pageOf, type StatusQuery } from "./status-page.js";
 import {
   RECENT_CONDITIONS,
