@@ -12,8 +12,8 @@
  * - The option parsers ({@link wholeNumber}, {@link positiveNumber}, {@link portNumber}) refuse
  *   with USAGE, naming the option and an example.
  *
- * - {@link answer} and {@link table} are how a result is printed: the JSON document or the lines,
- *   and rows as aligned columns.
+ * - {@link answer}, {@link answerDone} and {@link table} are how a result is printed: the JSON
+ *   document or the lines, what a verb did ({@link Done}), and rows as aligned columns.
  *
  * A new verb: write `registerXVerbs(program)` in its group's folder, `commands/<group>/x.ts`, with
  * `meshVerb(...)` and `act(...)`, and add it to the list in program.ts.
@@ -86,6 +86,17 @@ export function answer(
   if (options.json === true) printJson({ ok: true, ...json });
   else for (const line of lines()) out(line);
   return ExitCode.ok;
+}
+
+/** What a verb did on a bus: its line, and its JSON answer (without `ok`). */
+export interface Done {
+  readonly message: string;
+  readonly result: Readonly<Record<string, unknown>>;
+}
+
+/** What a verb did ({@link Done}), answered the way the verb was asked (see {@link answer}). */
+export function answerDone(options: { readonly json?: boolean }, done: Done): ExitCode {
+  return answer(options, done.result, () => [done.message]);
 }
 
 function numberOption(

@@ -19,7 +19,16 @@ import {
 import { checkConfigValue, describeConfigViolations } from "@mesh/core";
 import { knownManifests, requireModule, unknownName } from "../../known.js";
 import { readAll } from "../../read-bucket.js";
-import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../../verb.js";
+import {
+  ExitCode,
+  act,
+  answerDone,
+  connect,
+  meshVerb,
+  out,
+  printJson,
+  type MeshOptions,
+} from "../../verb.js";
 
 export interface ConfigOptions extends MeshOptions {
   readonly node?: string;
@@ -112,9 +121,7 @@ export async function configSet(
     ...(node === undefined ? {} : { node }),
     force: options.force === true,
   });
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
+  return answerDone(options, done);
 }
 
 /**
@@ -174,9 +181,7 @@ export async function configUnset(
   const node = nodeOf(options);
   await using bus = await connect(options);
   const done = await unsetConfig(bus, { module, key, ...(node === undefined ? {} : { node }) });
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
+  return answerDone(options, done);
 }
 
 /** `mesh config unset` on a bus: the view's page does the same. */

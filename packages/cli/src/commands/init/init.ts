@@ -13,7 +13,7 @@ import { createRequire } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Command } from "commander";
 import { ErrorCode, MeshError, checkName } from "@mesh/protocol";
-import { ExitCode, act, printJson } from "../../verb.js";
+import { act, answer, type ExitCode } from "../../verb.js";
 import { initFiles } from "./init-templates.js";
 import { INIT_LANGUAGES, exampleFiles, initLanguage } from "./init-languages.js";
 
@@ -46,25 +46,31 @@ export async function initVerb(name: string, options: InitOptions): Promise<Exit
   const tools = options.tools === true || !daemon;
   const sdk = sdkDependency(dir, options.sdk ?? process.env[SDK_ENV]);
   const files = initFiles({ name, tools, daemon, sdk });
+  return writeModule(dir, files, options, { module: name, dir, sdk }, (shown, written) => [
+    `wrote the module ${name} in ${shown}: ${written.join(", ")}`,
+    `  @mesh/sdk: ${sdk}`,
+    "next:",
+    `  cd ${shown} && npm install && npm test`,
+    `  mesh module add ${shown} && mesh assign ${name} --all`,
+    ...(tools ? [`  mesh call ${name}/greet '{"name":"Ada"}'`] : []),
+  ]);
+}
+
+/**
+ * Writes the module's files and says so: the JSON answer (`json` and the files written) or the
+ * lines `next` makes of the folder as the operator names it and the files.
+ */
+async function writeModule(
+  dir: string,
+  files: Record<string, string>,
+  options: InitOptions,
+  json: Record<string, unknown>,
+  next: (shown: string, written: readonly string[]) => readonly string[],
+): Promise<ExitCode> {
   await writeFiles(dir, files);
   const written = Object.keys(files).sort();
-  if (options.json === true) {
-    printJson({ ok: true, module: name, dir, sdk, files: written });
-    return ExitCode.ok;
-  }
   const shown = relative(process.cwd(), dir) || ".";
-  process.stdout.write(
-    [
-      `wrote the module ${name} in ${shown}: ${written.join(", ")}`,
-      `  @mesh/sdk: ${sdk}`,
-      "next:",
-      `  cd ${shown} && npm install && npm test`,
-      `  mesh module add ${shown} && mesh assign ${name} --all`,
-      ...(tools ? [`  mesh call ${name}/greet '{"name":"Ada"}'`] : []),
-      "",
-    ].join("\n"),
-  );
-  return ExitCode.ok;
+  return answer(options, { ...json, files: written }, () => next(shown, written));
 }
 
 /** Writes each file (path → text) under `dir`, never over one that is there. */
@@ -83,25 +89,14 @@ async function initOtherLanguage(
   options: InitOptions,
 ): Promise<ExitCode> {
   const files = await exampleFiles(language, name);
-  await writeFiles(dir, files);
-  const written = Object.keys(files).sort();
-  if (options.json === true) {
-    printJson({ ok: true, module: name, dir, language, files: written });
-    return ExitCode.ok;
-  }
-  const shown = relative(process.cwd(), dir) || ".";
   const test = language === "python" ? "python3 -m unittest" : "go test";
-  process.stdout.write(
-    [
-      `wrote the ${language} module ${name} in ${shown}: ${written.join(", ")}`,
-      "next:",
-      `  cd ${shown} && ${test}`,
-      `  mesh module add ${shown} && printf 'a-token' | mesh secret set ${name} api-token`,
-      `  mesh assign ${name} --all && mesh call ${name}/greet '{"name":"Ada"}'`,
-      "",
-    ].join("\n"),
-  );
-  return ExitCode.ok;
+  return writeModule(dir, files, options, { module: name, dir, language }, (shown, written) => [
+    `wrote the ${language} module ${name} in ${shown}: ${written.join(", ")}`,
+    "next:",
+    `  cd ${shown} && ${test}`,
+    `  mesh module add ${shown} && printf 'a-token' | mesh secret set ${name} api-token`,
+    `  mesh assign ${name} --all && mesh call ${name}/greet '{"name":"Ada"}'`,
+  ]);
 }
 
 /**

@@ -17,16 +17,16 @@ import {
 } from "@mesh/protocol";
 import { requireModule } from "../../known.js";
 import { readAll } from "../../read-bucket.js";
-import { table } from "../../verb.js";
 import { unputMessage } from "./retry.js";
 import {
-  ExitCode,
   act,
   answer,
+  answerDone,
   connect,
   meshVerb,
-  out,
-  printJson,
+  table,
+  type Done,
+  type ExitCode,
   type MeshOptions,
 } from "../../verb.js";
 
@@ -107,15 +107,7 @@ export async function assignVerb(
   const t = target(options, remove ? "unassign" : "assign");
   await using bus = await connect(options);
   const done = await assign(bus, { module, target: t, remove, force: options.force === true });
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
-}
-
-/** What a verb did: its line, and its JSON answer (without `ok`). */
-export interface Done {
-  readonly message: string;
-  readonly result: Readonly<Record<string, unknown>>;
+  return answerDone(options, done);
 }
 
 /** `mesh assign|unassign` on a bus: the view's page does the same. */
@@ -194,9 +186,7 @@ export async function putVerb(
     ...(node === undefined ? {} : { node }),
     ...(options.why === undefined ? {} : { why: options.why }),
   });
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
+  return answerDone(options, done);
 }
 
 /** `mesh put|unput` on a bus (no build: unput): the view's page does the same. */

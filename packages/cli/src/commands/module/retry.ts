@@ -19,8 +19,8 @@ import {
   type Target,
 } from "@mesh/protocol";
 import { connectToMesh } from "../../find-mesh.js";
-import { ExitCode, printJson } from "../../output.js";
-import { act, meshVerb, type MeshOptions } from "../../verb.js";
+import type { ExitCode } from "../../output.js";
+import { act, answerDone, meshVerb, type MeshOptions } from "../../verb.js";
 
 export interface RetryOptions extends MeshOptions {
   readonly node?: string;
@@ -83,9 +83,7 @@ export async function retryVerb(module: string, options: RetryOptions): Promise<
     ...(node === undefined ? {} : { node }),
     ...(options.why === undefined ? {} : { why: options.why }),
   });
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
+  return answerDone(options, done);
 }
 
 /**
@@ -208,7 +206,3 @@ export async function unputMessage(bus: MeshBus, unput: Unput): Promise<string> 
     `${node === undefined ? "" : ` --node ${node}`}\` lifts the marks`
   );
 }
-
-const out = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};

@@ -13,7 +13,8 @@ import {
   checkName,
   type RolloutAction,
 } from "@mesh/protocol";
-import { by, type Done } from "../module/assign.js";
+import type { Done } from "../../verb.js";
+import { by } from "../module/assign.js";
 import { liftMarks } from "../module/retry.js";
 
 export async function steerRollout(

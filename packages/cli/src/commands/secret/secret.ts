@@ -10,17 +10,16 @@ import { askSecretList, askSecretSet, askSecretUnset } from "@mesh/controller";
 import { BROKER_SECRET, ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { knownManifests, requireModule, unknownName } from "../../known.js";
 import {
-  ExitCode,
   act,
   answer,
+  answerDone,
   connect,
   meshVerb,
   note,
-  out,
-  printJson,
+  table,
+  type ExitCode,
   type MeshOptions,
 } from "../../verb.js";
-import { table } from "../../verb.js";
 
 export interface SecretOptions extends MeshOptions {
   readonly force?: boolean;
@@ -84,9 +83,7 @@ export async function secretSet(
   await using bus = await connect(options);
   const done = await setSecret(bus, { module, name, value, force: options.force === true });
   for (const line of done.notes) note(options, line);
-  if (options.json === true) printJson({ ok: true, ...done.result });
-  else out(done.message);
-  return ExitCode.ok;
+  return answerDone(options, done);
 }
 
 /**
