@@ -17,7 +17,7 @@ export { maySubscribe } from "./probe.js";
 export { reapNetnsWithMe, reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { hasCode } from "./has-code.js";
-export { procStatFields, startTimeOf } from "./proc-stat.js";
+export { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";
 export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
 export { serveEchoOnRacks } from "./echo-racks.js";
 export { createBucket, destroyBucket, forgeDelivery, publishRaw } from "./buckets.js";

@@ -4,6 +4,7 @@
  * a recycled pid. Undefined when the process is gone or a zombie.
  */
 import { readFileSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 
 /** The fields of `/proc/<pid>/stat` after the command name (field 3 on), or undefined. */
 export function procStatFields(pid: number): string[] | undefined {
@@ -19,4 +20,20 @@ export function procStatFields(pid: number): string[] | undefined {
 export function startTimeOf(pid: number): string | undefined {
   const fields = procStatFields(pid);
   return fields === undefined || fields[0] === "Z" ? undefined : fields[19];
+}
+
+/**
+ * Pids of the processes, but this one, whose command line or environment names `path`, sorted:
+ * what a test (or the reaper) kills after the processes it started, so nothing they started in
+ * turn outlives it.
+ */
+export async function processesNaming(path: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    const environ = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
+    if (cmdline.includes(path) || environ.includes(path)) found.push(Number(entry));
+  }
+  return found.sort((a, b) => a - b);
 }

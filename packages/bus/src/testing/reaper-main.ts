@@ -6,8 +6,9 @@
  * by its pid and start time, so a reused pid is never signalled.
  */
 import { execFileSync } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { createInterface } from "node:readline";
+import { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";
 
 interface Entry {
   readonly pid: number;
@@ -20,18 +21,9 @@ interface Entry {
   readonly root?: string;
 }
 
-async function startTimeOf(pid: number): Promise<string | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
-  if (stat === undefined) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return fields[0] === "Z" ? undefined : fields[19];
-}
-
-async function groupOf(pid: number): Promise<number | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
-  return stat === undefined
-    ? undefined
-    : Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+function groupOf(pid: number): number | undefined {
+  const fields = procStatFields(pid);
+  return fields === undefined ? undefined : Number(fields[2]);
 }
 
 function kill(pid: number, signal: NodeJS.Signals): void {
@@ -42,28 +34,17 @@ function kill(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function alive(entry: Entry): Promise<boolean> {
-  return (await startTimeOf(entry.pid)) === entry.startTime;
-}
-
-async function under(root: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
-    const environ = await readFile(`/proc/${name}/environ`, "utf8").catch(() => "");
-    if (cmdline.includes(root) || environ.includes(root)) found.push(Number(name));
-  }
-  return found;
+function alive(entry: Entry): boolean {
+  return startTimeOf(entry.pid) === entry.startTime;
 }
 
 async function reap(entry: Entry): Promise<void> {
-  if (!(await alive(entry))) return;
-  const leads = entry.group && (await groupOf(entry.pid)) === entry.pid;
+  if (!alive(entry)) return;
+  const leads = entry.group && groupOf(entry.pid) === entry.pid;
   kill(leads ? -entry.pid : entry.pid, entry.signal);
   const until = Date.now() + entry.graceMs;
-  while (Date.now() < until && (await alive(entry))) await new Promise((r) => setTimeout(r, 100));
-  if (await alive(entry)) kill(leads ? -entry.pid : entry.pid, "SIGKILL");
+  while (Date.now() < until && alive(entry)) await new Promise((r) => setTimeout(r, 100));
+  if (alive(entry)) kill(leads ? -entry.pid : entry.pid, "SIGKILL");
 }
 
 /** Deletes the network namespaces named `<prefix>…` (a fleet's: reapNetnsWithMe). */
@@ -87,7 +68,7 @@ async function deleteNetns(prefix: string): Promise<void> {
 async function reapAll(): Promise<void> {
   await Promise.all(entries.map((e) => reap(e).catch(() => undefined)));
   const roots = new Set(entries.flatMap((e) => (e.root === undefined ? [] : [e.root])));
-  for (const root of roots) for (const pid of await under(root)) kill(pid, "SIGKILL");
+  for (const root of roots) for (const pid of await processesNaming(root)) kill(pid, "SIGKILL");
   for (const prefix of netnsPrefixes) await deleteNetns(prefix);
 }
 

@@ -15,9 +15,9 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { chromium, type Page } from "playwright-core";
 import { KvBucket, MeshBus } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, processesNaming } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey } from "@mesh/protocol";
-import { processesUnder, startMeshUp, type MeshUp, type MeshUpReport } from "../testing/mesh-up.js";
+import { startMeshUp, type MeshUp, type MeshUpReport } from "../testing/mesh-up.js";
 import { runMesh } from "../testing/run-mesh.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
 
@@ -91,7 +91,7 @@ async function builtBuilds(module: string): Promise<string[]> {
 
 /** Every process whose command line or environment names one of our roots. */
 async function processesOf(...roots: string[]): Promise<number[]> {
-  return (await Promise.all(roots.map((r) => processesUnder(r)))).flat();
+  return (await Promise.all(roots.map((r) => processesNaming(r)))).flat();
 }
 
 before(async () => {

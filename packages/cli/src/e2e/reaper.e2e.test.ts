@@ -10,8 +10,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { startTimeOf } from "@mesh/bus/testing";
-import { processesUnder } from "../testing/mesh-up.js";
+import { processesNaming, startTimeOf } from "@mesh/bus/testing";
 import { until } from "../testing/until.js";
 
 const TESTING = new URL("../testing/", import.meta.url).href;
@@ -50,7 +49,7 @@ async function killParentOf(body: string): Promise<void> {
     parent.kill("SIGKILL");
     throw new Error(`${(error as Error).message}: ${out}`);
   }
-  const left = (await processesUnder(root)).map((pid) => ({ pid, startTime: startTimeOf(pid) }));
+  const left = (await processesNaming(root)).map((pid) => ({ pid, startTime: startTimeOf(pid) }));
   assert.ok(left.length >= 4, `the mesh's processes run: ${JSON.stringify(left)}`);
   parent.kill("SIGKILL");
   try {
@@ -63,7 +62,7 @@ async function killParentOf(body: string): Promise<void> {
   } finally {
     for (const p of left) if (startTimeOf(p.pid) === p.startTime) process.kill(p.pid, "SIGKILL");
   }
-  assert.deepEqual(await processesUnder(root), [], "nothing names the root any more");
+  assert.deepEqual(await processesNaming(root), [], "nothing names the root any more");
 }
 
 describe("a test process killed with SIGKILL leaves nothing of the mesh it started (issue 15)", () => {

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KvBucket, request } from "@mesh/bus";
-import { deadline, reapWithMe } from "@mesh/bus/testing";
+import { deadline, processesNaming, reapWithMe } from "@mesh/bus/testing";
 import type { CallerCounts } from "./fleet-caller.js";
 import { Bucket, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { DEMO_HEALTHY, DemoMesh } from "./demo-mesh.js";
@@ -333,18 +333,6 @@ export class Fleet {
     await this.net.remove();
     await rm(this.dir, { recursive: true, force: true });
   }
-}
-
-/** Pids of the processes whose command line or environment names `path`. */
-export async function processesNaming(path: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    const environ = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
-    if (cmdline.includes(path) || environ.includes(path)) found.push(Number(entry));
-  }
-  return found.sort((a, b) => a - b);
 }
 
 /** `a.b.c.d:port` of every established TCP connection of process `pid`. */

@@ -4,9 +4,8 @@
  * processes, say) is killed by pid, also when the test failed half-way.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
 import { Env } from "@mesh/protocol";
-import { deadline, freePort, reapWithMe } from "@mesh/bus/testing";
+import { deadline, freePort, processesNaming, reapWithMe } from "@mesh/bus/testing";
 import { MESH_MAIN } from "./run-mesh.js";
 
 export interface MeshUpReport {
@@ -68,7 +67,7 @@ export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> 
   const stop = async (): Promise<void> => {
     if (child.exitCode === null) child.kill("SIGINT");
     await deadline(exited, 120_000, "mesh up to stop").catch(() => child.kill("SIGKILL"));
-    for (const pid of await processesUnder(options.root)) {
+    for (const pid of await processesNaming(options.root)) {
       try {
         process.kill(pid, "SIGKILL");
       } catch {
@@ -102,16 +101,4 @@ export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> 
     await stop();
     throw error;
   }
-}
-
-/** Every process whose command line or environment names `root`. */
-export async function processesUnder(root: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    const env = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
-    if (cmdline.includes(root) || env.includes(root)) found.push(Number(entry));
-  }
-  return found;
 }
