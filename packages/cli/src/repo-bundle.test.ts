@@ -5,43 +5,20 @@
  * keeps its code cache beside itself.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { deadline } from "@mesh/bus/testing";
-import { Env } from "@mesh/protocol";
 import { MESH_MAIN } from "./testing/run-mesh.js";
+import { run, type Run } from "./testing/packed.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 
-interface Ran {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function node(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, [Env.credential]: "", MESH_ROOT: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const ended = new Promise<Ran>((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-  return deadline(ended, 120_000, `node ${args.join(" ")}`).catch((error: unknown) => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-    throw error;
-  });
-}
+/** Node on `args`, from where the test runs, without a credential or root from outside. */
+const node = (args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
+  run(process.execPath, args, { cwd: process.cwd(), env: { MESH_ROOT: "", ...env }, ms: 120_000 });
 
 describe("the repository's CLI bundle", () => {
   let dir: string;
