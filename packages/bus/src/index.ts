@@ -6,10 +6,15 @@
  * `@mesh/bus/internal`, the test harness in `@mesh/bus/testing`.
  */
 export { isBusTrouble, isTransient } from "./bus-errors.js";
+export type {
+  BusEvent,
+  ConnectionListener,
+  ConnectionState,
+  ConnectionStatus,
+} from "./connection-state.js";
 export { credentialInbox, readCredential, writeCredential } from "./credential-file.js";
 export {
   MeshBus,
-  type BusEvent,
   type BusMessage,
   type ConnectOptions,
   type SubscribeOptions,

@@ -4,7 +4,8 @@ import { after, before, describe, it } from "node:test";
 import { z } from "zod";
 import { ErrorCode, MeshError, type Credential } from "@mesh/protocol";
 import { KvBucket, type WatchEvent } from "./kv-bucket.js";
-import { MeshBus, type BusEvent } from "./mesh-bus.js";
+import type { BusEvent } from "./connection-state.js";
+import { MeshBus } from "./mesh-bus.js";
 import { EmbeddedServer } from "./server/embedded-server.js";
 import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server/server-config.js";
 import { ADMIN, TestServers } from "./server/test-servers.js";
@@ -83,6 +84,48 @@ describe("MeshBus.events", () => {
       assert.equal(after.type === "put" ? after.key : undefined, "after");
       await watch.return(undefined);
       await events.return(undefined);
+    } finally {
+      await bus.close();
+      await server.stop();
+    }
+  });
+});
+
+describe("MeshBus.connection", () => {
+  it("is one value from the connect on: away across a restart, back with its outage, closed at close", async () => {
+    const port = await freePort();
+    let server = await start("state", port);
+    const bus = await MeshBus.connect(credential(port));
+    try {
+      assert.equal(bus.connection.status, "connected");
+      assert.equal(bus.connection.returns, 0);
+      const told: string[] = [];
+      let back: (() => void) | undefined;
+      bus.onConnection((now, before) => {
+        told.push(`${before.status}->${now.status}`);
+        if (now.status === "connected") back?.();
+      });
+      const returned = new Promise<void>((resolve) => (back = resolve));
+      // Nothing listened before the outage but the bus itself: the value knows it all the same.
+      await server.stop();
+      const away = new Promise<void>((resolve) => {
+        if (bus.connection.status === "away") resolve();
+        const off = bus.onConnection((now) => {
+          if (now.status !== "away") return;
+          off();
+          resolve();
+        });
+      });
+      await deadline(away, PROMPT_MS, "the state to say away");
+      const lost = bus.connection.since;
+      server = await start("state", port);
+      await deadline(returned, RECONNECT_MS, "the state to say connected again");
+      assert.equal(bus.connection.returns, 1);
+      assert.equal(bus.connection.lastOutage?.lost, lost);
+      assert.equal(bus.connection.lastOutage?.back, bus.connection.since);
+      await bus.close();
+      assert.equal(bus.connection.status, "closed");
+      assert.deepEqual(told, ["connected->away", "away->connected", "connected->closed"]);
     } finally {
       await bus.close();
       await server.stop();

@@ -10,7 +10,6 @@ import {
   type Authenticator,
   type Msg,
   type NatsConnection,
-  type Status,
 } from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -19,6 +18,13 @@ import { abortable, toMeshError } from "./bus-errors.js";
 import { Backoff, delay } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
+import {
+  ConnectionStates,
+  toBusEvent,
+  type BusEvent,
+  type ConnectionListener,
+  type ConnectionState,
+} from "./connection-state.js";
 
 /** How often a connection pings its server (ConnectOptions.pingIntervalMs). */
 export const DEFAULT_PING_INTERVAL_MS = 2_000;
@@ -70,12 +76,6 @@ export interface BusMessage {
   json(): unknown;
 }
 
-/** A change in the connection's state that a daemon may want to act on. */
-export type BusEvent =
-  | { readonly type: "disconnected"; readonly server: string }
-  | { readonly type: "reconnected"; readonly server: string }
-  | { readonly type: "error"; readonly error: MeshError };
-
 /**
  * The raw NATS handles of a connection: for this package's helpers, and for what only a sibling
  * package's internals or a test may need (`@mesh/bus/internal`). Everything else uses the helpers.
@@ -100,6 +100,7 @@ export function natsOf(bus: MeshBus): NatsHandles {
 export class MeshBus implements AsyncDisposable {
   readonly #login: BusLogin;
   readonly #nc: NatsConnection;
+  readonly #states: ConnectionStates;
   #closed = false;
 
   private constructor(
@@ -110,9 +111,26 @@ export class MeshBus implements AsyncDisposable {
   ) {
     this.#login = login;
     this.#nc = nc;
+    this.#states = new ConnectionStates(nc.getServer(), (error) =>
+      say(`a follower of the connection's state failed: ${(error as Error).message}`),
+    );
     const js = jetstream(nc, { checkAPI: false });
     handles.set(this, { nc, js, kvm: new Kvm(js) });
-    void this.#sayTrouble(say, onRefused);
+    void this.#follow(say, onRefused);
+  }
+
+  /** The connection's state now: reached or away, since when, and the last outage. */
+  get connection(): ConnectionState {
+    return this.#states.value;
+  }
+
+  /**
+   * Calls `listener` at each change of the connection's status (away, back, closed) until the
+   * signal aborts or the returned function is called: what a daemon does when the bus comes back
+   * (say again what a lost server forgot, ask again) hangs here.
+   */
+  onConnection(listener: ConnectionListener, options: { signal?: AbortSignal } = {}): () => void {
+    return this.#states.onChange(listener, options);
   }
 
   /** The credential this connection logs in with (the latest renewed one). */
@@ -130,14 +148,19 @@ export class MeshBus implements AsyncDisposable {
   }
 
   /**
-   * Says a refused login once per outage (the client retries it forever: a restarted bus may
-   * know the user only once the controller has written its list) and says when the connection
-   * is back, so a process that cannot reach the bus is never silent about it.
+   * The one follower of the client's status events: keeps the connection's state, says a refused
+   * login once per outage (the client retries it forever: a restarted bus may know the user only
+   * once the controller has written its list) and says when the connection is back, so a process
+   * that cannot reach the bus is never silent about it.
    */
-  async #sayTrouble(say: (line: string) => void, onRefused?: () => void): Promise<void> {
+  async #follow(say: (line: string) => void, onRefused?: () => void): Promise<void> {
     const who = `${this.credential.node}.${this.credential.module}`;
     let refused = false;
-    for await (const status of this.#nc.status()) {
+    const statuses = this.#nc.status();
+    // The iteration ends when the connection closes, by close() or the server refusing it.
+    void this.#nc.closed().then(() => this.#states.close());
+    for await (const status of statuses) {
+      this.#states.apply(status);
       if (status.type === "error" && status.error instanceof AuthorizationError) onRefused?.();
       if (status.type === "error" && status.error instanceof AuthorizationError && !refused) {
         refused = true;
@@ -272,12 +295,12 @@ export class MeshBus implements AsyncDisposable {
       }
     }
     this.#beforeClose.clear();
-    if (this.#nc.isClosed()) return;
     try {
-      await this.#nc.drain();
+      if (!this.#nc.isClosed()) await this.#nc.drain();
     } catch {
       await this.#nc.close();
     }
+    this.#states.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -464,20 +487,4 @@ function toBusMessage(msg: Msg, doing: string): BusMessage {
       }
     },
   };
-}
-
-function toBusEvent(status: Status): BusEvent | undefined {
-  switch (status.type) {
-    case "disconnect":
-      return { type: "disconnected", server: status.server };
-    case "reconnect":
-      return { type: "reconnected", server: status.server };
-    case "error":
-      return {
-        type: "error",
-        error: toMeshError(status.error, { doing: "on the bus connection" }),
-      };
-    default:
-      return undefined;
-  }
 }

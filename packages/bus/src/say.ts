@@ -64,12 +64,12 @@ export function keepSayingKeeps(
       if (!options.signal.aborted) options.onError?.(error as MeshError);
     });
   void sayNow();
-  void (async () => {
-    for await (const event of bus.events()) {
-      if (options.signal.aborted) return;
-      if (event.type === "reconnected") void sayNow();
-    }
-  })();
+  bus.onConnection(
+    (now) => {
+      if (now.status === "connected") void sayNow();
+    },
+    { signal: options.signal },
+  );
 }
 
 export interface SayCondition {

@@ -53,12 +53,7 @@ export class Connection {
   #artifacts: ArtifactStore | undefined;
   #have: KvBucket<Have> | undefined;
   #served: Served | undefined;
-  #connected = false;
   #heartbeat: NodeJS.Timeout | undefined;
-  /** When the bus was lost, while it is. */
-  #lostAt: Date | undefined;
-  /** The last time the bus was away, said in the presence once it is back. */
-  #lastOutage: { readonly lost: string; readonly back: string } | undefined;
 
   constructor(options: ConnectionOptions) {
     this.#o = options;
@@ -76,7 +71,7 @@ export class Connection {
   }
   /** Whether the host reaches the bus now. */
   get connected(): boolean {
-    return this.#connected;
+    return this.#bus?.connection.status === "connected";
   }
 
   /** Connects and follows the connection until the stop signal; resolves once set up. */
@@ -100,34 +95,34 @@ export class Connection {
       return;
     }
     this.#bus = bus;
-    this.#connected = true;
     this.#o.log(`connected to the bus`);
+    const { signal } = this.#o;
+    // Said from the start, also while the bus side opens; what comes back waits for it below.
+    bus.onConnection(
+      (now) => {
+        if (now.status === "away") this.#o.log("lost the bus; what runs keeps running");
+      },
+      { signal },
+    );
     await this.#open(bus);
-    if (this.#o.signal.aborted) return; // stopped while the bus side would not open: close() ends it
+    if (signal.aborted) return; // stopped while the bus side would not open: close() ends it
     const heartbeat = (): void => void this.#beat(bus);
     heartbeat();
     this.#heartbeat = setInterval(heartbeat, this.#o.heartbeatMs);
     await this.#o.onConnected(bus);
-    void (async () => {
-      for await (const event of bus.events()) {
-        if (event.type === "reconnected") {
-          this.#connected = true;
-          const back = new Date();
-          const lost = this.#lostAt ?? back;
-          this.#lostAt = undefined;
-          this.#lastOutage = { lost: lost.toISOString(), back: back.toISOString() };
-          this.#o.log(
-            `the bus is back (${event.server}) after ${((back.getTime() - lost.getTime()) / 1000).toFixed(1)} s away, since ${lost.toISOString()}; what ran kept running`,
-          );
-          heartbeat();
-          this.#o.onReconnected(bus);
-        } else if (event.type === "disconnected") {
-          this.#connected = false;
-          this.#lostAt ??= new Date();
-          this.#o.log("lost the bus; what runs keeps running");
-        }
-      }
-    })();
+    bus.onConnection(
+      (now) => {
+        if (now.status !== "connected" || now.lastOutage === undefined) return;
+        const { lost, back } = now.lastOutage;
+        const away = (Date.parse(back) - Date.parse(lost)) / 1000;
+        this.#o.log(
+          `the bus is back (${now.server}) after ${away.toFixed(1)} s away, since ${lost}; what ran kept running`,
+        );
+        heartbeat();
+        this.#o.onReconnected(bus);
+      },
+      { signal },
+    );
   }
 
   /** Stops answering and closes the bus (after the watches ended). */
@@ -178,6 +173,8 @@ export class Connection {
   }
 
   async #beat(bus: MeshBus): Promise<void> {
+    // The last time the bus was away, said in the presence once it is back.
+    const { lastOutage } = bus.connection;
     try {
       const presence = await KvBucket.open(bus, Bucket.presence);
       await presence.put(
@@ -190,7 +187,7 @@ export class Connection {
           root: this.#o.root,
           ...(this.#o.account === undefined ? {} : { account: this.#o.account }),
           ...(this.#o.adopted === undefined ? {} : { adopted: this.#o.adopted }),
-          ...(this.#lastOutage === undefined ? {} : { lastOutage: this.#lastOutage }),
+          ...(lastOutage === undefined ? {} : { lastOutage }),
         }),
         { signal: this.#o.signal },
       );

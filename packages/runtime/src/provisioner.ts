@@ -208,15 +208,12 @@ export class Provisioner implements AsyncDisposable {
    * asks again when the runtime's own connection is back, and hands what moved meanwhile.
    */
   #askAgainWhenBack(signal: AbortSignal): void {
-    const events = this.#bus.events();
-    signal.addEventListener("abort", () => void events.return(undefined), { once: true });
-    void (async () => {
-      for await (const event of events) {
-        if (signal.aborted) return;
-        if (event.type !== "reconnected") continue;
-        for (const watch of this.#watches) this.#queueAgain(watch);
-      }
-    })().catch(() => undefined);
+    this.#bus.onConnection(
+      (now) => {
+        if (now.status === "connected") for (const watch of this.#watches) this.#queueAgain(watch);
+      },
+      { signal },
+    );
   }
 
   /** Asks again after the watch's earlier asks, one at a time. */

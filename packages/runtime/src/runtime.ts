@@ -99,11 +99,6 @@ export class Runtime implements Daemon, AsyncDisposable {
   readonly #options: RuntimeOptions;
   readonly #life = new DaemonLife({});
   readonly #started: RuntimeStatus["started"];
-  /** Connected when created (the caller hands a connected bus); moves with its events. */
-  #bus: { connected: boolean; since: string } = {
-    connected: true,
-    since: new Date().toISOString(),
-  };
   #writing: Promise<void> = Promise.resolve();
   #stopping: Promise<void> | undefined;
 
@@ -157,7 +152,7 @@ export class Runtime implements Daemon, AsyncDisposable {
     for (const worker of runtime.#workers.values()) worker.start();
     runtime.#life.set(Lifecycle.running);
     runtime.#changed();
-    void runtime.#followBus();
+    runtime.#followBus();
     return runtime;
   }
 
@@ -165,14 +160,11 @@ export class Runtime implements Daemon, AsyncDisposable {
    * Says in the status whether the bus is reached: a runtime that cannot reach it serves nothing,
    * and the host reports its modules failing when that lasts.
    */
-  async #followBus(): Promise<void> {
-    for await (const event of this.#options.bus.events()) {
-      if (event.type !== "disconnected" && event.type !== "reconnected") continue;
-      const connected = event.type === "reconnected";
-      if (connected === this.#bus.connected) continue;
-      this.#bus = { connected, since: new Date().toISOString() };
-      if (this.#life.state === Lifecycle.running) this.#changed();
-    }
+  #followBus(): void {
+    this.#options.bus.onConnection((now, before) => {
+      const moved = (now.status === "connected") !== (before.status === "connected");
+      if (moved && this.#life.state === Lifecycle.running) this.#changed();
+    });
   }
 
   get state(): Lifecycle {
@@ -197,7 +189,10 @@ export class Runtime implements Daemon, AsyncDisposable {
       state: this.#life.state,
       at: new Date().toISOString(),
       started: this.#started,
-      bus: this.#bus,
+      bus: {
+        connected: this.#options.bus.connection.status === "connected",
+        since: this.#options.bus.connection.since,
+      },
       modules,
     };
   }

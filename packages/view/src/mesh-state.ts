@@ -17,6 +17,7 @@ import {
   type MirrorChange,
   type MirrorSource,
   type Watchable,
+  type ConnectionState,
 } from "@mesh/bus";
 import {
   Source,
@@ -82,7 +83,6 @@ export class MeshState {
   readonly #builds = new Map<string, BuildSummary>();
   readonly #problems = new Map<Source, string>();
   readonly #listeners = new Set<(event: StateEvent) => void>();
-  #busState: BusState = "connected";
   /** Resolves once every source has handed what stands, or failed once. */
   readonly ready: Promise<void>;
 
@@ -110,7 +110,7 @@ export class MeshState {
   /** Starts every watch; `ready` resolves once each has handed what stands (or failed). */
   static start(options: MeshStateOptions): MeshState {
     const state = new MeshState(options);
-    void state.#followBus();
+    state.#followBus();
     return state;
   }
 
@@ -128,7 +128,7 @@ export class MeshState {
       entries,
       fleet,
       problems: Object.fromEntries(this.#problems),
-      bus: this.#busState,
+      bus: busStateOf(this.#options.bus.connection),
     };
   }
 
@@ -193,22 +193,23 @@ export class MeshState {
     this.#emit({ type: "problem", problem: { source, problem: problem.message } });
   }
 
-  async #followBus(): Promise<void> {
+  #followBus(): void {
     const { bus, signal } = this.#options;
-    for await (const event of bus.events()) {
-      if (signal.aborted) return;
-      const next: BusState | undefined =
-        event.type === "disconnected"
-          ? "disconnected"
-          : event.type === "reconnected"
-            ? "connected"
-            : undefined;
-      if (next !== undefined && next !== this.#busState) {
-        this.#busState = next;
-        this.#emit({ type: "bus", bus: next });
-      }
-    }
+    bus.onConnection(
+      (now, before) => {
+        // A view closing its connection is stopping: its pages are told nothing more.
+        if (now.status === "closed") return;
+        const next = busStateOf(now);
+        if (next !== busStateOf(before)) this.#emit({ type: "bus", bus: next });
+      },
+      { signal },
+    );
   }
+}
+
+/** What the page says of the view's connection: reached, or not (away, or closed). */
+function busStateOf(connection: ConnectionState): BusState {
+  return connection.status === "connected" ? "connected" : "disconnected";
 }
 
 /**
