@@ -74,6 +74,8 @@ export interface EmbeddedServerOptions {
   readonly tls?: ServerTls;
   /** One server of a cluster (`serverName` must then differ per server). */
   readonly cluster?: ServerCluster;
+  /** The HTTP monitoring port; off when absent. */
+  readonly monitorPort?: number;
   readonly maxMemoryStore?: number;
   readonly maxFileStore?: number;
   /** The binary to run; found with findServer() when not given. */
@@ -190,6 +192,7 @@ export class EmbeddedServer implements AsyncDisposable {
       storeDir: resolve(options.storeDir ?? join(dir, ServerFiles.store)),
       ...(options.tls === undefined ? {} : { tls: options.tls }),
       ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
+      ...(options.monitorPort === undefined ? {} : { monitorPort: options.monitorPort }),
       ...(options.maxMemoryStore === undefined ? {} : { maxMemoryStore: options.maxMemoryStore }),
       ...(options.maxFileStore === undefined ? {} : { maxFileStore: options.maxFileStore }),
     };

@@ -70,6 +70,11 @@ export interface ServerConfigOptions {
   /** A server in a cluster: routes to the others. Clustered JetStream needs a unique name. */
   readonly cluster?: ServerCluster;
   /**
+   * The HTTP monitoring port (`/routez`, `/varz`) on the client listener's host; off when absent.
+   * The test harness uses it to wait until a cluster's routes are formed.
+   */
+  readonly monitorPort?: number;
+  /**
    * Users-list mode: never empty (a server with no users lets anyone in with every
    * permission). Exactly one of `users` and `accounts` is given.
    */
@@ -82,6 +87,9 @@ export interface ServerConfigOptions {
 export interface ServerAccountsConfig extends ServerAccounts {
   readonly resolverDir: string;
 }
+
+/** How often a cluster's resolvers sync: the longest a server back from an outage is behind. */
+export const RESOLVER_SYNC_INTERVAL = "5s";
 
 /** The longest protocol line (a CONNECT with its user JWT) the server takes in accounts mode. */
 export const MAX_CONTROL_LINE = 128 * 1024;
@@ -160,6 +168,9 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     `host: ${quoteConfigString(options.host ?? DEFAULT_HOST)}`,
     // -1 is the server's "pick a free port"; it logs the port it took.
     `port: ${options.port === 0 ? -1 : options.port}`,
+    ...(options.monitorPort === undefined
+      ? []
+      : [`http: ${quoteConfigString(`${options.host ?? DEFAULT_HOST}:${options.monitorPort}`)}`]),
     "",
     "jetstream {",
     `  store_dir: ${quoteConfigString(options.storeDir)}`,
@@ -232,7 +243,11 @@ function renderAccounts(accounts: ServerAccountsConfig): string[] {
     "  type: full",
     `  dir: ${quoteConfigString(accounts.resolverDir)}`,
     "  allow_delete: false",
-    `  interval: ${quoteConfigString("2m")}`,
+    // How often the servers compare what their resolvers hold (a hash each; they send JWTs only
+    // when theirs differ). An update reaches only the servers routed to when it is pushed: one
+    // that was down or cut off learns it at its next sync, and until then still lets a revoked
+    // user in. The window is this interval (decision 0181).
+    `  interval: ${quoteConfigString(RESOLVER_SYNC_INTERVAL)}`,
     "}",
     "resolver_preload {",
   ];

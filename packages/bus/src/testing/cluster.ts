@@ -15,6 +15,7 @@ import type { ServerAccounts } from "../server/accounts.js";
 import type { NatsServerBinary } from "../server/find-server.js";
 import type { ServerTls, ServerUser } from "../server/server-config.js";
 import { freePort, hashUsers, type TestUser } from "./harness.js";
+import { waitFor } from "./wait-for.js";
 
 export interface TestClusterOptions {
   /** How many servers; 3 by default. */
@@ -56,9 +57,11 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const dir = await mkdtemp(join(tmpdir(), "mesh-cluster-"));
   const ports: number[] = [];
   const routePorts: number[] = [];
+  const monitorPorts: number[] = [];
   for (let i = 0; i < size; i++) {
     ports.push(await freePort());
     routePorts.push(await freePort());
+    monitorPorts.push(await freePort());
   }
   const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`);
   const startOne = (index: number, list: readonly ServerUser[]): Promise<EmbeddedServer> =>
@@ -67,6 +70,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       port: ports[index] ?? 0,
       ...(options.accounts === undefined ? { users: list } : { accounts: options.accounts }),
       serverName: `mesh-test-s${index + 1}`,
+      monitorPort: monitorPorts[index] ?? 0,
       cluster: {
         name: "mesh-test",
         port: routePorts[index] ?? 0,
@@ -87,6 +91,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const servers: EmbeddedServer[] = [];
   try {
     servers.push(...(await Promise.all(ports.map((_, i) => startOne(i, users)))));
+    await routesFormed(monitorPorts);
   } catch (error) {
     await Promise.all(servers.map((s) => s.stop({ graceMs: 0 })));
     await rm(dir, { recursive: true, force: true });
@@ -124,8 +129,35 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
     async start(index) {
       servers[index] = await startOne(index, users);
+      await routesFormed(monitorPorts);
     },
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/**
+ * Resolves once every server has a route to every other one. A server answers clients before
+ * its routes are up, and what is published meanwhile never reaches the servers it has no route
+ * to: an account update sent to one server in that window stays unknown to the others until
+ * their resolvers sync (minutes). On a loaded machine the window is seconds long.
+ */
+async function routesFormed(monitorPorts: readonly number[]): Promise<void> {
+  const others = monitorPorts.length - 1;
+  await Promise.all(
+    monitorPorts.map((port, i) =>
+      waitFor(
+        async () => {
+          const response = await fetch(`http://127.0.0.1:${port}/routez`);
+          const routez = (await response.json()) as { routes?: Array<{ remote_id?: string }> };
+          return new Set((routez.routes ?? []).map((route) => route.remote_id)).size >= others;
+        },
+        {
+          timeout: 60_000,
+          intervalMs: 100,
+          what: `server ${i + 1}'s routes to the other ${others}`,
+        },
+      ),
+    ),
+  );
 }
