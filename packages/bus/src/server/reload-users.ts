@@ -14,9 +14,8 @@
  */
 import { open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
-import { writeFileAtomic } from "@mesh/kit";
+import { delay, writeFileAtomic } from "@mesh/kit";
 import { ServerFiles, type ServerBase } from "./embedded-server.js";
 import { AuthMode, renderServerConfig, type ServerUser } from "./server-config.js";
 
