@@ -296,6 +296,16 @@ describe("runtimeGrant", () => {
     assert.deepEqual(p.allowResponses, { max: 2 });
   });
 
+  test("files the tool counts of its own node's served modules only (decision 0172)", () => {
+    assert.ok(can(p, "mesh.tool-stats.n1.counter"));
+    assert.ok(can(p, "mesh.tool-stats.n1.board"));
+    assert.equal(can(p, "mesh.tool-stats.n2.counter"), false, "another node's subject");
+    assert.equal(can(p, "mesh.tool-stats.n1.daemon"), false, "a module it does not serve");
+    assert.equal(can(p, "mesh.tool-stats.n1.hello"), false);
+    const module = moduleGrant({ node: "n1", manifest: board, owners }).permissions;
+    assert.equal(can(module, "mesh.tool-stats.n1.board"), false, "a module never files its own");
+  });
+
   test("may answer one mesh-wide discovery request once per module it serves", () => {
     const responses = (modules: Parameters<typeof runtimeGrant>[0]["modules"]) =>
       runtimeGrant({ node: "n1", modules, owners }).permissions.allowResponses;

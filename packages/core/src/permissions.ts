@@ -23,6 +23,7 @@ import {
   provisionModuleSubject,
   provisionSubject,
   stateBucket,
+  toolStatsSubject,
   type Manifest,
   type Permissions,
 } from "@mesh/protocol";
@@ -194,6 +195,8 @@ export function runtimeGrant(input: {
       parts.push(serveTools(node, manifest.module));
       // What its tools' code logs (ctx.log) is filed under the module, as its tools' lines.
       parts.push(publishTo(logsSubject(node, manifest.module)));
+      // What it counted of the module's calls (decision 0172): its own node's subject only.
+      parts.push(publishTo(toolStatsSubject(node, manifest.module)));
       services.add(manifest.module);
     }
     const declared = moduleRights(node, manifest, owners);

@@ -31,7 +31,6 @@ export {
 } from "./names.js";
 export {
   BROKER_SECRET,
-  BoundKey,
   Bucket,
   BucketSpec,
   SUMMARY_KEY,
@@ -88,7 +87,9 @@ export {
   secretsFolder,
   stateBucket,
   toolSubject,
+  toolStatsSubject,
 } from "./layout.js";
+export { BoundKey } from "./bound-key.js";
 export {
   askKey,
   buildKey,
@@ -227,3 +228,4 @@ export {
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";
 export { MESH_VERSION } from "./version.js";
+export { TOOL_STATS_INTERVAL_MS, ToolCounts, ToolStats } from "./tool-stats.js";

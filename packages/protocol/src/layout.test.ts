@@ -33,6 +33,7 @@ import {
   resourceModule,
   stateBucket,
   toolSubject,
+  toolStatsSubject,
 } from "./layout.js";
 import { ALL_NODES, isName } from "./names.js";
 import { keyName, moduleName, nodeName, refusal, stateName, toolName } from "./test-support.js";
@@ -100,6 +101,7 @@ describe("layout: buckets and streams", () => {
       [Stream.conditions]: Subject.conditionsPrefix,
       [Stream.logs]: Subject.logsPrefix,
       [Stream.keeps]: Subject.keepsPrefix,
+      [Stream.toolStats]: Subject.toolStatsPrefix,
     };
     for (const stream of Object.values(Stream)) {
       for (const subject of StreamSpec[stream].subjects) {
@@ -198,6 +200,7 @@ describe("layout: subjects", () => {
         assert.deepEqual(captures(conditionSubject(module, state)), [Stream.conditions]);
         assert.deepEqual(captures(logsSubject(node, module)), [Stream.logs]);
         assert.deepEqual(captures(keepsSubject(node, module)), [Stream.keeps]);
+        assert.deepEqual(captures(toolStatsSubject(node, module)), [Stream.toolStats]);
         // A stream over a request subject would answer requests with a JetStream ack.
         for (const request of [
           toolSubject(node, module, tool),

@@ -95,6 +95,8 @@ export const Stream = {
   logs: "mesh-logs",
   /** What each process keeps, the last word kept per process, so a late reader catches up. */
   keeps: "mesh-keeps",
+  /** Each served tool's calls and errors, counted by its node's runtime (decision 0172). */
+  toolStats: "mesh-tool-stats",
 } as const;
 export type Stream = (typeof Stream)[keyof typeof Stream];
 
@@ -125,6 +127,8 @@ export const Subject = {
   conditionsPrefix: "mesh.conditions",
   keepsPrefix: "mesh.keeps",
   logsPrefix: "mesh.logs",
+  /** `mesh.tool-stats.<node>.<module>`: a runtime's counts of one module's calls (0172). */
+  toolStatsPrefix: "mesh.tool-stats",
   join: "mesh.join",
   /** `mesh.renew.<node>`: a host whose own credential expired asks for its current one (0150). */
   renew: "mesh.renew",
@@ -294,6 +298,10 @@ export const keepsSubject = (node: string, module: string): string =>
 export const logsSubject = (node: string, module: string): string =>
   `${Subject.logsPrefix}.${checkName("node", node)}.${checkName("module", module)}`;
 
+/** Where a node's runtime files its counts of one module's tool calls (decision 0172). */
+export const toolStatsSubject = (node: string, module: string): string =>
+  `${Subject.toolStatsPrefix}.${checkName("node", node)}.${checkName("module", module)}`;
+
 /** Each credential's own inbox prefix: `_INBOX.<node>.<module>`. */
 export const inboxPrefix = (node: string, module: string): string =>
   `${Subject.inboxRoot}.${checkName("node", node)}.${checkName("module", module)}`;
@@ -325,6 +333,14 @@ export const StreamSpec: Record<
     maxMsgsPerSubject: 1,
     maxAgeSeconds: 0,
     maxBytes: 16 * 1024 * 1024,
+  },
+  // One message per node and module every few seconds while it is called: an hour of a busy
+  // module's windows, a day of a quiet one's, and never more than 64 MiB (decision 0172).
+  [Stream.toolStats]: {
+    subjects: [`${Subject.toolStatsPrefix}.>`],
+    maxMsgsPerSubject: 720,
+    maxAgeSeconds: 24 * 3600,
+    maxBytes: 64 * 1024 * 1024,
   },
 };
 
@@ -469,25 +485,3 @@ export const RESERVED_MODULE_NAMES: ReadonlySet<string> = new Set([
   ALL_NODES,
   "mesh",
 ]);
-
-// ---------------------------------------------------------------------------------------------
-// Bound values
-
-/**
- * The names of the values the mesh derives for a module (`bound` provision asks): its node, the
- * bus urls, the bucket of each state it keeps and reads, the subject of each tool it calls.
- */
-export const BoundKey = {
-  node: "node",
-  servers: "servers",
-  /** The build of the module the node runs (its service reports it as its version). */
-  build: "build",
-  /** The bucket of one of the module's own states. */
-  state: (state: string): string => `state.${checkName("state", state)}`,
-  /** The bucket of a state the module reads. */
-  read: (module: string, state: string): string =>
-    `read.${checkName("module", module)}.${checkName("state", state)}`,
-  /** The subject pattern of a tool the module calls (any node: `mesh.tools.*.<module>.<tool>`). */
-  call: (module: string, tool: string): string =>
-    `call.${checkName("module", module)}.${checkName("tool", tool)}`,
-} as const;

@@ -224,6 +224,8 @@ export function serveModule(
     readonly version: string;
     readonly onRejected: (why: string, subject: string) => void;
     readonly log: (text: string) => void;
+    /** Told how each call ended: answered, or the code it was refused with (decision 0172). */
+    readonly counted?: (tool: string, code: ReplyCode | undefined) => void;
   },
   tools: readonly ToolInfo[],
   call: (tool: string, input: unknown, headers: ReadonlyMap<string, string>) => Promise<unknown>,
@@ -236,8 +238,18 @@ export function serveModule(
       input: JSON.stringify(tool.input),
       ...(tool.output === undefined ? {} : { output: JSON.stringify(tool.output) }),
     },
-    handler: async (request: { json(): unknown; headers: ReadonlyMap<string, string> }) =>
-      call(tool.name, shallowEnough(request.json()), request.headers),
+    handler: async (request: { json(): unknown; headers: ReadonlyMap<string, string> }) => {
+      // Counted here, around everything the endpoint does, so a refusal before the worker (not
+      // JSON, too deep) counts with the code its reply carries.
+      try {
+        const result = await call(tool.name, shallowEnough(request.json()), request.headers);
+        o.counted?.(tool.name, undefined);
+        return result;
+      } catch (error) {
+        o.counted?.(tool.name, replyCodeOf(error));
+        throw error;
+      }
+    },
   }));
   return serve(o.bus, {
     name: o.module,

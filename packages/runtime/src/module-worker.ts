@@ -21,6 +21,7 @@ import { WorkerCalls, firstLine, wakeAll, type PendingCall } from "./worker-call
 import type { Provisioner } from "./provisioner.js";
 import { serviceVersion } from "./service-version.js";
 import type { SpareWorker } from "./spare-worker.js";
+import type { ToolStatsCounter } from "./tool-stats.js";
 import { ModuleState, deadlineOf, type ModuleStatus, type WorkerTuning } from "./worker-tuning.js";
 
 export { ModuleState, DEFAULT_TUNING } from "./worker-tuning.js";
@@ -46,6 +47,8 @@ export interface ModuleWorkerOptions {
   /** A request rejected before any handler (a JetStream delivery, a forged subject). */
   readonly onRejected: (why: string, subject: string) => void;
   readonly log: (text: string) => void;
+  /** Counts the module's calls and errors; nothing is counted without one (decision 0172). */
+  readonly stats?: ToolStatsCounter;
 }
 
 /** A worker the runtime ends on purpose, and whether a restart follows. */
@@ -336,8 +339,10 @@ export class ModuleWorker implements AsyncDisposable {
         const version = await serviceVersion(this.#o.provisioner, this.module, this.#o.version);
         await this.#stopServing();
         if (tools.length > 0) {
-          this.#served = await serveModule({ ...this.#o, version }, tools, (tool, input, headers) =>
-            this.call(tool, input, deadlineOf(headers, this.#o.tuning)),
+          this.#served = await serveModule(
+            { ...this.#o, version, ...this.#counted() },
+            tools,
+            (tool, input, headers) => this.call(tool, input, deadlineOf(headers, this.#o.tuning)),
           );
         }
         this.#servedTools = toolsKey;
@@ -361,6 +366,13 @@ export class ModuleWorker implements AsyncDisposable {
     this.#setStatus({ state: ModuleState.serving, tools: tools.map((t) => t.name) });
     this.#o.spare?.prepare();
     this.#scheduleIdle();
+  }
+
+  #counted(): { counted?: (tool: string, code: ReplyCode | undefined) => void } {
+    const stats = this.#o.stats;
+    return stats === undefined
+      ? {}
+      : { counted: (tool, code) => stats.count(this.module, tool, code) };
   }
 
   /** Stops the worker once no call came for the idle time; its service stays registered. */

@@ -23,6 +23,7 @@ import {
 import { Provisioner } from "./provisioner.js";
 import { SpareWorker } from "./spare-worker.js";
 import { StandbyEnv, StatusEnv } from "./env.js";
+import { ToolStatsCounter } from "./tool-stats.js";
 
 /** The version of the status file's shape (README.md, "Reporting"). */
 export const STATUS_VERSION = 1;
@@ -78,6 +79,11 @@ export interface RuntimeOptions {
   readonly spare?: SpareWorker;
   /** When the process, a standby until then, was told to take over (ISO 8601). */
   readonly takeover?: string;
+  /**
+   * How often the tools' call counts are filed (ms; decision 0172): TOOL_STATS_INTERVAL_MS by
+   * default; 0 counts nothing (what the bench compares against).
+   */
+  readonly toolStatsMs?: number;
 }
 
 /** Variables module code must not see: the runtime's credential and its wiring. */
@@ -96,6 +102,8 @@ export class Runtime implements Daemon, AsyncDisposable {
   readonly #workers = new Map<string, ModuleWorker>();
   /** One worker booted ahead, for the next module that needs one. */
   readonly #spare: SpareWorker;
+  /** Counts every served tool's calls and errors; undefined when counting is off. */
+  readonly #stats: ToolStatsCounter | undefined;
   readonly #options: RuntimeOptions;
   readonly #life = new DaemonLife({});
   readonly #started: RuntimeStatus["started"];
@@ -116,6 +124,15 @@ export class Runtime implements Daemon, AsyncDisposable {
     const workerFile = options.workerFile ?? new URL(import.meta.resolve("@mesh/sdk/worker"));
     const env = options.env ?? moduleEnv(process.env);
     this.#spare = options.spare ?? spareFor(options);
+    this.#stats =
+      options.toolStatsMs === 0
+        ? undefined
+        : new ToolStatsCounter({
+            bus: options.bus,
+            node: this.node,
+            log,
+            ...(options.toolStatsMs === undefined ? {} : { intervalMs: options.toolStatsMs }),
+          });
     for (const [module, entries] of [...options.modules].sort(([a], [b]) => a.localeCompare(b))) {
       this.#workers.set(
         module,
@@ -131,6 +148,7 @@ export class Runtime implements Daemon, AsyncDisposable {
           workerFile,
           env,
           version: MESH_VERSION,
+          ...(this.#stats === undefined ? {} : { stats: this.#stats }),
           onStatus: () => this.#changed(),
           onRejected: (why, subject) => {
             log(`[node-tools] rejected a message on ${subject}: ${why}`);
@@ -227,6 +245,8 @@ export class Runtime implements Daemon, AsyncDisposable {
       this.#changed();
       await this.#spare.close();
       await Promise.all([...this.#workers.values()].map(how));
+      // After the workers: the calls a drain let finish are in the last window filed.
+      await this.#stats?.stop();
       await this.provisioner.close();
       this.#life.set(Lifecycle.stopped);
       this.#changed();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { controllerGrant, hostGrant, operatorGrant } from "./principals.js";
+import { controllerGrant, hostGrant, operatorGrant, viewGrant } from "./principals.js";
 import { can, hears, kv } from "./test-support.js";
 
 describe("hostGrant", () => {
@@ -125,6 +125,9 @@ describe("operatorGrant", () => {
     assert.ok(can(p, "$JS.API.CONSUMER.CREATE.mesh-logs.oc_X_1.mesh.logs.n1.hello"));
     assert.ok(can(p, "$JS.API.CONSUMER.CREATE.mesh-conditions.oc_X_1.mesh.conditions.>"));
     assert.equal(can(p, "$JS.API.CONSUMER.CREATE.mesh-logs.oc_X_1.>"), false);
+    // A module's tool counts on every node (decision 0172), and it files none itself.
+    assert.ok(can(p, "$JS.API.CONSUMER.CREATE.mesh-tool-stats.oc_X_1.mesh.tool-stats.*.hello"));
+    assert.equal(can(p, "mesh.tool-stats.n1.hello"), false);
     assert.equal(
       can(p, "mesh.conditions.hello.x"),
       false,
@@ -176,6 +179,17 @@ describe("operatorGrant", () => {
     assert.equal(can(p, "mesh.controller.secret-get"), false, "no subject hands a value back");
     assert.equal(can(p, "mesh.join"), false);
     assert.equal(hears(p, "mesh.controller.join-token"), false);
+  });
+});
+
+describe("viewGrant", () => {
+  test("both accesses read every module's tool counts and file none (decision 0172)", () => {
+    for (const access of ["operate", "read"] as const) {
+      const p = viewGrant({ node: "n1", access });
+      const read = "$JS.API.CONSUMER.CREATE.mesh-tool-stats.oc_X_1.mesh.tool-stats.*.hello";
+      assert.ok(can(p, read), access);
+      assert.equal(can(p, "mesh.tool-stats.n1.hello"), false, access);
+    }
   });
 });
 

@@ -107,7 +107,7 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 }
 
 /**
- * Every bucket but the secrets, the conditions and the logs: what the operator reads, with the
+ * Every bucket but the secrets, the conditions, the logs and the tools' counts: what the operator reads, with the
  * read-only JetStream API that lists streams and buckets.
  */
 function operatorReads(): Rights {
@@ -116,6 +116,7 @@ function operatorReads(): Rights {
     ...reads.map(kvRead),
     streamRead(Stream.conditions, streamFilter(Stream.conditions)),
     streamRead(Stream.logs, streamFilter(Stream.logs)),
+    streamRead(Stream.toolStats, streamFilter(Stream.toolStats)),
     jetStreamReadOnly,
   );
 }
