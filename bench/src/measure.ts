@@ -29,6 +29,22 @@ export function quantile(values: readonly number[], q: number): number {
 /** Operations per second of `count` operations that took `ms` in all. */
 export const perSecond = (count: number, ms: number): number => (count * 1000) / ms;
 
+/** Calls per second of `total` calls of `fn`, `inFlight` of them at a time. */
+export async function throughput(
+  fn: (n: number) => Promise<unknown>,
+  total: number,
+  inFlight: number,
+): Promise<number> {
+  let next = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < total) await fn(next++);
+    }),
+  );
+  return perSecond(total, Number(process.hrtime.bigint() - start) / 1e6);
+}
+
 /** One line of a report: the figure, its baseline and their ratio. */
 export function line(
   what: string,

@@ -20,7 +20,7 @@ import {
   toolSubject,
 } from "@mesh/protocol";
 import { ModuleState, Runtime, StatusEnv, type RuntimeStatus } from "@mesh/runtime";
-import { line, perSecond, quantile, timeEach } from "./measure.js";
+import { line, quantile, throughput, timeEach } from "./measure.js";
 
 const NODE = "bench";
 const SEQUENTIAL = 2_000;
@@ -171,18 +171,8 @@ async function sequentialCalls(calls: Calls): Promise<void> {
 }
 
 async function callThroughput(calls: Calls): Promise<void> {
-  const throughput = async (fn: (n: number) => Promise<unknown>): Promise<number> => {
-    let next = 0;
-    const start = process.hrtime.bigint();
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < CONCURRENT_TOTAL) await fn(next++);
-      }),
-    );
-    return perSecond(CONCURRENT_TOTAL, Number(process.hrtime.bigint() - start) / 1e6);
-  };
-  const bareRate = await throughput(calls.bareCall);
-  const toolRate = await throughput(calls.toolCall);
+  const bareRate = await throughput(calls.bareCall, CONCURRENT_TOTAL, IN_FLIGHT);
+  const toolRate = await throughput(calls.toolCall, CONCURRENT_TOTAL, IN_FLIGHT);
   console.log(`throughput (${CONCURRENT_TOTAL} calls, ${IN_FLIGHT} in flight)`);
   console.log(
     line("  tool calls", toolRate, "calls/s", { what: "bare request-reply", value: bareRate }),
