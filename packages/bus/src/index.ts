@@ -75,6 +75,7 @@ export {
 } from "./mirror/mirror.js";
 export {
   reconciler,
+  type ReconcileBurstContext,
   type ReconcileContext,
   type Reconciled,
   type Reconciler,

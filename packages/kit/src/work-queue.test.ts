@@ -49,6 +49,22 @@ test("a key added while a worker has it is handed again once the worker is done,
   assert.equal(queue.length, 0);
 });
 
+test("takeWaiting hands every waiting key at once; each is the caller's until done", async () => {
+  const queue = queueOf<string>();
+  queue.add("a");
+  queue.add("b");
+  queue.add("c");
+  const first = await queue.get();
+  assert.equal(first, "a");
+  assert.deepEqual(queue.takeWaiting(), ["b", "c"]);
+  assert.equal(queue.length, 0);
+  assert.deepEqual(queue.takeWaiting(), [], "nothing waits any more");
+  queue.add("b");
+  assert.equal(queue.length, 0, "b is the caller's: added again, it waits for done");
+  for (const key of ["a", "b", "c"]) queue.done(key);
+  assert.deepEqual(queue.takeWaiting(), ["b"], "handed again once done, once");
+});
+
 test("a worker waiting in get() is handed the next key added", async () => {
   const queue = queueOf<number>();
   const waiting = queue.get();

@@ -128,6 +128,18 @@ export class WorkQueue<K> {
     return new Promise((resolve) => this.#getters.push(resolve));
   }
 
+  /**
+   * Every key waiting now, at once, each the caller's until it calls `done` for it: a worker
+   * that decides a burst of keys in one pass (the assigner) takes the burst with this after
+   * `get` handed its first key. None when nothing waits or the queue is shut down.
+   */
+  takeWaiting(): K[] {
+    const keys = [...this.#waiting];
+    this.#waiting.clear();
+    for (const key of keys) this.#working.add(key);
+    return keys;
+  }
+
   /** The worker is done with `key`: if it was added meanwhile, it waits to be handed again. */
   done(key: K): void {
     this.#working.delete(key);

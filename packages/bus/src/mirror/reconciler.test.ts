@@ -153,3 +153,69 @@ test("requeueAfterMs asks about the key again though nothing changed; enqueue as
   }
   assert.equal(r.state, Lifecycle.stopped);
 });
+
+test("a burst reconciler is handed every waiting key at once; a change during a burst makes one more", async () => {
+  const bucket = await bucketWith({ a: 1, b: 1 });
+  const bursts: string[][] = [];
+  const heard: string[] = [];
+  let release: () => void = () => undefined;
+  let gate: Promise<void> | undefined;
+  const r = reconciler({
+    sources: { values: { bucket } },
+    // Told also of the standing values, before the mirror stands; keysOf only after.
+    onChange: (change, mirror) => heard.push(`${change.key}:${String(mirror.isReady)}`),
+    keysOf: (change) => [change.key],
+    allKeys: () => ["*"],
+    retry: QUICK,
+    reconcileBurst: async (keys) => {
+      bursts.push([...keys].sort());
+      if (gate !== undefined) await gate;
+    },
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  try {
+    await waitFor(() => bursts.length >= 1, { what: "the first burst" });
+    assert.deepEqual(bursts[0], ["*"]);
+    assert.deepEqual(heard.sort(), ["a:false", "b:false"]);
+    gate = new Promise<void>((resolve) => (release = resolve));
+    await bucket.put("a", { n: 2 });
+    await waitFor(() => bursts.length >= 2, { what: "a's burst began" });
+    // Three keys change while a's burst is held: they make one burst after it, not three.
+    await bucket.put("a", { n: 3 });
+    await bucket.put("b", { n: 2 });
+    await bucket.put("c", { n: 1 });
+    await waitFor(() => r.mirror?.map("values").get("c") !== undefined, { what: "c mirrored" });
+    gate = undefined;
+    release();
+    await waitFor(() => bursts.flat().includes("c"), { what: "the burst after the held one" });
+    assert.deepEqual(bursts.slice(1), [["a"], ["a", "b", "c"]]);
+  } finally {
+    stop.abort();
+    await running;
+  }
+});
+
+test("a stop before the mirror stands ends the run at once, not when a source gives up", async () => {
+  // A source that hands nothing, ever: the mirror never stands (its give-up is a minute off).
+  const silent = {
+    name: "silent",
+    watch: ({ signal }: { signal?: AbortSignal }) =>
+      (async function* () {
+        await new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve()));
+        yield* [];
+      })(),
+  };
+  const r = reconciler({
+    sources: { silent: { bucket: silent } },
+    keysOf: () => [],
+    retry: QUICK,
+    reconcile: () => undefined,
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  await waitFor(() => r.mirror !== undefined, { what: "the mirror started" });
+  stop.abort();
+  await waitFor(() => r.state === Lifecycle.stopped, { what: "the run ended", timeout: 5_000 });
+  await running;
+});

@@ -9,6 +9,11 @@
  * a source to look at again). A required source lost for good fails the run (the daemon's
  * supervisor starts it again).
  *
+ * A daemon whose decision is one pass over many keys at once (the assigner: one snapshot, one
+ * `assign` over the nodes a burst touched) gives `reconcileBurst` instead of `reconcile`: it is
+ * handed every key waiting when it starts (a change during it makes one more burst), and a
+ * burst that throws requeues each of its keys on its own backoff.
+ *
  * ```ts
  * const indexer = reconciler({
  *   name: "indexer",
@@ -25,6 +30,8 @@ import {
   DaemonLife,
   Lifecycle,
   WorkQueue,
+  aborted,
+  delay,
   loggerFrom,
   type BackoffPolicy,
   type Daemon,
@@ -49,31 +56,60 @@ export interface ReconcileContext<S extends Sources> {
   readonly log: Logger;
 }
 
-export interface ReconcilerOptions<S extends Sources, K> extends Omit<
+/** What `reconcileBurst` works with: `more()` takes the keys that came since it was handed its own. */
+export interface ReconcileBurstContext<S extends Sources, K> extends ReconcileContext<S> {
+  /** Takes every key waiting now into this burst (after a source was opened again, say). */
+  readonly more: () => K[];
+}
+
+interface ReconcilerBase<S extends Sources, K> extends Omit<
   MirrorOptions<S>,
   "touched" | "onChange" | "log"
 > {
   /** How the reconciler is named in its log (`assigner`). */
   readonly name?: string;
-  /** The keys a change concerns; none when it concerns no key. */
+  /** The keys a change concerns; none when it concerns no key. Asked once the mirror stands. */
   readonly keysOf: (change: SourceChange<S>, mirror: Mirror<S>) => Iterable<K>;
+  /** Told every change, also before the mirror stands (an index kept beside the mirror). */
+  readonly onChange?: (change: SourceChange<S>, mirror: Mirror<S>) => void;
   /** Every key there is to decide (reconciled once the mirror stands); none by default. */
   readonly allKeys?: (mirror: Mirror<S>) => Iterable<K>;
-  /** Told once the mirror stands, before any key is reconciled (the daemon says it runs). */
-  readonly onReady?: (mirror: Mirror<S>) => void;
-  /** Makes the world match what the mirror holds for `key`; throws to be retried. */
-  readonly reconcile: (
-    key: K,
-    context: ReconcileContext<S>,
-  ) => Promise<Reconciled | void> | Reconciled | void;
+  /**
+   * Told once the mirror stands, before any key is reconciled, and awaited (what it reads first;
+   * background work it starts under `signal`): the daemon says it runs once this returns.
+   */
+  readonly onReady?: (
+    mirror: Mirror<S>,
+    context: { readonly signal: AbortSignal },
+  ) => Promise<void> | void;
   /** The per-key backoff of a `reconcile` that threw. */
   readonly retry: BackoffPolicy;
-  /** How many keys are reconciled at once; 1 by default. */
+  /** How many keys are reconciled at once; 1 by default (a burst reconciler: always 1). */
   readonly workers?: number;
   /** Told a key reconciled, when it failed, with the error (tests, metrics). */
   readonly onReconciled?: (key: K, error: unknown) => void;
+  /** What a mirror that failed (before or after it stood) fails the run with; itself by default. */
+  readonly failure?: (error: unknown) => Error;
   readonly log?: (line: string) => void;
 }
+
+/** Makes the world match what the mirror holds for `key`; throws to be retried. */
+type Reconcile<S extends Sources, K> = (
+  key: K,
+  context: ReconcileContext<S>,
+) => Promise<Reconciled | void> | Reconciled | void;
+
+/** Makes the world match what the mirror holds for every key of a burst; throws to be retried. */
+type ReconcileBurst<S extends Sources, K> = (
+  keys: K[],
+  context: ReconcileBurstContext<S, K>,
+) => Promise<void> | void;
+
+export type ReconcilerOptions<S extends Sources, K> = ReconcilerBase<S, K> &
+  (
+    | { readonly reconcile: Reconcile<S, K>; readonly reconcileBurst?: never }
+    | { readonly reconcileBurst: ReconcileBurst<S, K>; readonly reconcile?: never }
+  );
 
 /** A reconciler as a daemon: `run({ signal })` until stopped; `enqueue` asks for a key from outside. */
 export interface Reconciler<S extends Sources, K> extends Daemon, AsyncDisposable {
@@ -131,12 +167,15 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
   async #work(signal: AbortSignal): Promise<void> {
     const {
       keysOf,
+      onChange,
       allKeys,
-      reconcile: _reconcile,
+      reconcile,
+      reconcileBurst,
       retry,
       workers,
       onReconciled,
       onReady,
+      failure,
       name: _name,
       ...mirrorOptions
     } = this.#o;
@@ -146,35 +185,86 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
     await using mirror = Mirror.start<S>({
       ...mirrorOptions,
       log,
-      // Before the mirror stands, nothing is queued: every key is reconciled once it does.
       onChange: (change) => {
+        onChange?.(change, mirror);
+        // Before the mirror stands, nothing is queued: every key is reconciled once it does.
         if (this.#mirror?.isReady === true)
           for (const key of keysOf(change, mirror)) queue.add(key);
       },
     });
     this.#mirror = mirror;
-    await Promise.race([mirror.ready, mirror.failed]);
-    onReady?.(mirror);
+    const failing = (error: unknown): Promise<never> =>
+      Promise.reject(failure === undefined ? (error as Error) : failure(error));
+    const failed = mirror.failed.catch(failing);
+    failed.catch(() => undefined);
+    // A stop before the mirror stands ends the run at once, not once a source gives up.
+    await Promise.race([mirror.ready.catch(failing), failed, aborted(signal)]);
+    if (signal.aborted) return;
+    await onReady?.(mirror, { signal });
+    if (signal.aborted) return;
     for (const key of allKeys?.(mirror) ?? []) queue.add(key);
     this.#life.set(Lifecycle.running);
-    const working = Array.from({ length: Math.max(1, workers ?? 1) }, () =>
-      this.#worker(queue, mirror, signal, onReconciled),
-    );
+    const working =
+      reconcileBurst !== undefined
+        ? [this.#burstWorker(queue, mirror, signal, reconcileBurst)]
+        : Array.from({ length: Math.max(1, workers ?? 1) }, () =>
+            this.#worker(queue, mirror, signal, reconcile, onReconciled),
+          );
     // A mirror that fails ends the run with its error; a stop ends the workers with the queue.
-    await Promise.race([Promise.all(working), mirror.failed]);
+    await Promise.race([Promise.all(working), failed]);
+  }
+
+  /** Hands every key waiting to one `reconcileBurst` at a time. */
+  async #burstWorker(
+    queue: WorkQueue<K>,
+    mirror: Mirror<S>,
+    signal: AbortSignal,
+    reconcileBurst: ReconcileBurst<S, K>,
+  ): Promise<void> {
+    const log = this.#life.log;
+    const { onReconciled } = this.#o;
+    for (let first = await queue.get(); first !== undefined; first = await queue.get()) {
+      // A burst is what comes within one turn of the event loop, as the mirror's own gathering.
+      if (!(await delay(0, { signal }))) {
+        queue.done(first);
+        break;
+      }
+      const keys = [first, ...queue.takeWaiting()];
+      const more = (): K[] => {
+        const taken = queue.takeWaiting();
+        keys.push(...taken);
+        return taken;
+      };
+      const failures = Math.max(...keys.map((key) => queue.failures(key)));
+      try {
+        await reconcileBurst(keys, { mirror, signal, failures, log, more });
+        for (const key of keys) queue.forget(key);
+        for (const key of keys) onReconciled?.(key, undefined);
+      } catch (error) {
+        if (signal.aborted) break;
+        const delays = keys.map((key) => queue.requeue(key));
+        log(
+          `${keys.length} key(s): ${(error as Error).message}; again in ${Math.min(...delays)} ms`,
+        );
+        for (const key of keys) onReconciled?.(key, error);
+      } finally {
+        for (const key of keys) queue.done(key);
+      }
+    }
   }
 
   async #worker(
     queue: WorkQueue<K>,
     mirror: Mirror<S>,
     signal: AbortSignal,
+    reconcile: Reconcile<S, K> | undefined,
     onReconciled: ReconcilerOptions<S, K>["onReconciled"],
   ): Promise<void> {
     const log = this.#life.log;
     for (let key = await queue.get(); key !== undefined; key = await queue.get()) {
       const failures = queue.failures(key);
       try {
-        const answer = await this.#o.reconcile(key, { mirror, signal, failures, log });
+        const answer = await reconcile?.(key, { mirror, signal, failures, log });
         queue.forget(key);
         if (answer?.requeueAfterMs !== undefined) queue.requeueAfter(key, answer.requeueAfterMs);
         onReconciled?.(key, undefined);

@@ -1,10 +1,12 @@
 /**
  * The assigner as a process (docs/design.md "Delivery"): a thin shell around core's
- * `assign`. It watches every bucket a pass reads and keeps what they hand in memory; it makes its
- * first pass once every watch has handed what stands (the puts too, when their bucket opens: a
- * pass never writes a want that a standing put contradicts), then one pass per burst of changes (a change
- * that comes during a pass makes one more), and holds no timer. A pass decides only the nodes the
- * changes touched, and writes only what differs from what stands.
+ * `assign`, built as a reconciler keyed by node whose passes take a burst of nodes at once
+ * (`reconcileBurst`: one snapshot, one `assign` over every node the burst touched). It watches
+ * every bucket a pass reads and keeps what they hand in memory; it makes its first pass once every
+ * watch has handed what stands (the puts too, when their bucket opens: a pass never writes a want
+ * that a standing put contradicts), then one pass per burst of changes (a change that comes during
+ * a pass makes one more), and holds no timer. A pass decides only the nodes the changes touched,
+ * and writes only what differs from what stands.
  *
  * Every bucket is essential but the puts: without one of them a pass would write wants from half
  * the mesh, so the start stops with the bucket and the grant named. Without the puts the wants are
@@ -23,28 +25,35 @@ import {
 import {
   ALL,
   KvBucket,
-  Mirror,
   keepSayingKeeps,
+  reconciler,
   sayCondition,
   conditionsSource,
   type MeshBus,
+  type Mirror,
   type MirrorSource,
+  type ReconcileBurstContext,
+  type Reconciler,
+  type SourceChange,
   type Touched,
 } from "@mesh/bus";
-import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@mesh/kit";
 import {
-  ALL_NODES,
+  aborted,
+  type BackoffPolicy,
+  type Daemon,
+  type Lifecycle,
+  type RunOptions,
+} from "@mesh/kit";
+import {
   Bucket,
   Principal,
   Stream,
-  type Ask,
   type Condition,
   type Have,
   type Presence,
 } from "@mesh/protocol";
 import {
   CurrentHave,
-  allKey,
   foldHave,
   heartbeatOnly,
   mapOf,
@@ -57,6 +66,7 @@ import {
 import { readOwnConditions } from "./own-conditions.js";
 import { gatedNodes, nodeOf } from "./rollout-gates.js";
 import { SummaryKeeper } from "./summary-keeper.js";
+import { TouchedNodes } from "./touched-nodes.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
 export const ASSIGNER_KEEPS = [
@@ -120,20 +130,24 @@ const OPTIONAL = [Bucket.puts, Stream.conditions] as const;
 /** How often, at most, a pass tries again an optional source that is not open (seed 003: a minute). */
 export const PUTS_REOPEN_MS = 60_000;
 
-type AssignerMirror = Mirror<Record<string, MirrorSource<unknown, unknown>>>;
+type AssignerSources = Record<string, MirrorSource<unknown, unknown>>;
+type AssignerMirror = Mirror<AssignerSources>;
+/** What the assigner reconciles: a node, or every node (the first pass; a change that reaches all). */
+type AssignerKey = string | typeof ALL;
+
+/** The backoff of a pass that threw (a bug: a pass catches what the bus refuses). */
+const PASS_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 
 export class Assigner implements Daemon, AsyncDisposable {
-  readonly #life: DaemonLife;
   #passes = 0;
   readonly #bus: MeshBus;
   readonly #options: AssignerOptions;
   readonly #log: (line: string) => void;
   readonly #maps: Maps;
-  readonly #buckets = new Map<string, KvBucket<unknown>>();
-  /** The buckets in memory; the nodes their changes touched are its dirty keys. */
-  #mirror: AssignerMirror | undefined;
-  /** Nodes each module has keys for, so a module's change touches only those nodes. */
-  readonly #moduleNodes = new Map<string, Set<string>>();
+  readonly #buckets: Map<string, KvBucket<unknown>>;
+  readonly #reconciler: Reconciler<AssignerSources, AssignerKey>;
+  /** Which nodes a change touches (and the nodes each module has keys for). */
+  readonly #touched: TouchedNodes;
   #stop = new AbortController();
   /** Every module's latest conditions, by `<module>.<name>`: the summary's read model reads them. */
   readonly #conditions = new Map<string, Condition>();
@@ -145,21 +159,37 @@ export class Assigner implements Daemon, AsyncDisposable {
   /** When each source it can do without was last tried (the mirror tries both at its start). */
   readonly #triedAt = new Map<string, number>();
 
-  private constructor(options: AssignerOptions) {
+  private constructor(options: AssignerOptions, buckets: Map<string, KvBucket<unknown>>) {
     this.#bus = options.bus;
     this.#options = options;
     this.#log = options.log ?? (() => undefined);
-    this.#life = new DaemonLife({ log: this.#log });
     this.#maps = newMaps();
     this.#have = new CurrentHave(this.#maps.have);
+    this.#touched = new TouchedNodes(this.#maps);
+    this.#buckets = buckets;
+    this.#reconciler = reconciler<AssignerSources, AssignerKey>({
+      sources: this.#sources(),
+      log: this.#log,
+      retry: PASS_RETRY,
+      // A bucket lost for good (not watched again within a minute), or never heard, stops the
+      // assigner rather than let it decide from what it does not hear; its supervisor starts it again.
+      failure: notHeard,
+      onChange: (change) => this.#heard(change),
+      keysOf: (change) => this.#keysOf(change),
+      // The first pass decides every node, once every bucket handed what stands.
+      allKeys: () => [ALL],
+      onReady: (_mirror, { signal }) => this.#ready(signal),
+      reconcileBurst: (keys, context) => this.#burst(keys, context),
+    });
   }
 
   /** Opens nothing yet: `run` opens the buckets, so a missing one stops the run, not the creation. */
   static async create(options: AssignerOptions): Promise<Assigner> {
-    const assigner = new Assigner(options);
+    const buckets = new Map<string, KvBucket<unknown>>();
     for (const bucket of [...WATCHED, Bucket.puts]) {
-      assigner.#buckets.set(bucket, await KvBucket.open(options.bus, bucket));
+      buckets.set(bucket, await KvBucket.open(options.bus, bucket));
     }
+    const assigner = new Assigner(options, buckets);
     assigner.#summary = new SummaryKeeper({
       bucket: await KvBucket.open(options.bus, Bucket.summary),
       state: () => assigner.#fleetState(),
@@ -191,7 +221,7 @@ export class Assigner implements Daemon, AsyncDisposable {
   }
 
   get state(): Lifecycle {
-    return this.#life.state;
+    return this.#reconciler.state;
   }
 
   /** How many passes have been made. */
@@ -201,54 +231,9 @@ export class Assigner implements Daemon, AsyncDisposable {
 
   run(options: RunOptions): Promise<void> {
     const signal = AbortSignal.any([options.signal, this.#stop.signal]);
-    // Up to writeConcurrency writes listen on the signal at once, by design.
-    setMaxListeners(0, signal);
-    return this.#life.run({ signal }, (signal) => this.#work(signal));
-  }
-
-  async #work(signal: AbortSignal): Promise<void> {
-    const mirror = this.#startMirror();
-    this.#mirror = mirror;
-    try {
-      // The first pass waits for every bucket to hand what stands, the puts too when their
-      // bucket opens: no first pass (after a restart, say) writes a want a standing put
-      // contradicts; a puts bucket that cannot be opened holds nothing back.
-      const stopped = aborted(signal);
-      await Promise.race([
-        mirror.ready.catch((e: unknown) => Promise.reject(notHeard(e))),
-        stopped,
-      ]);
-      if (signal.aborted) return;
-      await readOwnConditions(this.#bus, this.#maps.own.conditions, { signal, log: this.#log });
-      keepSayingKeeps(this.#bus, ASSIGNER_KEEPS, {
-        signal,
-        onError: (e) =>
-          this.#log(
-            `what the assigner keeps could not be said yet (${e.message}); said again on reconnect`,
-          ),
-      });
-      this.#life.set(Lifecycle.running, "every watch handed what stands");
-      this.#summary?.run(signal).catch((e: unknown) => {
-        this.#log(`the fleet's summary stopped: ${(e as Error).message}`);
-      });
-      // A bucket lost for good (not watched again within a minute) stops the assigner rather
-      // than let it decide from what it no longer hears; its supervisor starts it again.
-      const failed = mirror.failed.catch((e: unknown) => Promise.reject(notHeard(e)));
-      failed.catch(() => undefined);
-      let full = true;
-      for (;;) {
-        if (signal.aborted) break;
-        if (!full) {
-          await Promise.race([mirror.changed(signal), failed]);
-          if (signal.aborted) break;
-        }
-        await this.#pass(full, signal);
-        full = false;
-      }
-    } finally {
-      // Every watch is stopped before the connection may close under it.
-      await mirror[Symbol.asyncDispose]();
-    }
+    const now = Date.now();
+    for (const source of OPTIONAL) this.#triedAt.set(source, now);
+    return this.#reconciler.run({ signal });
   }
 
   /** Stops a running `run()`; disposing twice is harmless. */
@@ -257,17 +242,49 @@ export class Assigner implements Daemon, AsyncDisposable {
     return Promise.resolve();
   }
 
-  /** One pass over the touched nodes (every node on the first), writing what changed. */
-  async #pass(full: boolean, signal: AbortSignal): Promise<void> {
+  /** Every bucket handed what stands: what it said before is read back, then the first pass. */
+  async #ready(signal: AbortSignal): Promise<void> {
+    // Up to writeConcurrency writes listen on the signal at once, by design.
+    setMaxListeners(0, signal);
+    await readOwnConditions(this.#bus, this.#maps.own.conditions, { signal, log: this.#log });
+    keepSayingKeeps(this.#bus, ASSIGNER_KEEPS, {
+      signal,
+      onError: (e) =>
+        this.#log(
+          `what the assigner keeps could not be said yet (${e.message}); said again on reconnect`,
+        ),
+    });
+    this.#log("every watch handed what stands");
+    this.#summary?.run(signal).catch((e: unknown) => {
+      this.#log(`the fleet's summary stopped: ${(e as Error).message}`);
+    });
+  }
+
+  /** One pass over a burst of nodes (every node on the first). */
+  async #burst(
+    keys: AssignerKey[],
+    { mirror, signal, more }: ReconcileBurstContext<AssignerSources, AssignerKey>,
+  ): Promise<void> {
+    const full = this.#passes === 0;
+    // Before the pass decides, so what a reopened bucket hands is decided in this very pass.
+    if (!full) {
+      await this.#reopenOptional(mirror, signal);
+      more();
+    }
+    await this.#pass(full || keys.includes(ALL), keys, mirror, signal);
+  }
+
+  /** One pass over the touched nodes (every node when `all`), writing what changed. */
+  async #pass(
+    all: boolean,
+    keys: readonly AssignerKey[],
+    mirror: AssignerMirror,
+    signal: AbortSignal,
+  ): Promise<void> {
     const started = performance.now();
-    const mirror = this.#mirror as AssignerMirror;
-    // Before the dirty keys are taken, so what a reopened bucket hands is decided in this pass.
-    if (!full) await this.#reopenOptional(mirror, signal);
-    const dirty = mirror.take();
-    const touchedAll = full || dirty.all;
-    const nodes = [...dirty.keys];
+    const nodes = keys.filter((key): key is string => key !== ALL);
     const snapshot: AssignerSnapshot = { ...this.#maps, now: new Date().toISOString() };
-    const result = assign(snapshot, touchedAll ? {} : { nodes });
+    const result = assign(snapshot, all ? {} : { nodes });
     // A rollout's record first: a later pass continues from it, whatever came of the wants.
     const first = (w: AssignerWrite): boolean => w.bucket === Bucket.rollouts;
     await this.#write(result.writes.filter(first), signal);
@@ -298,7 +315,7 @@ export class Assigner implements Daemon, AsyncDisposable {
     this.#passes += 1;
     const report: PassReport = {
       number: this.#passes,
-      full: touchedAll,
+      full: all,
       nodes: result.nodes.length,
       writes: result.writes.length,
       puts: mirror.isOpen(Bucket.puts),
@@ -351,15 +368,15 @@ export class Assigner implements Daemon, AsyncDisposable {
           if (held === undefined) own.delete(w.key);
           else own.set(w.key, held);
           this.#log(`writing ${w.bucket} ${w.key} failed: ${(error as Error).message}`);
-          this.#mirror?.touch(this.#touchedBy(w.bucket, w.key));
+          this.#enqueue(this.#touched.of(w.bucket, w.key));
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, writes.length) }, worker));
   }
 
-  /** The mirror of every bucket a pass reads, kept in the assigner's own maps. */
-  #startMirror(): AssignerMirror {
+  /** Every bucket a pass reads, kept in the assigner's own maps. */
+  #sources(): AssignerSources {
     const equal = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
     const sources: Record<string, MirrorSource<unknown, unknown>> = {};
     for (const bucket of [...WATCHED, Bucket.puts]) {
@@ -393,103 +410,42 @@ export class Assigner implements Daemon, AsyncDisposable {
       optional: true,
       reopen: "when-asked",
     };
-    const now = Date.now();
-    for (const source of OPTIONAL) this.#triedAt.set(source, now);
-    return Mirror.start({
-      sources,
-      touched: (change) => {
-        // A heartbeat moves only the presence's time, which no rule but a rollout's gate reads:
-        // it logs no line. The summary judges gone by it, so it is told (it recomputes only
-        // when the heartbeat can change a judgement).
-        if (change.source === Bucket.presence && heartbeatOnly(change.before, change.after)) {
-          this.#summary?.heartbeat(change.key, change.before as Presence);
-          // Only a rollout's gate reads a heartbeat: it wakes a pass for a node a rollout waits
-          // on, and no other (decision 0130).
-          const node = nodeOf(change.after);
-          return this.#mirror?.isReady === true && this.#gated.has(node) ? [node] : [];
-        }
-        const read = summarySource(change.source);
-        if (read !== undefined) this.#summary?.moved([{ source: read, key: change.key }]);
-        if (change.source === Stream.conditions) return [];
-        this.#index(change.source, change.key);
-        // Before the first pass nothing needs noting: it decides every node.
-        return this.#mirror?.isReady === true ? this.#touchedBy(change.source, change.key) : [];
-      },
-      log: this.#log,
-    });
+    return sources;
   }
 
-  #index(bucket: string, key: string): void {
-    if (
-      bucket === Bucket.have ||
-      bucket === Bucket.wants ||
-      bucket === Bucket.assignments ||
-      bucket === Bucket.puts ||
-      bucket === Bucket.retries ||
-      bucket === Bucket.differences
-    ) {
-      const [node, module] = key.split(".") as [string, string | undefined];
-      if (module === undefined || node === ALL_NODES) return;
-      const set = this.#moduleNodes.get(module) ?? new Set<string>();
-      set.add(node);
-      this.#moduleNodes.set(module, set);
+  /**
+   * What every change tells the assigner's indexes, also before the first pass: the nodes each
+   * module has keys for, and the summary (told of a heartbeat, which no pass reads, too: it
+   * judges gone by it, and recomputes only when the heartbeat can change a judgement).
+   */
+  #heard(change: SourceChange<AssignerSources>): void {
+    if (change.source === Bucket.presence && heartbeatOnly(change.before, change.after)) {
+      this.#summary?.heartbeat(change.key, change.before as Presence);
+      return;
     }
+    const read = summarySource(change.source);
+    if (read !== undefined) this.#summary?.moved([{ source: read, key: change.key }]);
+    if (change.source !== Stream.conditions) this.#touched.index(change.source, change.key);
   }
 
-  /** The nodes one change touches: its own node, or every node a module's change reaches. */
-  #touchedBy(bucket: string, key: string): Touched {
-    const nodes = new Set<string>();
-    let all = false;
-    const touchModule = (module: string): void => {
-      const allKeyOf = allKey(module);
-      if (
-        allKeyOf === undefined ||
-        this.#maps.assignments.has(allKeyOf) ||
-        this.#maps.puts.has(allKeyOf)
-      ) {
-        all = true;
-        return;
-      }
-      for (const n of this.#moduleNodes.get(module) ?? []) nodes.add(n);
-    };
-    const first = key.split(".")[0] as string;
-    switch (bucket) {
-      case Bucket.presence:
-      case Bucket.composed:
-      case Bucket.compositions:
-      case Bucket.have:
-      case Bucket.wants:
-      case Bucket.differences:
-        nodes.add(first);
-        break;
-      case Bucket.assignments:
-      case Bucket.puts:
-      case Bucket.retries:
-        if (first === ALL_NODES) all = true;
-        else nodes.add(first);
-        break;
-      case Bucket.modules:
-      case Bucket.candidates:
-      case Bucket.builds:
-      case Bucket.rolloutPolicies:
-      case Bucket.rolloutSteers:
-      case Bucket.rollouts:
-        touchModule(first);
-        break;
-      case Bucket.manifests:
-        for (const b of this.#maps.builds.values())
-          if (b.manifestDigest === key) touchModule(b.module);
-        break;
-      case Bucket.answers:
-      case Bucket.asks: {
-        const ask: Ask | undefined = this.#maps.own.asks.get(key);
-        if (ask === undefined) all = true;
-        else touchModule(ask.module);
-        break;
-      }
-      default:
-        all = true;
+  /** The nodes a change (once the first pass is due) wakes a pass for. */
+  #keysOf(change: SourceChange<AssignerSources>): Iterable<AssignerKey> {
+    // A heartbeat moves only the presence's time, which no rule but a rollout's gate reads: it
+    // wakes a pass for a node a rollout waits on, and no other (decision 0130).
+    if (change.source === Bucket.presence && heartbeatOnly(change.before, change.after)) {
+      const node = nodeOf(change.after);
+      return this.#gated.has(node) ? [node] : [];
     }
-    return all ? ALL : nodes;
+    if (change.source === Stream.conditions) return [];
+    return this.#keys(this.#touched.of(change.source, change.key));
+  }
+
+  #keys(touched: Touched): Iterable<AssignerKey> {
+    return touched === ALL ? [ALL] : touched;
+  }
+
+  /** Asks for another pass over what a write that failed touched. */
+  #enqueue(touched: Touched): void {
+    for (const key of this.#keys(touched)) this.#reconciler.enqueue(key);
   }
 }
