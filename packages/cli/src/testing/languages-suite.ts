@@ -18,17 +18,17 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { deadline } from "@mesh/bus/testing";
-import { runMesh, MESH_MAIN } from "./run-mesh.js";
+import { meshJsonAt, runMesh, MESH_MAIN } from "./run-mesh.js";
 import { startMeshUp, type MeshUp } from "./mesh-up.js";
 import { statusOf, until as waitUntil } from "./until.js";
 
-const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
+export const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
 const NODE = "e2e-languages";
 /** A Go build from a cold cache takes minutes on a loaded machine. */
-const LONG = 400_000;
+export const LONG = 400_000;
 
 /** Each language's example, and a main that exits at once. */
-const LANGUAGES = [
+export const LANGUAGES = [
   {
     language: "python",
     module: "hello-python",
@@ -50,14 +50,8 @@ const LANGUAGES = [
 let mesh: MeshUp;
 let scratch: string;
 
-async function mesh0(args: readonly string[], stdin?: string): Promise<Record<string, unknown>> {
-  const run = await runMesh(
-    [...args, "--root", mesh.root, "--json"],
-    stdin === undefined ? {} : { input: stdin },
-  );
-  assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-}
+const mesh0 = (args: readonly string[], stdin?: string): Promise<Record<string, unknown>> =>
+  meshJsonAt(mesh.root, args, stdin);
 
 const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
   waitUntil(probe, ms, what, { explain: () => statusOf(mesh.root) });

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { Env } from "@mesh/protocol";
 import { deadline, freePort, processesNaming, reapWithMe } from "@mesh/bus/testing";
-import { MESH_MAIN } from "./run-mesh.js";
+import { MESH_MAIN, runMesh, startMesh, type MeshProcess } from "./run-mesh.js";
 
 export interface MeshUpReport {
   readonly root: string;
@@ -101,4 +101,54 @@ export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> 
     await stop();
     throw error;
   }
+}
+
+/** A node joined to a {@link MeshUp} from a root of its own; `stop` ends it and its processes. */
+export interface JoinedNode {
+  readonly node: string;
+  readonly root: string;
+  readonly join: MeshProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * `mesh join <bus> --token T --node N --root R` in the foreground, as a user types it on another
+ * machine (here: another root on this one); resolves once it says its host runs.
+ */
+export async function joinMeshUp(
+  mesh: MeshUp,
+  options: { readonly node: string; readonly root: string },
+): Promise<JoinedNode> {
+  const made = await runMesh(["join-token", "--root", mesh.root, "--json"]);
+  if (made.code !== 0) throw new Error(`mesh join-token failed: ${made.stdout}${made.stderr}`);
+  const { token } = JSON.parse(made.stdout) as { token: string };
+  const join = startMesh([
+    ...["join", mesh.report.bus.url, "--token", token],
+    ...["--node", options.node, "--root", options.root],
+    // Ctrl-C stops the node's processes too (a host under a supervisor leaves them).
+    "--stop-processes-on-exit",
+    "--json",
+  ]);
+  const stop = async (): Promise<void> => {
+    try {
+      process.kill(join.pid, "SIGINT");
+    } catch {
+      // it ended already
+    }
+    await join.ended(60_000).catch(() => join[Symbol.asyncDispose]());
+    for (const pid of await processesNaming(options.root)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  try {
+    await join.stdoutWhen((out) => /"running":\s*true/.test(out), 120_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { ...options, join, stop };
 }

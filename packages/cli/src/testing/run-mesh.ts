@@ -58,6 +58,27 @@ export function runMesh(args: readonly string[], options: RunMeshOptions = {}): 
   );
 }
 
+/**
+ * `mesh <args> --root <root> --json`, which must succeed: its answer. A failure throws with what
+ * it printed.
+ */
+export async function meshJsonAt(
+  root: string,
+  args: readonly string[],
+  stdin?: string,
+): Promise<Record<string, unknown>> {
+  const run = await runMesh(
+    [...args, "--root", root, "--json"],
+    stdin === undefined ? {} : { input: stdin },
+  );
+  if (run.code !== 0) {
+    throw new Error(
+      `mesh ${args.join(" ")} exited ${String(run.code)}: ${run.stdout}${run.stderr}`,
+    );
+  }
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
 /** A `mesh` command left running (a `--follow`, a foreground host), stopped by its pid. */
 export interface MeshProcess extends AsyncDisposable {
   readonly pid: number;
