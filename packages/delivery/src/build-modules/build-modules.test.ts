@@ -6,6 +6,8 @@
  * condition naming it, and they build once it is back.
  */
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
 import { waitFor } from "@mesh/bus/testing";
@@ -223,6 +225,59 @@ describe("build modules", () => {
       });
     });
   }
+
+  it("a language is added by running its build module: the mesh builds it and names it, with no change to the builder", async () => {
+    // A build module of a language the mesh does not ship: its bundle is its entrypoints as
+    // they are, run by sh.
+    const shell: LanguageBuilder = {
+      language: "shell",
+      toolchain: "sh",
+      build: async ({ root, bundles }) => ({
+        ok: true,
+        bundles: await Promise.all(
+          bundles.map(async (b) => ({
+            bundle: b.name,
+            files: await Promise.all(
+              b.entrypoints.map(async (path) => ({
+                path,
+                bytes: await readFile(join(root, path)),
+              })),
+            ),
+            run: ["sh", ...b.entrypoints.slice(0, 1)],
+          })),
+        ),
+      }),
+    };
+    const manifest = (module: string, language: string) =>
+      `module: ${module}\nbundles:\n  - name: app\n    language: ${language}\n    entrypoints: [main.sh]\nprocesses:\n  - name: main\n    bundle: app\n`;
+    const files = (module: string, language: string) => ({
+      "mesh.yaml": manifest(module, language),
+      "main.sh": "echo hello from sh\n",
+    });
+    // Before it runs, shell is refused like any language the mesh has no build module for.
+    const early = await folderWith(files("shelly", "shell"), "shelly-early");
+    await assert.rejects(registerModule(bus.operator, early, { by: "ada" }), /mesh-build-shell/);
+
+    const registry = await KvBucket.open(bus.admin, Bucket.buildModules);
+    await startBuildModule(shell);
+    await waitFor(async () => (await registry.get("shell"))?.value.module === "mesh-build-shell", {
+      what: "mesh-build-shell registered",
+    });
+    const dir = await folderWith(files("shelly", "shell"), "shelly");
+    await registerModule(bus.operator, dir, { by: "ada" });
+    const built = await buildOf("shelly", (b) => b.status === "built", "shelly built");
+    assert.deepEqual(
+      built.bundles.map((b) => b.name),
+      ["app"],
+    );
+    // A language nobody builds is now refused naming shell among the languages the mesh has.
+    const rusty = await folderWith(files("rusty-sh", "rust"), "rusty-sh");
+    await assert.rejects(registerModule(bus.operator, rusty, { by: "ada" }), (error: unknown) => {
+      assert.ok(isMeshError(error));
+      assert.match(error.message, /this mesh has build modules for go, python, shell, typescript/);
+      return true;
+    });
+  });
 
   it("a language no build module builds is refused at registration and by the builder, naming the languages the mesh has", async () => {
     const rust = {
