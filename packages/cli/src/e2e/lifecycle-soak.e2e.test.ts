@@ -15,7 +15,8 @@
  * The seed is printed; `MESH_SOAK_SEED=<n>` replays a run, `MESH_SOAK_ACTIONS=<n>` sets how many.
  */
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
@@ -79,7 +80,11 @@ async function buildsSettled(c: SoakContext): Promise<boolean> {
 }
 
 /** Waits until the builds are done, nothing assigned is starting, and two looks agree. */
-async function quiet(c: SoakContext, reads: number[]): Promise<StatusReport> {
+async function quiet(
+  c: SoakContext,
+  reads: number[],
+  history: readonly string[],
+): Promise<StatusReport> {
   let last = "";
   let report: StatusReport | undefined;
   const started = Date.now();
@@ -110,11 +115,21 @@ async function quiet(c: SoakContext, reads: number[]): Promise<StatusReport> {
               const silent = /is stopped on/.test(x.reason) ? " (stopped silently)" : "";
               return `  ${x.module}: ${x.state} — ${x.reason}${silent}`;
             })
-            .join("\n"),
+            .join("\n") +
+          `\nlast actions: ${history.slice(-BURST).join("; ")}` +
+          `\nassigner's log, last lines:\n${await logTail(c, "assigner")}`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
+}
+
+/** The last lines a mesh process of `mesh up` wrote, for a failure's message. */
+async function logTail(c: SoakContext, kind: string, lines = 25): Promise<string> {
+  const dir = join(c.mesh.root, "logs", "mesh");
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.startsWith(kind));
+  const texts = await Promise.all(names.map((n) => readFile(join(dir, n), "utf8").catch(() => "")));
+  return texts.join("").split("\n").slice(-lines).join("\n") || `(no log of the ${kind} in ${dir})`;
 }
 
 /** What must hold once the mesh is quiet. */
@@ -240,7 +255,7 @@ describe("the lifecycle soak", () => {
         await new Promise((resolve) => setTimeout(resolve, PACE_MS));
         continue;
       }
-      const report = await quiet(c, reads);
+      const report = await quiet(c, reads, history);
       try {
         check(model, report, history);
       } catch (error) {
