@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"hello-go/greeting"
 	mesh "mesh.local/sdk"
 )
 
@@ -52,7 +53,7 @@ func main() {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			return map[string]any{"text": greetText(word, name), "tokenLength": len(token)}, nil
+			return map[string]any{"text": greeting.Text(word, name), "tokenLength": len(token)}, nil
 		})
 	if err := m.Serve(); err != nil {
 		fmt.Fprintln(os.Stderr, "hello-go: the tools cannot be served:", err)

@@ -1,6 +1,7 @@
 /**
  * `mesh init --language python|go` writes the shipped example's module under the given name, and
- * its own test passes without a mesh; another language is refused naming those init writes.
+ * its own test passes without a mesh (go's offline, as init's next step says); another language
+ * is refused naming those init writes.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -34,13 +35,23 @@ describe("mesh init --language", () => {
     });
   });
 
-  test("go: a go.mod module with the module's name", async () => {
+  test("go: a go.mod module with the module's name, whose go test passes offline as init says", async () => {
     await withTempDir("init-go", async (dir) => {
       const folder = join(dir, "notes");
-      const made = await runMesh(["init", "notes", "--language", "go", "--dir", folder, "--json"]);
+      const made = await runMesh(["init", "notes", "--language", "go", "--dir", folder]);
       assert.equal(made.code, 0, made.stderr);
       assert.match(await readFile(join(folder, "go.mod"), "utf8"), /^module notes$/m);
       assert.match(await readFile(join(folder, "mesh.yaml"), "utf8"), /language: go/);
+      assert.match(await readFile(join(folder, "main.go"), "utf8"), /"notes\/greeting"/);
+      // The next step init prints, run as printed, with no Go module proxy to reach.
+      const step = /cd \S+ && (go test .*)$/m.exec(made.stdout)?.[1];
+      assert.equal(step, "go test ./greeting", made.stdout);
+      const { stdout } = await run("go", ["test", "./greeting"], {
+        cwd: folder,
+        env: { ...process.env, GOPROXY: "off", GOFLAGS: "-mod=mod" },
+        timeout: 300_000,
+      });
+      assert.match(stdout, /^ok\s+notes\/greeting/m);
     });
   });
 
