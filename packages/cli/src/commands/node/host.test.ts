@@ -88,3 +88,26 @@ test("--tools-idle that is not whole seconds is refused, naming the flag and the
     assert.match(run.stderr, /--tools-idle .* is not a whole number of seconds.*--tools-idle 300/);
   }
 });
+
+test("--heartbeat-ms: how often the host says it is present reaches the host (and mesh up's and mesh join's host)", () => {
+  const cli = { node: "c1", root: "/r", credential: "/c", heartbeatMs: 2_000 };
+  assert.equal(hostOptionsOf(cli).heartbeatMs, 2_000);
+  assert.equal("heartbeatMs" in hostOptionsOf({ node: "c1", root: "/r", credential: "/c" }), false);
+  assert.deepEqual(machineArgs({ heartbeatMs: 2_000 }), ["--heartbeat-ms", "2000"]);
+  for (const verb of ["host", "join", "up"]) {
+    const run = spawnSync(process.execPath, [MAIN, verb, "--help"], { encoding: "utf8" });
+    assert.match(run.stdout, /--heartbeat-ms <ms>/, `mesh ${verb} takes it`);
+  }
+});
+
+test("--heartbeat-ms that is not a whole number above 0 is refused, naming the flag", () => {
+  for (const bad of ["0", "-5", "1.5", "often"]) {
+    const run = spawnSync(
+      process.execPath,
+      [MAIN, "host", "--node", "c1", "--root", dir, "--credential", "x", `--heartbeat-ms=${bad}`],
+      { encoding: "utf8" },
+    );
+    assert.equal(run.status, 2, `${bad}: ${run.stderr}`);
+    assert.match(run.stderr, /--heartbeat-ms/);
+  }
+});

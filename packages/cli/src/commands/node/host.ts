@@ -8,6 +8,7 @@ import { Option, type Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { runHost, type HostOptions } from "@mesh/host";
 import { ExitCode } from "../../output.js";
+import { MAX_TIMER_MS, positiveNumber } from "../../verb.js";
 
 /**
  * How the machine is set up, as `mesh host`, `mesh join` and `mesh up` take it (`--account`,
@@ -23,6 +24,11 @@ export interface MachineOptions {
    * this long has its worker stopped until its next call. A module's own `tools-idle` wins.
    */
   readonly toolsIdle?: number;
+  /**
+   * How often the host says it is present (ms). A rollout's gate holds at most one of these
+   * after its `min-healthy` (decision 0130): a short `min-healthy` wants a short heartbeat.
+   */
+  readonly heartbeatMs?: number;
 }
 
 /** A user name as useradd takes it (and a trailing $ for machine accounts), as core checks it. */
@@ -50,9 +56,18 @@ function parseIdleSeconds(value: string): number {
   return seconds;
 }
 
-/** Adds `--account NAME`, `--adopted` and `--tools-idle S` to a verb that runs (or starts) a host. */
+/**
+ * Adds `--account NAME`, `--adopted`, `--tools-idle S` and `--heartbeat-ms MS` to a verb that
+ * runs (or starts) a host.
+ */
 export function machineOptions(command: Command): Command {
   return command
+    .addOption(
+      new Option(
+        "--heartbeat-ms <ms>",
+        "how often this node's host says it is present (default 15000); a rollout's gate waits at most one beat past its min-healthy",
+      ).argParser(positiveNumber("--heartbeat-ms", "5000", MAX_TIMER_MS)),
+    )
     .addOption(
       new Option(
         "--tools-idle <seconds>",
@@ -77,6 +92,7 @@ export function machineArgs(options: MachineOptions): string[] {
     ...(options.account === undefined ? [] : ["--account", options.account]),
     ...(options.adopted === true ? ["--adopted"] : []),
     ...(options.toolsIdle === undefined ? [] : ["--tools-idle", String(options.toolsIdle)]),
+    ...(options.heartbeatMs === undefined ? [] : ["--heartbeat-ms", String(options.heartbeatMs)]),
   ];
 }
 
@@ -98,6 +114,7 @@ export function hostOptionsOf(options: HostCliOptions): HostOptions {
     ...(options.account === undefined ? {} : { account: { name: options.account } }),
     ...(options.adopted === true ? { adopted: true } : {}),
     ...(options.toolsIdle === undefined ? {} : { runtimeIdleMs: options.toolsIdle * 1_000 }),
+    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
   };
 }
 

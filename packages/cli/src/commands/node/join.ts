@@ -77,6 +77,7 @@ export async function joinVerb(busUrl: string, options: JoinCliOptions): Promise
     ...(options.account === undefined ? {} : { account: options.account }),
     ...(options.adopted === true ? { adopted: true } : {}),
     ...(options.toolsIdle === undefined ? {} : { toolsIdle: options.toolsIdle }),
+    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
   });
   say(`the host of ${node} stopped`);
   return code;
