@@ -28,6 +28,7 @@ import {
 } from "./browser/wire.js";
 import { MAX_LOG_PAGE, readLogPage, tailLogs } from "./log-pages.js";
 import type { MeshState } from "./mesh-state.js";
+import { MAX_TOOL_STATS_MINUTES, readToolStats } from "./tool-stats-series.js";
 import { SECURITY_HEADERS, sendEvent, sendJson } from "./respond.js";
 
 export interface ConsoleContext {
@@ -124,6 +125,23 @@ export function logTail(
     if (!stop.signal.aborted) c.onProblem?.(`following the logs of ${module}`, error);
     res.end();
   });
+}
+
+/**
+ * `GET /api/tool-stats?module=&node=&minutes=`: a module's tool calls and errors over the last
+ * minutes (default 30, at most a day), on one node or every node (ToolStatsSeries).
+ */
+export async function toolStats(c: ConsoleContext, res: ServerResponse, url: URL): Promise<void> {
+  const { module, node } = cellOf(url, false);
+  const minutes = whole(url, "minutes", 30) ?? 30;
+  if (minutes < 1 || minutes > MAX_TOOL_STATS_MINUTES) {
+    throw new MeshError(
+      ErrorCode.INVALID_INPUT,
+      `minutes=${minutes} is outside 1–${MAX_TOOL_STATS_MINUTES}; the stream keeps a day of counts, ask for less`,
+    );
+  }
+  const query = { module, minutes, now: Date.now(), ...(node === undefined ? {} : { node }) };
+  sendJson(res, 200, await readToolStats(c.bus, query, c.signal));
 }
 
 const revisions = <T>(

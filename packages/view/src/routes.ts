@@ -19,7 +19,7 @@ import { act, configKeys } from "./action-routes.js";
 import { answerAsk, type Answered } from "./answer-ask.js";
 import { actingBus, recordAction, type Acting } from "./acting.js";
 import type { ViewActions } from "./actions.js";
-import { history, logTail, logs, timeline } from "./console-routes.js";
+import { history, logTail, logs, timeline, toolStats } from "./console-routes.js";
 import type { FleetFeed } from "./fleet-feed.js";
 import type { FirstPaint } from "./first-paint.js";
 import { gridQuery } from "./fleet-view.js";
@@ -101,6 +101,12 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
       path: "/api/timeline",
       auth: "read",
       handler: (_q, s, u) => timeline(c, s, u),
+    },
+    {
+      method: "GET",
+      path: "/api/tool-stats",
+      auth: "read",
+      handler: (_q, s, u) => toolStats(c, s, u),
     },
     {
       method: "GET",

@@ -313,6 +313,38 @@ export const HEALTH_MAX_POINTS = 300;
 /** The most nodes a module's timeline shows. */
 export const TIMELINE_MAX_NODES = 200;
 
+/**
+ * `GET /api/tool-stats?module=&node=&minutes=`: a module's tool calls over the last minutes, on
+ * one node or summed over every node, in TOOL_STATS_STEPS equal steps (decision 0172).
+ */
+export interface ToolStatsSeries {
+  readonly module: string;
+  readonly node?: string;
+  /** The first step's start and the last step's end. */
+  readonly from: string;
+  readonly to: string;
+  readonly stepMs: number;
+  /** Every tool called in the time shown, by name. */
+  readonly tools: readonly ToolSeries[];
+  /** How many of the runtimes' windows were read. */
+  readonly windows: number;
+  /** True when more windows fell in the time than were read (the newest are shown). */
+  readonly truncated: boolean;
+}
+
+export interface ToolSeries {
+  readonly tool: string;
+  /** Calls, and calls answered with an error code, in each step (oldest first). */
+  readonly calls: readonly number[];
+  readonly errors: readonly number[];
+  readonly totalCalls: number;
+  readonly totalErrors: number;
+  /** The errors by reply code over the whole time. */
+  readonly codes: Readonly<Record<string, number>>;
+}
+
+export const TOOL_STATS_STEPS = 60;
+
 /** `POST /api/act {action, input}`: what the page can do, each the CLI's own verb. */
 export type ActionRequest =
   /** `mesh assign|unassign <module> --node N | --all` (no node: every node). */
