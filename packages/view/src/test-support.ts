@@ -15,7 +15,7 @@ import {
   type Credential,
 } from "@mesh/protocol";
 import { KvBucket, MeshBus, ensureLayout, sayCondition } from "@mesh/bus";
-import { startTestServer, type TestServer } from "@mesh/bus/testing";
+import { startTestServer, type TestServer, type TestUser } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 
 export const OPERATOR_NODE = "laptop";
@@ -31,9 +31,15 @@ export interface TestMesh extends AsyncDisposable {
 
 const operatorUser = { user: "operator", password: "operator-password-for-tests" };
 
-export async function startTestMesh(): Promise<TestMesh> {
+/** A real bus with the layout; `users` beside the operator's (a runtime's, say). */
+export async function startTestMesh(
+  options: { readonly users?: readonly TestUser[] } = {},
+): Promise<TestMesh> {
   const server = await startTestServer({
-    users: [{ ...operatorUser, permissions: operatorGrant({ node: OPERATOR_NODE }) }],
+    users: [
+      { ...operatorUser, permissions: operatorGrant({ node: OPERATOR_NODE }) },
+      ...(options.users ?? []),
+    ],
   });
   const as = (who: { user: string; password: string }, module: string): Credential => ({
     servers: [server.url],

@@ -22,6 +22,7 @@ import { renderLogs } from "./sections/logs.js";
 import { renderRollouts } from "./sections/rollouts.js";
 import { renderNodes } from "./sections/nodes.js";
 import { renderSummary } from "./sections/summary.js";
+import { renderToolCalls } from "./sections/tool-calls.js";
 import { renderTools } from "./sections/tools.js";
 import { connect } from "./stream.js";
 
@@ -37,6 +38,7 @@ setRenderers({
   tools: renderTools,
   logs: renderLogs,
   history: renderHistory,
+  toolCalls: renderToolCalls,
   actions: renderActions,
   rollouts: renderRollouts,
 });

@@ -62,6 +62,7 @@ export type Section =
   | "tools"
   | "logs"
   | "history"
+  | "toolCalls"
   | "actions"
   | "rollouts";
 
@@ -77,6 +78,7 @@ export const ALL_SECTIONS: readonly Section[] = [
   "tools",
   "logs",
   "history",
+  "toolCalls",
   "actions",
   "rollouts",
 ];

@@ -6,6 +6,7 @@ import { model, toggleSelected } from "../model.js";
 import { table } from "../table.js";
 import { openHistory } from "./history.js";
 import { openLogs } from "./logs.js";
+import { openToolCalls } from "./tool-calls.js";
 import type { CellVerdict } from "../wire.js";
 
 type Pair = readonly [label: string, value: Child];
@@ -40,6 +41,12 @@ export function renderDetail(): void {
       button("logs here", "logs-node", () => void openLogs(selected.module, selected.node)),
       button("logs on every node", "logs-all", () => void openLogs(selected.module, undefined)),
       button("history", "history", () => void openHistory(selected.module, selected.node)),
+      button("tool calls here", "tool-calls-node", () =>
+        openToolCalls(selected.module, selected.node),
+      ),
+      button("tool calls on every node", "tool-calls-all", () =>
+        openToolCalls(selected.module, undefined),
+      ),
     ),
     h(
       "div",

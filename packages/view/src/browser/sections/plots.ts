@@ -1,11 +1,11 @@
 /**
  * Plots drawn by hand as SVG (a few shapes do not need a charting library): a module's timeline,
- * one row per node, each build a band from when the node took it to when it took the next; and
- * its nodes' health over time.
+ * one row per node, each build a band from when the node took it to when it took the next; its
+ * nodes' health over time; and a tool's calls and errors per second (decision 0172).
  */
 import { clock, shortBuild } from "../format.js";
 import { now } from "../model.js";
-import type { HealthPoint, ModuleTimeline } from "../wire.js";
+import type { HealthPoint, ModuleTimeline, ToolSeries, ToolStatsSeries } from "../wire.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const ROW = 18;
@@ -128,6 +128,78 @@ export function healthPlot(module: string, points: readonly HealthPoint[]): SVGS
         { x: LABEL + i * 130, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR[h], class: "plot-legend" },
         `■ ${h} ${last?.[h] ?? 0}`,
       ),
+    ),
+  );
+}
+
+const CALLS_COLOUR = "#1f5fbf";
+const ERRORS_COLOUR = "#b42318";
+
+/** A rate for a label: whole above 10, else two significant digits. */
+const rate = (n: number): string => (n >= 10 ? n.toFixed(0) : n.toPrecision(2));
+
+/**
+ * One tool's calls per second (a step line) and errors per second (bars under it, on the same
+ * axis: every error is a call) in each step of the series, the y axis from 0 to the busiest step.
+ */
+export function toolCallsPlot(series: ToolStatsSeries, tool: ToolSeries): SVGSVGElement {
+  const seconds = series.stepMs / 1000;
+  const steps = tool.calls.length;
+  const width = (WIDTH - LABEL - 4) / Math.max(1, steps);
+  const top = Math.max(...tool.calls.map((c) => c / seconds), 1 / seconds);
+  const y = (perSecond: number): number => 4 + (1 - perSecond / top) * (PLOT_HEIGHT - 8);
+  const x = (step: number): number => LABEL + step * width;
+  // A step line: each step's rate held across its width.
+  const d = tool.calls
+    .map((calls, i) => `${i === 0 ? `M${x(0)},` : "V"}${y(calls / seconds)}H${x(i + 1)}`)
+    .join("");
+  const bars = tool.errors.flatMap((errors, i) =>
+    errors === 0
+      ? []
+      : [
+          svg(
+            "rect",
+            {
+              x: x(i),
+              y: y(errors / seconds),
+              width: Math.max(1, width - 1),
+              height: y(0) - y(errors / seconds),
+              fill: ERRORS_COLOUR,
+              "data-errors-step": i,
+            },
+            svg("title", {}, `${errors} errors`),
+          ),
+        ],
+  );
+  const codes = Object.entries(tool.codes)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(", ");
+  return svg(
+    "svg",
+    {
+      class: "plot tool-plot",
+      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
+      width: WIDTH,
+      height: PLOT_HEIGHT + 20,
+      role: "img",
+      "data-tool": tool.tool,
+      "data-calls": tool.totalCalls,
+      "data-errors": tool.totalErrors,
+    },
+    svg("title", {}, `calls and errors per second of ${series.module}/${tool.tool}`),
+    svg("text", { x: 0, y: 12, class: "plot-label" }, `${rate(top)}/s`),
+    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+    svg("path", { d, fill: "none", stroke: CALLS_COLOUR, "stroke-width": 2, "data-line": "calls" }),
+    ...bars,
+    svg(
+      "text",
+      { x: LABEL, y: PLOT_HEIGHT + 16, fill: CALLS_COLOUR, class: "plot-legend" },
+      `■ calls ${tool.totalCalls}`,
+    ),
+    svg(
+      "text",
+      { x: LABEL + 130, y: PLOT_HEIGHT + 16, fill: ERRORS_COLOUR, class: "plot-legend" },
+      `■ errors ${tool.totalErrors}${codes === "" ? "" : ` (${codes})`}`,
     ),
   );
 }
