@@ -10,4 +10,5 @@ export {
 } from "./worker-tuning.js";
 export { parseToolModules } from "./tool-modules.js";
 export { StatusEnv } from "./env.js";
+export { ToolStatsCounter, type ToolStatsOptions } from "./tool-stats.js";
 export { runRuntimeProcess, type RuntimeProcessOptions } from "./process-main.js";
