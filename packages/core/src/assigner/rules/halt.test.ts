@@ -30,6 +30,10 @@ describe("rule halt", () => {
       assert.equal(outcome(d), row.expect.replace("b1", f.b1).replace("b2", f.b2));
       if (d.kind === "want" && d.proposal.rule === "halt") {
         assert.match(d.proposal.reason, /halted .*mesh rollout retry hello/);
+        // The canary went back; a node the rollout never reached was never given the build.
+        const said =
+          row.node === "n1" ? /n1 is set back to build/ : /n3 was never given it and keeps build/;
+        assert.match(d.proposal.reason, said);
       }
     });
   }

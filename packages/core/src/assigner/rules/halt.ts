@@ -33,6 +33,11 @@ function setBack(cell: Cell, build: string): Decision {
     const reason = `${why}; ${node} ran no other build of ${module} healthy, so nothing is wanted there; ${retry}`;
     return { kind: "none", unwanted: { rule: "halt", reason } };
   }
-  const reason = `${why}; ${node} is set back to build ${usable.build.build}; ${retry}`;
+  // A node the rollout never reached keeps what it ran; only one that was given the build goes back.
+  const given =
+    cell.previous?.build === build ||
+    (cell.snapshot.have.get(cell.key)?.history ?? []).some((h) => h.build === build);
+  const where = given ? "is set back to" : "was never given it and keeps";
+  const reason = `${why}; ${node} ${where} build ${usable.build.build}; ${retry}`;
   return { kind: "want", proposal: { usable, rule: "halt", reason } };
 }
