@@ -2,7 +2,8 @@
  * The view as a console, in headless Chromium against a real bus: a module's logs stream as it
  * writes them (every node interleaved, then one node, older pages, search, the last error
  * marked), and a cell's history after two builds and a set-back (what ran, what was wanted and
- * why, the conditions, the module's timeline). Each view is kept as a screenshot under
+ * why, the conditions, the module's timeline), and a rollout's progress over time drawn from the
+ * same timeline. Each view is kept as a screenshot under
  * `test-results/view/`.
  */
 import assert from "node:assert/strict";
@@ -48,6 +49,7 @@ describe("the view as a console in Chromium", () => {
     await step("logs stream as the module writes", () => logsStream(t));
     await step("search and one node", () => searchAndOneNode(t));
     await step("a cell's history after two builds and a set-back", () => cellHistory(t));
+    await step("a rollout's progress over time", () => rolloutProgress(t));
     assert.deepEqual(pageErrors, []);
   });
 });
@@ -233,4 +235,50 @@ async function cellHistory(t: Steps): Promise<void> {
   const levels = [...failing.matchAll(/V([\d.]+)/g)].map((m) => Number(m[1]));
   assert.ok(new Set(levels).size >= 2, `the failing line moved: ${failing}`);
   await keepScreenshot(t.page, "history-set-back");
+}
+
+/**
+ * The build that rack-2 took and was set back from is rolled out: the plot of its nodes over time
+ * rose to one and fell back to none, against the two nodes admitted.
+ */
+async function rolloutProgress(t: Steps): Promise<void> {
+  const second = `2-${digestOf("counter-2").slice(0, 8)}`;
+  const first = (await (await KvBucket.open(t.mesh.admin, Bucket.have)).get("laptop.counter"))
+    ?.value.build;
+  const rollouts = await KvBucket.open(t.mesh.admin, Bucket.rollouts);
+  await rollouts.put("counter", {
+    module: "counter",
+    build: second,
+    from: [first ?? ""],
+    attempt: 1,
+    status: "failed",
+    wave: 1,
+    waves: 2,
+    admitted: ["laptop", "rack-2"],
+    waveNodes: ["rack-2"],
+    waveAt: new Date().toISOString(),
+    policy: {
+      canary: 1,
+      batch: 1,
+      minHealthyMs: 10_000,
+      healthyDeadlineMs: 60_000,
+      maxFailing: 0,
+      pauseAfterCanary: false,
+      order: "name",
+      source: "default",
+    },
+    waiting: "nothing: the canary failed",
+    failed: { reason: "the canary failed", nodes: [{ node: "rack-2", error: "exit code 1" }] },
+  });
+  await t.page.locator('[data-rollout-progress="counter"]').click();
+  const plot = t.page.locator('svg[data-rollout-plot="counter"]');
+  await plot.waitFor();
+  assert.equal(await plot.getAttribute("data-on"), "0");
+  const d = (await plot.locator('path[data-line="on"]').getAttribute("d")) ?? "";
+  const levels = [...d.matchAll(/V([\d.]+)/g)].map((m) => Number(m[1]));
+  // Up when rack-2 took the build, down when it was set back: two levels, the last the first's.
+  assert.equal(new Set(levels).size, 2, d);
+  assert.equal(levels.at(-1), levels[0], d);
+  assert.match(await plot.innerHTML(), /admitted 2/);
+  await keepScreenshot(t.page, "rollout-progress");
 }

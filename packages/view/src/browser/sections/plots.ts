@@ -1,7 +1,8 @@
 /**
  * Plots drawn by hand as SVG (a few shapes do not need a charting library): a module's timeline,
  * one row per node, each build a band from when the node took it to when it took the next; its
- * nodes' health over time; and a tool's calls and errors per second (decision 0172).
+ * nodes' health over time; a tool's calls and errors per second (decision 0172); and a rollout's
+ * progress, its nodes on the build it rolls out over time.
  */
 import { clock, shortBuild } from "../format.js";
 import { now } from "../model.js";
@@ -200,6 +201,75 @@ export function toolCallsPlot(series: ToolStatsSeries, tool: ToolSeries): SVGSVG
       "text",
       { x: LABEL + 130, y: PLOT_HEIGHT + 16, fill: ERRORS_COLOUR, class: "plot-legend" },
       `■ errors ${tool.totalErrors}${codes === "" ? "" : ` (${codes})`}`,
+    ),
+  );
+}
+
+/**
+ * How many nodes ran the rollout's build over time (from the module's timeline: each node counts
+ * from the first report of the build until it reports another), against the nodes admitted now.
+ */
+export function rolloutPlot(
+  rollout: {
+    readonly module: string;
+    readonly build: string;
+    readonly admitted: readonly string[];
+  },
+  timeline: ModuleTimeline,
+): SVGSVGElement {
+  const events = timeline.nodes
+    .flatMap((n) => n.builds.map((b) => ({ node: n.node, build: b.build, at: Date.parse(b.at) })))
+    .sort((a, b) => a.at - b.at);
+  const current = new Map<string, string>();
+  const points = events.map((e) => {
+    current.set(e.node, e.build);
+    return { at: e.at, on: [...current.values()].filter((b) => b === rollout.build).length };
+  });
+  const start = points[0]?.at ?? now();
+  const end = Math.max(now(), start + 1_000);
+  const top = Math.max(1, rollout.admitted.length, ...points.map((p) => p.on));
+  const x = (t: number): number => LABEL + ((t - start) / (end - start)) * (WIDTH - LABEL - 4);
+  const y = (n: number): number => 4 + (1 - n / top) * (PLOT_HEIGHT - 8);
+  const d =
+    `M${x(start)},${y(0)}` + points.map((p) => `H${x(p.at)}V${y(p.on)}`).join("") + `H${x(end)}`;
+  const on = points.at(-1)?.on ?? 0;
+  return svg(
+    "svg",
+    {
+      class: "plot rollout-plot",
+      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
+      width: WIDTH,
+      height: PLOT_HEIGHT + 20,
+      role: "img",
+      "data-rollout-plot": rollout.module,
+      "data-on": on,
+    },
+    svg("title", {}, `the nodes running ${rollout.build} of ${rollout.module} over time`),
+    svg("text", { x: 0, y: 12, class: "plot-label" }, `${top} nodes`),
+    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+    svg("path", {
+      d: `M${x(start)},${y(rollout.admitted.length)}H${x(end)}`,
+      fill: "none",
+      stroke: HEALTH_COLOUR.stopped,
+      "stroke-dasharray": "4 3",
+      "data-line": "admitted",
+    }),
+    svg("path", {
+      d,
+      fill: "none",
+      stroke: HEALTH_COLOUR.healthy,
+      "stroke-width": 2,
+      "data-line": "on",
+    }),
+    svg(
+      "text",
+      { x: LABEL, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR.healthy, class: "plot-legend" },
+      `■ on ${shortBuild(rollout.build)}: ${on} now`,
+    ),
+    svg(
+      "text",
+      { x: LABEL + 200, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR.stopped, class: "plot-legend" },
+      `┄ admitted ${rollout.admitted.length}`,
     ),
   );
 }

@@ -1,15 +1,33 @@
 /**
  * Each module's rollout (issue 22) as the assigner records it: its build, its status, the waves
  * given of all (drawn as a bar), the nodes of the last wave (the canary while it is wave 1), what
- * it waits for, why it halted; and the steering an operator does, each confirmed as the command.
+ * it waits for, why it halted; its progress over time as a plot (read on demand from the module's
+ * timeline); and the steering an operator does, each confirmed as the command.
  */
 import type { Rollout } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
 import { age, badge, shortBuild } from "../format.js";
-import { values } from "../model.js";
+import { invalidate, values } from "../model.js";
 import { table } from "../table.js";
-import { Source, type RolloutSteerAction } from "../wire.js";
+import { Source, type ModuleTimeline, type RolloutSteerAction } from "../wire.js";
 import { propose } from "./confirm.js";
+import { rolloutPlot } from "./plots.js";
+
+/** The rollout whose progress is drawn, and its module's timeline once read. */
+let drawn: { module: string; timeline: ModuleTimeline | undefined } | undefined;
+
+async function showProgress(module: string): Promise<void> {
+  const state = { module, timeline: undefined as ModuleTimeline | undefined };
+  drawn = state;
+  invalidate("rollouts");
+  try {
+    const response = await fetch(`/api/timeline?${new URLSearchParams({ module }).toString()}`);
+    if (response.ok) state.timeline = (await response.json()) as ModuleTimeline;
+  } catch {
+    // Shown as not read below.
+  }
+  if (drawn === state) invalidate("rollouts");
+}
 
 const STATUS_KIND: Record<string, string> = {
   rolling: "info",
@@ -77,6 +95,21 @@ export function renderRollouts(): void {
         { head: "steer", cell: (r) => steers(r) },
       ],
     }),
+    progressView(rollouts),
+  );
+}
+
+function progressView(rollouts: readonly Rollout[]): HTMLElement | null {
+  const shown = drawn;
+  const rollout = rollouts.find((r) => r.module === shown?.module);
+  if (shown === undefined || rollout === undefined) return null;
+  return h(
+    "div",
+    { class: "rollout-progress" },
+    h("h3", {}, `${rollout.module}: nodes on ${shortBuild(rollout.build)} over time`),
+    shown.timeline === undefined
+      ? h("p", { class: "empty" }, "Reading…")
+      : rolloutPlot(rollout, shown.timeline),
   );
 }
 
@@ -97,6 +130,16 @@ function steers(r: Rollout): HTMLElement {
   return h(
     "div",
     { class: "action-row" },
+    h(
+      "button",
+      {
+        class: "btn btn-small",
+        type: "button",
+        "data-rollout-progress": r.module,
+        onclick: () => void showProgress(r.module),
+      },
+      "progress",
+    ),
     ...(STEERS[r.status] ?? []).map((steer) =>
       h(
         "button",
