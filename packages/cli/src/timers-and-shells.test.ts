@@ -25,7 +25,6 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
   "bus/src/replicas.ts": 2,
   "bus/src/server/server-output.ts": 3,
   "bus/src/tls-pin.ts": 1,
-  "controller/src/controller.ts": 1,
   "controller/src/revocation-pusher.ts": 2,
   "host/src/connection.ts": 1,
   "host/src/host.ts": 3,

@@ -5,9 +5,11 @@
  * `mesh-composed.<node>` when, and only when, the composition changed. It also answers joins and
  * the operator's asks for join tokens and secrets.
  *
- * One pass at a time: the fleet feed (fleet-feed.ts, a bucket mirror) marks nodes dirty in the Fleet
- * index and wakes the loop; a pass takes the dirty nodes, stages their users, reloads the bus once
- * for all of them, then writes their compositions. A refusal writes nothing for that node (what it
+ * A reconciler keyed by node, one pass per burst (`reconcileBurst`): the fleet feed's sources
+ * (fleet-feed.ts) feed each change into the Fleet index, whose moved nodes are the keys; a pass
+ * takes a burst of them, stages their users, reloads the bus once for all of them, then writes
+ * their compositions. A pass is also asked for without a node (`PASS`): by the endpoints when the
+ * users changed, and after the time a credential is due to be renewed or revoked. A refusal writes nothing for that node (what it
  * runs stays) and says a condition. Handlers that change users (joins, tokens: endpoints.ts) take
  * the same lock, so the users list is never written by two at once.
  */
@@ -23,9 +25,9 @@ import {
   type SealedSecret,
 } from "@mesh/protocol";
 import { fingerprintOf } from "@mesh/core";
-import { KvBucket, sayCondition, serve } from "@mesh/bus";
-import type { MeshBus, SayCondition, Served } from "@mesh/bus";
-import { DaemonLife, Lifecycle, type RunOptions } from "@mesh/kit";
+import { KvBucket, reconciler, sayCondition, serve } from "@mesh/bus";
+import type { MeshBus, Reconciler, SayCondition, Served } from "@mesh/bus";
+import { DaemonLife, Lifecycle, type BackoffPolicy, type RunOptions } from "@mesh/kit";
 import { Broker, hostPrincipal, sharedLoginOf } from "./broker.js";
 import { ensureHost, holderOf, needContent, sealedHostCredential } from "./need-content.js";
 import { withRenewedCredentials } from "./need-content.js";
@@ -35,7 +37,7 @@ import { revocationPusher, type RevocationPusher } from "./revocation-pusher.js"
 import { conditionEndpoints } from "./condition-endpoints.js";
 import { secretEndpoints } from "./secret-endpoints.js";
 import { Fleet } from "./fleet.js";
-import { startFleetFeed, type FleetFeed } from "./fleet-feed.js";
+import { feedFleet, fleetSources, type FleetSources } from "./fleet-feed.js";
 import { ControllerFiles, type ControllerOptions, type PassReport } from "./controller-options.js";
 import { userEndpoints, type EndpointContext } from "./endpoints.js";
 import { JoinTokens } from "./join-tokens.js";
@@ -44,6 +46,14 @@ import { SealCache } from "./seal-cache.js";
 import { Vault } from "./vault.js";
 
 export { ControllerFiles, type ControllerOptions, type PassReport } from "./controller-options.js";
+
+/** A pass asked for though no node moved: the users changed, or a credential is due. */
+const PASS = Symbol("a pass");
+/** What the controller reconciles: a node, or a pass for the users alone. */
+type ControllerKey = string | typeof PASS;
+
+/** The reconciler's per-key backoff; never used: a pass that throws fails the run (`failOnError`). */
+const PASS_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 30_000 };
 
 export class Controller implements AsyncDisposable {
   readonly fleet = new Fleet();
@@ -69,10 +79,9 @@ export class Controller implements AsyncDisposable {
   readonly #passListeners = new Set<(report: PassReport) => void>();
   readonly #life: DaemonLife;
   #lock: Promise<unknown> = Promise.resolve();
-  #wake: (() => void) | undefined;
-  #woken = false;
   #served: Served | undefined;
-  #feed: FleetFeed | undefined;
+  #composer: Reconciler<FleetSources, ControllerKey> | undefined;
+  #first = true;
   /** Counters: how many compositions were written, how many passes ran. */
   composedWrites = 0;
   passes = 0;
@@ -156,8 +165,6 @@ export class Controller implements AsyncDisposable {
    */
   run(options: RunOptions): Promise<void> {
     const signal = AbortSignal.any([options.signal, this.#stop.signal]);
-    // A stop wakes the loop that waits for changes, so it ends after the pass in progress.
-    signal.addEventListener("abort", () => this.#poke(), { once: true });
     return this.#life.run({ signal }, () => this.#run(signal));
   }
 
@@ -172,15 +179,11 @@ export class Controller implements AsyncDisposable {
     // Revocations a controller kept but stopped before pushing go to the bus now.
     this.#pusher?.pushKept();
     try {
-      const feed = await startFleetFeed({
+      const sources = await fleetSources({
         bus: this.#bus,
-        fleet: this.fleet,
         secrets: this.#secretsBucket,
         secretValues: this.#secrets,
-        poke: () => this.#poke(),
-        log,
       });
-      this.#feed = feed;
       this.#served = await serve(this.#bus, {
         name: "mesh-controller",
         version: MESH_VERSION,
@@ -198,35 +201,50 @@ export class Controller implements AsyncDisposable {
         onInternalError: (error, subject) =>
           log(`controller: ${subject} failed: ${String((error as Error).stack ?? error)}`),
       });
-      const stopped = new Promise<void>((resolve) =>
-        signal.addEventListener("abort", () => resolve()),
-      );
-      await Promise.race([feed.ready, stopped]);
-      if (signal.aborted) return;
-      this.#life.set(Lifecycle.running);
-      // Every node that stands is composed once at start: fingerprints decide what is written.
-      for (const node of this.fleet.nodes()) this.fleet.touch(node);
-      // And the bus gets the full users list once, whatever it was started with.
-      this.broker.requireReload();
-      let first = true;
-      while (!signal.aborted) {
-        await this.#exclusive(() => this.#pass(signal));
-        if (first) {
-          first = false;
-          this.#readyResolve?.();
-        }
-        // A bucket lost for good stops the controller: its supervisor starts it again.
-        await Promise.race([this.#nextWake(signal), feed.failed]);
-      }
+      this.#composer = reconciler<FleetSources, ControllerKey>({
+        name: "passes",
+        sources,
+        log: (line) => log(`controller: ${line}`),
+        retry: PASS_RETRY,
+        // A pass the bus refused (a reload, a write) stops the controller: its supervisor starts
+        // it again, and the users list and compositions are read afresh.
+        failOnError: true,
+        onChange: (change) => feedFleet({ fleet: this.fleet, log }, change),
+        // The Fleet index names the nodes each change moves.
+        keysOf: () => this.fleet.takeDirty(),
+        // Every node that stands is composed once at start (fingerprints decide what is written),
+        // and a first pass is made with no node at all: it reloads the users list.
+        allKeys: () => [PASS, ...this.fleet.nodes(), ...this.fleet.takeDirty()],
+        onReady: () => {
+          this.#life.set(Lifecycle.running);
+          // And the bus gets the full users list once, whatever it was started with.
+          this.broker.requireReload();
+        },
+        reconcileBurst: (keys, context) => this.#burst(keys, context.signal),
+      });
+      // A bucket lost for good fails the run: the controller's supervisor starts it again.
+      await this.#composer.run({ signal });
     } catch (error) {
       if (!signal.aborted) log(`controller: failed: ${String((error as Error).stack ?? error)}`);
       throw error;
     } finally {
       await this.#served?.stop().catch(() => undefined);
-      await this.#feed?.[Symbol.asyncDispose]();
       await this.#seals.flush().catch(() => undefined);
       this.#pusher?.close();
     }
+  }
+
+  /** One pass over a burst of moved nodes; then the next due credential asks for one. */
+  async #burst(keys: readonly ControllerKey[], signal: AbortSignal): Promise<void> {
+    const moved = keys.filter((key): key is string => key !== PASS);
+    await this.#exclusive(() => this.#pass(moved, signal));
+    if (this.#first) {
+      this.#first = false;
+      this.#readyResolve?.();
+    }
+    // A superseded credential due to be revoked, or one due to be renewed, asks for a pass too.
+    const due = this.broker.nextDueAt();
+    if (due !== undefined) this.#composer?.enqueue(PASS, Math.max(0, due - Date.now()) + 50);
   }
 
   /** Stops after the pass in progress; resolves when stopped. Calling it twice is harmless. */
@@ -242,25 +260,7 @@ export class Controller implements AsyncDisposable {
   // --- watches -------------------------------------------------------------------------------
 
   #poke(): void {
-    this.#woken = true;
-    this.#wake?.();
-  }
-
-  async #nextWake(signal: AbortSignal): Promise<void> {
-    if (this.#woken || signal.aborted) {
-      this.#woken = false;
-      return;
-    }
-    // A superseded credential due to be revoked, or one due to be renewed, wakes a pass too.
-    const due = this.broker.nextDueAt();
-    let timer: NodeJS.Timeout | undefined;
-    await new Promise<void>((resolve) => {
-      this.#wake = resolve;
-      if (due !== undefined) timer = setTimeout(resolve, Math.max(0, due - Date.now()) + 50);
-    });
-    if (timer !== undefined) clearTimeout(timer);
-    this.#wake = undefined;
-    this.#woken = false;
+    this.#composer?.enqueue(PASS);
   }
 
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -271,10 +271,11 @@ export class Controller implements AsyncDisposable {
 
   // --- passes --------------------------------------------------------------------------------
 
-  async #pass(signal: AbortSignal): Promise<void> {
-    // Renewed credentials reach their holders in their nodes' compositions.
-    for (const node of await this.broker.renewDue()) this.fleet.touch(node);
-    const nodes = this.fleet.takeDirty();
+  async #pass(moved: readonly string[], signal: AbortSignal): Promise<void> {
+    // Renewed credentials reach their holders in their nodes' compositions; a node touched (an
+    // endpoint renewed its credential) is composed too.
+    const renewed = await this.broker.renewDue();
+    const nodes = [...new Set([...moved, ...renewed, ...this.fleet.takeDirty()])].sort();
     const now = this.#now();
     // Join users of spent tokens go with this pass's reload.
     for (const id of this.#tokens.takeSpent(now)) this.broker.revoke(joinUser(id));

@@ -1,14 +1,13 @@
 /**
  * The controller's fleet feed: the buckets a composition pass reads (wants, presence, manifests,
- * secrets) kept by a bucket mirror, and what every process keeps (a stream), each change fed into
- * the Fleet index, which names the nodes it moves. A watch that ends is watched again by the
+ * secrets) and what every process keeps (a stream), the sources of the controller's reconciler;
+ * each change is fed into the Fleet index, which names the nodes it moves (its keys). A watch that ends is watched again by the
  * mirror, which applies what was missed meanwhile (a key deleted too); the keeps stream is one
  * of its sources, read again from what stands.
  */
 import { z } from "zod";
 import {
   KvBucket,
-  Mirror,
   streamSource,
   type MeshBus,
   type MirrorChange,
@@ -29,26 +28,16 @@ import { intakeManifest } from "./manifest-intake.js";
 
 export interface FleetFeedOptions {
   readonly bus: MeshBus;
-  readonly fleet: Fleet;
   /** The secrets bucket, and the map its sealed values are kept in. */
   readonly secrets: KvBucket<SealedSecret>;
   readonly secretValues: Map<string, SealedSecret>;
-  /** Told after every change: a pass is due. */
-  readonly poke: () => void;
-  readonly log: (line: string) => void;
 }
 
-export interface FleetFeed extends AsyncDisposable {
-  /** Settles once every bucket and the keeps handed what stands. */
-  readonly ready: Promise<void>;
-  /** Rejects once a source is lost for good (not heard again within a minute). */
-  readonly failed: Promise<never>;
-}
+export type FleetSources = Record<string, MirrorSource<unknown, unknown>>;
 
-type Sources = Record<string, MirrorSource<unknown, unknown>>;
-
-export async function startFleetFeed(o: FleetFeedOptions): Promise<FleetFeed> {
-  const sources: Sources = {
+/** The sources of the controller's reconciler: what a composition pass reads. */
+export async function fleetSources(o: FleetFeedOptions): Promise<FleetSources> {
+  return {
     [Bucket.wants]: { bucket: await KvBucket.open(o.bus, Bucket.wants) },
     [Bucket.presence]: { bucket: await KvBucket.open(o.bus, Bucket.presence) },
     [Bucket.manifests]: {
@@ -67,29 +56,27 @@ export async function startFleetFeed(o: FleetFeedOptions): Promise<FleetFeed> {
       }),
     },
   };
-  const mirror = Mirror.start({
-    sources,
-    touched: (change) => {
-      try {
-        apply(o, change);
-      } catch (error) {
-        // One bad key (a name the layout refuses) is said and skipped, never fatal.
-        o.log(`controller: ignored ${change.key}: ${(error as Error).message}`);
-      }
-      o.poke();
-      // The Fleet names the nodes a change moves; the mirror need not.
-      return [];
-    },
-    log: (line) => o.log(`controller: ${line}`),
-  });
-  return {
-    ready: mirror.ready,
-    failed: mirror.failed,
-    [Symbol.asyncDispose]: () => mirror[Symbol.asyncDispose](),
-  };
 }
 
-function apply({ fleet, log }: FleetFeedOptions, change: MirrorChange): void {
+/**
+ * Feeds one change into the Fleet index, which names the nodes it moves (`takeDirty`). One bad
+ * key (a name the layout refuses) is said and skipped, never fatal.
+ */
+export function feedFleet(
+  o: { readonly fleet: Fleet; readonly log: (line: string) => void },
+  change: MirrorChange,
+): void {
+  try {
+    apply(o, change);
+  } catch (error) {
+    o.log(`controller: ignored ${change.key}: ${(error as Error).message}`);
+  }
+}
+
+function apply(
+  { fleet, log }: { readonly fleet: Fleet; readonly log: (line: string) => void },
+  change: MirrorChange,
+): void {
   const { key, after } = change;
   switch (change.source) {
     case Bucket.wants:

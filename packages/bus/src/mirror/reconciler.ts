@@ -88,6 +88,11 @@ interface ReconcilerBase<S extends Sources, K> extends Omit<
   readonly workers?: number;
   /** Told a key reconciled, when it failed, with the error (tests, metrics). */
   readonly onReconciled?: (key: K, error: unknown) => void;
+  /**
+   * A burst that throws fails the run instead of being retried (the controller: a pass the bus
+   * refused leaves the users list half staged, and a fresh start reads it again).
+   */
+  readonly failOnError?: boolean;
   /** What a mirror that failed (before or after it stood) fails the run with; itself by default. */
   readonly failure?: (error: unknown) => Error;
   readonly log?: (line: string) => void;
@@ -176,6 +181,7 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
       onReconciled,
       onReady,
       failure,
+      failOnError: _failOnError,
       name: _name,
       ...mirrorOptions
     } = this.#o;
@@ -242,6 +248,7 @@ class ReconcilerDaemon<S extends Sources, K> implements Reconciler<S, K> {
         for (const key of keys) onReconciled?.(key, undefined);
       } catch (error) {
         if (signal.aborted) break;
+        if (this.#o.failOnError === true) throw error;
         const delays = keys.map((key) => queue.requeue(key));
         log(
           `${keys.length} key(s): ${(error as Error).message}; again in ${Math.min(...delays)} ms`,
