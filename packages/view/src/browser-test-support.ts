@@ -30,13 +30,37 @@ export async function launch(): Promise<Browser> {
   });
 }
 
-/** A page of a new Chromium, its errors collected, waiting at most `waitMs` for anything. */
-export async function newTestPage(
-  pageErrors: string[],
-  waitMs: number,
-): Promise<{ browser: Browser; page: Page }> {
-  const browser = await launch();
-  return { browser, page: await pageOf(browser, pageErrors, waitMs) };
+/**
+ * One browser test's Chromium: launched by the first page asked of it (call that in the test, not
+ * in before(): a machine without Chromium then fails the test, by name), the errors of all its
+ * pages collected, and steps that save the page last opened when they fail. after() closes it.
+ */
+export class TestChromium {
+  /** What the pages threw; a test ends by asserting it is empty. */
+  readonly pageErrors: string[] = [];
+  readonly #waitMs: number;
+  #browser: Browser | undefined;
+  #page: Page | undefined;
+
+  /** Each page waits at most `waitMs` for anything. */
+  constructor(waitMs: number) {
+    this.#waitMs = waitMs;
+  }
+
+  /** A page in a context of its own (another operator); failing steps save it from now on. */
+  async newPage(): Promise<Page> {
+    this.#browser ??= await launch();
+    this.#page = await pageOf(this.#browser, this.pageErrors, this.#waitMs);
+    return this.#page;
+  }
+
+  /** Runs a step; when it fails, saves what the last page looked like and says where. */
+  readonly step = (name: string, run: () => Promise<void>): Promise<void> =>
+    stepper(() => this.#page, this.pageErrors)(name, run);
+
+  async close(): Promise<void> {
+    await this.#browser?.close();
+  }
 }
 
 /**
@@ -65,8 +89,8 @@ export async function keepScreenshot(page: Page, name: string): Promise<void> {
 }
 
 /** Runs steps; when one fails, saves what the page looked like and says where. */
-export function stepper(
-  page: () => Page,
+function stepper(
+  page: () => Page | undefined,
   pageErrors: readonly string[],
 ): (name: string, run: () => Promise<void>) => Promise<void> {
   return async (name, run) => {
@@ -76,7 +100,7 @@ export function stepper(
       const dir = await mkdtemp(join(tmpdir(), "mesh-view-failure-"));
       const path = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-")}.png`);
       await page()
-        .screenshot({ path, fullPage: true })
+        ?.screenshot({ path, fullPage: true })
         .catch(() => undefined);
       process.stderr.write(`the view test failed at "${name}"; the page is saved at ${path}\n`);
       if (pageErrors.length > 0)

@@ -8,12 +8,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Browser, Locator, Page } from "playwright-core";
+import type { Locator, Page } from "playwright-core";
 import { Bucket, logsSubject, nodeModuleKey, type LogLine } from "@mesh/protocol";
 import { KvBucket, flush, publish, sayCondition } from "@mesh/bus";
 import { stretched } from "@mesh/bus/testing";
 import { cellConditionName } from "@mesh/core";
-import { keepScreenshot, newTestPage, stepper } from "./browser-test-support.js";
+import { TestChromium, keepScreenshot } from "./browser-test-support.js";
 import { startView, type View } from "./start-view.js";
 import { digestOf, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
 
@@ -22,10 +22,8 @@ const WAIT_MS = stretched(4_000);
 describe("the view as a console in Chromium", () => {
   let mesh: TestMesh;
   let view: View;
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
-  const step = stepper(() => page, pageErrors);
+  const chromium = new TestChromium(WAIT_MS);
+  const { step } = chromium;
 
   before(async () => {
     mesh = await startTestMesh();
@@ -33,13 +31,13 @@ describe("the view as a console in Chromium", () => {
     view = await startView({ bus: mesh.operator, actor: "ada" });
   });
   after(async () => {
-    await browser?.close();
+    await chromium.close();
     await view?.close();
     await mesh?.stop();
   });
 
   it("streams a module's logs and shows a cell's history", async () => {
-    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
+    const page = await chromium.newPage();
     const t: Steps = { page, mesh, view };
     await step("open", async () => {
       await page.goto(view.url);
@@ -50,7 +48,7 @@ describe("the view as a console in Chromium", () => {
     await step("search and one node", () => searchAndOneNode(t));
     await step("a cell's history after two builds and a set-back", () => cellHistory(t));
     await step("a rollout's progress over time", () => rolloutProgress(t));
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(chromium.pageErrors, []);
   });
 });
 

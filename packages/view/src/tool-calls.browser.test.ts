@@ -12,12 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { Env, RUNTIME_MODULE, RuntimeStatusFile, toolSubject } from "@mesh/protocol";
 import { writeCredential } from "@mesh/bus";
 import { credentialFor, reapWithMe, stretched, waitFor } from "@mesh/bus/testing";
 import { runtimeGrant } from "@mesh/core";
-import { keepScreenshot, newTestPage, stepper } from "./browser-test-support.js";
+import { TestChromium, keepScreenshot } from "./browser-test-support.js";
 import { startView, type View } from "./start-view.js";
 import { OPERATOR_NODE, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
 
@@ -44,10 +44,8 @@ describe("a module's tool calls plotted in Chromium", () => {
   let view: View;
   let runtime: ChildProcess | undefined;
   let dir: string;
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
-  const step = stepper(() => page, pageErrors);
+  const chromium = new TestChromium(WAIT_MS);
+  const { step } = chromium;
 
   before(async () => {
     const grant = runtimeGrant({
@@ -72,7 +70,7 @@ describe("a module's tool calls plotted in Chromium", () => {
     view = await startView({ bus: mesh.operator, actor: "ada" });
   });
   after(async () => {
-    await browser?.close();
+    await chromium.close();
     await view?.close();
     if (runtime !== undefined && runtime.exitCode === null) {
       const exited = new Promise((resolve) => runtime?.once("exit", resolve));
@@ -84,14 +82,14 @@ describe("a module's tool calls plotted in Chromium", () => {
   });
 
   it("plots the calls and the error of tools called from the page", async () => {
-    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
+    const page = await chromium.newPage();
     await step("open", async () => {
       await page.goto(view.url);
       await page.waitForSelector("body[data-ready]");
     });
     await step("call from the page", () => callFromThePage(page));
     await step("the plot shows the calls and the error", () => plotShowsThem(page));
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(chromium.pageErrors, []);
   });
 });
 

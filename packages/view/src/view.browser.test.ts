@@ -11,11 +11,11 @@ import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { Bucket, askKey, nodeKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
-import { keepScreenshot, newTestPage, stepper } from "./browser-test-support.js";
+import { TestChromium, keepScreenshot } from "./browser-test-support.js";
 import { startView, type View } from "./start-view.js";
 import { ASK_ID, MODULES, NODES, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
 
@@ -38,11 +38,8 @@ describe("the view in Chromium", () => {
   let mesh: TestMesh;
   let view: View;
   let tool: Served;
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
-
-  const step = stepper(() => page, pageErrors);
+  const chromium = new TestChromium(WAIT_MS);
+  const { step } = chromium;
 
   before(async () => {
     mesh = await startTestMesh();
@@ -69,7 +66,7 @@ describe("the view in Chromium", () => {
     view = await startView({ bus: mesh.operator, actor: "ada" });
   });
   after(async () => {
-    await browser?.close();
+    await chromium.close();
     await view?.close();
     await tool?.stop();
     await mesh?.stop();
@@ -77,7 +74,7 @@ describe("the view in Chromium", () => {
 
   it("shows the mesh, follows it live, answers an ask, calls a tool and opens a build log", async () => {
     // In the test, not in before(): a machine without Chromium fails this test, by name.
-    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
+    const page = await chromium.newPage();
 
     const t: Steps = { page, mesh, view };
     await step("open", () => openPage(t));
@@ -88,7 +85,7 @@ describe("the view in Chromium", () => {
     await step("call a tool from its form", () => callATool(t));
     await step("open a failed build's log", () => openBuildLog(t));
     await step("page through a larger fleet", () => pageThroughNodes(t));
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(chromium.pageErrors, []);
   });
 });
 

@@ -2,9 +2,10 @@
  * What the CLI's tests seed a mesh with: the hello module's manifest, the values the mesh's own
  * processes write (presence, have, wants), written once here instead of in every test.
  */
+import { generateNodeKeys } from "@mesh/bus";
 import { fingerprintOf } from "@mesh/core";
 import { hello, manifest } from "@mesh/controller/testing";
-import { Bucket, nodeModuleKey, type Manifest, type ManifestInput } from "@mesh/protocol";
+import { Bucket, nodeKey, nodeModuleKey, type Manifest, type ManifestInput } from "@mesh/protocol";
 
 /**
  * A checked hello manifest: the controller fixture's tools bundle (it loads src/greet.ts), and
@@ -52,5 +53,29 @@ export async function seedWanted(
       rule: "newest",
       reason: options.reason ?? "test",
     });
+  }
+}
+
+/**
+ * A module wanted and running, as a fleet leaves it: `seedWanted`, and each of `nodes` present
+ * since `at` with a real key (the controller can seal a secret for it), running `build` healthy.
+ */
+export async function seedRunning(
+  put: Put,
+  manifest: Manifest,
+  options: { readonly nodes: readonly string[]; readonly build: string; readonly at: string },
+): Promise<void> {
+  await seedWanted(put, manifest, options);
+  for (const node of options.nodes) {
+    await put(
+      Bucket.presence,
+      nodeKey(node),
+      presenceOf(node, options.at, generateNodeKeys().publicKey),
+    );
+    await put(
+      Bucket.have,
+      nodeModuleKey(node, manifest.module),
+      healthyHave(options.build, options.at),
+    );
   }
 }

@@ -15,13 +15,12 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
-import { generateNodeKeys } from "@mesh/bus";
+import type { Page } from "playwright-core";
 import { deadline, reapWithMe, stretched } from "@mesh/bus/testing";
-import { Bucket, Env, nodeKey, nodeModuleKey } from "@mesh/protocol";
-import { keepScreenshot, launch, pageOf, stepper } from "@mesh/view/testing";
+import { Env } from "@mesh/protocol";
+import { TestChromium, keepScreenshot } from "@mesh/view/testing";
 import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
-import { healthyHave, helloManifest, presenceOf, seedWanted } from "../../testing/fixtures.js";
+import { helloManifest, seedRunning } from "../../testing/fixtures.js";
 
 const MAIN = fileURLToPath(new URL("../../main.js", import.meta.url));
 const WAIT_MS = stretched(5_000);
@@ -32,29 +31,21 @@ describe("mesh view --listen in Chromium", () => {
   let mesh: ControllerMesh;
   let root: string;
   let child: Child | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
-  const step = stepper(() => page, pageErrors);
+  const chromium = new TestChromium(WAIT_MS);
+  const { step } = chromium;
 
   before(async () => {
     mesh = await startControllerMesh();
     await mesh.register("hello");
     const at = new Date().toISOString();
-    await seedWanted(mesh.put, helloManifest(), { nodes: ["n1"], build: "1-a" });
-    await mesh.put(
-      Bucket.presence,
-      nodeKey("n1"),
-      presenceOf("n1", at, generateNodeKeys().publicKey),
-    );
-    await mesh.put(Bucket.have, nodeModuleKey("n1", "hello"), healthyHave("1-a", at));
+    await seedRunning(mesh.put, helloManifest(), { nodes: ["n1"], build: "1-a", at });
     // A root of its own: the view keeps its login key and certificate there.
     root = await mkdtemp(join(tmpdir(), "mesh-cli-view-listen-"));
     await mkdir(join(root, "credentials"), { recursive: true });
     await copyFile(mesh.credential, join(root, "credentials", "operator.json"));
   });
   after(async () => {
-    await browser?.close();
+    await chromium.close();
     child?.kill("SIGINT");
     await mesh?.[Symbol.asyncDispose]();
     await rm(root, { recursive: true, force: true });
@@ -62,17 +53,15 @@ describe("mesh view --listen in Chromium", () => {
 
   it("asks for a login, acts as its own principals, refuses a read-only session's action and another origin's, and logs out", async () => {
     const { page: url, url: link } = await startListening();
-    browser = await launch();
-    page = await pageOf(browser, pageErrors, WAIT_MS);
+    const page = await chromium.newPage();
     const t: Steps = { mesh, root, url };
     await step("a page without a login", () => withoutLogin(page, url));
     await step("the printed link logs in and acts as view", () => operate(page, t, link));
     await step("another origin", () => otherOrigin(page, t));
     await step("log out", () => logOut(page, t));
-    const reader = await pageOf(browser, pageErrors, WAIT_MS);
-    page = reader;
+    const reader = await chromium.newPage();
     await step("a read-only session", () => readOnly(reader, t));
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(chromium.pageErrors, []);
   });
 
   /** Starts `mesh view --listen 127.0.0.1` and reads the URL and login link it prints. */

@@ -9,14 +9,14 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
-import { KvBucket, MeshBus, generateNodeKeys, readCredential } from "@mesh/bus";
+import type { Page } from "playwright-core";
+import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
 import { stretched } from "@mesh/bus/testing";
-import { Bucket, buildKey, nodeKey, nodeModuleKey } from "@mesh/protocol";
+import { Bucket, buildKey } from "@mesh/protocol";
 import { startView, type View } from "@mesh/view";
-import { keepScreenshot, newTestPage, stepper } from "@mesh/view/testing";
+import { TestChromium, keepScreenshot } from "@mesh/view/testing";
 import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
-import { healthyHave, helloManifest, presenceOf, seedWanted } from "../../testing/fixtures.js";
+import { helloManifest, seedRunning } from "../../testing/fixtures.js";
 import { viewActions } from "./view-actions.js";
 
 const WAIT_MS = stretched(5_000);
@@ -27,10 +27,8 @@ describe("the view's actions in Chromium", () => {
   let mesh: ControllerMesh;
   let operator: MeshBus;
   let view: View;
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
-  const step = stepper(() => page, pageErrors);
+  const chromium = new TestChromium(WAIT_MS);
+  const { step } = chromium;
 
   before(async () => {
     mesh = await startControllerMesh();
@@ -40,13 +38,8 @@ describe("the view's actions in Chromium", () => {
       config: { greeting: { type: "string", description: "what it says", default: "hi" } },
       "own-secrets": { "api-token": { path: "api-token" } },
     });
-    await seedWanted(mesh.put, manifest, { nodes: ["n1", "n2"], build: "1-a" });
-    for (const node of ["n1", "n2"]) {
-      // A real key: the controller seals the secret for each node that needs it.
-      const { publicKey } = generateNodeKeys();
-      await mesh.put(Bucket.presence, nodeKey(node), presenceOf(node, at, publicKey));
-      await mesh.put(Bucket.have, nodeModuleKey(node, "hello"), healthyHave("1-a", at));
-    }
+    // Real keys: the controller seals the secret for each node that needs it.
+    await seedRunning(mesh.put, manifest, { nodes: ["n1", "n2"], build: "1-a", at });
     await mesh.put(Bucket.builds, buildKey("hello", "1-a"), {
       module: "hello",
       build: "1-a",
@@ -60,14 +53,14 @@ describe("the view's actions in Chromium", () => {
     view = await startView({ bus: operator, actor: "ada", actions: viewActions });
   });
   after(async () => {
-    await browser?.close();
+    await chromium.close();
     await view?.close();
     await operator?.close();
     await mesh?.[Symbol.asyncDispose]();
   });
 
   it("does every action from the page, each confirmed, its effect on the mesh", async () => {
-    ({ browser, page } = await newTestPage(pageErrors, WAIT_MS));
+    const page = await chromium.newPage();
     const t: Steps = { page, mesh };
     await step("open and select a cell", async () => {
       await page.goto(view.url);
@@ -82,7 +75,7 @@ describe("the view's actions in Chromium", () => {
     await step("secret set", () => secret(t));
     await step("register a module", () => register(t));
     await step("steer a rollout", () => steer(t));
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(chromium.pageErrors, []);
   });
 });
 
