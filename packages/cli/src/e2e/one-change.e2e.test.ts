@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { launch } from "@mesh/view/testing";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { deadline, processesNaming } from "@mesh/bus/testing";
 import { Bucket, nodeModuleKey } from "@mesh/protocol";
@@ -239,10 +240,7 @@ describe("one change, end to end", () => {
   });
 
   test("the view shows the examples healthy, follows a CLI change live, answers an ask, calls a tool", async () => {
-    const browser = await chromium.launch({
-      executablePath: process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    const browser = await launch();
     let page: Page | undefined;
     try {
       page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
