@@ -28,6 +28,19 @@ function roll(f: Fleet, seconds = 10, behaviour = healthy, most = 100): string[]
   return waves;
 }
 
+/**
+ * A paused rollout stays paused however long it is stepped, the canary alone given; a resume
+ * gives the next wave.
+ */
+function heldAtTheCanaryUntilResumed(f: Fleet): void {
+  for (let i = 0; i < 10; i++) step(f, 10);
+  assert.equal(record(f)?.status, "paused");
+  assert.deepEqual(wanting(f, f.b2), ["n1"]);
+  steer(f, "resume");
+  step(f, 10);
+  assert.deepEqual(wanting(f, f.b2), ["n1", "n2"]);
+}
+
 describe("rollout: waves (issue 22)", () => {
   it("a good build goes canary → batches → all, never more than a batch unproven", () => {
     const f = fleet(8);
@@ -135,12 +148,7 @@ describe("rollout: waves (issue 22)", () => {
     const f = fleet(4);
     step(f, 10);
     steer(f, "pause");
-    for (let i = 0; i < 10; i++) step(f, 10);
-    assert.equal(record(f)?.status, "paused");
-    assert.deepEqual(wanting(f, f.b2), ["n1"]);
-    steer(f, "resume");
-    step(f, 10);
-    assert.deepEqual(wanting(f, f.b2), ["n1", "n2"]);
+    heldAtTheCanaryUntilResumed(f);
   });
 
   it("promote skips the remaining gates", () => {
@@ -167,12 +175,7 @@ describe("rollout: waves (issue 22)", () => {
 
   it("pause-after-canary waits for a resume once the canary is proven", () => {
     const f = fleet(4, { "pause-after-canary": true });
-    for (let i = 0; i < 10; i++) step(f, 10);
-    assert.equal(record(f)?.status, "paused");
-    assert.deepEqual(wanting(f, f.b2), ["n1"]);
-    steer(f, "resume");
-    step(f, 10);
-    assert.deepEqual(wanting(f, f.b2), ["n1", "n2"]);
+    heldAtTheCanaryUntilResumed(f);
   });
 
   it("batch 100% gives every node at once, as before waves", () => {
