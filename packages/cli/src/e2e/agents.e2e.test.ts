@@ -15,7 +15,6 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ToolListChangedNotificationSchema,
@@ -26,6 +25,7 @@ import { deadline, freePort, readStockContext, stockSession } from "@mesh/bus/te
 import { mcpPrincipal } from "@mesh/core";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { runMesh, MESH_MAIN } from "../testing/run-mesh.js";
+import { connectMcpStdio, type McpStdio } from "../testing/mcp-stdio.js";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
 
@@ -72,34 +72,22 @@ after(async () => {
 });
 
 describe("mesh mcp over stdio, driven by the official SDK client", () => {
+  let mcp: McpStdio | undefined;
   let client: Client;
-  let transport: StdioClientTransport;
   const changes: number[] = [];
 
   before(async () => {
-    transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MESH_MAIN, "mcp", "--root", mesh.root],
-      stderr: "pipe",
+    mcp = await connectMcpStdio(["--root", mesh.root], {
+      name: "mesh-test",
+      prepare: (c) =>
+        c.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+          changes.push(Date.now());
+        }),
     });
-    client = new Client({ name: "mesh-test", version: "1.0.0" });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      changes.push(Date.now());
-    });
-    await deadline(client.connect(transport), 60_000, "the MCP client to connect");
+    client = mcp.client;
   });
 
-  after(async () => {
-    const pid = transport?.pid;
-    await client?.close().catch(() => undefined);
-    if (pid !== null && pid !== undefined) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  });
+  after(() => mcp?.close());
 
   test("tools/list names every tool <module>__<tool> with its description and schemas", async () => {
     const { tools } = await client.listTools();
@@ -200,24 +188,12 @@ describe("mesh mcp over stdio, driven by the official SDK client", () => {
 
 describe("mesh mcp --allow, held by the bus", () => {
   test("the narrowed credential calls hello; a direct request to counter's tool is a permission violation", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MESH_MAIN, "mcp", "--allow", "hello", "--root", mesh.root],
-      stderr: "pipe",
-    });
-    const client = new Client({ name: "mesh-test-allow", version: "1.0.0" });
-    try {
-      await deadline(client.connect(transport), 60_000, "the MCP client to connect");
-      const { tools } = await client.listTools();
+    {
+      await using mcp = await connectMcpStdio(["--allow", "hello", "--root", mesh.root], {
+        name: "mesh-test-allow",
+      });
+      const { tools } = await mcp.client.listTools();
       assert.deepEqual([...new Set(tools.map((t) => t.name.split("__")[0]))], ["hello"]);
-    } finally {
-      const pid = transport.pid;
-      await client.close().catch(() => undefined);
-      try {
-        if (pid !== null) process.kill(pid, "SIGKILL");
-      } catch {
-        // closing the client ended it
-      }
     }
     const file = join(mesh.root, "credentials", `${mcpPrincipal(["hello"])}.json`);
     await using bus = await MeshBus.connectWithFile(file);

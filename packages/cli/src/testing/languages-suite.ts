@@ -14,11 +14,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { deadline } from "@mesh/bus/testing";
-import { meshJsonAt, runMesh, MESH_MAIN } from "./run-mesh.js";
+import { connectMcpStdio } from "./mcp-stdio.js";
+import { meshJsonAt, runMesh } from "./run-mesh.js";
 import { startMeshUp, type MeshUp } from "./mesh-up.js";
 import { statusOf, until as waitUntil } from "./until.js";
 
@@ -118,33 +116,19 @@ export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): vo
       });
 
       test("the MCP client lists and calls it", async () => {
-        const transport = new StdioClientTransport({
-          command: process.execPath,
-          args: [MESH_MAIN, "mcp", "--root", mesh.root],
-          stderr: "pipe",
+        await using mcp = await connectMcpStdio(["--root", mesh.root], {
+          name: `mesh-${language}-test`,
         });
-        const client = new Client({ name: `mesh-${language}-test`, version: "1.0.0" });
-        try {
-          await deadline(client.connect(transport), 60_000, "the MCP client to connect");
-          const { tools } = await client.listTools();
-          const listed = tools.find((t) => t.name === `${module}__greet`);
-          assert.ok(listed, tools.map((t) => t.name).join(", "));
-          assert.equal(listed.inputSchema.type, "object");
-          const result = (await client.callTool({
-            name: `${module}__greet`,
-            arguments: { name: "Grace" },
-          })) as CallToolResult;
-          assert.equal(result.isError, undefined);
-          assert.deepEqual(result.structuredContent, { text: "Hello, Grace!", tokenLength: 11 });
-        } finally {
-          const pid = transport.pid;
-          await client.close().catch(() => undefined);
-          try {
-            if (pid !== null) process.kill(pid, "SIGKILL");
-          } catch {
-            // it ended with its client
-          }
-        }
+        const { tools } = await mcp.client.listTools();
+        const listed = tools.find((t) => t.name === `${module}__greet`);
+        assert.ok(listed, tools.map((t) => t.name).join(", "));
+        assert.equal(listed.inputSchema.type, "object");
+        const result = (await mcp.client.callTool({
+          name: `${module}__greet`,
+          arguments: { name: "Grace" },
+        })) as CallToolResult;
+        assert.equal(result.isError, undefined);
+        assert.deepEqual(result.structuredContent, { text: "Hello, Grace!", tokenLength: 11 });
       });
 
       test("its config changes live (nothing restarts) and its secret is read again from its file", async () => {
