@@ -8,8 +8,14 @@ import assert from "node:assert/strict";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { MeshBus, flush, publish, serve, type Served } from "@mesh/bus";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
-import { ErrorCode, isMeshError, provisionChangedSubject, provisionSubject } from "@mesh/protocol";
+import {
+  credentialFor,
+  deadline,
+  hasCode,
+  startTestServer,
+  type TestServer,
+} from "@mesh/bus/testing";
+import { ErrorCode, provisionChangedSubject, provisionSubject } from "@mesh/protocol";
 import type { ProvisionItem } from "@mesh/sdk/internal";
 import { Provisioner } from "./provisioner.js";
 
@@ -112,12 +118,10 @@ describe("the runtime's provisioner when its client is not reachable", () => {
     await stopClient();
     const provisioner = new Provisioner({ bus, node: NODE, log: () => undefined });
     try {
-      await provisioner.get("hello", { kind: "config", key: "greeting" });
-      assert.fail("a get with no client answered");
-    } catch (error) {
-      assert.ok(isMeshError(error), String(error));
-      assert.equal(error.code, ErrorCode.TIMEOUT, error.message);
-      assert.match(error.message, /provisioner client of n1 is not reachable/);
+      await assert.rejects(
+        provisioner.get("hello", { kind: "config", key: "greeting" }),
+        hasCode(ErrorCode.TIMEOUT, /provisioner client of n1 is not reachable/),
+      );
     } finally {
       await provisioner.close();
     }
@@ -146,12 +150,10 @@ describe("the runtime's provisioner when its client is not reachable", () => {
       log: () => undefined,
     });
     try {
-      await provisioner.get("hello", { kind: "config", key: "greeting" });
-      assert.fail("a get that no one answered was handed a value");
-    } catch (error) {
-      assert.ok(isMeshError(error), String(error));
-      assert.equal(error.code, ErrorCode.TIMEOUT, error.message);
-      assert.match(error.message, /provisioner client of n1 is not reachable \(nothing answered/);
+      await assert.rejects(
+        provisioner.get("hello", { kind: "config", key: "greeting" }),
+        hasCode(ErrorCode.TIMEOUT, /provisioner client of n1 is not reachable \(nothing answered/),
+      );
     } finally {
       await provisioner.close();
       await silent[Symbol.asyncDispose]();
