@@ -8,6 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Fleet } from "./fleet.js";
+import { markdownTable } from "./markdown-table.js";
 import { awayThroughChanges, nodePartition, type NetFaultResult } from "./fleet-faults.js";
 import {
   minorityPartition,
@@ -93,8 +94,9 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
 
 /** The results as docs/reliability.md shows them. */
 export function fleetTable(results: readonly NetFaultResult[]): string {
-  const rows = results.map((r) =>
-    [
+  return markdownTable(
+    ["scenario", "what", "failed calls", "converged after", "lost writes", "measured", "held"],
+    results.map((r) => [
       r.fault,
       r.what,
       `${r.failedCalls} of ${r.failedCalls + r.answeredCalls}`,
@@ -102,13 +104,8 @@ export function fleetTable(results: readonly NetFaultResult[]): string {
       String(r.lostWrites),
       r.notes.join("; "),
       r.wrong.length === 0 ? "yes" : `no: ${r.wrong.join("; ")}`,
-    ].join(" | "),
+    ]),
   );
-  return [
-    "| scenario | what | failed calls | converged after | lost writes | measured | held |",
-    "|---|---|---|---|---|---|---|",
-    ...rows.map((row) => `| ${row} |`),
-  ].join("\n");
 }
 
 async function writeReport(table: string, took: number): Promise<void> {

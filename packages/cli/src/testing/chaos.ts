@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { Bucket, Principal } from "@mesh/protocol";
 import { ConstantLoad, until, type DemoMesh, type MeshProcessKind } from "./demo-mesh.js";
+import { markdownTable } from "./markdown-table.js";
 
 export interface Fault {
   readonly name: string;
@@ -278,8 +279,9 @@ export function shuffled<T>(items: readonly T[], seed: number): T[] {
 
 /** The results as the table docs/reliability.md shows. */
 export function resultTable(results: readonly FaultResult[]): string {
-  const rows = results.map((r) =>
-    [
+  return markdownTable(
+    ["fault", "what", "failed calls", "whole again after", "duplicates", "changed", "lost writes"],
+    results.map((r) => [
       r.fault,
       r.what,
       String(r.failedCalls),
@@ -287,11 +289,6 @@ export function resultTable(results: readonly FaultResult[]): string {
       Object.keys(r.duplicates).length === 0 ? "0" : JSON.stringify(r.duplicates),
       r.changed.length === 0 ? "none" : r.changed.join(", "),
       String(r.lostWrites),
-    ].join(" | "),
+    ]),
   );
-  return [
-    "| fault | what | failed calls | whole again after | duplicates | changed | lost writes |",
-    "|---|---|---|---|---|---|---|",
-    ...rows.map((row) => `| ${row} |`),
-  ].join("\n");
 }
