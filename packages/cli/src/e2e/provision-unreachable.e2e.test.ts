@@ -18,6 +18,7 @@ import { MeshBus, flush, publish } from "@mesh/bus";
 import { provisionChangedSubject } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
 import { until, type DemoMesh } from "../testing/demo-mesh.js";
+import { moduleYaml } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "unreached-1";
@@ -39,20 +40,12 @@ async function greeterModule(): Promise<string> {
   await mkdir(join(dir, "src"), { recursive: true });
   await writeFile(
     join(dir, "mesh.yaml"),
-    [
-      "module: greeter",
-      "description: Keeps what its greeting's watch hands it.",
-      "bundles:",
-      "  - name: tools",
-      "    language: typescript",
-      "    entrypoints: [src/tools.ts]",
-      "    loads: [src/tools.ts]",
-      "config:",
-      "  greeting:",
-      "    description: The word it greets with.",
-      "    default: Hello",
-      "",
-    ].join("\n"),
+    moduleYaml({
+      module: "greeter",
+      description: "Keeps what its greeting's watch hands it.",
+      tools: true,
+      config: { greeting: { description: "The word it greets with.", default: "Hello" } },
+    }),
   );
   await writeFile(
     join(dir, "src/tools.ts"),

@@ -11,6 +11,7 @@ import { KvBucket } from "@mesh/bus";
 import { Bucket, nodeModuleKey, type Have } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
 import { until, type DemoMesh } from "../testing/demo-mesh.js";
+import { moduleYaml } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "secret-1";
@@ -29,21 +30,12 @@ async function notesModule(): Promise<string> {
   await mkdir(join(dir, "src"), { recursive: true });
   await writeFile(
     join(dir, "mesh.yaml"),
-    [
-      "module: notes",
-      "description: Keeps notes; needs its token.",
-      "bundles:",
-      "  - name: daemon",
-      "    language: typescript",
-      "    entrypoints: [src/daemon.ts]",
-      "processes:",
-      "  - name: notes",
-      "    bundle: daemon",
-      "own-secrets:",
-      "  token:",
-      "    path: token.txt",
-      "",
-    ].join("\n"),
+    moduleYaml({
+      module: "notes",
+      description: "Keeps notes; needs its token.",
+      daemon: "notes",
+      ownSecrets: { token: "token.txt" },
+    }),
   );
   await writeFile(join(dir, "src/daemon.ts"), "setInterval(() => undefined, 60_000);\n");
   return dir;

@@ -11,6 +11,7 @@ import { KvBucket } from "@mesh/bus";
 import { askSecretSet, askSecretUnset } from "@mesh/controller";
 import { Bucket, nodeModuleKey, targetModuleKey } from "@mesh/protocol";
 import type { DemoMesh, MeshProcessKind } from "./demo-mesh.js";
+import { moduleYaml } from "./module-yaml.js";
 import { runMesh } from "./run-mesh.js";
 
 export const SOAK_MODULES = ["tally", "pulse", "vault"] as const;
@@ -53,44 +54,19 @@ export function newModel(): SoakModel {
 }
 
 const MANIFESTS: Record<SoakModule, string> = {
-  tally: [
-    "module: tally",
-    "description: Counts calls; tools only.",
-    "bundles:",
-    "  - name: tools",
-    "    language: typescript",
-    "    entrypoints: [src/tools.ts]",
-    "    loads: [src/tools.ts]",
-    "config:",
-    "  step:",
-    "    description: How much each call adds.",
-    "    default: 1",
-  ].join("\n"),
-  pulse: [
-    "module: pulse",
-    "description: A steady daemon.",
-    "bundles:",
-    "  - name: daemon",
-    "    language: typescript",
-    "    entrypoints: [src/daemon.ts]",
-    "processes:",
-    "  - name: pulse",
-    "    bundle: daemon",
-  ].join("\n"),
-  vault: [
-    "module: vault",
-    "description: A daemon that needs its token.",
-    "bundles:",
-    "  - name: daemon",
-    "    language: typescript",
-    "    entrypoints: [src/daemon.ts]",
-    "processes:",
-    "  - name: vault",
-    "    bundle: daemon",
-    "own-secrets:",
-    "  token:",
-    "    path: token.txt",
-  ].join("\n"),
+  tally: moduleYaml({
+    module: "tally",
+    description: "Counts calls; tools only.",
+    tools: true,
+    config: { step: { description: "How much each call adds.", default: 1 } },
+  }),
+  pulse: moduleYaml({ module: "pulse", description: "A steady daemon.", daemon: "pulse" }),
+  vault: moduleYaml({
+    module: "vault",
+    description: "A daemon that needs its token.",
+    daemon: "vault",
+    ownSecrets: { token: "token.txt" },
+  }),
 };
 
 /** The source of one edit: steady, or crashing at once (a build that fails where it runs). */
@@ -124,7 +100,7 @@ export async function writeModule(dir: string, module: SoakModule, model: SoakMo
     model.good.get(module) ?? true,
   );
   await mkdir(join(dir, module, "src"), { recursive: true });
-  await writeFile(join(dir, module, "mesh.yaml"), `${MANIFESTS[module]}\n`);
+  await writeFile(join(dir, module, "mesh.yaml"), MANIFESTS[module]);
   await writeFile(join(dir, module, "src", file), text);
 }
 
