@@ -135,7 +135,7 @@ type AssignerMirror = Mirror<AssignerSources>;
 /** What the assigner reconciles: a node, or every node (the first pass; a change that reaches all). */
 type AssignerKey = string | typeof ALL;
 
-/** The backoff of a pass that threw (a bug: a pass catches what the bus refuses). */
+/** The reconciler's per-key backoff; never used: a pass that throws fails the run (`failOnError`). */
 const PASS_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 
 export class Assigner implements Daemon, AsyncDisposable {
@@ -171,6 +171,9 @@ export class Assigner implements Daemon, AsyncDisposable {
       sources: this.#sources(),
       log: this.#log,
       retry: PASS_RETRY,
+      // A pass that throws (a bug: a pass catches what the bus refuses) stops the assigner, as it
+      // always did; its supervisor starts it again. It holds no timer, not even a retry's.
+      failOnError: true,
       // A bucket lost for good (not watched again within a minute), or never heard, stops the
       // assigner rather than let it decide from what it does not hear; its supervisor starts it again.
       failure: notHeard,
