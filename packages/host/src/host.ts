@@ -165,6 +165,7 @@ export class Host implements Daemon, AsyncDisposable {
       }),
       have: () => this.#connection.have,
       connected: () => this.#connection.connected,
+      configOf: (module) => this.#provisioner.configOf(module),
       signal,
       log,
     });

@@ -18,7 +18,7 @@ import {
   provisionSubject,
   type ComposedModule,
 } from "@mesh/protocol";
-import { moduleGrant } from "@mesh/core";
+import { fingerprintOf, moduleGrant } from "@mesh/core";
 import { Host } from "./host.js";
 import {
   LONG_RUNNING,
@@ -195,6 +195,30 @@ describe("provision asks", () => {
       return f !== undefined && f.pid !== before.get("app.process-follows")?.pid ? now : undefined;
     });
     assert.deepEqual(after.get("app.process-ignores"), before.get("app.process-ignores"));
+  });
+
+  test("have says which config value the module sees (its fingerprint) and since when: a config rollout's gate (decision 0131)", async () => {
+    const have = await KvBucket.open(fx.bus.admin, Bucket.have);
+    const reported = async () => (await have.get(`${NODE}.app`))?.value.config;
+    await setConfig(`app.color.${NODE}`, "teal");
+    await waitFor("the value in have", async () => {
+      return (await reported())?.values["color"] === fingerprintOf("teal");
+    });
+    const first = await reported();
+    assert.ok(first !== undefined);
+    assert.ok(Object.hasOwn(first.values, "greeting"), "every declared key with a value");
+    await setConfig(`app.color.${NODE}`, "plum");
+    await waitFor("the new value in have", async () => {
+      return (await reported())?.values["color"] === fingerprintOf("plum");
+    });
+    const second = await reported();
+    assert.ok(Date.parse(second?.since ?? "") >= Date.parse(first.since), "since moved with it");
+    assert.notEqual(second?.values["color"], first.values["color"]);
+    // The node's value goes again, and the change is through before the next test listens.
+    await (await KvBucket.open(fx.bus.admin, Bucket.config)).delete(`app.color.${NODE}`);
+    await waitFor("the value gone from have", async () => {
+      return (await reported())?.values["color"] !== fingerprintOf("plum");
+    });
   });
 
   test("a composition that moves a bound value says changed for it; the module's build is reported", async () => {

@@ -4,6 +4,7 @@
  * longer composed here.
  */
 import type { KvBucket } from "@mesh/bus";
+import { canonicalJson, fingerprintOf } from "@mesh/core";
 import { RUNTIME_PROCESS_ID, nodeModuleKey, type Composed, type Have } from "@mesh/protocol";
 import type { Waiting } from "./apply.js";
 import {
@@ -33,15 +34,19 @@ export interface ReporterOptions {
   readonly have: () => KvBucket<Have> | undefined;
   /** Whether the host reaches the bus now. */
   readonly connected: () => boolean;
+  /** A module's config as its processes see it (the provisioner's), for `have.config`. */
+  readonly configOf?: (module: string) => Readonly<Record<string, unknown>> | undefined;
   readonly signal: AbortSignal;
   readonly log: (line: string) => void;
 }
 
 type Said = Omit<
   Have,
-  "since" | "build" | "lastError" | "lastErrorCode" | "waitingFor" | "exits"
+  "since" | "build" | "lastError" | "lastErrorCode" | "waitingFor" | "exits" | "config"
 > & {
   build: string | undefined;
+  /** The fingerprint of each config key's value. */
+  config?: Record<string, string> | undefined;
   lastError: Reason | undefined;
   waitingFor?: Waiting | undefined;
   exits?: Have["exits"] | undefined;
@@ -138,6 +143,7 @@ export class Reporter {
         restarts,
         lastError,
         waitingFor,
+        config: this.#configOf(module),
         exits: exits && { inARow: exits.inARow, last: new Date(exits.last).toISOString() },
       });
     }
@@ -189,6 +195,16 @@ export class Reporter {
     return out;
   }
 
+  /**
+   * The fingerprint of each of the module's config values as its processes see them: a config
+   * rollout's gate reads which value a node runs (decision 0131), never the value itself.
+   */
+  #configOf(module: string): Record<string, string> | undefined {
+    const config = this.#o.configOf?.(module);
+    if (config === undefined) return undefined;
+    return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, fingerprintOf(v)]));
+  }
+
   async #write(module: string, now: Said): Promise<void> {
     const have = this.#o.have();
     if (have === undefined) return;
@@ -204,8 +220,13 @@ export class Reporter {
       last.lastErrorCode === now.lastError?.code &&
       last.waitingFor?.what === now.waitingFor?.what &&
       last.waitingFor?.code === now.waitingFor?.code &&
-      last.exits?.inARow === now.exits?.inARow;
+      last.exits?.inARow === now.exits?.inARow &&
+      sameConfig(last.config?.values, now.config);
     if (same) return;
+    const configSince =
+      last?.config !== undefined && sameConfig(last.config.values, now.config)
+        ? last.config.since
+        : new Date().toISOString();
     const value: Have = {
       ...(now.build === undefined ? {} : { build: now.build }),
       fingerprint: now.fingerprint,
@@ -221,6 +242,7 @@ export class Reporter {
         : { lastError: now.lastError.message.slice(0, 2000), lastErrorCode: now.lastError.code }),
       ...(now.waitingFor === undefined ? {} : { waitingFor: now.waitingFor }),
       ...(now.exits === undefined ? {} : { exits: now.exits }),
+      ...(now.config === undefined ? {} : { config: { values: now.config, since: configSince } }),
     };
     try {
       await have.put(nodeModuleKey(this.#o.node, module), value, { signal: this.#o.signal });
@@ -232,3 +254,6 @@ export class Reporter {
     }
   }
 }
+
+const sameConfig = (a: unknown, b: unknown): boolean =>
+  a === undefined || b === undefined ? a === b : canonicalJson(a) === canonicalJson(b);

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { Bucket } from "./layout.js";
 import { Rollout, RolloutOverride, RolloutSteer } from "./rollout.js";
+import { ConfigRollout, ConfigRolloutRequest } from "./config-rollout.js";
 import { Summary } from "./summary.js";
 import { BuildModuleRegistration } from "./build-modules.js";
 import {
@@ -49,6 +50,8 @@ export const BucketValue = {
   [Bucket.rolloutPolicies]: RolloutOverride,
   [Bucket.rolloutSteers]: RolloutSteer,
   [Bucket.rollouts]: Rollout,
+  [Bucket.configRollouts]: ConfigRolloutRequest,
+  [Bucket.configWaves]: ConfigRollout,
   [Bucket.buildModules]: BuildModuleRegistration,
 } as const satisfies Record<Bucket, z.ZodType>;
 

@@ -217,6 +217,12 @@ export {
   RolloutSteer,
   RolloutStatus,
 } from "./rollout.js";
+export {
+  CONFIG_ROLLOUT_ACTIONS,
+  ConfigRollout,
+  ConfigRolloutAction,
+  ConfigRolloutRequest,
+} from "./config-rollout.js";
 export { Summary, SummaryCell } from "./summary.js";
 export {
   BUILD_ASK_TIMEOUT_MS,

@@ -39,6 +39,10 @@ export const Bucket = {
   rolloutSteers: "mesh-rollout-steers",
   /** The assigner's record of each module's rollout: where the next pass continues from. */
   rollouts: "mesh-rollouts",
+  /** An operator's config value to move through the waves, and its steering (decision 0131). */
+  configRollouts: "mesh-config-rollouts",
+  /** The assigner's record of each config value's rollout (decision 0131). */
+  configWaves: "mesh-config-waves",
   /**
    * The languages this mesh builds: each build module says its language here when it starts
    * (decision 0160), and the builder asks the module a language names.
@@ -75,6 +79,8 @@ export const BucketSpec: Record<Bucket, { readonly key: string; readonly history
   [Bucket.rolloutPolicies]: { key: "<module>", history: 1 },
   [Bucket.rolloutSteers]: { key: "<module>", history: 1 },
   [Bucket.rollouts]: { key: "<module>", history: 1 },
+  [Bucket.configRollouts]: { key: "<module>.<key>", history: 1 },
+  [Bucket.configWaves]: { key: "<module>.<key>", history: 1 },
   [Bucket.buildModules]: { key: "<language>", history: 1 },
 };
 

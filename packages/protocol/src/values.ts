@@ -185,6 +185,15 @@ export const Have = z
      * and when the last exit was (its reason is `lastError`). Absent once a run lasts.
      */
     exits: z.object({ inARow: z.number().int().positive(), last: Instant }).strict().optional(),
+    /**
+     * The module's config as its processes see it here (decision 0131): the fingerprint of each
+     * declared key's value, and when one of them last moved (this node's clock). A config
+     * rollout's gate reads it; absent in a have written by an older host.
+     */
+    config: z
+      .object({ values: z.record(z.string(), z.string()), since: Instant })
+      .strict()
+      .optional(),
   })
   .strict();
 export type Have = z.infer<typeof Have>;
@@ -334,7 +343,18 @@ export type Grant = z.infer<typeof Grant>;
 
 // mesh-config, mesh-secrets --------------------------------------------------------------------
 
-export const ConfigValue = z.object({ value: z.json(), by: Actor, at: Instant }).strict();
+export const ConfigValue = z
+  .object({
+    value: z.json(),
+    by: Actor,
+    at: Instant,
+    /**
+     * On a node's value the assigner wrote for a config rollout (decision 0131): the time of the
+     * operator's request it moves. A node value without it is an operator's own.
+     */
+    rollout: Instant.optional(),
+  })
+  .strict();
 export type ConfigValue = z.infer<typeof ConfigValue>;
 
 /** A secret sealed with the vault's key (AES-256-GCM), base64 parts. */

@@ -20,6 +20,7 @@ import {
   targetModuleKey,
   type Ask,
   type CompositionVerdict,
+  type ConfigRollout,
   type Difference,
   type Rollout,
   type Want,
@@ -46,6 +47,8 @@ import {
   type Proposal,
   type Unwanted,
 } from "./model.js";
+import { planConfigRollouts, type ConfigRolloutWrite } from "./config-rollout-plan.js";
+import { configRolloutWrites } from "./config-rollout-steps.js";
 import { planRollouts, type RolloutPlan } from "./rollout-plan.js";
 import { stepConditions } from "./rollout-steps.js";
 import { CELL_RULES, NODE_RULES, type NodeSet } from "./rules/index.js";
@@ -78,7 +81,8 @@ export type AssignerWrite =
       readonly bucket: typeof Bucket.rollouts;
       readonly key: string;
       readonly value: Rollout | undefined;
-    };
+    }
+  | ConfigRolloutWrite;
 
 export interface AssignResult {
   /** The nodes decided. */
@@ -93,6 +97,8 @@ export interface AssignResult {
   readonly asks: ReadonlyMap<string, Ask>;
   /** Every module's rollout after this pass (decided over the whole fleet, whatever the scope). */
   readonly rollouts: ReadonlyMap<string, Rollout>;
+  /** Every config rollout after this pass, by `<module>.<key>` (also whatever the scope). */
+  readonly configRollouts: ReadonlyMap<string, ConfigRollout>;
   /** Only what differs from what stands (`snapshot.own`): a second pass over the result writes nothing. */
   readonly writes: readonly AssignerWrite[];
   /**
@@ -143,6 +149,10 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
   };
   // A rollout's step moves cells outside the scope (a wave given, a halt): they are decided too.
   const moved = writeRollouts(pass);
+  const configPlans = planConfigRollouts(snapshot, index);
+  const configs = configRolloutWrites(snapshot, configPlans);
+  pass.writes.push(...configs.writes);
+  pass.conditions.push(...configs.conditions);
   const nodes = full
     ? [...allNodes(snapshot)].sort()
     : scopedNodes([...(options.nodes ?? []), ...moved]);
@@ -163,6 +173,7 @@ export function assign(snapshot: AssignerSnapshot, options: AssignOptions = {}):
     differences,
     asks,
     rollouts: records,
+    configRollouts: new Map([...configPlans].map(([k, p]) => [k, p.record])),
     writes,
     conditions,
   };
@@ -387,4 +398,6 @@ export const ASSIGNER_WRITES = [
   Bucket.differences,
   Bucket.asks,
   Bucket.rollouts,
+  Bucket.config,
+  Bucket.configWaves,
 ] as const;

@@ -19,6 +19,10 @@ export const AssignerConditionKind = {
   rollout: "rollout",
   /** A rollout halted or aborted, until it is retried or a new build rolls out. */
   rolloutFailed: "rollout-failed",
+  /** Each step of a config value's rollout (decision 0131). */
+  configRollout: "config-rollout",
+  /** A config value's rollout halted or aborted, until a new request of the key. */
+  configRolloutFailed: "config-rollout-failed",
 } as const;
 export type AssignerConditionKind =
   (typeof AssignerConditionKind)[keyof typeof AssignerConditionKind];

@@ -109,7 +109,7 @@ export function reportHave(
   module: string,
   build: string,
   health: Have["health"],
-  extra: { since?: string; lastError?: string } = {},
+  extra: { since?: string; lastError?: string; config?: Have["config"] } = {},
 ): void {
   const key = `${node}.${module}`;
   const have: Have = { build, fingerprint: "f", health, since: T0, restarts: 0, ...extra };
@@ -145,6 +145,8 @@ export function apply(s: MutableSnapshot, result: AssignResult): void {
       "mesh-differences": s.own.differences,
       "mesh-asks": s.own.asks,
       "mesh-rollouts": s.own.rollouts,
+      "mesh-config": s.own.config,
+      "mesh-config-waves": s.own.configWaves,
     }[w.bucket] as Map<string, unknown>;
     if (w.value === undefined) map.delete(w.key);
     else map.set(w.key, w.value);

@@ -19,6 +19,7 @@ import {
 } from "@mesh/protocol";
 import { liftedAt, marksOf, type ModuleIndex, type RolloutPlan, type Usable } from "./model.js";
 import { durationText, orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
+import { stepWaves, wavesOf } from "./wave-step.js";
 import type { AssignerSnapshot } from "./snapshot.js";
 
 export type { RolloutPlan };
@@ -86,7 +87,7 @@ function targetOf(
 }
 
 /** The present nodes each module is placed on, sorted. */
-function placedNodes(snapshot: AssignerSnapshot): Map<string, string[]> {
+export function placedNodes(snapshot: AssignerSnapshot): Map<string, string[]> {
   const out = new Map<string, Set<string>>();
   const add = (module: string, node: string): void => {
     if (!snapshot.presence.has(node)) return;
@@ -174,65 +175,21 @@ function fresh(ctx: Ctx, holdable: ReadonlySet<string>, before: Rollout | undefi
 
 /** Gives the next wave when the gate held, or says what it waits for. */
 function advance(ctx: Ctx, record: Rollout, admitted: Set<string>, held: boolean): RolloutPlan {
-  const { policy, steer, module } = ctx;
-  const build = ctx.target.build.build;
-  let pending = ctx.nodes.filter((n) => !admitted.has(n));
-  let next = { ...record, policy, admitted: [...admitted].sort() };
-  const promoted = steer?.action === "promote";
-  const canaryProven = record.wave === 1 && policy.canary > 0 && policy.pauseAfterCanary;
-  const resumed = steer?.action === "resume" || promoted;
-  const paused = steer?.action === "pause";
-  if (pending.length > 0 && (promoted || (held && !paused && !(canaryProven && !resumed)))) {
-    const size = promoted
-      ? pending.length
-      : record.wave === 0 && policy.canary > 0
-        ? policy.canary
-        : policy.batch;
-    const wave = pending.slice(0, size);
-    for (const n of wave) admitted.add(n);
-    pending = pending.slice(size);
-    next = {
-      ...next,
-      status: "rolling",
-      wave: record.wave + 1,
-      admitted: [...admitted].sort(),
-      waveNodes: [...wave].sort(),
-      waveAt: ctx.snapshot.now,
-    };
-    held = wave.length === 0;
-  }
-  const waves = next.wave + Math.ceil(pending.length / policy.batch);
-  const minHealthy = durationText(policy.minHealthyMs);
-  let status: Rollout["status"] = "rolling";
-  let waiting: string;
-  if (pending.length === 0 && held) {
-    status = "done";
-    waiting = `nothing: every node runs ${build}`;
-  } else if (pending.length > 0 && paused) {
-    status = "paused";
-    waiting = `paused by ${steer?.by ?? "an operator"}: \`mesh rollout resume ${module}\``;
-  } else if (pending.length > 0 && held && canaryProven && !resumed) {
-    status = "paused";
-    waiting = `the canary is proven; the policy pauses here: \`mesh rollout resume ${module}\` or \`mesh rollout promote ${module}\``;
-  } else {
-    waiting = `wave ${next.wave} of ${waves} (${listed(next.waveNodes)}): each runs ${build} healthy for ${minHealthy}`;
-  }
-  return settled(ctx, { ...next, status, waves, waiting }, admitted, pending);
-}
-
-/** The plan for a record: the nodes allowed, and the wave of each node still waiting. */
-function settled(
-  ctx: Ctx,
-  record: Rollout,
-  admitted: ReadonlySet<string>,
-  pending: readonly string[],
-): RolloutPlan {
-  const waveOf = new Map<string, number>();
-  pending.forEach((n, i) => waveOf.set(n, record.wave + 1 + Math.floor(i / ctx.policy.batch)));
-  const next =
-    record.status === "done"
-      ? { ...record, admitted: [...admitted].sort(), policy: ctx.policy }
-      : record;
+  const { module } = ctx;
+  const { record: next, pending } = stepWaves(
+    {
+      nodes: ctx.nodes,
+      policy: ctx.policy,
+      steer: ctx.steer,
+      now: ctx.snapshot.now,
+      subject: ctx.target.build.build,
+      command: (word) => `mesh rollout ${word} ${module}`,
+    },
+    record,
+    admitted,
+    held,
+  );
+  const waveOf = wavesOf(pending, next, ctx.policy.batch);
   return { nodes: ctx.nodes, record: next, allowed: admitted, waveOf, halted: false };
 }
 
@@ -317,10 +274,4 @@ function holdOf(ctx: Ctx, node: string): string | undefined {
   const key = nodeModuleKey(node, ctx.module);
   const lifted = liftedAt(ctx.snapshot, key, targetModuleKey({ all: true }, ctx.module));
   return marksOf(ctx.snapshot.have.get(key), lifted).has(build) ? undefined : build;
-}
-
-function listed(nodes: readonly string[]): string {
-  return nodes.length <= 5
-    ? nodes.join(", ")
-    : `${nodes.slice(0, 5).join(", ")} and ${nodes.length - 5} more`;
 }

@@ -17,7 +17,7 @@ export interface HaveRecord {
 
 /** What the assigner itself wrote and stands now: a pass writes only what differs from it. */
 export interface AssignerOwn extends BucketMaps<
-  "wants" | "compositions" | "differences" | "asks" | "rollouts"
+  "wants" | "compositions" | "differences" | "asks" | "rollouts" | "config" | "configWaves"
 > {
   /**
    * The assigner's conditions that are said and not resolved, by name, with the node each is
@@ -47,6 +47,7 @@ export interface AssignerSnapshot extends BucketMaps<
   | "composed"
   | "rolloutPolicies"
   | "rolloutSteers"
+  | "configRollouts"
 > {
   /** ISO 8601; stamps new asks and a rollout's waves only (no rule measures time with it). */
   readonly now: string;
@@ -75,12 +76,15 @@ export function emptySnapshot(now = "1970-01-01T00:00:00.000Z"): AssignerSnapsho
     composed: new Map(),
     rolloutPolicies: new Map(),
     rolloutSteers: new Map(),
+    configRollouts: new Map(),
     own: {
       wants: new Map(),
       compositions: new Map(),
       differences: new Map(),
       asks: new Map(),
       rollouts: new Map(),
+      config: new Map(),
+      configWaves: new Map(),
       conditions: new Map(),
     },
   };

@@ -91,7 +91,7 @@ export function hostGrant(input: { readonly node: string }): Permissions {
  * The operator's CLI (and anything speaking as the operator). Reads every mesh bucket but the
  * secrets (sealed with the vault's key: only the controller can use them); writes what
  * docs/design.md says the operator writes (assignments, puts, retries, answers, config, rollout
- * policies and steers) and
+ * policies and steers, config rollouts) and
  * registrations (`mesh-modules`: the CLI checks the manifest itself and registers it directly, see
  * docs/decisions/0020); calls every tool and discovers every service; reads the conditions and logs
  * streams; asks the controller for join tokens and to set secrets. Creates and deletes no stream or
@@ -132,6 +132,7 @@ function operatorRights(): Rights {
     Bucket.modules,
     Bucket.rolloutPolicies,
     Bucket.rolloutSteers,
+    Bucket.configRollouts,
   ];
   return merge(
     operatorReads(),

@@ -64,7 +64,7 @@ import {
   type Maps,
 } from "./maps.js";
 import { readOwnConditions } from "./own-conditions.js";
-import { gatedNodes, nodeOf } from "./rollout-gates.js";
+import { gatedNodes, nodeOf, writePhase } from "./rollout-gates.js";
 import { SummaryKeeper } from "./summary-keeper.js";
 import { TouchedNodes } from "./touched-nodes.js";
 
@@ -91,6 +91,7 @@ const WATCHED = [
   Bucket.composed,
   Bucket.rolloutPolicies,
   Bucket.rolloutSteers,
+  Bucket.configRollouts,
   // What it writes: a pass starts from what stands there.
   ...ASSIGNER_WRITES,
 ] as const;
@@ -288,14 +289,10 @@ export class Assigner implements Daemon, AsyncDisposable {
     const nodes = keys.filter((key): key is string => key !== ALL);
     const snapshot: AssignerSnapshot = { ...this.#maps, now: new Date().toISOString() };
     const result = assign(snapshot, all ? {} : { nodes });
-    // A rollout's record first: a later pass continues from it, whatever came of the wants.
-    const first = (w: AssignerWrite): boolean => w.bucket === Bucket.rollouts;
-    await this.#write(result.writes.filter(first), signal);
-    await this.#write(
-      result.writes.filter((w) => !first(w)),
-      signal,
-    );
-    this.#gated = gatedNodes(result.rollouts.values());
+    // Records first (a later pass continues from them), then the rest (see writePhase).
+    const phased = (phase: number) => result.writes.filter((w) => writePhase(w) === phase);
+    for (const phase of [0, 1, 2]) await this.#write(phased(phase), signal);
+    this.#gated = gatedNodes([...result.rollouts.values(), ...result.configRollouts.values()]);
     // Its own writes are held before they are written, so their echoes move nothing: say so here.
     if (result.writes.length > 0) {
       this.#summary?.moved(

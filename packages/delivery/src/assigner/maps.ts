@@ -43,6 +43,10 @@ const OWN_MAPS = {
   [Bucket.differences]: "differences",
   [Bucket.asks]: "asks",
   [Bucket.rollouts]: "rollouts",
+  // mesh-config whole: a config rollout writes nodes' values (decision 0131) and leaves the
+  // operator's own be, so a pass reads every value as it stands.
+  [Bucket.config]: "config",
+  [Bucket.configWaves]: "configWaves",
 } as const satisfies Record<AssignerWrite["bucket"], keyof Maps["own"]>;
 
 /** The buckets a pass writes. */
@@ -62,6 +66,7 @@ const WATCHED_MAPS: Readonly<Record<string, Exclude<keyof Maps, "own">>> = {
   [Bucket.composed]: "composed",
   [Bucket.rolloutPolicies]: "rolloutPolicies",
   [Bucket.rolloutSteers]: "rolloutSteers",
+  [Bucket.configRollouts]: "configRollouts",
 };
 
 /** The map of one of the assigner's own buckets. */

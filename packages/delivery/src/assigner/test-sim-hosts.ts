@@ -3,15 +3,25 @@
  * `hostGrant` credential), writing its presence heartbeat and its `mesh-have` report as a host
  * does. They run on a virtual clock the test moves, so a gate of 20 s holds without waiting
  * 20 s: the assigner reads time from the heartbeats (decision 0130). What they do not do: fetch
- * or run anything; each reports the build the assigner wants of it as its behaviour says.
+ * or run anything; each reports the build the assigner wants of it as its behaviour says, and,
+ * as a host does, which value of hello's `greeting` its module sees (`have.config`, decision 0131).
  */
 import { KvBucket, MeshBus } from "@mesh/bus";
-import { Bucket, type Have } from "@mesh/protocol";
+import { fingerprintOf } from "@mesh/core";
+import { Bucket, type ConfigValue, type Have } from "@mesh/protocol";
 import type { AssignerBus } from "./test-assigner.js";
 import { T0, presenceOf } from "./test-fleet.js";
 
-/** How a node runs build `build`, `ran` seconds after it was first given it. */
-export type Behaviour = (node: string, build: string, ran: number) => Have["health"] | "silent";
+/**
+ * How a node runs build `build`, `ran` seconds after it was first given it, with the `greeting`
+ * it sees since `seen` seconds.
+ */
+export type Behaviour = (
+  node: string,
+  build: string,
+  ran: number,
+  greeting: { readonly value: unknown; readonly seen: number },
+) => Have["health"] | "silent";
 
 export const healthyAlways: Behaviour = () => "healthy";
 
@@ -19,11 +29,23 @@ export class SimHosts {
   readonly nodes: readonly string[];
   /** Seconds since T0 on every node's clock. */
   clock = 0;
-  readonly #hosts: Map<string, { bus: MeshBus; have: KvBucket<Have>; presence: KvBucket<unknown> }>;
+  readonly #hosts: Map<
+    string,
+    {
+      bus: MeshBus;
+      have: KvBucket<Have>;
+      presence: KvBucket<unknown>;
+      config: KvBucket<ConfigValue>;
+    }
+  >;
+  /** The greeting each node's module sees: its fingerprint and since when (s). */
+  readonly #greeting = new Map<string, { fingerprint: string; since: number }>();
   readonly #wants: KvBucket<{ build: string; rule: string }>;
   /** When each node was first given each build (seconds), and what it last reported. */
   readonly #given = new Map<string, number>();
   readonly #said = new Map<string, string>();
+  /** When each node's health last changed (s). */
+  readonly #healthSince = new Map<string, number>();
   /** Every build each node was ever wanted, from a watch of mesh-wants. */
   readonly seen = new Map<string, Set<string>>();
   readonly #stop = new AbortController();
@@ -47,6 +69,7 @@ export class SimHosts {
         bus: host,
         have: await KvBucket.open(host, Bucket.have),
         presence: await KvBucket.open(host, Bucket.presence),
+        config: await KvBucket.open(host, Bucket.config),
       });
     }
     sim.#watching = sim.#watch();
@@ -66,6 +89,19 @@ export class SimHosts {
   /** What the assigner wants of hello on a node now. */
   async want(node: string): Promise<{ build: string; rule: string } | undefined> {
     return (await this.#wants.get(`${node}.hello`))?.value;
+  }
+
+  /** The greeting hello sees on a node: its own value, else the mesh-wide one. */
+  async greetingOn(node: string): Promise<unknown> {
+    const config = this.#hosts.get(node)?.config;
+    const own = await config?.get(`hello.greeting.${node}`);
+    return (own ?? (await config?.get("hello.greeting")))?.value.value;
+  }
+
+  /** How long (s) a node's host has reported its module seeing `value` (0: not reported so). */
+  seenFor(node: string, value: unknown): number {
+    const seen = this.#greeting.get(node);
+    return seen?.fingerprint === fingerprintOf(value) ? this.clock - seen.since : 0;
   }
 
   /** The nodes wanted a build now, sorted. */
@@ -92,16 +128,32 @@ export class SimHosts {
       if (want === undefined) continue;
       const id = `${node}@${want.build}`;
       if (!this.#given.has(id)) this.#given.set(id, this.clock);
-      const health = behaviour(node, want.build, this.clock - (this.#given.get(id) ?? 0));
-      if (health === "silent" || this.#said.get(node) === `${want.build} ${health}`) continue;
-      this.#said.set(node, `${want.build} ${health}`);
+      const value = await this.greetingOn(node);
+      const fingerprint = value === undefined ? undefined : fingerprintOf(value);
+      const seen = this.#greeting.get(node);
+      if (seen === undefined || seen.fingerprint !== (fingerprint ?? ""))
+        this.#greeting.set(node, { fingerprint: fingerprint ?? "", since: this.clock });
+      const greeting = this.#greeting.get(node) as { fingerprint: string; since: number };
+      const health = behaviour(node, want.build, this.clock - (this.#given.get(id) ?? 0), {
+        value,
+        seen: this.clock - greeting.since,
+      });
+      const said = `${want.build} ${health} ${greeting.fingerprint}`;
+      if (health === "silent" || this.#said.get(node) === said) continue;
+      const sameHealth = this.#said.get(node)?.startsWith(`${want.build} ${health} `) === true;
+      this.#said.set(node, said);
+      if (!sameHealth) this.#healthSince.set(node, this.clock);
       await h.have.put(`${node}.hello`, {
         build: want.build,
         fingerprint: "f",
         health,
-        since: this.at(),
+        since: this.at(this.#healthSince.get(node)),
         restarts: 0,
         ...(health === "failing" ? { lastError: "exited with 1 at start" } : {}),
+        config: {
+          values: fingerprint === undefined ? {} : { greeting: fingerprint },
+          since: this.at(greeting.since),
+        },
       });
     }
     await this.beat();

@@ -74,7 +74,13 @@ export class TouchedNodes {
       case Bucket.rolloutPolicies:
       case Bucket.rolloutSteers:
       case Bucket.rollouts:
+      case Bucket.configRollouts:
+      case Bucket.configWaves:
         touchModule(first);
+        break;
+      case Bucket.config: // `<module>.<key>.<node>`: that node; mesh-wide: the module's nodes
+        if (key.split(".").length === 3) nodes.add(key.split(".")[2] as string);
+        else touchModule(first);
         break;
       case Bucket.manifests:
         for (const b of this.#maps.builds.values())

@@ -1,0 +1,115 @@
+/**
+ * One step of a rollout's waves, whatever moves through them: a build (./rollout-plan.ts) or a
+ * config value (./config-rollout-plan.ts). Given the nodes in the order the rollout reaches them,
+ * the nodes admitted so far and whether the last wave's gate held, it gives the next wave (the
+ * canary first, then a batch at a time), or says what the rollout waits for: a pause, the
+ * policy's pause after the canary, or the gate. Pure; the record changes only at a step.
+ */
+import type { ResolvedRolloutPolicy, RolloutStatus } from "@mesh/protocol";
+import { durationText } from "./rollout-policy.js";
+
+/** The fields of a rollout's record the waves move (mesh-rollouts and mesh-config-waves). */
+export interface WaveRecord {
+  readonly status: RolloutStatus;
+  readonly wave: number;
+  readonly waves: number;
+  readonly admitted: readonly string[];
+  readonly waveNodes: readonly string[];
+  readonly waveAt: string;
+  readonly policy: ResolvedRolloutPolicy;
+  readonly waiting: string;
+}
+
+export interface WaveInput {
+  /** Every node the rollout reaches, in the order it reaches them. */
+  readonly nodes: readonly string[];
+  readonly policy: ResolvedRolloutPolicy;
+  /** The operator's last word on this rollout, when it has one. */
+  readonly steer: { readonly action: string; readonly by: string } | undefined;
+  /** The assigner's clock: stamps a wave given (never a gate). */
+  readonly now: string;
+  /** What moves, as the reasons name it: `build 3-9f2c1a7e`, `greeting="Hi"`. */
+  readonly subject: string;
+  /** The command an operator types to resume or promote this rollout. */
+  readonly command: (word: "resume" | "promote") => string;
+}
+
+/** The record after the step, and the nodes still to be reached, in order. */
+export interface WaveStep<R extends WaveRecord> {
+  readonly record: R;
+  readonly pending: readonly string[];
+}
+
+/**
+ * Gives the next wave when the gate held (or on promote), or says what it waits for. `admitted`
+ * is the nodes allowed so far; it gains the nodes of a wave given.
+ */
+export function stepWaves<R extends WaveRecord>(
+  input: WaveInput,
+  record: R,
+  admitted: Set<string>,
+  gateHeld: boolean,
+): WaveStep<R> {
+  const { policy, steer } = input;
+  let held = gateHeld;
+  let pending = input.nodes.filter((n) => !admitted.has(n));
+  let next: R = { ...record, policy, admitted: [...admitted].sort() };
+  const promoted = steer?.action === "promote";
+  const canaryProven = record.wave === 1 && policy.canary > 0 && policy.pauseAfterCanary;
+  const resumed = steer?.action === "resume" || promoted;
+  const paused = steer?.action === "pause";
+  if (pending.length > 0 && (promoted || (held && !paused && !(canaryProven && !resumed)))) {
+    const size = promoted
+      ? pending.length
+      : record.wave === 0 && policy.canary > 0
+        ? policy.canary
+        : policy.batch;
+    const wave = pending.slice(0, size);
+    for (const n of wave) admitted.add(n);
+    pending = pending.slice(size);
+    next = {
+      ...next,
+      status: "rolling",
+      wave: record.wave + 1,
+      admitted: [...admitted].sort(),
+      waveNodes: [...wave].sort(),
+      waveAt: input.now,
+    };
+    held = wave.length === 0;
+  }
+  const waves = next.wave + Math.ceil(pending.length / policy.batch);
+  const minHealthy = durationText(policy.minHealthyMs);
+  let status: RolloutStatus = "rolling";
+  let waiting: string;
+  if (pending.length === 0 && held) {
+    status = "done";
+    waiting = `nothing: every node runs ${input.subject}`;
+  } else if (pending.length > 0 && paused) {
+    status = "paused";
+    waiting = `paused by ${steer?.by ?? "an operator"}: \`${input.command("resume")}\``;
+  } else if (pending.length > 0 && held && canaryProven && !resumed) {
+    status = "paused";
+    waiting = `the canary is proven; the policy pauses here: \`${input.command("resume")}\` or \`${input.command("promote")}\``;
+  } else {
+    waiting = `wave ${next.wave} of ${waves} (${listed(next.waveNodes)}): each runs ${input.subject} healthy for ${minHealthy}`;
+  }
+  return { record: { ...next, status, waves, waiting }, pending };
+}
+
+/** The wave each node still to be reached is in, for its reason. */
+export function wavesOf(
+  pending: readonly string[],
+  record: WaveRecord,
+  batch: number,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  pending.forEach((n, i) => out.set(n, record.wave + 1 + Math.floor(i / batch)));
+  return out;
+}
+
+/** Nodes in a reason: the first five, and how many more. */
+export function listed(nodes: readonly string[]): string {
+  return nodes.length <= 5
+    ? nodes.join(", ")
+    : `${nodes.slice(0, 5).join(", ")} and ${nodes.length - 5} more`;
+}
