@@ -69,4 +69,27 @@ describe("mesh-controller, the process", () => {
     }
     assert.equal(await deadline(exited, 15_000, "the controller process exiting"), 0, stderr);
   });
+
+  it("that cannot start exits 1 through the kit's shell, saying the failure once with its code", async () => {
+    // A root with no credential in it: the controller cannot log in.
+    const root = join(mesh.dir, "empty-root");
+    await mkdir(root, { recursive: true });
+    const child = spawn(process.execPath, [main, "--root", root, "--bus-dir", mesh.server.dir], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) =>
+      child.on("exit", (code) => resolve(code)),
+    );
+    try {
+      assert.equal(await deadline(exited, 15_000, "the controller process exiting"), 1, stderr);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    const failures = stderr.split("\n").filter((line) => line.startsWith("controller: failed: "));
+    assert.equal(failures.length, 1, stderr);
+    assert.match(failures[0] ?? "", /controller\.json.*\[[A-Z_]+\]$/);
+  });
 });

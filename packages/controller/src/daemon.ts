@@ -17,7 +17,7 @@ import {
   readServerBase,
   serverFolderSink,
 } from "@mesh/bus/server";
-import { DEFAULT_GRACE_MS, Lifecycle, runUntilSignal, type RunOptions } from "@mesh/kit";
+import { DEFAULT_GRACE_MS, Lifecycle, loggerFrom, runProcess, type RunOptions } from "@mesh/kit";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
 import { DEFAULT_CREDENTIAL_LIFETIME_MS } from "./credential-lifetime.js";
@@ -59,15 +59,19 @@ export function controllerPaths(root: string, credential?: string, busDir?: stri
   };
 }
 
-/** Runs the controller as this process until SIGTERM or SIGINT, within the grace period. */
-export function runControllerProcess(options: DaemonOptions): Promise<void> {
-  return runUntilSignal(
+/**
+ * Runs the controller as this process until SIGTERM or SIGINT, within the grace period, through
+ * the kit's process shell; resolves to the exit code (a failure is said once, with its code).
+ */
+export function runControllerProcess(options: DaemonOptions): Promise<number> {
+  const { log } = options;
+  return runProcess(
     {
       name: "controller",
       graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
-      ...(options.log === undefined ? {} : { log: (line) => options.log?.(`controller: ${line}`) }),
+      ...(log === undefined ? {} : { log: loggerFrom((line) => log(`controller: ${line}`)) }),
     },
-    (signal) => runControllerDaemon({ ...options, signal }),
+    ({ signal }) => runControllerDaemon({ ...options, signal }),
   );
 }
 

@@ -10,13 +10,8 @@ const { values } = parseArgs({
     "bus-dir": { type: "string" },
   },
 });
-try {
-  await runControllerProcess({
-    root: values.root,
-    ...(values.credential === undefined ? {} : { credential: values.credential }),
-    ...(values["bus-dir"] === undefined ? {} : { busDir: values["bus-dir"] }),
-  });
-} catch (error) {
-  process.stderr.write(`mesh-controller: ${(error as Error).message}\n`);
-  process.exitCode = 1;
-}
+process.exitCode = await runControllerProcess({
+  root: values.root,
+  ...(values.credential === undefined ? {} : { credential: values.credential }),
+  ...(values["bus-dir"] === undefined ? {} : { busDir: values["bus-dir"] }),
+});

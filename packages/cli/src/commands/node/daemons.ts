@@ -11,7 +11,7 @@ import {
   runBuildModule,
   runDeliveryDaemon,
 } from "@mesh/delivery";
-import { ExitCode } from "../../output.js";
+import type { ExitCode } from "../../output.js";
 import { rootOf } from "../../find-mesh.js";
 import { MAX_TIMER_MS, act, positiveNumber } from "../../verb.js";
 
@@ -52,7 +52,7 @@ export function registerDaemonVerbs(program: Command): void {
       joinRevocationsEveryMs?: number;
       credentialLifetimeMs?: number;
     }) => {
-      await runControllerProcess({
+      return (await runControllerProcess({
         root: options.root,
         ...(options.credentialLifetimeMs === undefined
           ? {}
@@ -62,8 +62,7 @@ export function registerDaemonVerbs(program: Command): void {
           : { joinRevocationsEveryMs: options.joinRevocationsEveryMs }),
         ...(options.sharedLogin === true ? { sharedLogin: true } : {}),
         ...(options.credential === undefined ? {} : { credential: options.credential }),
-      });
-      return ExitCode.ok;
+      })) as ExitCode;
     },
   );
 
