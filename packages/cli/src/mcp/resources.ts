@@ -9,6 +9,7 @@
 import { KvBucket, type CallOptions, type MeshBus } from "@mesh/bus";
 import { Bucket, ErrorCode, MeshError } from "@mesh/protocol";
 import { readRollouts } from "../commands/rollout/rollout-status.js";
+import { readConfigRollouts } from "../commands/rollout/config-rollout-status.js";
 import type { CatalogueTool } from "./tool-catalogue.js";
 
 /** Every module's rollout, as `mesh rollout status --json` gives them. */
@@ -84,10 +85,11 @@ export async function readResource(
 ): Promise<ReadResource> {
   if (uri === ROLLOUTS_URI) {
     const rollouts = await readRollouts(bus);
+    const configRollouts = await readConfigRollouts(bus);
     return {
       uri,
       mimeType: "application/json",
-      text: `${JSON.stringify({ rollouts }, null, 2)}\n`,
+      text: `${JSON.stringify({ rollouts, configRollouts }, null, 2)}\n`,
     };
   }
   const modules = byModule(tools);

@@ -123,3 +123,106 @@ describe("mesh config", () => {
     assert.equal(errorCode(badName), "INVALID_NAME");
   });
 });
+
+describe("mesh config set --rollout (issue 22 item 4, decision 0131)", () => {
+  let mesh: ControllerMesh;
+
+  before(async () => {
+    mesh = await startControllerMesh();
+    await mesh.register("hello");
+    await seedWanted(
+      mesh.put,
+      helloManifest({ config: { greeting: { description: "how to greet", default: "Hello" } } }),
+      { nodes: ["n1"], build: "2-b", reason: "newest for the test" },
+    );
+  });
+
+  after(async () => {
+    await mesh?.[Symbol.asyncDispose]();
+  });
+
+  test("writes the request, not the value; --node and an undeclared key are refused", async () => {
+    const set = json<{ key: string; value: unknown; rollout: boolean }>(
+      await mesh.run(["config", "set", "hello", "greeting", "Hi", "--rollout", "--json"]),
+    );
+    assert.deepEqual([set.key, set.value, set.rollout], ["hello.greeting", "Hi", true]);
+    const requests = await KvBucket.open(mesh.admin, Bucket.configRollouts);
+    assert.equal((await requests.get("hello.greeting"))?.value.value, "Hi");
+    const config = await KvBucket.open(mesh.admin, Bucket.config);
+    assert.equal(await config.get("hello.greeting"), undefined, "the assigner moves it, in waves");
+    const node = await mesh.run([
+      "config",
+      "set",
+      "hello",
+      "greeting",
+      "Hi",
+      "--rollout",
+      "--node",
+      "n1",
+      "--json",
+    ]);
+    assert.equal(node.code, 2, node.stdout);
+    assert.equal(errorCode(node), "USAGE");
+    const undeclared = await mesh.run([
+      "config",
+      "set",
+      "hello",
+      "colour",
+      "red",
+      "--rollout",
+      "--force",
+      "--json",
+    ]);
+    assert.equal(errorCode(undeclared), "REFUSED");
+    assert.match(undeclared.stdout, /does not declare colour/);
+  });
+
+  test("mesh rollout pause|abort --config steer the request; retry is a new request; status lists it", async () => {
+    await mesh.run(["config", "set", "hello", "greeting", "Hey", "--rollout", "--json"]);
+    const requests = await KvBucket.open(mesh.admin, Bucket.configRollouts);
+    const request = (await requests.get("hello.greeting"))?.value;
+    assert.ok(request !== undefined);
+    const waves = await KvBucket.open(mesh.admin, Bucket.configWaves);
+    // The assigner's record, as its first pass writes it (decision 0131).
+    await waves.put("hello.greeting", {
+      module: "hello",
+      key: "greeting",
+      value: "Hey",
+      fingerprint: "f".repeat(64),
+      request: request.at,
+      by: request.by,
+      status: "rolling",
+      wave: 1,
+      waves: 3,
+      admitted: ["n1"],
+      waveNodes: ["n1"],
+      waveAt: request.at,
+      policy: {
+        canary: 1,
+        batch: 1,
+        minHealthyMs: 30_000,
+        healthyDeadlineMs: 300_000,
+        maxFailing: 0,
+        pauseAfterCanary: false,
+        order: "name",
+        source: "default",
+      },
+      waiting: 'wave 1 of 3 (n1): each runs greeting="Hey" healthy for 30s',
+    });
+    json(await mesh.run(["rollout", "pause", "hello", "--config", "greeting", "--json"]));
+    assert.equal((await requests.get("hello.greeting"))?.value.steer?.action, "pause");
+    const retry = await mesh.run(["rollout", "retry", "hello", "--config", "greeting", "--json"]);
+    assert.equal(errorCode(retry), "USAGE");
+    const status = json<{ configRollouts: { key: string; status: string; wave: number }[] }>(
+      await mesh.run(["rollout", "status", "hello", "--json"]),
+    );
+    assert.deepEqual(
+      status.configRollouts.map((r) => [r.key, r.status, r.wave]),
+      [["greeting", "rolling", 1]],
+    );
+    const text = await mesh.run(["rollout", "status", "hello"]);
+    assert.match(text.stdout, /hello config greeting="Hey": rolling, wave 1 of 3/);
+    json(await mesh.run(["rollout", "abort", "hello", "--config", "greeting", "--json"]));
+    assert.equal((await requests.get("hello.greeting"))?.value.steer?.action, "abort");
+  });
+});

@@ -33,6 +33,7 @@ import {
 export interface ConfigOptions extends MeshOptions {
   readonly node?: string;
   readonly force?: boolean;
+  readonly rollout?: boolean;
 }
 
 export function registerConfigVerbs(program: Command): void {
@@ -52,6 +53,10 @@ export function registerConfigVerbs(program: Command): void {
       .option(
         "--force",
         "set a key the module's manifest does not declare, or a value that breaks its declared rules",
+      )
+      .option(
+        "--rollout",
+        "move the value through the module's waves, as a new build does (`mesh rollout status`); halted and taken back when a node fails on it",
       ),
     configSet,
   );
@@ -120,6 +125,7 @@ export async function configSet(
     value: text,
     ...(node === undefined ? {} : { node }),
     force: options.force === true,
+    rollout: options.rollout === true,
   });
   return answerDone(options, done);
 }
@@ -130,9 +136,23 @@ export async function configSet(
  */
 export async function setConfig(
   bus: MeshBus,
-  input: { module: string; key: string; value: string; node?: string; force?: boolean },
+  input: {
+    module: string;
+    key: string;
+    value: string;
+    node?: string;
+    force?: boolean;
+    rollout?: boolean;
+  },
 ): Promise<{ message: string; result: Record<string, unknown> }> {
   const { module, key, force } = input;
+  if (input.rollout === true && input.node !== undefined) {
+    throw new MeshError(
+      ErrorCode.USAGE,
+      `--rollout moves a mesh-wide value through the waves, node by node; --node ${input.node} sets one node's value at once: pass one of them`,
+      { module, key },
+    );
+  }
   const k = configKey(module, key, input.node);
   const { value, asString } = parseConfigArgument(input.value);
   await requireModule(bus, module, { force, forWhat: "set the value" });
@@ -164,12 +184,42 @@ export async function setConfig(
     by: bus.credential.user,
     at: new Date().toISOString(),
   };
+  if (input.rollout === true) return requestRollout(bus, { module, key, declared, record });
   await (await KvBucket.open(bus, Bucket.config)).put(k, record);
   return {
     message: `set ${k} = ${JSON.stringify(value)}${asString ? " (not JSON, so kept as a string)" : ""}${
       declared === undefined ? ` (${module}'s manifest is not known yet; the key is unchecked)` : ""
     }`,
     result: { key: k, ...record, asString },
+  };
+}
+
+/**
+ * `--rollout`: the request the assigner moves through the module's waves (decision 0131). Only a
+ * declared key: a host reports the values of declared keys, so no node could prove another.
+ */
+async function requestRollout(
+  bus: MeshBus,
+  input: {
+    module: string;
+    key: string;
+    declared: Record<string, ConfigDeclaration> | undefined;
+    record: ConfigValue;
+  },
+): Promise<{ message: string; result: Record<string, unknown> }> {
+  const { module, key, declared, record } = input;
+  const k = configKey(module, key);
+  if (declared === undefined || !Object.hasOwn(declared, key)) {
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${k} cannot roll out in waves: ${declared === undefined ? `${module}'s manifest is not known yet` : `${module}'s manifest does not declare ${key}`}, so no host reports which value its module sees and no wave could be proven; declare the key (and build), or set it without --rollout`,
+      { module, key: k },
+    );
+  }
+  await (await KvBucket.open(bus, Bucket.configRollouts)).put(k, record);
+  return {
+    message: `rolling out ${k} = ${JSON.stringify(record.value)} in ${module}'s waves: the canary first, each wave once the one before ran it healthy; it becomes the mesh-wide value once every wave held (\`mesh rollout status ${module}\`)`,
+    result: { key: k, ...record, rollout: true },
   };
 }
 

@@ -7,6 +7,7 @@ import { KvBucket, type MeshBus } from "@mesh/bus";
 import { Bucket, checkName, type Rollout } from "@mesh/protocol";
 import type { ExitCode } from "../../output.js";
 import { answer, connect, type MeshOptions } from "../../verb.js";
+import { configRolloutLines, readConfigRollouts } from "./config-rollout-status.js";
 
 /** One rollout as an operator reads it. */
 export interface RolloutRow {
@@ -105,9 +106,10 @@ export async function rolloutStatus(
   if (module !== undefined) checkName("module", module);
   await using bus = await connect(options);
   const rows = await readRollouts(bus, module);
-  return answer(options, { rollouts: rows }, () =>
-    rows.length === 0
+  const configRollouts = await readConfigRollouts(bus, module);
+  return answer(options, { rollouts: rows, configRollouts }, () =>
+    rows.length + configRollouts.length === 0
       ? [module === undefined ? "no rollout yet" : `${module} has no rollout yet`]
-      : rows.flatMap(rolloutLines),
+      : [...rows.flatMap(rolloutLines), ...configRollouts.flatMap(configRolloutLines)],
   );
 }

@@ -18,6 +18,7 @@ import {
 } from "@mesh/protocol";
 import { rolloutStatus } from "./rollout-status.js";
 import { steerRollout } from "./rollout-steer.js";
+import { steerConfigRollout } from "./config-rollout-steer.js";
 import { act, answer, connect, meshVerb, type MeshOptions } from "../../verb.js";
 import type { ExitCode } from "../../output.js";
 
@@ -80,9 +81,9 @@ export function registerRolloutVerbs(program: Command): void {
     act(
       meshVerb(rollout, action, description)
         .argument("<module>")
-        .option("--why <text>", "why, for the record"),
-      (module: string, options: MeshOptions & { why?: string }) =>
-        steerVerb(action, module, options),
+        .option("--why <text>", "why, for the record")
+        .option("--config <key>", "the rollout of this config key's value, not of a build"),
+      (module: string, options: SteerOptions) => steerVerb(action, module, options),
     );
   }
 }
@@ -155,18 +156,24 @@ function describe(policy: RolloutPolicy): string {
   return parts.length === 0 ? "(nothing set)" : parts.join(", ");
 }
 
+type SteerOptions = MeshOptions & { why?: string; config?: string };
+
 async function steerVerb(
   action: RolloutAction,
   module: string,
-  options: MeshOptions & { why?: string },
+  options: SteerOptions,
 ): Promise<ExitCode> {
   checkName("module", module);
+  if (options.config !== undefined) checkName("config key", options.config);
   await using bus = await connect(options);
-  const done = await steerRollout(bus, {
-    module,
-    steer: action,
-    ...(options.why === undefined ? {} : { why: options.why }),
-  });
+  const done =
+    options.config === undefined
+      ? await steerRollout(bus, {
+          module,
+          steer: action,
+          ...(options.why === undefined ? {} : { why: options.why }),
+        })
+      : await steerConfigRollout(bus, { module, key: options.config, steer: action });
   return answer(options, done.result, () => [
     `${done.message} (\`mesh rollout status ${module}\`)`,
   ]);

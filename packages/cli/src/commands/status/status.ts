@@ -22,6 +22,7 @@ import { connectToMesh } from "../../find-mesh.js";
 import { ExitCode, printJson } from "../../output.js";
 import { printStatus } from "./status-print.js";
 import { readRollouts, rolloutLines } from "../rollout/rollout-status.js";
+import { configRolloutLines, readConfigRollouts } from "../rollout/config-rollout-status.js";
 import { readAll } from "../../read-bucket.js";
 import { readStatusByKey } from "./status-by-key.js";
 import {
@@ -263,27 +264,25 @@ export async function statusVerb(options: StatusOptions): Promise<ExitCode> {
   };
   const report = await readStatus(bus, { now: new Date(), query });
   // Rollouts under way or halted (a done one is in `mesh rollout status`).
-  const rollouts = (await readRolloutsOpen(bus, options.module)).filter((r) => r.status !== "done");
+  const open = <R extends { status: string }>(rows: R[]) => rows.filter((r) => r.status !== "done");
+  const rollouts = open(await readRolloutsOpen(() => readRollouts(bus, options.module)));
+  const configRollouts = open(
+    await readRolloutsOpen(() => readConfigRollouts(bus, options.module)),
+  );
   if (json) {
-    printJson({ ok: true, ...report, rollouts });
+    printJson({ ok: true, ...report, rollouts, configRollouts });
     return ExitCode.ok;
   }
   printStatus(report, query);
-  if (rollouts.length > 0) {
-    process.stdout.write(
-      `rollouts:\n${rollouts
-        .flatMap(rolloutLines)
-        .map((l) => `  ${l}\n`)
-        .join("")}`,
-    );
-  }
+  const lines = [...rollouts.flatMap(rolloutLines), ...configRollouts.flatMap(configRolloutLines)];
+  if (lines.length > 0) process.stdout.write(`rollouts:\n${lines.map((l) => `  ${l}\n`).join("")}`);
   return ExitCode.ok;
 }
 
-/** The rollouts of one module or every one; none when the bucket is not there yet. */
-async function readRolloutsOpen(bus: MeshBus, module: string | undefined) {
+/** Rollouts as `read` reads them; none when the bucket is not there yet. */
+async function readRolloutsOpen<R>(read: () => Promise<R[]>): Promise<R[]> {
   try {
-    return await readRollouts(bus, module);
+    return await read();
   } catch (error) {
     // A mesh from before rollouts, whose controller has not made the bucket yet.
     if (isMeshError(error, ErrorCode.BUCKET_UNAVAILABLE) || isMeshError(error, ErrorCode.NOT_FOUND))
