@@ -38,7 +38,6 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
 
 /** Processes that still stop on signals through a runner of their own instead of `runProcess`. */
 const SHELLS_LEFT: Readonly<Record<string, number>> = {
-  "host/src/main.ts": 1,
   "runtime/src/process-main.ts": 1,
   "runtime/src/standby.ts": 1,
 };

@@ -6,14 +6,19 @@
  * without the CLI.
  */
 import { parseArgs } from "node:util";
-import { runUntilSignal } from "@mesh/kit";
+import { runProcess } from "@mesh/kit";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { Host, type HostOptions } from "./host.js";
 
-/** Runs a host until SIGTERM/SIGINT; resolves when it has stopped. */
-export async function runHost(options: HostOptions): Promise<void> {
-  const host = await Host.create(options);
-  await runUntilSignal({ name: "mesh-host" }, (signal) => host.run({ signal }));
+/**
+ * Runs a host until SIGTERM/SIGINT through the kit's process shell; resolves to the exit code
+ * once it has stopped (a failure is said once, with its code).
+ */
+export function runHost(options: HostOptions): Promise<number> {
+  return runProcess({ name: "mesh-host" }, async ({ signal }) => {
+    const host = await Host.create(options);
+    await host.run({ signal });
+  });
 }
 
 /** The options of the command line; numbers only for tests and tuning. */
@@ -61,10 +66,12 @@ export function parseHostArgs(argv: readonly string[]): HostOptions {
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ""}`) {
+  let options: HostOptions | undefined;
   try {
-    await runHost(parseHostArgs(process.argv.slice(2)));
+    options = parseHostArgs(process.argv.slice(2));
   } catch (error) {
     process.stderr.write(`mesh host: ${(error as Error).message}\n`);
     process.exitCode = error instanceof MeshError && error.code === ErrorCode.USAGE ? 2 : 1;
   }
+  if (options !== undefined) process.exitCode = await runHost(options);
 }

@@ -66,6 +66,19 @@ test("mesh host runs the node's host with its own credential and stops cleanly o
   }
 });
 
+test("mesh host that cannot start exits 1 through the kit's shell, saying the failure once with its code", () => {
+  const missing = join(dir, "no-such.credential.json");
+  const run = spawnSync(
+    process.execPath,
+    [MAIN, "host", "--node", "c1", "--root", join(dir, "root-missing"), "--credential", missing],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  assert.equal(run.status, 1, run.stderr);
+  const failures = run.stderr.split("\n").filter((line) => line.startsWith("mesh-host: failed: "));
+  assert.equal(failures.length, 1, run.stderr);
+  assert.match(failures[0] ?? "", /no-such\.credential\.json.*\[[A-Z_]+\]$/);
+});
+
 test("--tools-idle: the node's idle time for tools modules, in seconds, reaches the host (and mesh up's host)", () => {
   const cli = { node: "c1", root: "/r", credential: "/c", toolsIdle: 90 };
   assert.equal(hostOptionsOf(cli).runtimeIdleMs, 90_000);

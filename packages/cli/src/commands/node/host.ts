@@ -7,7 +7,7 @@
 import { Option, type Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { runHost, type HostOptions } from "@mesh/host";
-import { ExitCode } from "../../output.js";
+import type { ExitCode } from "../../output.js";
 import { MAX_TIMER_MS, positiveNumber } from "../../verb.js";
 
 /**
@@ -119,8 +119,7 @@ export function hostOptionsOf(options: HostCliOptions): HostOptions {
 }
 
 export async function host(options: HostCliOptions): Promise<ExitCode> {
-  await runHost(hostOptionsOf(options));
-  return ExitCode.ok;
+  return (await runHost(hostOptionsOf(options))) as ExitCode;
 }
 
 /**
