@@ -118,16 +118,8 @@ export function parseAction(body: unknown): ActionRequest {
       };
     case "register":
       return { action, input: { spec: text("spec", input["spec"], true) ?? "" } };
-    case "rolloutSteer": {
-      const steer = input["steer"];
-      if (!ROLLOUT_ACTIONS.some((a) => a === steer)) {
-        return refuse(
-          "steer",
-          `${JSON.stringify(steer)} is not one of ${ROLLOUT_ACTIONS.join(", ")}`,
-        );
-      }
-      return { action, input: { module: module(), steer: steer as RolloutSteerAction } };
-    }
+    case "rolloutSteer":
+      return { action, input: { module: module(), ...steerOf(input) } };
     default:
       return refuse(
         "action",
@@ -149,4 +141,17 @@ export function runAction(
     input: ActionRequest["input"],
   ) => Promise<ActionOutcome>;
   return run(bus, request.input);
+}
+
+/** A rollout steer's word, and the config key when it steers a config value's rollout. */
+function steerOf(input: Record<string, unknown>): {
+  steer: RolloutSteerAction;
+  config?: string;
+} {
+  const steer = input["steer"];
+  if (!ROLLOUT_ACTIONS.some((a) => a === steer)) {
+    return refuse("steer", `${JSON.stringify(steer)} is not one of ${ROLLOUT_ACTIONS.join(", ")}`);
+  }
+  const config = input["config"] === undefined ? undefined : name("config key", input["config"]);
+  return { steer: steer as RolloutSteerAction, ...(config === undefined ? {} : { config }) };
 }

@@ -91,7 +91,8 @@ export class FirstPaint {
       [Source.conditions]: Object.fromEntries(
         shape.wide.conditions.map((c) => [`${c.module}.${c.name}`, c]),
       ),
-      [Source.rollouts]: await this.#rollouts(),
+      [Source.rollouts]: await this.#rollouts(Bucket.rollouts),
+      [Source.configWaves]: await this.#rollouts(Bucket.configWaves),
     };
     return {
       at: now.toISOString(),
@@ -102,11 +103,13 @@ export class FirstPaint {
     };
   }
 
-  /** Every module's rollout record: one key per module, read whole (it grows with modules only). */
-  async #rollouts(): Promise<Record<string, unknown>> {
+  /** Every rollout record (of builds or config values), read whole: it grows with modules only. */
+  async #rollouts(
+    name: typeof Bucket.rollouts | typeof Bucket.configWaves,
+  ): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = {};
     try {
-      const bucket = await KvBucket.open(this.#bus, Bucket.rollouts);
+      const bucket = await KvBucket.open(this.#bus, name);
       for (const key of await bucket.keys(">", { signal: this.#signal })) {
         const entry = await bucket.get(key, { signal: this.#signal }).catch(() => undefined);
         if (entry !== undefined) out[key] = entry.value;

@@ -72,6 +72,7 @@ const BUCKET_SOURCES = [
   Source.asks,
   Source.answers,
   Source.rollouts,
+  Source.configWaves,
 ] as const satisfies readonly Bucket[];
 
 type ViewSources = Record<Source, MirrorSource<unknown>>;

@@ -35,7 +35,7 @@ export function commandOf(request: ActionRequest): string {
     case "register":
       return `mesh module add ${request.input.spec}`;
     case "rolloutSteer":
-      return `mesh rollout ${request.input.steer} ${request.input.module}`;
+      return `mesh rollout ${request.input.steer} ${request.input.module}${request.input.config === undefined ? "" : ` --config ${request.input.config}`}`;
   }
 }
 

@@ -93,6 +93,7 @@ export const SECTIONS_OF: Partial<Record<Source, readonly Section[]>> = {
   [Source.answers]: ["asks", "summary"],
   [Source.conditions]: ["conditions"],
   [Source.rollouts]: ["rollouts"],
+  [Source.configWaves]: ["rollouts"],
 };
 
 let renderers: Record<Section, () => void> | undefined;

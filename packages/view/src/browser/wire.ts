@@ -29,6 +29,8 @@ export const Source = {
   conditions: "mesh-conditions",
   /** The assigner's record of each module's rollout (issue 22): one key per module. */
   rollouts: "mesh-rollouts",
+  /** The assigner's record of each config value's rollout (decision 0131): per module and key. */
+  configWaves: "mesh-config-waves",
 } as const;
 export type Source = (typeof Source)[keyof typeof Source];
 
@@ -43,6 +45,7 @@ export const PAGE_SOURCES = [
   Source.answers,
   Source.conditions,
   Source.rollouts,
+  Source.configWaves,
 ] as const;
 
 /**
@@ -392,7 +395,12 @@ export type ActionRequest =
   /** Steering a module's rollout (issue 22): pause, resume, promote, abort or retry it. */
   | {
       readonly action: "rolloutSteer";
-      readonly input: { readonly module: string; readonly steer: RolloutSteerAction };
+      readonly input: {
+        readonly module: string;
+        readonly steer: RolloutSteerAction;
+        /** The rollout of this config key's value (decision 0131), not of a build. */
+        readonly config?: string;
+      };
     };
 
 /** What an operator may say to a rollout (`ROLLOUT_ACTIONS` in @mesh/protocol). */

@@ -75,6 +75,7 @@ describe("the view's actions in Chromium", () => {
     await step("secret set", () => secret(t));
     await step("register a module", () => register(t));
     await step("steer a rollout", () => steer(t));
+    await step("steer a config value's rollout", () => steerConfig(t));
     assert.deepEqual(chromium.pageErrors, []);
   });
 });
@@ -294,4 +295,31 @@ async function steer(t: Steps): Promise<void> {
   const retried = (await steers.get("hello"))?.value;
   assert.deepEqual([retried?.action, retried?.attempt], ["retry", 1]);
   await keepScreenshot(t.page, "rollouts");
+}
+
+/** A config value rolling out (decision 0131): its own table, its steer naming the key. */
+async function steerConfig(t: Steps): Promise<void> {
+  const at = new Date().toISOString();
+  await t.mesh.put(Bucket.configRollouts, "hello.greeting", { value: "Hi", by: "ada", at });
+  const { build: _build, from: _from, attempt: _attempt, ...record } = rolloutOf("rolling");
+  await t.mesh.put(Bucket.configWaves, "hello.greeting", {
+    ...record,
+    key: "greeting",
+    value: "Hi",
+    fingerprint: "f".repeat(64),
+    request: at,
+    by: "ada",
+  });
+  const row = t.page.locator('#rollouts tr[data-config-rollout="hello.greeting"]');
+  await row.waitFor();
+  assert.match(await row.innerText(), /greeting="Hi"/);
+  assert.equal(await row.locator("[data-wave]").getAttribute("data-wave"), "1/2");
+  await row.locator('[data-steer="pause"]').click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  assert.match(await confirm.innerText(), /mesh rollout pause hello --config greeting/);
+  await confirm.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: "said pause" }).waitFor();
+  const requests = await KvBucket.open(t.mesh.admin, Bucket.configRollouts);
+  assert.equal((await requests.get("hello.greeting"))?.value.steer?.action, "pause");
+  await keepScreenshot(t.page, "config-rollouts");
 }

@@ -11,6 +11,7 @@ import { declaredConfig, setConfig, unsetConfig } from "../config/config.js";
 import { addModule } from "../module/module.js";
 import { retry } from "../module/retry.js";
 import { steerRollout } from "../rollout/rollout-steer.js";
+import { steerConfigRollout } from "../rollout/config-rollout-steer.js";
 import { setSecret } from "../secret/secret.js";
 
 export const viewActions: ViewActions = {
@@ -24,7 +25,10 @@ export const viewActions: ViewActions = {
     const { message, notes, result } = await setSecret(bus, input);
     return { message: [message, ...notes].join("; "), result };
   },
-  rolloutSteer: (bus, input) => steerRollout(bus, input),
+  rolloutSteer: (bus, { config, ...input }) =>
+    config === undefined
+      ? steerRollout(bus, input)
+      : steerConfigRollout(bus, { module: input.module, key: config, steer: input.steer }),
   register: async (bus, { spec }) => {
     const { message, registration } = await addModule(bus, spec);
     return { message, result: { module: registration.module, source: registration.source } };

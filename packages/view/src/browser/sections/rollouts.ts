@@ -2,9 +2,10 @@
  * Each module's rollout (issue 22) as the assigner records it: its build, its status, the waves
  * given of all (drawn as a bar), the nodes of the last wave (the canary while it is wave 1), what
  * it waits for, why it halted; its progress over time as a plot (read on demand from the module's
- * timeline); and the steering an operator does, each confirmed as the command.
+ * timeline); and the steering an operator does, each confirmed as the command. Config values
+ * rolling out in waves (decision 0131) are a table of their own below.
  */
-import type { Rollout } from "@mesh/protocol";
+import type { ConfigRollout, Rollout } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
 import { age, badge, shortBuild } from "../format.js";
 import { invalidate, values } from "../model.js";
@@ -51,7 +52,7 @@ export function renderRollouts(): void {
     a.module < b.module ? -1 : 1,
   );
   const container = byId("rollouts");
-  container.hidden = rollouts.length === 0;
+  container.hidden = rollouts.length === 0 && values(Source.configWaves).size === 0;
   fill(
     container,
     h("h2", {}, "Rollouts ", h("span", { class: "count" }, rollouts.length)),
@@ -96,6 +97,72 @@ export function renderRollouts(): void {
       ],
     }),
     progressView(rollouts),
+    configRollouts(),
+  );
+}
+
+/** Each config value's rollout (decision 0131): the value, its status, waves and steering. */
+function configRollouts(): HTMLElement | null {
+  const rows = [...values<ConfigRollout>(Source.configWaves).values()].sort((a, b) =>
+    `${a.module}.${a.key}` < `${b.module}.${b.key}` ? -1 : 1,
+  );
+  if (rows.length === 0) return null;
+  return h(
+    "div",
+    { class: "config-rollouts" },
+    h("h3", {}, "Config values in waves"),
+    table<ConfigRollout>({
+      rows,
+      empty: "No config rollout.",
+      row: (r) => ({ "data-config-rollout": `${r.module}.${r.key}`, "data-status": r.status }),
+      columns: [
+        { head: "module", rowHeader: true, cell: (r) => r.module },
+        { head: "value", cell: (r) => h("code", {}, `${r.key}=${JSON.stringify(r.value)}`) },
+        { head: "status", cell: (r) => badge(STATUS_KIND[r.status] ?? "none", r.status) },
+        { head: "waves", cell: (r) => progress(r) },
+        {
+          head: "waiting for",
+          class: "message",
+          cell: (r) => [
+            r.waiting,
+            r.failed === undefined
+              ? null
+              : h(
+                  "div",
+                  { class: "cell-error", "data-halted": "true" },
+                  ...r.failed.nodes.map((n) => h("div", {}, `${n.node}: ${n.error}`)),
+                ),
+          ],
+        },
+        {
+          head: "steer",
+          cell: (r) =>
+            h(
+              "div",
+              { class: "action-row" },
+              // A retry is a new `mesh config set … --rollout`: the request is the value.
+              ...(STEERS[r.status] ?? [])
+                .filter((steer) => steer !== "retry")
+                .map((steer) =>
+                  h(
+                    "button",
+                    {
+                      class: "btn btn-small",
+                      type: "button",
+                      "data-steer": steer,
+                      onclick: () =>
+                        propose({
+                          action: "rolloutSteer",
+                          input: { module: r.module, steer, config: r.key },
+                        }),
+                    },
+                    steer,
+                  ),
+                ),
+            ),
+        },
+      ],
+    }),
   );
 }
 
@@ -114,7 +181,7 @@ function progressView(rollouts: readonly Rollout[]): HTMLElement | null {
 }
 
 /** The waves given of all, as a bar: one segment per wave, filled as it is given. */
-function progress(r: Rollout): HTMLElement {
+function progress(r: Pick<Rollout, "wave" | "waves" | "status">): HTMLElement {
   const total = Math.max(1, r.waves);
   return h(
     "div",
