@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { NAME_PATTERN } from "./names.js";
-import { ResolvedRolloutPolicy, RolloutStatus } from "./rollout.js";
+import { WAVE_FIELDS } from "./rollout.js";
 import { Instant } from "./values.js";
 
 const Name = z.string().regex(NAME_PATTERN);
@@ -47,14 +47,7 @@ export const ConfigRollout = z
     /** The request's `at`: which request this record is of. */
     request: Instant,
     by: Actor,
-    status: RolloutStatus,
-    wave: z.number().int().nonnegative(),
-    waves: z.number().int().nonnegative(),
-    admitted: z.array(Name),
-    waveNodes: z.array(Name),
-    waveAt: Instant,
-    policy: ResolvedRolloutPolicy,
-    waiting: z.string(),
+    ...WAVE_FIELDS,
     failed: z
       .object({
         reason: z.string().min(1),

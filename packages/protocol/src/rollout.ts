@@ -55,6 +55,24 @@ export const ResolvedRolloutPolicy = z
   .strict();
 export type ResolvedRolloutPolicy = z.infer<typeof ResolvedRolloutPolicy>;
 
+/** What a rollout's record says of its waves, for a build's and a config value's alike. */
+export const WAVE_FIELDS = {
+  status: RolloutStatus,
+  /** Waves given so far (the canary is wave 1). */
+  wave: z.number().int().nonnegative(),
+  /** Waves in all, with the nodes placed now. */
+  waves: z.number().int().nonnegative(),
+  /** Every node allowed the build or value, sorted. */
+  admitted: z.array(Name),
+  /** The nodes of the last wave given, sorted: the next wave waits for them. */
+  waveNodes: z.array(Name),
+  /** When the last wave was given (the assigner's clock; a step's time, never a gate's). */
+  waveAt: Instant,
+  policy: ResolvedRolloutPolicy,
+  /** What it waits for, in words. */
+  waiting: z.string(),
+};
+
 /**
  * mesh-rollouts `<module>`: the assigner's record of a module's rollout. It changes only at a
  * step (a wave given, a pause, the end, a halt), never with each report, so a rerun writes nothing.
@@ -66,20 +84,7 @@ export const Rollout = z
     /** The builds the nodes ran before, sorted: where a halt sets them back. */
     from: z.array(BuildId),
     attempt: z.number().int().positive(),
-    status: RolloutStatus,
-    /** Waves given so far (the canary is wave 1). */
-    wave: z.number().int().nonnegative(),
-    /** Waves in all, with the nodes placed now. */
-    waves: z.number().int().nonnegative(),
-    /** Every node allowed the build, sorted. */
-    admitted: z.array(Name),
-    /** The nodes of the last wave given, sorted: the next wave waits for them. */
-    waveNodes: z.array(Name),
-    /** When the last wave was given (the assigner's clock; a step's time, never a gate's). */
-    waveAt: Instant,
-    policy: ResolvedRolloutPolicy,
-    /** What it waits for, in words. */
-    waiting: z.string(),
+    ...WAVE_FIELDS,
     failed: z
       .object({
         reason: z.string().min(1),

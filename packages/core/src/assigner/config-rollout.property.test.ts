@@ -14,7 +14,7 @@ import {
   steerConfig,
   type ConfigFleet,
 } from "./config-fleet.js";
-import { after, apply, pass, type MutableSnapshot } from "./fixtures.js";
+import { after, apply, pass, reversed } from "./fixtures.js";
 
 const policy = fc.record(
   {
@@ -102,14 +102,6 @@ function play(p: RolloutPolicy, events: readonly Event[]): ConfigFleet {
     assert.deepEqual(assign(f.s).writes, [], "a rerun writes nothing");
   }
   return f;
-}
-
-/** The snapshot with every map filled in the opposite order. */
-function reversed(s: MutableSnapshot): MutableSnapshot {
-  const flip = (v: unknown): unknown => (v instanceof Map ? new Map([...v].reverse()) : v);
-  const out = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, flip(v)]));
-  const own = Object.fromEntries(Object.entries(s.own).map(([k, v]) => [k, flip(v)]));
-  return { ...out, own } as unknown as MutableSnapshot;
 }
 
 describe("config rollout: properties (decision 0131)", () => {

@@ -214,3 +214,11 @@ export function beat(s: MutableSnapshot, node: string, at: string): void {
   const p = s.presence.get(node);
   if (p !== undefined) s.presence.set(node, { ...p, heartbeat: at });
 }
+
+/** The snapshot with every map filled in the opposite order (order independence properties). */
+export function reversed(s: MutableSnapshot): MutableSnapshot {
+  const flip = (v: unknown): unknown => (v instanceof Map ? new Map([...v].reverse()) : v);
+  const out = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, flip(v)]));
+  const own = Object.fromEntries(Object.entries(s.own).map(([k, v]) => [k, flip(v)]));
+  return { ...out, own } as unknown as MutableSnapshot;
+}

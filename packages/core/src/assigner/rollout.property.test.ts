@@ -5,7 +5,7 @@ import fc from "fast-check";
 import type { RolloutPolicy } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
 import { assign } from "./assign.js";
-import { after, apply, pass, type MutableSnapshot } from "./fixtures.js";
+import { after, apply, pass, reversed } from "./fixtures.js";
 import { fleet, prepare, record, steer, wanting, type Fleet } from "./rollout-fleet.js";
 
 const policy = fc.record(
@@ -79,14 +79,6 @@ function play(p: RolloutPolicy, events: readonly Event[]): Fleet {
     assert.deepEqual(assign(f.s).writes, [], "a rerun writes nothing");
   }
   return f;
-}
-
-/** The snapshot with every map filled in the opposite order. */
-function reversed(s: MutableSnapshot): MutableSnapshot {
-  const flip = (v: unknown): unknown => (v instanceof Map ? new Map([...v].reverse()) : v);
-  const out = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, flip(v)]));
-  const own = Object.fromEntries(Object.entries(s.own).map(([k, v]) => [k, flip(v)]));
-  return { ...out, own } as unknown as MutableSnapshot;
 }
 
 describe("rollout rules: properties (issue 22)", () => {
