@@ -140,7 +140,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
  * Resolves once every server has a route to every other one. A server answers clients before
  * its routes are up, and what is published meanwhile never reaches the servers it has no route
  * to: an account update sent to one server in that window stays unknown to the others until
- * their resolvers sync (minutes). On a loaded machine the window is seconds long.
+ * their resolvers next sync (decision 0181). On a loaded machine the window is seconds long.
  */
 async function routesFormed(monitorPorts: readonly number[]): Promise<void> {
   const others = monitorPorts.length - 1;
