@@ -58,6 +58,19 @@ if [ ! -x "${MESH_CHROMIUM:-/usr/bin/chromium}" ]; then
   fi
 fi
 
+# Go and the NATS Go client's sources: the Go build module (mesh-build-go) compiles Go modules
+# offline against them, and the Go examples and SDK tests need them. Without them those tests fail
+# rather than skip, so they are installed here when we can.
+if ! command -v go >/dev/null 2>&1 || [ ! -d "${MESH_GOPATH:-/usr/share/gocode}/src/github.com/nats-io/nats.go" ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "go or the NATS Go client is missing: installing them from the system's packages (apt-get install golang-go golang-github-nats-io-go-nats-dev)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go golang-github-nats-io-go-nats-dev >&2
+  else
+    say "go or the NATS Go client is missing: Go modules cannot be built. As root on Debian or Ubuntu: apt-get install -y golang-go golang-github-nats-io-go-nats-dev; elsewhere set MESH_GOPATH to a GOPATH holding github.com/nats-io/nats.go."
+  fi
+fi
+
 # Build, unless no source or config changed since the last build (a stamp file says when):
 # `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds. `npm run build`
 # makes the same outputs and touches the same stamp, so ./mesh does not build again after it.
