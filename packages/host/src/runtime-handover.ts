@@ -10,6 +10,7 @@ import { watch } from "node:fs";
 import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { sayCondition, type MeshBus } from "@mesh/bus";
+import { within } from "@mesh/kit";
 import { Env, RUNTIME_MODULE, RUNTIME_PROCESS_ID, RuntimeStatusFile } from "@mesh/protocol";
 import type { ToolsFacts } from "./health.js";
 import type { ProcessSpec, Supervisor } from "./supervisor.js";
@@ -19,6 +20,9 @@ export const RUNTIME_STATUS_NAME = "node-tools.{pid}.status.json";
 
 /** How long a new runtime has to load what the old one served before the old one is stopped anyway. */
 export const DEFAULT_HANDOVER_MS = 30_000;
+
+/** How often the status file is read when no change event came (a file system without them). */
+const BACKSTOP_MS = 100;
 
 /** The status file of the runtime with `pid`. */
 export function runtimeStatusPath(root: string, pid: number): string {
@@ -83,36 +87,32 @@ export async function waitForRuntime(options: {
       const state = status.modules[module]?.state;
       return state !== undefined && state !== "starting";
     });
+  const until = Date.now() + options.deadlineMs;
+  // The folder's change events wake the next look at once; the backstop is for a file system
+  // that does not deliver them.
+  let changed: () => void = () => undefined;
+  let watcher: ReturnType<typeof watch> | undefined;
+  try {
+    watcher = watch(join(root, "run"), () => changed());
+    watcher.on("error", () => undefined);
+  } catch {
+    watcher = undefined;
+  }
   let last: RuntimeStatusFile | undefined;
-  await new Promise<void>((resolve) => {
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      watcher?.close();
-      clearInterval(backstop);
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", finish);
-      resolve();
-    };
-    const check = async (): Promise<void> => {
+  try {
+    for (;;) {
+      // Armed before the look, so a change while the file is read wakes the next one.
+      const next = new Promise<void>((resolve) => (changed = resolve));
       last = await readRuntimeStatus(root, options.pid());
-      if (settled(last)) finish();
-    };
-    // The folder's change events wake the check at once; the interval is a backstop for a
-    // file system that does not deliver them.
-    let watcher: ReturnType<typeof watch> | undefined;
-    try {
-      watcher = watch(join(root, "run"), () => void check());
-      watcher.on("error", () => undefined);
-    } catch {
-      watcher = undefined;
+      const left = until - Date.now();
+      if (settled(last) || left <= 0 || options.signal?.aborted === true) break;
+      await within(next, Math.min(BACKSTOP_MS, left), undefined, {
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
     }
-    const backstop = setInterval(() => void check(), 100);
-    const timer = setTimeout(finish, options.deadlineMs);
-    options.signal?.addEventListener("abort", finish, { once: true });
-    void check();
-  });
+  } finally {
+    watcher?.close();
+  }
   last = await readRuntimeStatus(root, options.pid());
   return notUp(last);
 }

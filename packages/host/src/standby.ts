@@ -15,6 +15,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
+import { delay, within } from "@mesh/kit";
 import { lookupAccount, runningAsRoot } from "./accounts.js";
 import { openForProcess, pipeOf } from "./log-pipe.js";
 import { isAlive, signalGroup, startTimeOf, type ProcessIdentity } from "./proc.js";
@@ -89,7 +90,8 @@ export class Standby {
   /** The one booted (or booting): launched, and whether it said it is ready. */
   #booted: Promise<Launched | undefined> | undefined;
   #said: Promise<boolean> | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  /** The wait before one is booted, while one is due: aborted when it boots sooner or stops. */
+  #due: AbortController | undefined;
   #stopped = false;
 
   constructor(root: string, spec: ProcessSpec) {
@@ -104,18 +106,20 @@ export class Standby {
 
   /** Boots one after `ms`, unless one is there or on its way. */
   prepareAfter(ms: number): void {
-    if (this.#stopped || this.#booted !== undefined || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
+    if (this.#stopped || this.#booted !== undefined || this.#due !== undefined) return;
+    const due = new AbortController();
+    this.#due = due;
+    void delay(ms, { signal: due.signal, ref: false }).then((elapsed) => {
+      if (!elapsed) return; // booted sooner, or stopped
+      this.#due = undefined;
       this.#boot();
-    }, ms);
-    this.#timer.unref();
+    });
   }
 
   /** Boots one now, unless one is there or on its way. */
   prepareNow(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#due?.abort();
+    this.#due = undefined;
     this.#boot();
   }
 
@@ -155,17 +159,14 @@ export class Standby {
    */
   async take(spec: ProcessSpec, waitMs: number): Promise<Launched | undefined> {
     if (this.#stopped) return undefined;
-    if (this.#booted === undefined && this.#timer !== undefined && waitMs > 0) this.prepareNow();
+    if (this.#booted === undefined && this.#due !== undefined && waitMs > 0) this.prepareNow();
     const booted = this.#booted;
     const said = this.#said;
     this.#booted = undefined;
     this.#said = undefined;
     const launched = await booted;
     if (launched === undefined || launched.child.exitCode !== null) return undefined;
-    const ready = await Promise.race([
-      said ?? Promise.resolve(false),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), waitMs).unref()),
-    ]);
+    const ready = await within(said ?? Promise.resolve(false), waitMs, false, { ref: false });
     const { child, identity } = launched;
     if (!ready || !child.connected || !(await catches(identity.pid, SIGUSR2))) {
       await endStandby(identity);
@@ -187,7 +188,8 @@ export class Standby {
   /** Ends the standby (TERM: it has nothing to drain), and boots none again. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#due?.abort();
+    this.#due = undefined;
     const launched = await this.#booted;
     this.#booted = undefined;
     if (launched !== undefined) await endStandby(launched.identity);
@@ -228,7 +230,7 @@ export async function endStandby(identity: ProcessIdentity): Promise<void> {
   await signalGroup(identity, "SIGTERM");
   for (let waited = 0; waited < 5_000; waited += 50) {
     if (!(await isAlive(identity))) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await delay(50);
   }
   await signalGroup(identity, "SIGKILL");
 }

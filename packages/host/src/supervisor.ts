@@ -11,7 +11,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdir, readlink, stat } from "node:fs/promises";
-import { Backoff, type BackoffPolicy } from "@mesh/kit";
+import { Backoff, delay, within, type BackoffPolicy } from "@mesh/kit";
 import type { TailLimits } from "./log-lines.js";
 import { LogPipe } from "./log-pipe.js";
 import { FileTail } from "./log-tail.js";
@@ -76,7 +76,8 @@ interface Unit {
   restarts: number;
   backoff: Backoff;
   lastError: string | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** The wait before a restart, while one runs: aborted when the unit stops. */
+  restartWait: AbortController | undefined;
   stopping: boolean;
   tails: OutputTail[];
   exited: Promise<void>;
@@ -90,12 +91,12 @@ export class Supervisor implements AsyncDisposable {
   readonly #units = new Map<string, Unit>();
   /** Processes being replaced: still running (draining) beside their successor, by id. */
   readonly #retiring = new Map<string, { unit: Unit; done: Promise<void> }>();
-  #poller: NodeJS.Timeout | undefined;
+  /** Ends the polling (the supervisor is disposed). */
+  readonly #closed = new AbortController();
 
   constructor(options: SupervisorOptions) {
     this.#options = options;
-    this.#poller = setInterval(() => void this.#poll(), options.pollMs);
-    this.#poller.unref();
+    void this.#pollEvery(options.pollMs);
   }
 
   ids(): string[] {
@@ -143,7 +144,7 @@ export class Supervisor implements AsyncDisposable {
     }
     // The old one leaves the table: its exit from here on is not a crash to restart.
     old.stopping = true;
-    if (old.timer !== undefined) clearTimeout(old.timer);
+    old.restartWait?.abort();
     this.#units.delete(spec.id);
     const unit = this.#newUnit(spec);
     unit.restarts = old.restarts;
@@ -211,7 +212,7 @@ export class Supervisor implements AsyncDisposable {
 
   async #end(unit: Unit, graceMs: number): Promise<void> {
     unit.stopping = true;
-    if (unit.timer !== undefined) clearTimeout(unit.timer);
+    unit.restartWait?.abort();
     await unit.standby?.stop();
     const identity = unit.identity;
     if (identity !== undefined) {
@@ -228,10 +229,9 @@ export class Supervisor implements AsyncDisposable {
 
   /** Stops watching (processes keep running, to be adopted by the next host). */
   async [Symbol.asyncDispose](): Promise<void> {
-    if (this.#poller !== undefined) clearInterval(this.#poller);
-    this.#poller = undefined;
+    this.#closed.abort();
     for (const unit of this.#units.values()) {
-      if (unit.timer !== undefined) clearTimeout(unit.timer);
+      unit.restartWait?.abort();
       await unit.standby?.stop();
       unit.child?.removeAllListeners("exit");
       unit.child?.unref();
@@ -264,7 +264,7 @@ export class Supervisor implements AsyncDisposable {
       restarts: 0,
       backoff: new Backoff({ ...this.#options.backoff, healthyMs: this.#options.healthyMs }),
       lastError: undefined,
-      timer: undefined,
+      restartWait: undefined,
       stopping: false,
       tails: [],
       exited,
@@ -274,7 +274,7 @@ export class Supervisor implements AsyncDisposable {
 
   async #spawn(unit: Unit): Promise<void> {
     const { spec } = unit;
-    unit.timer = undefined;
+    unit.restartWait = undefined;
     if (unit.stopping) return;
     try {
       // A process adopted with its output in files was read there; the new one writes a pipe.
@@ -355,25 +355,23 @@ export class Supervisor implements AsyncDisposable {
       this.#attach(unit, standby.child, standby.identity);
       return;
     }
-    unit.timer = setTimeout(() => {
-      unit.restarts += 1;
-      void this.#spawn(unit);
-    }, delayMs);
+    const wait = new AbortController();
+    unit.restartWait = wait;
+    // Cut short (false) when the unit is stopped or replaced meanwhile: nothing to start then.
+    if (!(await delay(delayMs, { signal: wait.signal }))) return;
+    unit.restarts += 1;
+    await this.#spawn(unit);
   }
 
   async #waitGone(unit: Unit, identity: ProcessIdentity, ms: number): Promise<boolean> {
     const until = Date.now() + ms;
     while (Date.now() < until) {
       if (unit.child !== undefined) {
-        const done = await Promise.race([
-          unit.exited.then(() => true),
-          new Promise<boolean>((r) =>
-            setTimeout(() => r(false), Math.min(100, until - Date.now())).unref(),
-          ),
-        ]);
-        if (done) return true;
+        const exited = unit.exited.then(() => true);
+        if (await within(exited, Math.min(100, until - Date.now()), false, { ref: false }))
+          return true;
       } else if (!(await isAlive(identity))) return true;
-      else await new Promise((r) => setTimeout(r, 50));
+      else await delay(50);
     }
     return !(await isAlive(identity));
   }
@@ -398,6 +396,11 @@ export class Supervisor implements AsyncDisposable {
       return new FileTail(path, size, this.#options.tail, onLine);
     };
     return [await make(1, files.stdout), await make(2, files.stderr)];
+  }
+
+  /** Looks at adopted processes and output files every `ms` until the supervisor is disposed. */
+  async #pollEvery(ms: number): Promise<void> {
+    while (await delay(ms, { signal: this.#closed.signal, ref: false })) await this.#poll();
   }
 
   async #poll(): Promise<void> {
