@@ -45,7 +45,7 @@ import type { BackoffPolicy } from "@mesh/kit";
 import { DEFAULT_BACKOFF, Supervisor } from "./supervisor.js";
 import { Watches } from "./watches.js";
 
-export { HOST_PROCESS_MARKER } from "./apply.js";
+export { HOST_PROCESS_MARKER } from "./kinds/process.js";
 export { DEFAULT_HEARTBEAT_MS, HOST_VERSION } from "./connection.js";
 
 type Json = ProvisionAnswer["value"];
