@@ -26,8 +26,6 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
   "bus/src/server/server-output.ts": 3,
   "bus/src/tls-pin.ts": 1,
   "controller/src/revocation-pusher.ts": 2,
-  "host/src/connection.ts": 1,
-  "host/src/host.ts": 3,
   "runtime/src/module-worker.ts": 4,
   "runtime/src/spare-worker.ts": 1,
   "runtime/src/worker-calls.ts": 1,

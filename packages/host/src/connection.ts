@@ -1,7 +1,8 @@
 /**
  * The host's bus side: connects (waiting for the bus as long as it takes), opens the artifact
- * store and mesh-have, answers the runtime's provision asks, writes the presence heartbeat, and
- * says when the bus goes and comes back. What runs keeps running without it.
+ * store and mesh-have, answers the runtime's provision asks, writes the presence (`beat`, which
+ * the host's reconciler asks for every heartbeat), and says when the bus goes and comes back.
+ * What runs keeps running without it.
  */
 import { ArtifactStore, KvBucket, MeshBus, serve, type NodeKeys, type Served } from "@mesh/bus";
 import { retry, type BackoffPolicy } from "@mesh/kit";
@@ -30,14 +31,13 @@ export interface ConnectionOptions {
   readonly root: string;
   readonly keys: NodeKeys;
   readonly provisioner: Provisioner;
-  readonly heartbeatMs: number;
   /** Between attempts to open the bus side; 0.5 s doubling to 10 s by default. */
   readonly openBackoff?: BackoffPolicy;
   readonly account?: { readonly name: string; readonly home?: string };
   readonly adopted?: boolean;
-  /** Connected: the have is there to read back, the watches to start. */
+  /** Connected and the bus side open: the have is there to read back, the watches to start, the presence to say. */
   readonly onConnected: (bus: MeshBus) => Promise<void>;
-  /** Back after a loss: say everything again, watch again. */
+  /** Back after a loss: say everything again (the presence too), watch again. */
   readonly onReconnected: (bus: MeshBus) => void;
   /** The host's credential file: each login reads it as it is then (a renewed one; 0150). */
   readonly credentialFile?: string;
@@ -53,7 +53,8 @@ export class Connection {
   #artifacts: ArtifactStore | undefined;
   #have: KvBucket<Have> | undefined;
   #served: Served | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
+  /** Whether the bus side is open (the presence is written from then on). */
+  #opened = false;
 
   constructor(options: ConnectionOptions) {
     this.#o = options;
@@ -106,9 +107,7 @@ export class Connection {
     );
     await this.#open(bus);
     if (signal.aborted) return; // stopped while the bus side would not open: close() ends it
-    const heartbeat = (): void => void this.#beat(bus);
-    heartbeat();
-    this.#heartbeat = setInterval(heartbeat, this.#o.heartbeatMs);
+    this.#opened = true;
     await this.#o.onConnected(bus);
     bus.onConnection(
       (now) => {
@@ -118,7 +117,6 @@ export class Connection {
         this.#o.log(
           `the bus is back (${now.server}) after ${away.toFixed(1)} s away, since ${lost}; what ran kept running`,
         );
-        heartbeat();
         this.#o.onReconnected(bus);
       },
       { signal },
@@ -127,7 +125,6 @@ export class Connection {
 
   /** Stops answering and closes the bus (after the watches ended). */
   async close(): Promise<void> {
-    clearInterval(this.#heartbeat);
     await this.#served?.stop().catch(() => undefined);
     await this.#bus?.close();
   }
@@ -172,7 +169,13 @@ export class Connection {
     });
   }
 
-  async #beat(bus: MeshBus): Promise<void> {
+  /**
+   * Writes the presence (facts, the node's key, the last outage) once the bus side is open;
+   * nothing before. A write that fails is said, never thrown: the next heartbeat tries again.
+   */
+  async beat(): Promise<void> {
+    const bus = this.#bus;
+    if (bus === undefined || !this.#opened) return;
     // The last time the bus was away, said in the presence once it is back.
     const { lastOutage } = bus.connection;
     try {

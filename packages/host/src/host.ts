@@ -2,6 +2,13 @@
  * The host: the node engine. One per machine. It makes the machine match its node's composition
  * (`mesh-composed.<node>`), resource by resource, and says truthfully what it runs.
  *
+ * It is a reconciler (the bus's `reconciler()`) of three keys: its `composition` (applied, when
+ * it or a config value it reads changes, again after a delay while an apply failed or a module
+ * waits for a bus that is there but did not answer, and after a backoff when a pass threw), its
+ * `have` (reported every `pollMs`: health moves with time) and its `presence` (said every
+ * heartbeat once the bus side is open). Each waits on the reconciler's queue, never on a timer
+ * of the host's; a key is never worked twice at once, and one does not wait for another.
+ *
  * Lifecycle: `starting` (reads its state, finds the processes it started before, applies the
  * last composition it had — from disk, so it needs no bus for that), `running` (follows the bus
  * when it is there: the composition, config, provision asks, reports), `stopping`, `stopped`;
@@ -10,14 +17,24 @@
  * `stopProcessesOnStop` is set: upgrading or restarting the host must not restart the machine's
  * software.
  *
- * The parts: `apply.ts` (the executor and the applied-state store), `report.ts` (mesh-have),
- * `connection.ts` (the bus side) and `watches.ts` (composition and config); this file only
- * orchestrates them. `Host.create()` does the async set-up, so every part exists from the start.
+ * The parts: `apply.ts` (a pass over the resource kinds of `kinds/`), `report.ts` (mesh-have),
+ * `connection.ts` (the bus side) and `watches.ts` (the reconciler's sources: composition and
+ * config); this file only orchestrates them. `Host.create()` does the async set-up, so every part
+ * exists from the start.
  */
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { loadOrCreateNodeKeys, publish, readCredential, type NodeKeys } from "@mesh/bus";
+import {
+  loadOrCreateNodeKeys,
+  publish,
+  readCredential,
+  reconciler,
+  type NodeKeys,
+  type Reconciled,
+  type Reconciler,
+  type SourceChange,
+} from "@mesh/bus";
 import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@mesh/kit";
 import {
   RUNTIME_PROCESS_ID,
@@ -33,66 +50,28 @@ import { AppliedStore } from "./applied-state.js";
 import { Applier } from "./apply.js";
 import { Connection, DEFAULT_HEARTBEAT_MS } from "./connection.js";
 import { OwnCredential } from "./own-credential.js";
-import { DEFAULT_HEALTH_RULES, type HealthRules } from "./health.js";
-import { DEFAULT_TAIL_LIMITS, type TailLimits } from "./log-lines.js";
+import { DEFAULT_HEALTH_RULES } from "./health.js";
+import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
 import { LogOutbox } from "./log-outbox.js";
-import type { ArchiveLimits } from "./archives.js";
 import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
 import { Reporter } from "./report.js";
 import { pruneRuntimeStatus, runtimeStatusPath } from "./runtime-handover.js";
-import type { BackoffPolicy } from "@mesh/kit";
 import { DEFAULT_BACKOFF, Supervisor } from "./supervisor.js";
-import { Watches } from "./watches.js";
+import { BusSessions, composedOf, watchSources, type WatchSources } from "./watches.js";
+import {
+  BUS_RETRY_MS,
+  DEFAULT_POLL_MS,
+  DEFAULT_RETRY_MS,
+  HostKey,
+  type HostOptions,
+} from "./host-options.js";
 
 export { HOST_PROCESS_MARKER } from "./kinds/process.js";
 export { DEFAULT_HEARTBEAT_MS, HOST_VERSION } from "./connection.js";
+export type { HostOptions };
 
 type Json = ProvisionAnswer["value"];
-
-/** How often a module waiting for the bus is applied again while the bus is there. */
-const BUS_RETRY_MS = 2_000;
-
-export interface HostOptions {
-  readonly node: string;
-  /** Where the host keeps everything: state, cache, bundles, logs, the node key. */
-  readonly root: string;
-  /** The host's bus credential, or the path of its file. */
-  readonly credential: Credential | string;
-  readonly health?: Partial<HealthRules>;
-  readonly backoff?: BackoffPolicy;
-  /** Between attempts to open the bus side (a bus without JetStream for a while); 0.5 s doubling to 10 s by default. */
-  readonly busBackoff?: BackoffPolicy;
-  /** Between TERM and KILL when a process is stopped. */
-  readonly graceMs?: number;
-  /**
-   * A runtime being replaced: how long the new one has to load what the old one served before
-   * the old one is stopped anyway, and how long the old one may drain (finish the calls it has)
-   * between TERM and KILL. Defaults: 30 s, and the longest call deadline (300 s) and 10 s.
-   */
-  readonly runtimeHandover?: { readonly readyMs?: number; readonly drainMs?: number };
-  /**
-   * This node's idle time for its runtime's modules (ms; 0: never idle): a module not called for
-   * this long has its worker stopped until its next call. The runtime's default (10 min) when
-   * omitted.
-   */
-  readonly runtimeIdleMs?: number;
-  /** Between presence heartbeats. */
-  readonly heartbeatMs?: number;
-  /** How often health, adopted processes and output files are looked at. */
-  readonly pollMs?: number;
-  /** How long after a failed apply the host tries again by itself. */
-  readonly retryMs?: number;
-  readonly archiveLimits?: ArchiveLimits;
-  readonly tail?: TailLimits;
-  readonly stopProcessesOnStop?: boolean;
-  /** The machine's operator account and its home, said in the presence (the runtime runs as it). */
-  readonly account?: { readonly name: string; readonly home?: string };
-  /** Whether the machine is adopted (its own setup stays its administration's). */
-  readonly adopted?: boolean;
-  /** Where the host says what it does (default: stderr). */
-  readonly log?: (line: string) => void;
-}
 
 /** What Host.create() reads before the host exists. */
 interface Loaded {
@@ -118,14 +97,20 @@ export class Host implements Daemon, AsyncDisposable {
   readonly #applier: Applier;
   readonly #reporter: Reporter;
   readonly #connection: Connection;
-  readonly #watches: Watches;
+  readonly #sessions = new BusSessions();
+  readonly #reconciler: Reconciler<WatchSources, HostKey>;
   readonly #own: OwnCredential;
   readonly #stop = new AbortController();
-  #queue: Promise<void> = Promise.resolve();
-  #pending = false;
+  /** The reconciler's run, once started: a stop waits for its pass in progress. */
+  #reconciling: Promise<void> | undefined;
+  #reconcilerRuns = false;
+  /** Applies asked for (the first one, a change of the composition or of config), … */
+  #asked = 0;
+  /** … and how many of them the last finished pass covered: settled() waits for the two to meet. */
+  #appliedUpTo = 0;
+  #passEnded: Array<() => void> = [];
   /** The connection being made: a stop waits for it before it closes the bus. */
   #connecting: Promise<void> = Promise.resolve();
-  readonly #timers: NodeJS.Timeout[] = [];
   /** Output lines read while there was no bus, sent once it is there. */
   readonly #outbox = new LogOutbox();
 
@@ -169,15 +154,7 @@ export class Host implements Daemon, AsyncDisposable {
       signal,
       log,
     });
-    this.#watches = new Watches({
-      node,
-      store,
-      provisioner: this.#provisioner,
-      onComposed: (composed) => this.#setComposed(composed),
-      onConfig: () => this.#reconcile(),
-      signal,
-      log,
-    });
+    this.#reconciler = this.#reconcilerOf(loaded);
     this.#own = new OwnCredential({
       node,
       privateKey: loaded.keys.privateKey,
@@ -219,22 +196,46 @@ export class Host implements Daemon, AsyncDisposable {
       root,
       keys,
       provisioner: this.#provisioner,
-      heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
       ...(options.busBackoff === undefined ? {} : { openBackoff: options.busBackoff }),
       ...(options.account === undefined ? {} : { account: options.account }),
       ...(options.adopted === undefined ? {} : { adopted: options.adopted }),
       onConnected: async (bus) => {
+        this.#reconciler.enqueue(HostKey.presence);
         this.#sendHeldLines();
         await this.#reporter.restore();
-        this.#watches.start(bus);
+        this.#sessions.begin(bus);
+        // A module that waited for the bus is fetched now it is there.
+        if (this.#applier.waitsForBus) this.#reconciler.enqueue(HostKey.composition);
       },
       onReconnected: (bus) => {
+        this.#reconciler.enqueue(HostKey.presence);
         this.#reporter.forget(); // say it all again: what was written while away may be lost
-        this.#watches.start(bus);
+        this.#sessions.begin(bus);
       },
       ...(typeof options.credential === "string" ? { credentialFile: options.credential } : {}),
       onRefused: () => this.#own.renewWhenRefused(signal),
       signal,
+      log,
+    });
+  }
+
+  /**
+   * The host's reconciler: its sources are the composition and config keys it reads on the bus,
+   * each change told to `#changed` (which keeps it) and asking for a pass over the composition.
+   */
+  #reconcilerOf({ options, node, store, log }: Loaded): Reconciler<WatchSources, HostKey> {
+    const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
+    return reconciler<WatchSources, HostKey>({
+      name: "reconciler",
+      sources: watchSources({ node, store, sessions: this.#sessions, log }),
+      onChange: (change) => this.#changed(change),
+      keysOf: () => [HostKey.composition],
+      allKeys: () => [HostKey.composition, HostKey.have],
+      reconcile: (key) => this.#reconcile(key),
+      retry: { initialMs: Math.min(1_000, retryMs), maxMs: retryMs },
+      // One worker per key: a report or a heartbeat never waits for an apply (a runtime's
+      // handover takes up to half a minute).
+      workers: Object.keys(HostKey).length,
       log,
     });
   }
@@ -269,7 +270,7 @@ export class Host implements Daemon, AsyncDisposable {
       healthyMs: rules.healthyMs,
       graceMs: options.graceMs ?? 10_000,
       tail: options.tail ?? DEFAULT_TAIL_LIMITS,
-      pollMs: options.pollMs ?? 250,
+      pollMs: options.pollMs ?? DEFAULT_POLL_MS,
       onSpawned: (id, identity) => {
         // What a crashed runtime wrote says nothing now.
         if (id === RUNTIME_PROCESS_ID) void pruneRuntimeStatus(this.root, supervisor);
@@ -319,13 +320,10 @@ export class Host implements Daemon, AsyncDisposable {
     return out;
   }
 
-  /** Resolves once every apply asked for so far is done. */
+  /** Resolves once every apply asked for so far is done (or the host stopped). */
   async settled(): Promise<void> {
-    let seen: Promise<void> | undefined;
-    while (seen !== this.#queue) {
-      seen = this.#queue;
-      await seen;
-    }
+    while (this.#appliedUpTo < this.#asked && this.#reconcilerRuns)
+      await new Promise<void>((resolve) => this.#passEnded.push(resolve));
   }
 
   /** Where the runtime with `pid` writes each module's load result (its status file). */
@@ -346,6 +344,7 @@ export class Host implements Daemon, AsyncDisposable {
       }
       this.#life.set(Lifecycle.running);
       await aborted(signal);
+      this.#stop.abort(); // the parts hold the host's own signal: each ends with the run
       await this.#shutdown();
     });
   }
@@ -364,45 +363,90 @@ export class Host implements Daemon, AsyncDisposable {
 
   /** Adopts what an earlier host left, applies the last composition it had, then connects. */
   async #start(): Promise<void> {
-    const applier = this.#applier;
-    const store = this.#store;
     const provisioner = this.#provisioner;
-    const reporter = this.#reporter;
-    const options = this.#options;
-    await applier.recover();
-    for (const [key, value] of Object.entries(store.config))
+    await this.#applier.recover();
+    for (const [key, value] of Object.entries(this.#store.config))
       provisioner.setConfig(key, value as Json);
-    provisioner.setModules(store.composed?.modules);
-    this.#reconcile();
+    provisioner.setModules(this.#store.composed?.modules);
+    this.#asked += 1; // the first pass: what the host kept
+    // A task of the host's run: one that failed would fail the host (its sources are optional:
+    // it does not).
+    this.#life.task("reconciler", (signal) => {
+      this.#reconcilerRuns = true;
+      this.#reconciling = this.#reconciler.run({ signal }).finally(() => {
+        this.#reconcilerRuns = false;
+        this.#wakeSettled();
+      });
+      return this.#reconciling;
+    });
     await this.settled();
-    const tick = setInterval(() => void reporter.report(), options.pollMs ?? 250);
-    const retry = setInterval(() => {
-      if (applier.applyErrors.size > 0) this.#reconcile();
-    }, options.retryMs ?? 30_000);
-    // A module waiting for the bus (a fetch it did not answer) is tried again soon once the bus
-    // is there: that wait is the bus's, never the build's.
-    const busRetry = setInterval(() => {
-      if (applier.waitsForBus && this.#connection.artifacts !== undefined) this.#reconcile();
-    }, BUS_RETRY_MS);
-    this.#timers.push(tick, retry, busRetry);
     this.#connecting = this.#connection.connect(this.#credential);
   }
 
-  /** Asks for an apply; several asks while one runs make one more. */
-  #reconcile(): void {
-    if (this.#pending) return;
-    this.#pending = true;
-    this.#queue = this.#queue.then(async () => {
-      this.#pending = false;
+  /** One key's pass (see the class's comment); what it answers is when to be asked again. */
+  async #reconcile(key: HostKey): Promise<Reconciled | void> {
+    switch (key) {
+      case HostKey.composition:
+        return this.#applyPass();
+      case HostKey.have:
+        return this.#every(this.#options.pollMs ?? DEFAULT_POLL_MS, () => this.#reporter.report());
+      case HostKey.presence:
+        // Nothing before the bus side opens: the connection asks for it then.
+        if (this.#connection.bus === undefined) return;
+        return this.#every(this.#options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () =>
+          this.#connection.beat(),
+        );
+    }
+  }
+
+  /** Does `work`, and answers to be asked again `ms` after it began. */
+  async #every(ms: number, work: () => Promise<void>): Promise<Reconciled> {
+    const began = Date.now();
+    await work();
+    return { requeueAfterMs: Math.max(0, ms - (Date.now() - began)) };
+  }
+
+  /**
+   * Applies the composition the host holds and reports. Asked again after `retryMs` while a module
+   * failed, and every 2 s while one waits for a bus that is there but did not answer (a reload);
+   * a pass that threw is retried after the key's backoff.
+   */
+  async #applyPass(): Promise<Reconciled | void> {
+    const upTo = this.#asked;
+    const applier = this.#applier;
+    let failure: Error | undefined;
+    try {
       const composed = this.#store.composed;
-      if (this.#stop.signal.aborted) return;
-      try {
-        if (composed !== undefined) await this.#applier.apply(composed);
-      } catch (error) {
-        this.#log(`apply failed: ${(error as Error).stack ?? String(error)}`);
-      }
-      await this.#reporter.report();
-    });
+      if (composed !== undefined) await applier.apply(composed);
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error));
+      this.#log(`apply failed: ${failure.stack ?? failure.message}`);
+    }
+    await this.#reporter.report();
+    this.#appliedUpTo = Math.max(this.#appliedUpTo, upTo);
+    this.#wakeSettled();
+    if (failure !== undefined) throw failure;
+    const again: number[] = [];
+    if (applier.applyErrors.size > 0) again.push(this.#options.retryMs ?? DEFAULT_RETRY_MS);
+    // A module waiting for the bus is tried again soon once the bus is there: that wait is the
+    // bus's, never the build's. Before it is there, its connection asks for a pass.
+    if (applier.waitsForBus && this.#connection.artifacts !== undefined) again.push(BUS_RETRY_MS);
+    if (again.length > 0) return { requeueAfterMs: Math.min(...again) };
+  }
+
+  #wakeSettled(): void {
+    for (const wake of this.#passEnded.splice(0)) wake();
+  }
+
+  /** A change of a source: kept (composition, config), and one more apply asked for. */
+  #changed(change: SourceChange<WatchSources>): void {
+    this.#asked += 1;
+    if (change.source === "composed") {
+      this.#setComposed(composedOf(this.node, change.after));
+      return;
+    }
+    this.#provisioner.setConfig(change.key, change.after);
+    this.#store.setConfig(change.key, change.after);
   }
 
   #setComposed(composed: Composed): void {
@@ -415,16 +459,14 @@ export class Host implements Daemon, AsyncDisposable {
       this.#log(`could not keep the renewed host credential: ${(error as Error).message}`);
     });
     this.#provisioner.setModules(composed.modules);
-    this.#reconcile();
   }
 
   async #shutdown(): Promise<void> {
     const supervisor = this.#supervisor;
     const store = this.#store;
-    for (const timer of this.#timers) clearInterval(timer);
     await this.#connecting.catch(() => undefined);
-    await this.#watches.stop();
-    await this.#queue.catch(() => undefined);
+    // Its queue ends with the run's signal, the pass in progress finishes, its watches end.
+    await this.#reconciling?.catch(() => undefined);
     if (this.#options.stopProcessesOnStop === true) {
       await supervisor.stopAll();
       store.forgetAllProcesses();

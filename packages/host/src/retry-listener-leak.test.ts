@@ -89,7 +89,6 @@ test("the host's bus side holds a constant number of abort listeners through 100
     root,
     keys: generateNodeKeys(),
     provisioner: new Provisioner({ node: NODE, servers: [plain.url], onChanged: () => undefined }),
-    heartbeatMs: 60_000,
     openBackoff: QUICK,
     onConnected: () => Promise.resolve(),
     onReconnected: () => undefined,

@@ -1,119 +1,161 @@
 /**
- * The host's watches of the bus: its node's composition and the mesh-config keys it reads, kept
- * by the bus's mirror, which watches again (with the kit's backoff) when a watch ends or stalls
- * and applies what it missed meanwhile. A new connection starts them anew. Each source is
- * optional: the host never stops for a bus it cannot hear, it goes on with what it applied.
+ * What the host's reconciler watches on the bus: its node's composition and the mesh-config keys
+ * it reads. Each is optional (the host never stops for a bus it cannot hear, it goes on with what
+ * it applied) and lasts one session of the bus: a watch starts on the host's connection once its
+ * bus side is open, ends when the bus comes back after a loss, and starts again on it, catching up
+ * with what it missed. Before the first session a source is not there: the reconciler stands
+ * without it at once and applies what the host kept on disk.
  */
 import {
-  Mirror,
-  openedOnWatch,
+  KvBucket,
   skippingInvalid,
   type MeshBus,
-  type MirrorChange,
-  type Sources,
+  type Watchable,
+  type WatchEvent,
 } from "@mesh/bus";
-import { Bucket, nodeKey, type Composed, type ConfigValue } from "@mesh/protocol";
+import {
+  Bucket,
+  ErrorCode,
+  MeshError,
+  nodeKey,
+  type BucketValueOf,
+  type Composed,
+  type ConfigValue,
+} from "@mesh/protocol";
 import type { AppliedStore } from "./applied-state.js";
-import type { Provisioner } from "./provisioner.js";
-
-export interface WatchesOptions {
-  readonly node: string;
-  readonly store: AppliedStore;
-  readonly provisioner: Provisioner;
-  /** A composition arrived (or the node's was deleted: an empty one). */
-  readonly onComposed: (composed: Composed) => void;
-  /** Config changed: apply again. */
-  readonly onConfig: () => void;
-  readonly signal: AbortSignal;
-  readonly log: (line: string) => void;
-}
 
 type Json = ConfigValue["value"];
 
-export class Watches {
-  readonly #o: WatchesOptions;
-  #mirror: AsyncDisposable | undefined;
-  /** The mirror being stopped: a stop waits for it before it closes the bus. */
-  #stopping: Promise<void> = Promise.resolve();
+/** One session of the bus: its connection, and a signal that aborts when the session ends. */
+interface Session {
+  readonly bus: MeshBus;
+  readonly ended: AbortController;
+}
 
-  constructor(options: WatchesOptions) {
-    this.#o = options;
+/** The bus the host's watches use: a session per connection and per return of the bus. */
+export class BusSessions {
+  #current: Session | undefined;
+  #waiting: Array<() => void> = [];
+
+  /** A new session on `bus`: the watches of the one before end, and start again on this one. */
+  begin(bus: MeshBus): void {
+    this.#current?.ended.abort();
+    this.#current = { bus, ended: new AbortController() };
+    for (const wake of this.#waiting.splice(0)) wake();
   }
 
-  /** Ends the watches and resolves once they are done. */
-  async stop(): Promise<void> {
-    this.#end();
-    await this.#stopping;
+  /** The session now, or the next one; undefined when `signal` aborts first. */
+  async next(signal: AbortSignal | undefined): Promise<Session | undefined> {
+    while (this.#current === undefined) {
+      if (signal?.aborted === true) return undefined;
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          signal?.removeEventListener("abort", wake);
+          this.#waiting = this.#waiting.filter((w) => w !== wake);
+          resolve();
+        };
+        this.#waiting.push(wake);
+        signal?.addEventListener("abort", wake, { once: true });
+      });
+    }
+    return this.#current;
   }
 
-  /** (Re)starts the watches of the composition and of config on `bus`. */
-  start(bus: MeshBus): void {
-    this.#end();
-    if (this.#o.signal.aborted) return;
-    this.#mirror = Mirror.start({
-      sources: this.#sources(bus),
-      touched: (change) => {
-        this.#touched(change);
-        return [];
-      },
-      log: this.#o.log,
-    });
+  get current(): Session | undefined {
+    return this.#current;
   }
 
-  #end(): void {
-    const mirror = this.#mirror;
-    this.#mirror = undefined;
-    if (mirror !== undefined)
-      this.#stopping = Promise.all([this.#stopping, mirror[Symbol.asyncDispose]()]).then(
-        () => undefined,
-      );
-  }
-
-  #sources(bus: MeshBus): Sources {
-    const { node, log, store } = this.#o;
-    const config = skippingInvalid(openedOnWatch(bus, Bucket.config), (key, problem) =>
-      log(`ignored an invalid config value for ${key}: ${problem.message}`),
-    );
-    // What the host kept is where each starts: a key a fresh watch does not hand was deleted
-    // while the host was away, and goes.
-    const kept = (parts: number): Map<string, Json> =>
-      new Map(
-        Object.entries(store.config as Record<string, Json>).filter(
-          ([key]) => key.split(".").length === parts,
-        ),
-      );
-    const inner = (_: Json | undefined, value: ConfigValue | undefined) => value?.value;
+  /**
+   * A layout bucket watched in the session there is, or the next one. Its first watch, before the
+   * host has a bus, fails at once: a mirror stands without an optional source that fails.
+   */
+  watchable<B extends Bucket>(bucket: B): Watchable<BucketValueOf<B>> {
+    let first = true;
     return {
-      composed: {
-        optional: true,
-        key: nodeKey(node),
-        bucket: skippingInvalid(openedOnWatch(bus, Bucket.composed), (_, problem) =>
-          log(`ignored an invalid composition: ${problem.message}`),
-        ),
-      },
-      // Only the config keys this node reads: mesh-wide (`<module>.<key>`) and its own
-      // (`<module>.<key>.<node>`); another node's values never reach this host.
-      config: { optional: true, key: "*.*", bucket: config, into: kept(2), fold: inner },
-      "own config": {
-        optional: true,
-        key: `*.*.${node}`,
-        bucket: config,
-        into: kept(3),
-        fold: inner,
+      name: bucket,
+      watch: (options) => {
+        const before = first;
+        first = false;
+        return this.#watch(bucket, before, options);
       },
     };
   }
 
-  #touched({ source, key, after }: MirrorChange): void {
-    const { node, provisioner, store } = this.#o;
-    if (source === "composed") {
-      this.#o.onComposed(
-        (after as Composed | undefined) ?? { node, resources: [], fingerprint: "none" },
+  async *#watch<B extends Bucket>(
+    bucket: B,
+    first: boolean,
+    options: Parameters<Watchable<unknown>["watch"]>[0],
+  ): AsyncGenerator<WatchEvent<BucketValueOf<B>>> {
+    if (first && this.#current === undefined)
+      throw new MeshError(
+        ErrorCode.BUS_UNAVAILABLE,
+        "the host has no bus yet: it applies the composition it kept, and watches once it connects",
       );
-      return;
+    const session = await this.next(options.signal);
+    if (session === undefined) return;
+    // The watch ends with the mirror or with the session, whichever first.
+    const end = new AbortController();
+    const stop = (): void => end.abort();
+    options.signal?.addEventListener("abort", stop, { once: true });
+    session.ended.signal.addEventListener("abort", stop, { once: true });
+    if (options.signal?.aborted === true || session.ended.signal.aborted) stop();
+    try {
+      const kv = await KvBucket.open(session.bus, bucket);
+      yield* kv.watch({ ...options, signal: end.signal });
+    } finally {
+      options.signal?.removeEventListener("abort", stop);
+      session.ended.signal.removeEventListener("abort", stop);
     }
-    provisioner.setConfig(key, after as Json | undefined);
-    store.setConfig(key, after);
-    this.#o.onConfig();
   }
+}
+
+/** The host's sources: its composition, and the config keys it reads. */
+export type WatchSources = ReturnType<typeof watchSources>;
+
+/** The sources of the host of `node`, watched in `sessions`; config starts from what it kept. */
+export function watchSources(options: {
+  readonly node: string;
+  readonly store: AppliedStore;
+  readonly sessions: BusSessions;
+  readonly log: (line: string) => void;
+}) {
+  const { node, store, sessions, log } = options;
+  const config = () =>
+    skippingInvalid(sessions.watchable(Bucket.config), (key, problem) =>
+      log(`ignored an invalid config value for ${key}: ${problem.message}`),
+    );
+  // What the host kept is where each starts: a key a fresh watch does not hand was deleted
+  // while the host was away, and goes.
+  const kept = (parts: number): Map<string, Json> =>
+    new Map(
+      Object.entries(store.config as Record<string, Json>).filter(
+        ([key]) => key.split(".").length === parts,
+      ),
+    );
+  const inner = (_: Json | undefined, value: ConfigValue | undefined): Json | undefined =>
+    value?.value;
+  return {
+    composed: {
+      optional: true,
+      key: nodeKey(node),
+      bucket: skippingInvalid(sessions.watchable(Bucket.composed), (_, problem) =>
+        log(`ignored an invalid composition: ${problem.message}`),
+      ),
+    },
+    // Only the config keys this node reads: mesh-wide (`<module>.<key>`) and its own
+    // (`<module>.<key>.<node>`); another node's values never reach this host.
+    config: { optional: true, key: "*.*", bucket: config(), into: kept(2), fold: inner },
+    "own config": {
+      optional: true,
+      key: `*.*.${node}`,
+      bucket: config(),
+      into: kept(3),
+      fold: inner,
+    },
+  } as const;
+}
+
+/** The composition a change of the `composed` source says: a deleted one is an empty one. */
+export function composedOf(node: string, after: Composed | undefined): Composed {
+  return after ?? { node, resources: [], fingerprint: "none" };
 }
