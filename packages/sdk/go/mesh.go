@@ -14,6 +14,7 @@
 package mesh
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -22,11 +23,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -61,11 +64,12 @@ type Mesh struct {
 	Node   string
 	Config *Config
 
-	nc    *nats.Conn
-	mu    sync.Mutex
-	tools []*tool
-	srv   *service
-	kept  []KeptState
+	nc      *nats.Conn
+	mu      sync.Mutex
+	tools   []*tool
+	srv     *service
+	kept    []KeptState
+	denials denials
 }
 
 // Connect connects as the module whose credential MESH_BROKER_FILE names, waiting for the bus.
@@ -74,6 +78,10 @@ func Connect() (*Mesh, error) {
 	if file == "" {
 		return nil, &Error{"CREDENTIAL_INVALID", `MESH_BROKER_FILE is not set, so this process has no credential; declare own-secrets: {broker: {path: broker.json}} in the module's manifest`}
 	}
+	return connectFile(file)
+}
+
+func connectFile(file string) (*Mesh, error) {
 	text, err := os.ReadFile(file)
 	if err != nil {
 		return nil, &Error{"CREDENTIAL_INVALID", fmt.Sprintf("the credential %s cannot be read: %v", file, err)}
@@ -82,11 +90,18 @@ func Connect() (*Mesh, error) {
 	if err := json.Unmarshal(text, &c); err != nil || len(c.Servers) == 0 || c.Node == "" || c.Module == "" {
 		return nil, &Error{"CREDENTIAL_INVALID", fmt.Sprintf("the credential %s is not a mesh credential", file)}
 	}
+	m := &Mesh{Module: c.Module, Node: c.Node}
+	m.Config = &Config{m: m}
 	opts := []nats.Option{
 		nats.Name(c.Node + "." + c.Module),
 		nats.CustomInboxPrefix("_INBOX." + c.Node + "." + c.Module),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if !m.denials.refused(err) {
+				fmt.Fprintf(os.Stderr, "mesh: the bus: %v\n", err)
+			}
+		}),
 	}
 	if c.JWT != "" && c.Seed != "" {
 		kp, err := nkeys.FromSeed([]byte(c.Seed))
@@ -121,8 +136,7 @@ func Connect() (*Mesh, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the bus: %w", err)
 	}
-	m := &Mesh{Module: c.Module, Node: c.Node, nc: nc}
-	m.Config = &Config{m: m}
+	m.nc = nc
 	return m, nil
 }
 
@@ -148,14 +162,10 @@ func (m *Mesh) request(subject string, body any, timeout time.Duration) (json.Ra
 	if err != nil {
 		return nil, err
 	}
-	reply, err := m.nc.Request(subject, data, timeout)
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	reply, err := m.ask(msg, timeout)
 	if err != nil {
-		if errors.Is(err, nats.ErrTimeout) {
-			return nil, &Error{"TIMEOUT", fmt.Sprintf("asking %s: no answer within %s", subject, timeout)}
-		}
-		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, &Error{"NOT_FOUND", fmt.Sprintf("asking %s: nothing on the bus answers there", subject)}
-		}
 		return nil, err
 	}
 	if code := reply.Header.Get("Mesh-Error-Code"); code != "" {
@@ -165,6 +175,98 @@ func (m *Mesh) request(subject string, body any, timeout time.Duration) (json.Ra
 		return nil, &Error{"INTERNAL", msg}
 	}
 	return reply.Data, nil
+}
+
+// ask sends a request and waits for its reply: a refusal of the bus to publish it is
+// PERMISSION_DENIED at once (nats.go tells only the connection's error handler, and the request
+// would wait out its timeout), no answer within the timeout TIMEOUT, none to answer NOT_FOUND.
+func (m *Mesh) ask(msg *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	waiting := m.denials.watch(msg.Subject, cancel)
+	defer m.denials.forget(msg.Subject, waiting)
+	reply, err := m.nc.RequestMsgWithContext(ctx, msg)
+	if waiting.denied() {
+		return nil, &Error{"PERMISSION_DENIED", fmt.Sprintf("the bus refused to publish on %q for %s on %s: its credential is not granted it — declare what the module needs in its manifest (states, reads, calls) so the broker grants it", msg.Subject, m.Module, m.Node)}
+	}
+	switch {
+	case err == nil:
+		return reply, nil
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return nil, &Error{"TIMEOUT", fmt.Sprintf("asking %s: no answer within %s", msg.Subject, timeout)}
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, &Error{"NOT_FOUND", fmt.Sprintf("asking %s: nothing on the bus answers there", msg.Subject)}
+	}
+	return nil, fmt.Errorf("asking %s: %w", msg.Subject, err)
+}
+
+// denials ends the requests waiting on a subject the bus refused to publish on.
+type denials struct {
+	mu      sync.Mutex
+	waiting map[string][]*denial
+}
+
+type denial struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	hit    bool
+}
+
+func (d *denial) denied() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hit
+}
+
+// A mesh name: a module's, a node's, a state's, a condition's.
+var meshName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// The server's words, as nats.go hands them on: nats: Permissions Violation for Publish to "<subject>".
+var publishViolation = regexp.MustCompile(`(?i)permissions violation for publish to "?([^"\s]+)"?`)
+
+func (ds *denials) watch(subject string, cancel context.CancelFunc) *denial {
+	d := &denial{cancel: cancel}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.waiting == nil {
+		ds.waiting = map[string][]*denial{}
+	}
+	ds.waiting[subject] = append(ds.waiting[subject], d)
+	return d
+}
+
+func (ds *denials) forget(subject string, d *denial) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	list := ds.waiting[subject]
+	for i, w := range list {
+		if w == d {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(ds.waiting, subject)
+	} else {
+		ds.waiting[subject] = list
+	}
+}
+
+// refused ends the requests on the subject a publish violation names; whether it was one.
+func (ds *denials) refused(err error) bool {
+	found := publishViolation.FindStringSubmatch(err.Error())
+	if found == nil {
+		return false
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for _, d := range ds.waiting[found[1]] {
+		d.mu.Lock()
+		d.hit = true
+		d.mu.Unlock()
+		d.cancel()
+	}
+	return true
 }
 
 // SecretPath is the file of a declared secret (MESH_SECRET_FILES).
@@ -228,8 +330,24 @@ func toolSubject(node, module, tool string) string {
 	return "mesh.tools." + node + "." + module + "." + tool
 }
 
-// Condition says a condition an operator sees (level: info, warning or error).
+// Condition says a condition an operator sees (level: info, warning or error); the last one
+// said per name is kept. A malformed one (a name that is not a mesh name, another level, an empty
+// or overlong message) is refused with INVALID_VALUE before it is said, as the TypeScript SDK
+// refuses it: readers would drop it.
 func (m *Mesh) Condition(name, level, message string) error {
+	var problems []string
+	if !meshName.MatchString(name) {
+		problems = append(problems, fmt.Sprintf("name %q is not a-z, 0-9 and -, starting with a letter, at most 63 long", name))
+	}
+	if level != "info" && level != "warning" && level != "error" {
+		problems = append(problems, fmt.Sprintf("level %q is not info, warning or error", level))
+	}
+	if n := utf8.RuneCountInString(message); n == 0 || n > 4000 {
+		problems = append(problems, fmt.Sprintf("message is %d characters long, where 1 to 4000 are allowed", n))
+	}
+	if len(problems) > 0 {
+		return &Error{"INVALID_VALUE", fmt.Sprintf("the condition %q of %s is not well-formed: %s", name, m.Module, strings.Join(problems, "; "))}
+	}
 	body := map[string]any{
 		"module": m.Module, "name": name, "level": level, "message": message, "node": m.Node,
 		"at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
@@ -285,9 +403,9 @@ func (m *Mesh) jsPublish(subject string, body any, header nats.Header) (map[stri
 	for k, v := range header {
 		msg.Header[k] = v
 	}
-	reply, err := m.nc.RequestMsg(msg, 5*time.Second)
+	reply, err := m.ask(msg, 5*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("publishing to %s: %w", subject, err)
+		return nil, err
 	}
 	ack := map[string]any{}
 	if err := json.Unmarshal(reply.Data, &ack); err != nil {
