@@ -1,9 +1,11 @@
 /**
  * The Go SDK and Python's mesh_sdk against a real bus, on a module's own grant, each doing what
- * `@mesh/sdk/process` does: a state's keys (all, by pattern, none), a call to a tool the module
- * declares (on its node, on another, one nothing serves, one that refuses with a code), and the
- * states it says it keeps. One program per language does the same steps as the TypeScript SDK;
- * its results must be the TypeScript SDK's, and those are checked against what was put.
+ * `@mesh/sdk/process` does: a state's values (one put, one deleted) and keys (all, by pattern,
+ * none), a call to a tool the module declares (on its node, on another, one nothing serves, one
+ * that refuses with a code), a condition, and the states it says it keeps. One program per
+ * language does the same steps as the TypeScript SDK; its results must be the TypeScript SDK's,
+ * and those are checked against what was put; what it said is read back with the protocol's
+ * schemas, as the mesh's readers read it.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,11 +16,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import {
+  Condition,
   Keeps,
   Manifest,
   MeshError,
   ReplyCode,
   Stream,
+  conditionSubject,
   keepsSubject,
   stateBucket,
   toolSubject,
@@ -53,6 +57,8 @@ const password = "greeter-password-0123456789";
 
 /** What every language's program prints: the same steps, the same names. */
 interface Steps {
+  readonly got: unknown;
+  readonly gotDeleted: unknown;
   readonly keys: string[];
   readonly keysA: string[];
   readonly keysNone: string[];
@@ -135,6 +141,28 @@ async function keepsSaid(): Promise<Keeps> {
   return last;
 }
 
+/** The condition greeter said last under `ready`, parsed as the mesh's readers parse it. */
+async function readySaid(): Promise<Condition | undefined> {
+  let last: Condition | undefined;
+  for await (const event of readStream(admin, Stream.conditions, {
+    filter: conditionSubject("greeter", "ready"),
+    schema: Condition,
+  })) {
+    if (event.type === "current") break;
+    if (event.type === "message") last = event.value;
+  }
+  return last;
+}
+
+/** The ready condition each language's program says, but for its time. */
+const READY = {
+  module: "greeter",
+  name: "ready",
+  level: "info",
+  message: "steps done",
+  node: "n1",
+};
+
 /** Waits for greeter to say what it keeps after the saying `before` (its time), and returns it. */
 async function keepsSaidAfter(before: string | undefined, what: string): Promise<Keeps> {
   return waitFor(
@@ -150,6 +178,7 @@ async function typescriptSteps(): Promise<Steps> {
   await using mesh = await connectProcess({ credentialFile });
   const notes = mesh.state("notes");
   for (const key of ["b.1", "a.2", "a.1", "c"]) await notes.put(key, key);
+  await notes.put("a.1", { n: 1, list: ["x", null], ok: true });
   await notes.delete("c");
   const code = (done: Promise<unknown>) =>
     done.then(
@@ -157,6 +186,8 @@ async function typescriptSteps(): Promise<Steps> {
       (e: unknown) => (e instanceof MeshError ? e.code : String(e)),
     );
   const steps: Steps = {
+    got: await notes.get("a.1"),
+    gotDeleted: (await notes.get("c")) ?? null,
     keys: await notes.keys(),
     keysA: await notes.keys("a.*"),
     keysNone: await mesh.state("drafts").keys(),
@@ -165,6 +196,7 @@ async function typescriptSteps(): Promise<Steps> {
     missing: await code(mesh.call("hello/missing", {}, { timeoutMs: 2_000 })),
     refused: await code(mesh.call("hello/refuses", {})),
   };
+  await mesh.condition("ready", "info", "steps done");
   mesh.keeps(KEPT);
   await keepsSaidAfter(undefined, "TypeScript's keeps said");
   return steps;
@@ -176,6 +208,7 @@ async function typescriptSteps(): Promise<Steps> {
  */
 async function runProgram(command: string, args: string[], env: NodeJS.ProcessEnv) {
   const before = (await keepsSaid().catch(() => undefined))?.at;
+  const readyBefore = (await readySaid())?.at;
   const child = spawn(command, args, {
     env: { ...process.env, ...env, MESH_BROKER_FILE: credentialFile },
     stdio: ["pipe", "pipe", "inherit"],
@@ -191,7 +224,9 @@ async function runProgram(command: string, args: string[], env: NodeJS.ProcessEn
     });
     const steps = JSON.parse(line) as Steps;
     const said = await keepsSaidAfter(before, `${command}'s keeps said`);
-    return { steps, said };
+    const ready = await readySaid();
+    assert.notEqual(ready?.at, readyBefore, `${command} said its ready condition`);
+    return { steps, said, ready };
   } finally {
     child.stdin.end();
     const code = await exited;
@@ -204,6 +239,8 @@ let expected: Steps;
 test("the TypeScript SDK's steps, as put (what the other languages must give)", async () => {
   expected = await typescriptSteps();
   assert.deepEqual(expected, {
+    got: { n: 1, list: ["x", null], ok: true },
+    gotDeleted: null,
     keys: ["a.1", "a.2", "b.1"],
     keysA: ["a.1", "a.2"],
     keysNone: [],
@@ -217,6 +254,7 @@ test("the TypeScript SDK's steps, as put (what the other languages must give)", 
     said.states,
     [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),
   );
+  assert.deepEqual({ ...(await readySaid()), at: undefined }, { ...READY, at: undefined });
 });
 
 const GO_PROGRAM = `package main
@@ -257,8 +295,13 @@ func main() {
 	for _, key := range []string{"b.1", "a.2", "a.1", "c"} {
 		must(notes.Put(key, key))
 	}
+	must(notes.Put("a.1", map[string]any{"n": 1, "list": []any{"x", nil}, "ok": true}))
 	must(notes.Delete("c"))
 	out := map[string]any{}
+	out["got"], err = notes.Get("a.1")
+	must(err)
+	out["gotDeleted"], err = notes.Get("c")
+	must(err)
 	out["keys"], err = notes.Keys("")
 	must(err)
 	out["keysA"], err = notes.Keys("a.*")
@@ -271,6 +314,7 @@ func main() {
 	must(err)
 	out["missing"] = code(m.Call("hello/missing", nil, mesh.CallOptions{Timeout: 2 * time.Second}))
 	out["refused"] = code(m.Call("hello/refuses", nil))
+	must(m.Condition("ready", "info", "steps done"))
 	must(m.Keeps([]mesh.KeptState{{Name: "notes", Readable: true}, {Name: "drafts", Readable: false}}))
 	line, _ := json.Marshal(out)
 	fmt.Println(string(line))
@@ -279,7 +323,7 @@ func main() {
 }
 `;
 
-test("the Go SDK's State.Keys, Call and Keeps do what the TypeScript SDK does, on a real bus", async () => {
+test("the Go SDK's State.Get, Put, Delete and Keys, Call, Condition and Keeps do what the TypeScript SDK does, on a real bus", async () => {
   assert.ok(expected, "the TypeScript steps ran first");
   const work = join(dir, "gopath");
   const at = join(work, "src", "sdktest");
@@ -302,8 +346,9 @@ test("the Go SDK's State.Keys, Call and Keeps do what the TypeScript SDK does, o
       GOCACHE: join(tmpdir(), "mesh-build-go-cache"),
     },
   });
-  const { steps, said } = await runProgram(binary, [], {});
+  const { steps, said, ready } = await runProgram(binary, [], {});
   assert.deepEqual(steps, expected);
+  assert.deepEqual({ ...ready, at: undefined }, { ...READY, at: undefined });
   assert.deepEqual(
     said.states,
     [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),
@@ -324,8 +369,11 @@ mesh = mesh_sdk.connect()
 notes = mesh.state("notes")
 for key in ["b.1", "a.2", "a.1", "c"]:
     notes.put(key, key)
+notes.put("a.1", {"n": 1, "list": ["x", None], "ok": True})
 notes.delete("c")
 out = {
+    "got": notes.get("a.1"),
+    "gotDeleted": notes.get("c"),
     "keys": notes.keys(),
     "keysA": notes.keys("a.*"),
     "keysNone": mesh.state("drafts").keys(),
@@ -334,23 +382,25 @@ out = {
     "missing": code(lambda: mesh.call("hello/missing", timeout_ms=2000)),
     "refused": code(lambda: mesh.call("hello/refuses")),
 }
+mesh.condition("ready", "info", "steps done")
 mesh.keeps([{"name": "notes", "readable": True}, {"name": "drafts", "readable": False}])
 print(json.dumps(out), flush=True)
 sys.stdin.read()
 mesh.close()
 `;
 
-test("mesh_sdk's keys, call and keeps (through the bridge) do what the TypeScript SDK does, on a real bus", async () => {
+test("mesh_sdk's state get, put, delete and keys, call, condition and keeps (through the bridge) do what the TypeScript SDK does, on a real bus", async () => {
   assert.ok(expected, "the TypeScript steps ran first");
   const program = join(dir, "steps.py");
   await writeFile(program, PYTHON_PROGRAM);
   // The bridge as the python build module bundles it, with mesh_sdk from the package's folder.
-  const { steps, said } = await runProgram(
+  const { steps, said, ready } = await runProgram(
     process.execPath,
     [join(SDK, "dist", "bridge.js"), "python3", program],
     { PYTHONPATH: join(SDK, "python") },
   );
   assert.deepEqual(steps, expected);
+  assert.deepEqual({ ...ready, at: undefined }, { ...READY, at: undefined });
   assert.deepEqual(
     said.states,
     [...KEPT].sort((a, b) => a.name.localeCompare(b.name)),

@@ -148,6 +148,19 @@ class Asks(Connected):
         ids = [m["id"] for m in self.bridge.asked]
         self.assertEqual(len(set(ids)), len(ids), "every ask has its own id")
 
+    def test_read_secret_is_the_declared_files_content_stripped(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "api-token")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("  s3cret\n")
+            env = {"MESH_SECRET_FILES": json.dumps({"api-token": path}), "MESH_SECRETS_DIR": folder}
+            with unittest.mock.patch.dict(os.environ, env):
+                self.assertEqual(self.mesh.read_secret("api-token"), "s3cret")
+                self.assertEqual(self.mesh.secret_path("api-token"), path)
+                with self.assertRaises(mesh_sdk.MeshError) as refused:
+                    self.mesh.read_secret("other")
+                self.assertEqual(refused.exception.code, "NOT_FOUND")
+
     def test_a_refusal_is_a_mesh_error_with_its_code(self):
         with self.assertRaises(mesh_sdk.MeshError) as refused:
             self.mesh.call("hello/missing")
