@@ -132,6 +132,13 @@ export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): vo
       });
 
       test("its config changes live (nothing restarts) and its secret is read again from its file", async () => {
+        // The process says it serves once per start: as many times after the changes as before.
+        const starts = async () =>
+          (await runMesh(["logs", module, "--root", mesh.root])).stdout
+            .split("\n")
+            .filter((line) => serving.test(line)).length;
+        const before = await starts();
+        assert.ok(before >= 1, `${module} said it serves`);
         await mesh0(["config", "set", module, "greeting", "Hi"]);
         await until(
           async () => ((await greet(module, "Ada"))?.text === "Hi, Ada!" ? true : undefined),
@@ -148,8 +155,8 @@ export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): vo
           "greet to read the new secret",
         );
         const logs = await runMesh(["logs", module, "--root", mesh.root]);
-        assert.match(logs.stdout, serving);
         assert.match(logs.stdout, changed);
+        assert.equal(await starts(), before, `${module} started again:\n${logs.stdout}`);
       });
 
       test("a build that crashes at start is set back to the build that ran healthy, which keeps answering", async () => {
