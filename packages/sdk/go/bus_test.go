@@ -184,13 +184,19 @@ func TestBusConfigWatchHandsTheValueThenEachChangeThenARefusal(t *testing.T) {
 	if got := next(t, values, "the change to Hej"); got != "Hej" {
 		t.Fatalf("third: %v", got)
 	}
-	h.set("greeting", nil) // no value any more: NOT_FOUND, handed to onRefused
+	h.set("greeting", nil) // no value any more: NOT_FOUND, handed to onRefused once
 	if err := next(t, refusals, "the refusal"); codeOf(t, err) != "NOT_FOUND" {
 		t.Fatalf("refusal: %v", err)
 	}
-	h.set("greeting", "Hallo")
-	if got := next(t, values, "the value back"); got != "Hallo" {
+	h.set("greeting", nil)
+	h.set("greeting", "Hej") // the value before the refusal, handed again: it is back
+	if got := next(t, values, "the value back"); got != "Hej" {
 		t.Fatalf("after the refusal: %v", got)
+	}
+	select {
+	case err := <-refusals:
+		t.Fatalf("the same refusal handed twice: %v", err)
+	default:
 	}
 	for _, ask := range h.asked() {
 		if strings.Contains(ask, "color") {

@@ -28,7 +28,9 @@ func (c *Config) Get(key string) (any, error) {
 }
 
 // Watch calls onValue with the value now, then with each change, until the connection closes.
-// A value that can no longer be had (the key is gone) is handed to onRefused, when given.
+// A value that can no longer be had (the key is gone, the host does not answer) is handed to
+// onRefused, when given, once until the value is back; the value that comes back is handed even
+// when it is the one before, as the TypeScript SDK's watch hands them.
 func (c *Config) Watch(key string, onValue func(any), onRefused func(error)) error {
 	changes := make(chan struct{}, 1)
 	_, err := c.m.nc.Subscribe("mesh.provision."+c.m.Node+".changed."+c.m.Module, func(msg *nats.Msg) {
@@ -58,19 +60,25 @@ func (c *Config) Watch(key string, onValue func(any), onRefused func(error)) err
 		return err
 	}
 	onValue(first)
-	last, _ := json.Marshal(first)
+	text, _ := json.Marshal(first)
+	last := string(text)
 	go func() {
 		for range changes {
 			value, err := c.Get(key)
 			if err != nil {
-				if e, ok := err.(*Error); ok && (e.Code == "REFUSED" || e.Code == "NOT_FOUND") && onRefused != nil {
+				if c.m.nc.IsClosed() {
+					return
+				}
+				refused := "\x00" + err.Error()
+				if refused != last && onRefused != nil {
 					onRefused(err)
 				}
+				last = refused
 				continue
 			}
 			now, _ := json.Marshal(value)
-			if string(now) != string(last) {
-				last = now
+			if string(now) != last {
+				last = string(now)
 				onValue(value)
 			}
 		}
