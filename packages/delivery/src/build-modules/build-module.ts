@@ -24,7 +24,12 @@ import {
 import { readManifest, LOG_TAIL_CHARS } from "../build-source.js";
 import { unpackArchive } from "../source.js";
 import { packBundles } from "../build-plan.js";
-import type { BuiltFiles, LanguageBuilder } from "./language-builder.js";
+import type {
+  BuiltFiles,
+  LanguageBuild,
+  LanguageBuildInput,
+  LanguageBuilder,
+} from "./language-builder.js";
 
 export interface BuildModuleOptions {
   readonly bus: MeshBus;
@@ -156,7 +161,7 @@ export class BuildModule extends DaemonBase {
       const wrong = bundles.filter((b) => b !== undefined && b.language !== ask.language);
       if (wrong.length > 0) return failed(`the bundle ${wrong[0]?.name} is not ${ask.language}`);
       say(`${this.module}: ${manifest.module}, bundle(s) ${ask.bundles.join(", ")}`);
-      const result = await this.#builder.build({
+      const result = await this.#build({
         root: join(work, "source"),
         outRoot: join(work, "out"),
         manifest,
@@ -182,6 +187,23 @@ export class BuildModule extends DaemonBase {
       };
     } finally {
       await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * The language builder's work. Its throwing (a file it cannot read, its SDK missing from the
+   * mesh's install) is the build failing, said in the build's record: thrown, the builder would
+   * ask again and again while the build says only `building`.
+   */
+  async #build(input: LanguageBuildInput): Promise<LanguageBuild> {
+    try {
+      return await this.#builder.build(input);
+    } catch (error) {
+      if (input.signal?.aborted === true) throw error;
+      return {
+        ok: false,
+        error: `${this.module} failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
   }
 }

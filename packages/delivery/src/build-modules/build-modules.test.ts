@@ -3,7 +3,7 @@
  * build module over `mesh.build.<language>`; TypeScript's gives the archives the builder made
  * itself before build modules existed; a language no build module builds is refused naming those
  * the mesh has; a build module that is not running (TypeScript, Python, Go) makes its language's builds wait, with a
- * condition naming it, and they build once it is back.
+ * condition naming it, and they build once it is back; one whose builder throws fails the build.
  */
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -277,6 +277,31 @@ describe("build modules", () => {
       assert.match(error.message, /this mesh has build modules for go, python, shell, typescript/);
       return true;
     });
+  });
+
+  it("a build module whose builder throws (its SDK missing, a file it cannot read) fails the build with the error, instead of leaving it building", async () => {
+    const broken: LanguageBuilder = {
+      language: "brokenlang",
+      toolchain: "none",
+      build: () =>
+        Promise.reject(new Error("ENOENT: no such file or directory, scandir '/gone/python'")),
+    };
+    const registry = await KvBucket.open(bus.admin, Bucket.buildModules);
+    await startBuildModule(broken);
+    await waitFor(async () => (await registry.get("brokenlang")) !== undefined, {
+      what: "mesh-build-brokenlang registered",
+    });
+    const dir = await folderWith(
+      {
+        "mesh.yaml":
+          "module: cracked\nbundles:\n  - name: app\n    language: brokenlang\n    entrypoints: [main.x]\nprocesses:\n  - name: main\n    bundle: app\n",
+        "main.x": "x\n",
+      },
+      "cracked",
+    );
+    await registerModule(bus.operator, dir, { by: "ada" });
+    const failed = await buildOf("cracked", (b) => b.status === "failed", "cracked failed");
+    assert.match(failed.error ?? "", /mesh-build-brokenlang failed: ENOENT.*\/gone\/python/);
   });
 
   it("a language no build module builds is refused at registration and by the builder, naming the languages the mesh has", async () => {
