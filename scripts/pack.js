@@ -43,10 +43,18 @@ async function copyPackage(name, to, { dependencies } = {}) {
     filter: (src) =>
       !/\.test\.(js|d\.ts)(\.map)?$|\/(testing|test-support)(\/|$)|\.tsbuildinfo$/.test(src),
   });
+  // The SDK's other languages, which the python and go build modules pack (decisions 0161, 0162).
+  const languages = ["python", "go"].filter((dir) => existsSync(join(pkg(name), dir)));
+  for (const dir of languages) {
+    await cp(join(pkg(name), dir), join(to, dir), {
+      recursive: true,
+      filter: (src) => !/_test\.go$|__pycache__/.test(src),
+    });
+  }
   delete manifest.private;
   delete manifest.devDependencies;
   manifest.license = "Apache-2.0";
-  manifest.files = ["dist", "LICENSE"];
+  manifest.files = ["dist", ...languages, "LICENSE"];
   if (manifest.exports?.["./testing"] !== undefined) delete manifest.exports["./testing"];
   if (dependencies !== undefined) manifest.dependencies = dependencies;
   await writeFile(join(to, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -1,9 +1,10 @@
 /**
  * A module written outside the repository: it installs the SDK's tarball, gets its types (a
- * wrong use does not type-check), and the installed mesh builds it.
+ * wrong use does not type-check), and the installed mesh builds it; the installed mesh builds the
+ * Python and Go examples too (mesh_sdk and the Go SDK travel in its package).
  */
 import assert from "node:assert/strict";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
@@ -97,5 +98,21 @@ describe("a module outside the repository, with the packed SDK", () => {
       "mesh module add --wait",
     );
     assert.match(added.stdout, /"built"/);
+  });
+
+  test("the installed mesh builds Python and Go modules: both languages' SDKs are in its package", async () => {
+    assert.ok(up, "the mesh the test before started");
+    for (const example of ["hello-python", "hello-go"]) {
+      const module = join(packed.scratch, example);
+      await cp(join(REPO, "examples", "modules", example), module, { recursive: true });
+      const added = ok(
+        await run(packed.mesh, ["module", "add", module, "--wait", "--json", "--root", up.root], {
+          env: packed.env,
+          ms: 600_000,
+        }),
+        `mesh module add ${example} --wait`,
+      );
+      assert.match(added.stdout, /"built"/);
+    }
   });
 });
