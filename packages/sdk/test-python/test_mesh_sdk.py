@@ -107,7 +107,9 @@ class Asks(Connected):
         "state.put": None,
         "state.delete": None,
         "state.keys": lambda m: ["a.1", "a.2"] if m.get("filter") == "a.*" else ["a.1", "a.2", "b"],
-        "call": lambda m: {"text": f"hello, {m['input']['name']}"}
+        "call": lambda m: {"text": f"hello, {m['input'].get('name')}"}
+        if m["tool"] == "hello/greet" and isinstance(m["input"], dict)
+        else {"echo": m["input"]}
         if m["tool"] == "hello/greet"
         else mesh_sdk.MeshError("NOT_FOUND", "nothing serves it"),
         "keeps": None,
@@ -147,6 +149,20 @@ class Asks(Connected):
         )
         ids = [m["id"] for m in self.bridge.asked]
         self.assertEqual(len(set(ids)), len(ids), "every ask has its own id")
+
+    def test_a_call_sends_the_input_it_is_given_even_when_falsy(self):
+        self.mesh.call("hello/greet", [])
+        self.mesh.call("hello/greet", 0, timeout_ms=0)
+        self.mesh.call("hello/greet")
+        sent = [{k: v for k, v in m.items() if k != "id"} for m in self.bridge.asked[-3:]]
+        self.assertEqual(
+            sent,
+            [
+                {"op": "call", "tool": "hello/greet", "input": []},
+                {"op": "call", "tool": "hello/greet", "input": 0, "timeoutMs": 0},
+                {"op": "call", "tool": "hello/greet", "input": {}},
+            ],
+        )
 
     def test_read_secret_is_the_declared_files_content_stripped(self):
         with tempfile.TemporaryDirectory() as folder:

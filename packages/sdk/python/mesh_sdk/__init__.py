@@ -139,9 +139,9 @@ class Mesh:
         extra = {}
         if node:
             extra["node"] = node
-        if timeout_ms:
+        if timeout_ms is not None:
             extra["timeoutMs"] = timeout_ms
-        return self._ask("call", tool=tool, input=input or {}, **extra)
+        return self._ask("call", tool=tool, input={} if input is None else input, **extra)
 
     def secret_path(self, name):
         return secret_path(name)
