@@ -71,6 +71,17 @@ if ! command -v go >/dev/null 2>&1 || [ ! -d "${MESH_GOPATH:-/usr/share/gocode}/
   fi
 fi
 
+# python3: the Python build module (mesh-build-python) and the Python modules' bridge run it.
+if ! command -v python3 >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "python3 is missing: installing it from the system's packages (apt-get install python3)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >&2
+  else
+    say "python3 is missing: Python modules cannot be built or run. As root on Debian or Ubuntu: apt-get install -y python3."
+  fi
+fi
+
 # Build, unless no source or config changed since the last build (a stamp file says when):
 # `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds. `npm run build`
 # makes the same outputs and touches the same stamp, so ./mesh does not build again after it.
