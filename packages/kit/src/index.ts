@@ -1,7 +1,8 @@
 /**
  * `@mesh/kit`: what every long-running process of the mesh is built from, written once — its
  * lifecycle, its stop on signals, one backoff, one retry loop, one abortable wait (and one with a
- * deadline), and the atomic and durable file writes. It depends on `@mesh/protocol` alone: nothing here speaks NATS.
+ * deadline), one deadline on an operation, one work queue, and the atomic and durable file
+ * writes. It depends on `@mesh/protocol` alone: nothing here speaks NATS.
  */
 export {
   Lifecycle,
@@ -37,6 +38,7 @@ export {
   type AtomicWriteOptions,
 } from "./atomic-file.js";
 export { delay, type DelayOptions } from "./delay.js";
+export { withDeadline, type DeadlineOptions, type DeadlineWork } from "./deadline.js";
 export { retry, type RetryAttempt, type RetryOptions } from "./retry.js";
 export { within } from "./within.js";
 export { WorkQueue, type WorkQueueOptions } from "./work-queue.js";

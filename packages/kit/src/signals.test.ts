@@ -66,6 +66,32 @@ describe("stopOnSignals", () => {
     assert.deepEqual(p.exits, [], "the grace timer was cleared");
   });
 
+  test("a stop's doing and grace given as functions are asked when the first signal comes", async () => {
+    const p = fakeProcess();
+    let phase = { doing: "leaving", graceMs: 600_000 };
+    using stop = stopOnSignals({
+      name: "d",
+      doing: () => phase.doing,
+      graceMs: () => phase.graceMs,
+      source: p.source,
+      exit: (code) => p.exits.push(code),
+      log: (l) => p.lines.push(l),
+    });
+    // What the process does changes before the signal: what it says and how long it may take.
+    phase = { doing: "draining, then stopping", graceMs: 20 };
+    p.source.emit("SIGTERM", "SIGTERM");
+    assert.equal(stop.signal.aborted, true);
+    const deadline = Date.now() + 60_000;
+    while (p.exits.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.deepEqual(p.exits, [1], "the grace asked at the signal (20 ms), not at the start");
+    assert.deepEqual(p.lines, [
+      "SIGTERM: draining, then stopping",
+      "did not stop within 20 ms; exiting",
+    ]);
+  });
+
   test("exit codes are 128 plus the signal's number", () => {
     assert.equal(signalExitCode("SIGINT"), 130);
     assert.equal(signalExitCode("SIGTERM"), 143);

@@ -19,12 +19,19 @@ export interface SignalSource {
 export interface SignalStopOptions {
   /** How the process is named in what it says on stderr. */
   readonly name: string;
-  /** How long a stop may take after the first signal before the process exits anyway; default 10 s. */
-  readonly graceMs?: number;
+  /**
+   * How long a stop may take after the first signal before the process exits anyway; default
+   * 10 s. A function is asked when the first signal comes (a process whose stop changes as it
+   * goes: a standby runtime leaves at once, the runtime it becomes drains its calls first).
+   */
+  readonly graceMs?: number | (() => number);
   /** Where the stop is said (without the name); `<name>: …` on stderr by default. */
   readonly log?: (line: string) => void;
-  /** What the first signal starts, as said after it (`SIGTERM: stopping`); `stopping` by default. */
-  readonly doing?: string;
+  /**
+   * What the first signal starts, as said after it (`SIGTERM: stopping`); `stopping` by default.
+   * A function is asked when the first signal comes, as `graceMs` is.
+   */
+  readonly doing?: string | (() => string);
   /** The signals that stop; SIGINT and SIGTERM by default. */
   readonly signals?: readonly NodeJS.Signals[];
   /** Ends the process when it did not stop in time; `process.exit` by default. */
@@ -50,7 +57,6 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 export function stopOnSignals(options: SignalStopOptions): SignalStop {
   const source = options.source ?? process;
   const signals = options.signals ?? ["SIGINT", "SIGTERM"];
-  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
   const log = options.log ?? ((line: string) => process.stderr.write(`${options.name}: ${line}\n`));
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const stopping = new AbortController();
@@ -61,8 +67,9 @@ export function stopOnSignals(options: SignalStopOptions): SignalStop {
       exit(signalExitCode(signal));
       return;
     }
-    log(`${signal}: ${options.doing ?? "stopping"}`);
+    log(`${signal}: ${now(options.doing) ?? "stopping"}`);
     stopping.abort(signal);
+    const graceMs = now(options.graceMs) ?? DEFAULT_GRACE_MS;
     grace = setTimeout(() => {
       log(`did not stop within ${graceMs} ms; exiting`);
       exit(1);
@@ -77,6 +84,11 @@ export function stopOnSignals(options: SignalStopOptions): SignalStop {
       for (const signal of signals) source.off(signal, onSignal);
     },
   };
+}
+
+/** An option's value now: itself, or what its function says. */
+function now<T extends string | number>(option: T | (() => T) | undefined): T | undefined {
+  return typeof option === "function" ? option() : option;
 }
 
 /** Runs `body` with a signal the process's stop signals abort; resolves to what it returns. */

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { WorkQueue } from "./work-queue.js";
 
@@ -194,4 +195,24 @@ test("no key is handed twice at once, adds coalesce, and no add is lost (model p
     }),
     { numRuns: 300 },
   );
+});
+
+test("ref: false — a key added later alone does not keep the process alive; by default it does", () => {
+  const url = new URL("./work-queue.js", import.meta.url).href;
+  const run = (ref: string): string => {
+    const code = [
+      `import { WorkQueue } from ${JSON.stringify(url)};`,
+      `const queue = new WorkQueue({ policy: { initialMs: 1, maxMs: 1 }, signal: new AbortController().signal${ref} });`,
+      `queue.requeueAfter("k", 300);`,
+      `void queue.get().then((key) => console.log(key));`,
+    ].join("\n");
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(child.status, 0, child.stderr);
+    return child.stdout.trim();
+  };
+  assert.equal(run(""), "k", "held open until the key was added");
+  assert.equal(run(", ref: false"), "", "the process ended before it");
 });

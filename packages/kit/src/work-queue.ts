@@ -26,12 +26,18 @@ export interface WorkQueueOptions {
   readonly signal: AbortSignal;
   /** The backoffs' random source (tests); `Math.random` by default. */
   readonly random?: () => number;
+  /**
+   * Whether a key added later alone keeps the process alive; true by default. False for work
+   * that may be dropped at exit because it is kept elsewhere (the controller's revocations).
+   */
+  readonly ref?: boolean;
 }
 
 export class WorkQueue<K> {
   readonly #policy: BackoffPolicy;
   readonly #random: (() => number) | undefined;
   readonly #signal: AbortSignal;
+  readonly #ref: boolean;
   /** Keys waiting to be handed, in the order they were first added. */
   readonly #waiting = new Set<K>();
   /** Keys a worker has now. */
@@ -48,6 +54,7 @@ export class WorkQueue<K> {
     this.#policy = options.policy;
     this.#random = options.random;
     this.#signal = options.signal;
+    this.#ref = options.ref ?? true;
     if (options.signal.aborted) this.#stop();
     else options.signal.addEventListener("abort", this.#stop, { once: true });
   }
@@ -97,6 +104,7 @@ export class WorkQueue<K> {
       this.#later.delete(key);
       this.add(key);
     }, ms);
+    if (!this.#ref) timer.unref();
     this.#later.set(key, { at, timer });
   }
 
