@@ -28,6 +28,7 @@ import {
   type PushConsumer,
 } from "@nats-io/jetstream";
 import { createInbox, nanos, nuid } from "@nats-io/nats-core";
+import { delay } from "@mesh/kit";
 
 /** How often the server says an idle watch is alive. */
 const HEARTBEAT_MS = 3_000;
@@ -102,6 +103,8 @@ export async function openRawWatch(
   const queue = new Handoff<KvWatchEntry | undefined>();
   let ended: string | undefined;
   let done = false;
+  /** Aborted once the watch ended: the silence check stops. */
+  const listening = new AbortController();
   let last = Date.now();
   let delivered = 0;
   let streamSeq = 0;
@@ -127,11 +130,11 @@ export async function openRawWatch(
     if (done) return;
     done = true;
     ended ??= reason;
-    clearInterval(timer);
+    listening.abort();
     messages.stop();
     push(undefined);
   };
-  const timer = onSilence(() => last, finish);
+  void onSilence(() => last, finish, listening.signal);
   void (async () => {
     for await (const notice of messages.status()) {
       last = Date.now();
@@ -171,25 +174,29 @@ class Handoff<T> {
   }
 }
 
-/** Checks every CHECK_EVERY_MS how long the server has been silent; past WATCH_STALL_MS, ends. */
-function onSilence(
+/**
+ * Checks every CHECK_EVERY_MS how long the server has been silent; past WATCH_STALL_MS, ends.
+ * Its waits do not keep the process alive, and end when `signal` aborts (the watch ended).
+ */
+async function onSilence(
   heardAt: () => number,
   end: (reason: string) => void,
-): ReturnType<typeof setInterval> {
+  signal: AbortSignal,
+): Promise<void> {
   let tick = Date.now();
-  const timer = setInterval(() => {
+  while (await delay(CHECK_EVERY_MS, { signal, ref: false })) {
     const now = Date.now();
     // A late tick means this process was stalled, not the server: timers run before the
     // socket's data is read, so the socket gets a turn before silence is judged.
     const late = now - tick > CHECK_EVERY_MS * 4;
     tick = now;
-    if (late) return;
+    if (late) continue;
     const silent = now - heardAt();
-    if (silent > WATCH_STALL_MS)
+    if (silent > WATCH_STALL_MS) {
       end(`the server sent nothing, not even a heartbeat, for ${(silent / 1000).toFixed(1)} s`);
-  }, CHECK_EVERY_MS);
-  timer.unref();
-  return timer;
+      return;
+    }
+  }
 }
 
 /** The notices that mean the watch hears nothing any more. */

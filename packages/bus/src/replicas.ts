@@ -12,6 +12,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { delay } from "@mesh/kit";
 import { natsOf, type MeshBus } from "./mesh-bus.js";
 
 /** Three copies: a cluster of three keeps every acknowledged write when any one server dies. */
@@ -59,8 +60,9 @@ export async function withAllowedReplicas(
     } catch (error) {
       if (replicas <= 1 || !fewerReplicas(error)) throw error;
       const joining = replicas <= (options.peers ?? 0) && Date.now() < waitUntil;
+      // A stop while waiting ends the wait; the next refusal then takes fewer copies.
       if (joining && options.signal?.aborted !== true) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        await delay(250, options.signal === undefined ? {} : { signal: options.signal });
         continue;
       }
       replicas -= 1;
@@ -104,7 +106,8 @@ export async function waitForJetStream(
       if (/permission/i.test((error as Error).message)) return; // not ours to ask: go on
     }
     if (Date.now() >= until) break;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // A stop ends the wait at once; the loop then says ABORTED.
+    await delay(250, options.signal === undefined ? {} : { signal: options.signal });
   }
   throw new MeshError(
     ErrorCode.JETSTREAM_UNAVAILABLE,

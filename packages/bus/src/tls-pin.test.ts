@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,8 @@ import { MeshBus } from "./mesh-bus.js";
 import { certificateFingerprint, keyMatches, makeSelfSigned } from "./server/self-signed.js";
 import { fetchPinnedCertificate } from "./tls-pin.js";
 import { startTestCluster } from "./testing/cluster.js";
-import { startTestServer, type TestServer } from "./testing/harness.js";
+import { deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { waitFor } from "./testing/wait-for.js";
 
 const made = makeSelfSigned({ commonName: "mesh-test", hosts: ["127.0.0.1", "localhost", "::1"] });
 const other = makeSelfSigned({ commonName: "mesh-test", hosts: ["127.0.0.1", "localhost"] });
@@ -87,6 +89,43 @@ describe("fetchPinnedCertificate", () => {
     await assert.rejects(fetchPinnedCertificate(plainServer.url, made.fingerprint), (error) =>
       isMeshError(error, ErrorCode.TLS_PIN_MISMATCH),
     );
+  });
+
+  it("a peer that never answers: CONNECT_FAILED at its deadline, or at once on a stop, its socket closed either way", async () => {
+    const held: Socket[] = [];
+    const closed: Promise<void>[] = [];
+    const silent = createServer((socket) => {
+      held.push(socket);
+      closed.push(new Promise((resolve) => socket.once("close", () => resolve())));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const url = `nats://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const started = Date.now();
+      await assert.rejects(
+        fetchPinnedCertificate(url, made.fingerprint, { timeoutMs: 300 }),
+        (error) =>
+          isMeshError(error, ErrorCode.CONNECT_FAILED) &&
+          /no answer within 300 ms/.test(error.message),
+      );
+      assert.ok(Date.now() - started >= 250, `gave up after ${Date.now() - started} ms`);
+      const stop = new AbortController();
+      const stopped = fetchPinnedCertificate(url, made.fingerprint, {
+        timeoutMs: 600_000,
+        signal: stop.signal,
+      });
+      await waitFor(() => held.length >= 2, { what: "the second connection accepted" });
+      stop.abort();
+      await assert.rejects(
+        stopped,
+        (error) => isMeshError(error, ErrorCode.CONNECT_FAILED) && /aborted/.test(error.message),
+      );
+      // The server side hears each connection close: nothing is left open by the deadline or the stop.
+      await deadline(Promise.all(closed), 10_000, "every connection closed");
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 

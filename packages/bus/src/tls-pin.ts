@@ -12,6 +12,7 @@
 import { connect as connectTcp, type Socket } from "node:net";
 import { connect as connectTls, type TLSSocket } from "node:tls";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { withDeadline } from "@mesh/kit";
 
 export interface FetchPinnedOptions {
   readonly timeoutMs?: number;
@@ -27,23 +28,38 @@ export function busAddress(url: string): { host: string; port: number } {
 /**
  * The PEM of the certificate the bus at `url` presents, when its SHA-256 fingerprint is
  * `fingerprint`; TLS_PIN_MISMATCH when it is another (or the bus does not speak TLS),
- * CONNECT_FAILED when the bus cannot be reached.
+ * CONNECT_FAILED when the bus cannot be reached or does not answer within `timeoutMs` (5 s).
  */
-export async function fetchPinnedCertificate(
+export function fetchPinnedCertificate(
   url: string,
   fingerprint: string,
   options: FetchPinnedOptions = {},
 ): Promise<string> {
-  const { host, port } = busAddress(url);
   const doing = `reading the certificate of the bus at ${url}`;
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  return withDeadline(({ signal }) => readPinned(url, fingerprint, doing, signal), {
+    ms: timeoutMs,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    expired: () =>
+      new MeshError(
+        ErrorCode.CONNECT_FAILED,
+        `${doing}: no answer within ${timeoutMs} ms; check that the url is the one the mesh's operator gave`,
+      ),
+    aborted: () => new MeshError(ErrorCode.CONNECT_FAILED, `${doing}: aborted`),
+  });
+}
+
+/** The certificate read and held to the pin; the socket is destroyed when `signal` aborts. */
+async function readPinned(
+  url: string,
+  fingerprint: string,
+  doing: string,
+  signal: AbortSignal,
+): Promise<string> {
+  const { host, port } = busAddress(url);
   const socket = connectTcp({ host, port });
-  const timer = setTimeout(() => {
-    socket.destroy(new Error(`no answer within ${options.timeoutMs ?? 5_000} ms`));
-  }, options.timeoutMs ?? 5_000);
-  const onAbort = (): void => {
-    socket.destroy(new Error("aborted"));
-  };
-  options.signal?.addEventListener("abort", onAbort, { once: true });
+  const onAbort = (): void => void socket.destroy();
+  signal.addEventListener("abort", onAbort, { once: true });
   try {
     const info = await readInfo(socket).catch((error: unknown) => {
       throw new MeshError(
@@ -74,8 +90,7 @@ export async function fetchPinnedCertificate(
     }
     return pem(cert.raw);
   } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
+    signal.removeEventListener("abort", onAbort);
     socket.destroy();
   }
 }

@@ -7,6 +7,7 @@ import type { ChildProcess } from "node:child_process";
 import type { WriteStream } from "node:fs";
 import { connect as connectTcp } from "node:net";
 import { ErrorCode, MeshError } from "@mesh/protocol";
+import { withDeadline } from "@mesh/kit";
 
 /** How the server process ended. */
 export interface ServerExit {
@@ -133,44 +134,38 @@ export class ServerOutput {
     onLine: (resolve: (value: T) => void, reject: (error: Error) => void) => (line: string) => void,
   ): Promise<T> {
     const { signal, what, code } = options;
-    return new Promise<T>((resolvePromise, reject) => {
-      let settled = false;
-      const finish = (): void => {
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        this.#listeners.delete(listener);
-      };
-      const ok = (value: T): void => {
-        if (settled) return;
-        finish();
-        resolvePromise(value);
-      };
-      const fail = (error: Error): void => {
-        if (settled) return;
-        finish();
-        reject(error);
-      };
-      const onAbort = (): void => {
-        fail(
-          new MeshError(ErrorCode.ABORTED, `waiting for nats-server ${what} was aborted`, {
-            cause: signal?.reason,
-          }),
-        );
-      };
-      const timer = setTimeout(() => {
-        fail(
-          new MeshError(
-            code,
-            `nats-server did not answer in time: waited ${options.timeoutMs} ms for it ${what}.` +
-              linesHint(this.#last),
-          ),
-        );
-      }, options.timeoutMs);
-      const listener: LineListener = {
-        line: onLine(ok, fail),
+    return withDeadline(({ signal: ended }) => this.#heard(onLine, code, what, ended), {
+      ms: options.timeoutMs,
+      ...(signal === undefined ? {} : { signal }),
+      expired: () =>
+        new MeshError(
+          code,
+          `nats-server did not answer in time: waited ${options.timeoutMs} ms for it ${what}.` +
+            linesHint(this.#last),
+        ),
+      aborted: () =>
+        new MeshError(ErrorCode.ABORTED, `waiting for nats-server ${what} was aborted`, {
+          cause: signal?.reason,
+        }),
+    });
+  }
+
+  /** What `onLine` settles, or the server's exit; its listener is let go either way, or when `ended` aborts. */
+  #heard<T>(
+    onLine: (resolve: (value: T) => void, reject: (error: Error) => void) => (line: string) => void,
+    code: ErrorCode,
+    what: string,
+    ended: AbortSignal,
+  ): Promise<T> {
+    let listener: LineListener | undefined;
+    const forget = (): void => {
+      if (listener !== undefined) this.#listeners.delete(listener);
+    };
+    const heard = new Promise<T>((resolvePromise, reject) => {
+      listener = {
+        line: onLine(resolvePromise, reject),
         exit: (exit) => {
-          fail(
+          reject(
             new MeshError(
               code,
               `nats-server exited (${describeExit(exit)}) while waiting for it ${what}.` +
@@ -179,17 +174,11 @@ export class ServerOutput {
           );
         },
       };
-      if (this.#exit !== undefined) {
-        listener.exit(this.#exit);
-        return;
-      }
-      if (signal?.aborted === true) {
-        onAbort();
-        return;
-      }
-      this.#listeners.add(listener);
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (this.#exit !== undefined) listener.exit(this.#exit);
+      else this.#listeners.add(listener);
     });
+    ended.addEventListener("abort", forget, { once: true });
+    return heard.finally(forget);
   }
 
   /** Flushes and closes the log file. */
@@ -209,28 +198,28 @@ export function probeJetStream(
   deadline: number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
+  return withDeadline(({ signal: ended }) => readInfo(host, port, ended), {
+    ms: deadline - Date.now(),
+    ...(signal === undefined ? {} : { signal }),
+    expired: () => new Error(`no INFO from ${host}:${port} in time`),
+    aborted: () =>
+      new MeshError(ErrorCode.ABORTED, "starting nats-server was aborted", {
+        cause: signal?.reason,
+      }),
+  });
+}
+
+/** The server's INFO read off its client port, with JetStream on; the socket goes when `ended` aborts. */
+function readInfo(host: string, port: number, ended: AbortSignal): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     const socket = connectTcp({ host: dialHost(host), port });
     let received = "";
     const done = (error?: Error): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
       socket.destroy();
       if (error === undefined) resolvePromise();
       else reject(error);
     };
-    const onAbort = (): void => {
-      done(
-        new MeshError(ErrorCode.ABORTED, "starting nats-server was aborted", {
-          cause: signal?.reason,
-        }),
-      );
-    };
-    const timer = setTimeout(
-      () => done(new Error(`no INFO from ${host}:${port} in time`)),
-      Math.max(0, deadline - Date.now()),
-    );
-    signal?.addEventListener("abort", onAbort, { once: true });
+    ended.addEventListener("abort", () => socket.destroy(), { once: true });
     socket.setEncoding("utf8");
     socket.on("error", (error) => done(error));
     socket.on("data", (chunk: string) => {
@@ -277,21 +266,12 @@ export function raceExit(
   ms: number,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  return new Promise((resolvePromise) => {
-    if (signal?.aborted === true) {
-      resolvePromise(false);
-      return;
-    }
-    const finish = (value: boolean): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolvePromise(value);
-    };
-    const onAbort = (): void => finish(false);
-    const timer = setTimeout(() => finish(false), ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    void exited.then(() => finish(true));
-  });
+  // `exited` never rejects: what is caught is the deadline or the stop.
+  return withDeadline(() => exited.then(() => true), {
+    ms,
+    ...(signal === undefined ? {} : { signal }),
+    expired: () => new Error(`the process did not end within ${ms} ms`),
+  }).catch(() => false);
 }
 
 /** Where a client on this machine reaches a server listening on `host`. */
