@@ -20,10 +20,9 @@
  * the controller stops: the next controller pushes the kept list at its start ({@link
  * RevocationPusher.pushKept}).
  */
-import { setTimeout as delay } from "node:timers/promises";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import { type AccountAuthority } from "@mesh/bus/server";
-import { Backoff } from "@mesh/kit";
+import { Backoff, WorkQueue, delay } from "@mesh/kit";
 
 /** A revocation waiting for the next update: up to which second, and when the JWTs expire. */
 export interface StagedRevocation {
@@ -107,6 +106,9 @@ export interface RevocationPusherOptions {
   readonly onDeferred?: (error: MeshError, retryInMs: number) => void;
 }
 
+/** The one key of the pusher's queue: an update is due. */
+const PUSH = "push";
+
 export class RevocationPusher {
   readonly #options: RevocationPusherOptions;
   readonly #urgent = new Map<string, StagedRevocation>();
@@ -115,15 +117,27 @@ export class RevocationPusher {
   #kept = false;
   /** When the last update (or this pusher) began: gathered ones wait a period from it. */
   #lastPushAt = Date.now();
-  #timer: NodeJS.Timeout | undefined;
-  #timerAt = 0;
+  /** Aborted by `close`: the queue shuts down, a retry's wait ends. */
+  readonly #closing = new AbortController();
+  /**
+   * When the next update leaves: its one key added after the wait (the sooner of two stands).
+   * Not holding the process open: what waits is in the kept list.
+   */
+  readonly #due: WorkQueue<typeof PUSH>;
   #running: Promise<void> | undefined;
   readonly #retry = new Backoff({ initialMs: UPDATE_RETRY_FIRST_MS, maxMs: UPDATE_RETRY_MAX_MS });
-  #closed = false;
   readonly #idle = new Set<() => void>();
 
   constructor(options: RevocationPusherOptions) {
     this.#options = options;
+    // Its per-key backoff goes unused: an update the bus refused waits inside the push, so a
+    // revocation staged meanwhile does not cut the wait short.
+    this.#due = new WorkQueue({
+      policy: { initialMs: UPDATE_RETRY_FIRST_MS, maxMs: UPDATE_RETRY_MAX_MS },
+      signal: this.#closing.signal,
+      ref: false,
+    });
+    void this.#work();
   }
 
   /**
@@ -161,13 +175,15 @@ export class RevocationPusher {
     return new Promise((resolve) => this.#idle.add(resolve));
   }
 
-  /** Stops timers; what waits is in the kept list, which the next start pushes. */
+  /** Stops waiting; what waits is in the kept list, which the next start pushes. */
   close(): void {
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#closing.abort();
     for (const resolve of this.#idle) resolve();
     this.#idle.clear();
+  }
+
+  get #closed(): boolean {
+    return this.#closing.signal.aborted;
   }
 
   #urgentWaits(): boolean {
@@ -181,27 +197,29 @@ export class RevocationPusher {
     return this.#lastPushAt + (this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS);
   }
 
-  /** Sets the timer for the next update, unless one is out (it looks again when it ends). */
+  /** Asks for the next update when it is due, unless one is out (it looks again when it ends). */
   #schedule(): void {
     if (this.#closed || this.#running !== undefined) return;
     const due = this.#dueAt();
-    if (due === undefined || (this.#timer !== undefined && this.#timerAt <= due)) return;
-    clearTimeout(this.#timer);
-    this.#timerAt = due;
-    this.#timer = setTimeout(() => this.#start(), Math.max(0, due - Date.now()));
-    // Not holding the process open: what waits is in the kept list.
-    this.#timer.unref();
+    if (due !== undefined) this.#due.requeueAfter(PUSH, due - Date.now());
   }
 
-  #start(): void {
-    this.#timer = undefined;
-    this.#running ??= this.#run().finally(() => {
-      this.#running = undefined;
-      this.#schedule();
-      if (this.#urgentWaits()) return;
-      for (const resolve of this.#idle) resolve();
-      this.#idle.clear();
-    });
+  /** Pushes each time the update is due, until closed. */
+  async #work(): Promise<void> {
+    for (let key = await this.#due.get(); key !== undefined; key = await this.#due.get()) {
+      this.#running = this.#run();
+      try {
+        await this.#running;
+      } finally {
+        this.#running = undefined;
+        this.#due.done(key);
+        this.#schedule();
+        if (!this.#urgentWaits()) {
+          for (const resolve of this.#idle) resolve();
+          this.#idle.clear();
+        }
+      }
+    }
   }
 
   #gatheredDue(): boolean {
@@ -238,7 +256,7 @@ export class RevocationPusher {
           : new MeshError(ErrorCode.ACCOUNT_UPDATE_FAILED, String(error), { cause: error });
         this.#options.onDeferred?.(said, retryMs);
         // Not holding the process open: a controller that stops keeps the list on disk.
-        await delay(retryMs, undefined, { ref: false });
+        await delay(retryMs, { signal: this.#closing.signal, ref: false });
       }
     }
   }
