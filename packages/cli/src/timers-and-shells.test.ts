@@ -21,9 +21,6 @@ const DAEMON_PACKAGES = ["bus", "controller", "delivery", "host", "runtime"];
 /** Timer calls not yet converted to the kit, by file. */
 const TIMERS_LEFT: Readonly<Record<string, number>> = {
   "bus/src/mirror/dirty.ts": 1,
-  "runtime/src/module-worker.ts": 4,
-  "runtime/src/spare-worker.ts": 1,
-  "runtime/src/worker-calls.ts": 1,
 };
 
 /** Processes that still stop on signals through a runner of their own instead of `runProcess`. */

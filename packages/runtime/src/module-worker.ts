@@ -8,7 +8,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { flush, type MeshBus, type Served } from "@mesh/bus";
-import { Backoff } from "@mesh/kit";
+import { Backoff, delay } from "@mesh/kit";
 import { ErrorCode, MeshError, ReplyCode, toReplyCode } from "@mesh/protocol";
 import {
   PROTOCOL_VERSION,
@@ -68,9 +68,10 @@ export class ModuleWorker implements AsyncDisposable {
   #servedTools = "";
   #status: ModuleStatus;
   #stopping = false;
-  #restartTimer: NodeJS.Timeout | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
-  #idleTimer: NodeJS.Timeout | undefined;
+  /** Each wait of the worker's, aborted to call it off: a restart, the heartbeat, the idle check. */
+  #restartWait: AbortController | undefined;
+  #heartbeat: AbortController | undefined;
+  #idleWait: AbortController | undefined;
   readonly #backoff: Backoff;
   #lastCall = 0;
   #lastPong = 0;
@@ -206,16 +207,12 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   /** Resolves once the module leaves `starting` (or the time is up). */
-  #waitLoaded(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.#loading.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      this.#loading.add(done);
-    });
+  async #waitLoaded(timeoutMs: number): Promise<void> {
+    const loaded = new AbortController();
+    const done = (): void => loaded.abort();
+    this.#loading.add(done);
+    await delay(timeoutMs, { signal: loaded.signal });
+    this.#loading.delete(done);
   }
 
   /**
@@ -224,7 +221,7 @@ export class ModuleWorker implements AsyncDisposable {
    */
   async drain(): Promise<void> {
     if (this.#stopping) return;
-    clearTimeout(this.#idleTimer);
+    this.#idleWait?.abort();
     await this.#stopServing();
     await this.#calls.drained(() => this.#stopping);
     await this.stop();
@@ -234,9 +231,9 @@ export class ModuleWorker implements AsyncDisposable {
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    clearTimeout(this.#restartTimer);
-    clearTimeout(this.#idleTimer);
-    clearInterval(this.#heartbeat);
+    this.#restartWait?.abort();
+    this.#idleWait?.abort();
+    this.#heartbeat?.abort();
     await this.#stopServing();
     const worker = this.#worker;
     if (worker !== undefined) {
@@ -312,21 +309,28 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   #startHeartbeat(worker: Worker): void {
-    clearInterval(this.#heartbeat);
+    this.#heartbeat?.abort();
+    const beating = new AbortController();
+    this.#heartbeat = beating;
     this.#lastPong = Date.now();
+    void this.#beat(worker, beating.signal);
+  }
+
+  /** Pings the worker every `heartbeatMs` until `signal` aborts; one silent past `hangMs` hung. */
+  async #beat(worker: Worker, signal: AbortSignal): Promise<void> {
     let seq = 0;
-    this.#heartbeat = setInterval(() => {
-      if (worker !== this.#worker) return;
+    while (await delay(this.#o.tuning.heartbeatMs, { signal })) {
+      if (worker !== this.#worker) continue;
       const silentFor = Date.now() - this.#lastPong;
       if (silentFor > this.#o.tuning.hangMs) {
         this.#fail(
           worker,
           `it hung: its worker did not answer a heartbeat for ${silentFor} ms (a handler or its load blocks the event loop); it was terminated`,
         );
-        return;
+        continue;
       }
       post(worker, { v: 1, t: "ping", seq: ++seq });
-    }, this.#o.tuning.heartbeatMs);
+    }
   }
 
   async #loaded(worker: Worker, tools: readonly ToolInfo[]): Promise<void> {
@@ -377,25 +381,28 @@ export class ModuleWorker implements AsyncDisposable {
 
   /** Stops the worker once no call came for the idle time; its service stays registered. */
   #scheduleIdle(): void {
-    clearTimeout(this.#idleTimer);
+    this.#idleWait?.abort();
     const idleMs = this.#idleMs;
     if (idleMs <= 0 || this.#stopping) return;
     const left = this.#lastCall + idleMs - Date.now();
-    this.#idleTimer = setTimeout(
-      () => {
-        const worker = this.#worker;
-        if (this.#status.state !== ModuleState.serving || worker === undefined) return;
-        if (this.#calls.size > 0 || Date.now() - this.#lastCall < idleMs) {
-          this.#scheduleIdle();
-          return;
-        }
-        this.#ending = { why: `not called for ${idleMs} ms`, idle: true };
-        post(worker, { v: 1, t: "stop" });
-        void worker.terminate();
-      },
-      Math.max(left, 10),
-    );
-    this.#idleTimer.unref();
+    const wait = new AbortController();
+    this.#idleWait = wait;
+    // Not holding the process open: an idle check is no reason to stay.
+    void delay(Math.max(left, 10), { signal: wait.signal, ref: false }).then((due) => {
+      if (due) this.#idleNow(idleMs);
+    });
+  }
+
+  #idleNow(idleMs: number): void {
+    const worker = this.#worker;
+    if (this.#status.state !== ModuleState.serving || worker === undefined) return;
+    if (this.#calls.size > 0 || Date.now() - this.#lastCall < idleMs) {
+      this.#scheduleIdle();
+      return;
+    }
+    this.#ending = { why: `not called for ${idleMs} ms`, idle: true };
+    post(worker, { v: 1, t: "stop" });
+    void worker.terminate();
   }
 
   /** Ends a worker the runtime gave up on (a failed load, a hang, memory); its exit restarts it. */
@@ -407,8 +414,8 @@ export class ModuleWorker implements AsyncDisposable {
 
   #onExit(worker: Worker, code: number): void {
     if (worker !== this.#worker) return;
-    clearInterval(this.#heartbeat);
-    clearTimeout(this.#idleTimer);
+    this.#heartbeat?.abort();
+    this.#idleWait?.abort();
     const ending = this.#ending ?? {
       why: `its worker exited with code ${code} (process.exit in its code, or out of memory)`,
     };
@@ -425,15 +432,18 @@ export class ModuleWorker implements AsyncDisposable {
   }
 
   #restartLater(why: string): void {
-    const delay = this.#backoff.next();
+    const ms = this.#backoff.next();
     this.#o.log(
-      `[node-tools] ${this.module} is failing: ${firstLine(why)}; starting it again in ${delay} ms`,
+      `[node-tools] ${this.module} is failing: ${firstLine(why)}; starting it again in ${ms} ms`,
     );
     this.#setStatus({ state: ModuleState.failing, tools: this.#status.tools, error: why });
-    this.#restartTimer = setTimeout(() => {
+    const wait = new AbortController();
+    this.#restartWait = wait;
+    void delay(ms, { signal: wait.signal }).then((due) => {
+      if (!due) return;
       this.#status = { ...this.#status, restarts: this.#status.restarts + 1 };
       this.start();
-    }, delay);
+    });
   }
 
   /** What a worker held ends with it: its calls fail, its watches stop. */

@@ -10,6 +10,7 @@
  * to that module alone.
  */
 import { Worker, type ResourceLimits } from "node:worker_threads";
+import { delay } from "@mesh/kit";
 import type { FromWorker, WorkerSpare } from "@mesh/sdk/internal";
 
 export interface SpareOptions {
@@ -68,15 +69,11 @@ export class SpareWorker {
   }
 
   /** Resolves once the spare is ready, there is none booting, or after `ms`. */
-  whenReady(ms: number): Promise<void> {
-    if (this.#ready || this.#spare === undefined) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.#onReady.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+  async whenReady(ms: number): Promise<void> {
+    if (this.#ready || this.#spare === undefined) return;
+    const told = new AbortController();
+    this.#onReady.push(() => told.abort());
+    await delay(ms, { signal: told.signal });
   }
 
   #told(): void {

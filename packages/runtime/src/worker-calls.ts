@@ -4,13 +4,13 @@
  * deadline or the worker's end. A drain waits here for the last one to leave.
  */
 import type { Worker } from "node:worker_threads";
+import { withDeadline } from "@mesh/kit";
 import { CallHeader, ErrorCode, MeshError } from "@mesh/protocol";
 import { post } from "./module-asks.js";
 
 export interface PendingCall {
   resolve(value: unknown): void;
   reject(error: unknown): void;
-  timer: NodeJS.Timeout;
 }
 
 export class WorkerCalls {
@@ -43,23 +43,33 @@ export class WorkerCalls {
   /** Posts a call to the worker; its promise settles with the answer, or TIMEOUT at the deadline. */
   run(worker: Worker, tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
     const id = this.#nextCall++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#calls.delete(id);
-        post(worker, { v: 1, t: "cancel", id });
-        reject(
+    const call = withDeadline(
+      () =>
+        new Promise((resolve, reject) => {
+          this.#calls.set(id, { resolve, reject });
+          post(worker, { v: 1, t: "call", id, tool, input, timeoutMs });
+        }),
+      {
+        ms: timeoutMs,
+        expired: () =>
           new MeshError(
             ErrorCode.TIMEOUT,
             `${this.#module}/${tool} did not finish within ${timeoutMs} ms; its handler was told to stop (its signal aborted). ` +
               `Give a longer deadline with the ${CallHeader.timeoutMs} header (at most ${this.#maxTimeoutMs} ms), or make the tool faster`,
             { module: this.#module, node: this.#node },
           ),
-        );
-        this.#ended();
-      }, timeoutMs);
-      this.#calls.set(id, { resolve, reject, timer });
-      post(worker, { v: 1, t: "call", id, tool, input, timeoutMs });
-    });
+      },
+    );
+    // A call still held when its promise fails is past its deadline (an answer or the worker's
+    // end lets go of it first): it leaves, and the worker is told to stop its handler.
+    call.catch(() => this.#expired(worker, id));
+    return call;
+  }
+
+  #expired(worker: Worker, id: number): void {
+    if (!this.#calls.delete(id)) return;
+    post(worker, { v: 1, t: "cancel", id });
+    this.#ended();
   }
 
   /** Settles a call the worker answered; one that already timed out is left alone. */
@@ -67,7 +77,6 @@ export class WorkerCalls {
     const call = this.#calls.get(id);
     if (call === undefined) return; // already timed out
     this.#calls.delete(id);
-    clearTimeout(call.timer);
     how(call);
     this.#ended();
   }
@@ -75,7 +84,6 @@ export class WorkerCalls {
   /** Fails every call in the worker (it ended), and wakes a drain. */
   failAll(why: string, log: (text: string) => void): void {
     for (const [id, call] of this.#calls) {
-      clearTimeout(call.timer);
       this.#calls.delete(id);
       log(`[node-tools] ${this.#module}: a call ended with its worker: ${firstLine(why)}`);
       call.reject(new MeshError(ErrorCode.INTERNAL, `the worker of ${this.#module} ended: ${why}`));
