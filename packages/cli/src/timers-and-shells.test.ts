@@ -24,10 +24,7 @@ const TIMERS_LEFT: Readonly<Record<string, number>> = {
 };
 
 /** Processes that still stop on signals through a runner of their own instead of `runProcess`. */
-const SHELLS_LEFT: Readonly<Record<string, number>> = {
-  "runtime/src/process-main.ts": 1,
-  "runtime/src/standby.ts": 1,
-};
+const SHELLS_LEFT: Readonly<Record<string, number>> = {};
 
 /** A timer call, or an import of Node's timers (whose promise `setTimeout` is a wait by another name). */
 const TIMER = /\b(?:setTimeout|setInterval)\(|from "node:timers(?:\/promises)?"/g;

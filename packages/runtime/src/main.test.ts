@@ -1,10 +1,11 @@
 /**
  * The runtime as the host runs it: a child process started with MESH_TOOL_MODULES (two entries
  * for one module, and a module that cannot load), MESH_BROKER_FILE and MESH_RUNTIME_STATUS,
- * speaking on the bus with exactly runtimeGrant, and stopped by SIGTERM.
+ * speaking on the bus with exactly runtimeGrant, and stopped by SIGTERM; and one that cannot
+ * start, which exits through the kit's process shell saying its failure once.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -109,5 +110,38 @@ describe("the runtime's process", () => {
     const status = JSON.parse(await readFile(statusFile(), "utf8")) as RuntimeStatus;
     assert.equal(status.state, "stopped");
     assert.ok(Object.values(status.modules).every((m) => m.state === ModuleState.stopped));
+  });
+});
+
+describe("a runtime that cannot start", () => {
+  /** The runtime run with only these of the mesh's variables; its exit code and failure lines. */
+  const run = (
+    env: Record<string, string>,
+  ): { status: number | null; failures: string[]; stderr: string } => {
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("MESH_")),
+    );
+    const child = spawnSync(process.execPath, [MAIN], {
+      env: { ...clean, ...env },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const failures = child.stderr.split("\n").filter((l) => l.startsWith("[node-tools] failed: "));
+    return { status: child.status, failures, stderr: child.stderr };
+  };
+
+  test("exits 1 through the kit's shell, saying its failure once with its code", () => {
+    const missing = join(tmpdir(), `mesh-runtime-no-such-${process.pid}.json`);
+    const { status, failures, stderr } = run({ [Env.brokerFile]: missing, [Env.toolModules]: "" });
+    assert.equal(status, 1, stderr);
+    assert.equal(failures.length, 1, stderr);
+    assert.match(failures[0] ?? "", /mesh-runtime-no-such-.*\[CREDENTIAL_INVALID\]$/);
+  });
+
+  test("without its credential's variable, exits 2 (USAGE) saying which variable, once", () => {
+    const { status, failures, stderr } = run({});
+    assert.equal(status, 2, stderr);
+    assert.equal(failures.length, 1, stderr);
+    assert.match(failures[0] ?? "", new RegExp(`${Env.brokerFile} is not set.*\\[USAGE\\]$`));
   });
 });

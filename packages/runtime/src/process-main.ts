@@ -1,8 +1,10 @@
 /**
  * The runtime as a process: reads its environment (`MESH_TOOL_MODULES`, `MESH_BROKER_FILE`,
  * optionally `MESH_RUNTIME_STATUS` and the operator variables), serves until SIGTERM or SIGINT,
- * then stops every module within a grace period. `main.ts` runs it from this package; the shipped
- * `node-tools` bundle runs it from one file that is also its workers' bootstrap.
+ * then stops every module within a grace period. It goes through the kit's process shell: its
+ * exit code is the shell's, a failure said once with its code (`[node-tools] failed: … [CODE]`).
+ * `main.ts` runs it from this package; the shipped `node-tools` bundle runs it from one file that
+ * is also its workers' bootstrap.
  *
  * A standby (`MESH_RUNTIME_STANDBY=1`) does all of that but serve ahead of time, and serves when
  * the host says so (standby.ts): with the environment it was started with, or with the one the
@@ -11,7 +13,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { MeshBus } from "@mesh/bus";
-import { runUntilSignal } from "@mesh/kit";
+import { DEFAULT_GRACE_MS, loggerFrom, runProcess, type ProcessContext } from "@mesh/kit";
 import { Env, ErrorCode, MeshError } from "@mesh/protocol";
 import { Runtime, moduleEnv, spareFor } from "./runtime.js";
 import type { SpareWorker } from "./spare-worker.js";
@@ -60,63 +62,92 @@ interface Prepared {
   spare: SpareWorker;
 }
 
-/** Runs the runtime until it is told to stop; resolves to the exit code. */
-export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Promise<number> {
+/**
+ * What a stop does, asked when the first signal comes: a standby leaves (it serves nothing), a
+ * runtime drains its calls within the longest deadline one may have.
+ */
+interface StopPhase {
+  serving: boolean;
+  graceMs: number;
+}
+
+/** The calls in flight have their deadlines; past the longest one, nothing is left to wait for. */
+function drainGraceMs(config: ProcessConfig): number {
+  return (config.tuning.maxTimeoutMs ?? DEFAULT_TUNING.maxTimeoutMs) + 5_000;
+}
+
+/**
+ * Runs the runtime until it is told to stop, through the kit's process shell; resolves to the
+ * exit code (0 after a stop, 2 for an environment it cannot use, 1 for any other failure).
+ */
+export function runRuntimeProcess(options: RuntimeProcessOptions = {}): Promise<number> {
+  const stop: StopPhase = {
+    serving: process.env[StandbyEnv] !== "1",
+    graceMs: DEFAULT_GRACE_MS,
+  };
+  return runProcess(
+    {
+      name: "node-tools",
+      log: loggerFrom((line) => process.stderr.write(`[node-tools] ${line}\n`)),
+      doing: () =>
+        stop.serving
+          ? "draining (calls in flight finish), then stopping"
+          : "leaving (a standby serves nothing)",
+      graceMs: () => stop.graceMs,
+    },
+    (context) => serve(options, context, stop),
+  );
+}
+
+/** Stands by when asked to, then serves until the signal aborts; closes what it opened. */
+async function serve(
+  options: RuntimeProcessOptions,
+  { signal, log }: ProcessContext,
+  stop: StopPhase,
+): Promise<void> {
   let config = configOf(process.env);
+  if (stop.serving) stop.graceMs = drainGraceMs(config);
   const workerFile = options.workerFile === undefined ? {} : { workerFile: options.workerFile };
   const credential = await readFile(config.credentialFile, "utf8").catch(() => "");
-  const bus = await MeshBus.connectWithFile(config.credentialFile, { waitForBus: true });
+  const bus = await MeshBus.connectWithFile(config.credentialFile, { waitForBus: true, signal });
   const prepared: Prepared = {
     bus,
     credential,
     spare: spareFor({ tuning: config.tuning, ...workerFile }),
   };
-  let takeover: string | undefined;
-  if (process.env[StandbyEnv] === "1") {
-    const handover = await standBy(prepared.spare);
-    if (handover === undefined) {
-      await prepared.spare.close();
-      await prepared.bus.close();
-      return 0;
+  // The bus closes inside the stop, so the grace period still bounds a close that hangs.
+  try {
+    let takeover: string | undefined;
+    if (!stop.serving) {
+      const handover = await standBy(prepared.spare, { signal });
+      if (handover === undefined) return;
+      takeover = new Date().toISOString();
+      if (handover.env !== undefined)
+        config = await takeEnv(handover.env, prepared, { ...workerFile, signal });
+      stop.serving = true;
+      stop.graceMs = drainGraceMs(config);
     }
-    takeover = new Date().toISOString();
-    if (handover.env !== undefined) config = await takeEnv(handover.env, prepared, workerFile);
+    const runtime = Runtime.create({
+      bus: prepared.bus,
+      modules: config.modules,
+      idle: config.idle,
+      tuning: config.tuning,
+      spare: prepared.spare,
+      ...(takeover === undefined ? {} : { takeover }),
+      ...(config.statusFile === undefined ? {} : { statusFile: config.statusFile }),
+      ...workerFile,
+    });
+    const modules = config.modules;
+    log(
+      modules.size === 0
+        ? `${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})`
+        : `serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})`,
+    );
+    await runtime.run({ signal });
+  } finally {
+    await prepared.spare.close();
+    await prepared.bus.close();
   }
-  const runtime = Runtime.create({
-    bus: prepared.bus,
-    modules: config.modules,
-    idle: config.idle,
-    tuning: config.tuning,
-    spare: prepared.spare,
-    ...(takeover === undefined ? {} : { takeover }),
-    ...(config.statusFile === undefined ? {} : { statusFile: config.statusFile }),
-    ...workerFile,
-  });
-  const modules = config.modules;
-  process.stderr.write(
-    modules.size === 0
-      ? `[node-tools] ${Env.toolModules} names no module: serving nothing on ${runtime.node} (pid ${process.pid})\n`
-      : `[node-tools] serving ${[...modules.keys()].join(", ")} on ${runtime.node} (pid ${process.pid})\n`,
-  );
-  // The calls in flight have their deadlines; past the longest one, nothing is left to wait for.
-  const graceMs = (config.tuning.maxTimeoutMs ?? DEFAULT_TUNING.maxTimeoutMs) + 5_000;
-  await runUntilSignal(
-    {
-      name: "node-tools",
-      graceMs,
-      doing: "draining (calls in flight finish), then stopping",
-      log: (line) => process.stderr.write(`[node-tools] ${line}\n`),
-    },
-    // The bus closes inside the stop, so the grace period still bounds a close that hangs.
-    async (signal) => {
-      try {
-        await runtime.run({ signal });
-      } finally {
-        await prepared.bus.close();
-      }
-    },
-  );
-  return 0;
 }
 
 /**
@@ -128,7 +159,7 @@ export async function runRuntimeProcess(options: RuntimeProcessOptions = {}): Pr
 async function takeEnv(
   env: NonNullable<Handover["env"]>,
   prepared: Prepared,
-  workerFile: { workerFile?: URL },
+  { signal, ...workerFile }: { workerFile?: URL; signal: AbortSignal },
 ): Promise<ProcessConfig> {
   const seenBefore = JSON.stringify(moduleEnv(process.env));
   const tuningBefore = JSON.stringify(configOf(process.env).tuning);
@@ -137,7 +168,10 @@ async function takeEnv(
   const config = configOf(process.env);
   const credential = await readFile(config.credentialFile, "utf8").catch(() => "");
   if (credential !== prepared.credential || credential === "") {
-    const fresh = await MeshBus.connectWithFile(config.credentialFile, { waitForBus: true });
+    const fresh = await MeshBus.connectWithFile(config.credentialFile, {
+      waitForBus: true,
+      signal,
+    });
     const old = prepared.bus;
     prepared.bus = fresh;
     prepared.credential = credential;

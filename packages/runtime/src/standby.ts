@@ -3,10 +3,9 @@
  * says so and waits to be told to serve. The host tells it over the IPC channel it started it
  * with (`{t: "serve", env}`: the environment of the runtime's composition now, which the
  * standby takes before it reads its modules), or with SIGUSR2 (serve as started). SIGTERM or
- * SIGINT, or the host's channel closing (the host is gone, and the next one ends what it did not
- * record), end it.
+ * SIGINT (the process shell's stop, whose grace period ends a leave that hangs), or the host's
+ * channel closing (the host is gone, and the next one ends what it did not record), end it.
  */
-import { stopOnSignals } from "@mesh/kit";
 import type { SpareWorker } from "./spare-worker.js";
 
 /** What the host says to a standby over its IPC channel. */
@@ -31,11 +30,14 @@ export interface Handover {
 const SPARE_WAIT_MS = 10_000;
 
 /**
- * Waits to be told to serve or to leave. The SIGUSR2 handler is set, and the host told, only once
- * the spare worker is booted: the host, which reads whether that handler is set, never signals a
- * standby that would not survive it.
+ * Waits to be told to serve or to leave (`signal` aborting is a leave). The SIGUSR2 handler is
+ * set, and the host told, only once the spare worker is booted: the host, which reads whether
+ * that handler is set, never signals a standby that would not survive it.
  */
-export async function standBy(spare: SpareWorker): Promise<Handover | undefined> {
+export async function standBy(
+  spare: SpareWorker,
+  { signal }: { readonly signal: AbortSignal },
+): Promise<Handover | undefined> {
   spare.prepare();
   await spare.whenReady(SPARE_WAIT_MS);
   let resolve: (handover: Handover | undefined) => void = () => undefined;
@@ -45,13 +47,8 @@ export async function standBy(spare: SpareWorker): Promise<Handover | undefined>
   const message = (m: Partial<ServeMessage> | null): void => {
     if (m?.t === "serve") resolve(m.env === undefined ? {} : { env: m.env });
   };
-  // SIGTERM or SIGINT: the kit's signal stop, whose grace period ends a leave that hangs.
-  const stopping = stopOnSignals({
-    name: "node-tools",
-    doing: "leaving (a standby serves nothing)",
-    log: (line) => process.stderr.write(`[node-tools] ${line}\n`),
-  });
-  stopping.signal.addEventListener("abort", leave, { once: true });
+  if (signal.aborted) leave();
+  else signal.addEventListener("abort", leave, { once: true });
   process.on("SIGUSR2", serve);
   if (process.send !== undefined) {
     process.on("message", message).on("disconnect", leave);
@@ -62,11 +59,9 @@ export async function standBy(spare: SpareWorker): Promise<Handover | undefined>
   }
   process.stderr.write(`[node-tools] standing by (pid ${process.pid})\n`);
   const handover = await told;
+  signal.removeEventListener("abort", leave);
   process.off("SIGUSR2", serve);
   process.off("message", message).off("disconnect", leave);
-  // Told to serve: the runtime's own signal stop takes over. Told to leave by a signal: the
-  // grace period keeps running while the caller closes what it opened.
-  if (handover !== undefined || !stopping.signal.aborted) stopping[Symbol.dispose]();
   // From here on the process is the runtime: it outlives the host that started it.
   if (process.connected) process.disconnect();
   if (handover !== undefined)

@@ -5,12 +5,8 @@ import { isMainThread } from "node:worker_threads";
 
 if (isMainThread) {
   const { runRuntimeProcess } = await import("@mesh/runtime");
-  try {
-    process.exitCode = await runRuntimeProcess({ workerFile: new URL(import.meta.url) });
-  } catch (error) {
-    process.stderr.write(`[node-tools] cannot start: ${(error as Error).message}\n`);
-    process.exitCode = 1;
-  }
+  // The kit's process shell: a failure is said once with its code, and is the exit code.
+  process.exitCode = await runRuntimeProcess({ workerFile: new URL(import.meta.url) });
 } else {
   await import("@mesh/sdk/worker");
 }
