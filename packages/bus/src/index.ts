@@ -61,16 +61,13 @@ export {
 } from "./stream-reader.js";
 export { discoverTools, type DiscoverOptions, type DiscoveredTool } from "./tool-discovery.js";
 export {
-  ALL,
   Mirror,
-  type Dirty,
   type Kept,
   type MirrorChange,
   type MirrorOptions,
   type MirrorSource,
   type SourceChange,
   type Sources,
-  type Touched,
   type Watchable,
 } from "./mirror/mirror.js";
 export {

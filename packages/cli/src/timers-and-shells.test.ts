@@ -1,10 +1,10 @@
 /**
  * Waits and process shells go through the kit (issue 21): daemon code does not call `setTimeout`
- * or `setInterval` itself (it waits through `delay`, retries through `retry`, schedules keys on a
- * `WorkQueue`), and a daemon's process stops on signals through `runProcess`, not a signal runner
- * of its own. The files below still do and are converted one by one; the lists only shrink: a new
- * file that calls a timer or a signal runner fails, so does one whose count grew, and so does an
- * entry that is no longer true (remove it when a file is converted).
+ * or `setInterval` itself (it waits through `delay` or `within`, puts a deadline on an operation
+ * through `withDeadline`, retries through `retry`, schedules keys on a `WorkQueue`), and a
+ * daemon's process stops on signals through `runProcess`, not a signal runner of its own. The
+ * files were converted one by one and the lists below are now empty: a file that calls a timer or
+ * a signal runner fails.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -19,9 +19,7 @@ const PACKAGES = fileURLToPath(new URL("../../", import.meta.url));
 const DAEMON_PACKAGES = ["bus", "controller", "delivery", "host", "runtime"];
 
 /** Timer calls not yet converted to the kit, by file. */
-const TIMERS_LEFT: Readonly<Record<string, number>> = {
-  "bus/src/mirror/dirty.ts": 1,
-};
+const TIMERS_LEFT: Readonly<Record<string, number>> = {};
 
 /** Processes that still stop on signals through a runner of their own instead of `runProcess`. */
 const SHELLS_LEFT: Readonly<Record<string, number>> = {};

@@ -14,8 +14,8 @@ import {
   skippingInvalid,
   conditionsSource,
   type MeshBus,
-  type MirrorChange,
   type MirrorSource,
+  type SourceChange,
   type Watchable,
   type ConnectionState,
 } from "@mesh/bus";
@@ -92,11 +92,8 @@ export class MeshState {
     const first = options.retryMs ?? 1_000;
     this.#mirror = Mirror.start({
       sources: viewSources(options),
-      // Nothing is dirty: each change is handed on to the pages as it is applied.
-      touched: (change) => {
-        this.#changed(change);
-        return [];
-      },
+      // No queue: each change is handed on to the pages as it is applied.
+      onChange: (change) => this.#changed(change),
       retry: { initialMs: first, maxMs: Math.max(first, 30_000) },
       onProblem: (source, problem) => this.#problem(source, problem),
     });
@@ -159,7 +156,7 @@ export class MeshState {
   }
 
   /** A change the mirror applied, as the pages see it (a build without its log). */
-  #changed({ source, key, after }: MirrorChange<ViewSources>): void {
+  #changed({ source, key, after }: SourceChange<ViewSources>): void {
     let shown = after;
     if (source === Source.builds) {
       const before = this.#builds.get(key);

@@ -1,6 +1,7 @@
 /**
- * The bucket mirror on a real bus: ready, coalescing, and a watch that ends (bucket deleted and
- * made again, fx.server stalled with SIGSTOP) caught up with what it missed.
+ * The bucket mirror on a real bus: ready, each change told once, and a watch that ends (bucket
+ * deleted and made again, fx.server stalled with SIGSTOP) caught up with what it missed. What
+ * the owner does with a burst of changes is the reconciler's (reconciler.test.ts).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -9,9 +10,10 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
 import { credentialFor, deadline } from "../testing/harness.js";
-import { ALL, Mirror, watchedLine, type Dirty, type Watchable } from "./mirror.js";
+import { Mirror, watchedLine, type MirrorChange, type Watchable } from "./mirror.js";
 import { natsOf } from "../mesh-bus.js";
 import { busSuite } from "../testing/fixtures.js";
+import { Heard } from "./test-support.js";
 
 const fx = busSuite({ module: "mirror" }, { before, after });
 
@@ -34,84 +36,44 @@ function plain(map: ReadonlyMap<string, Value>): Record<string, number> {
   return Object.fromEntries([...map].map(([k, v]): [string, number] => [k, v.n]).sort());
 }
 
-/** Takes dirty keys until `until` holds for the map; returns every key taken. */
-async function takeUntil(
-  mirror: Mirror<{ b: { bucket: KvBucket<Value> } }>,
-  until: () => boolean,
-  what: string,
-): Promise<{ keys: Set<string>; takes: number }> {
-  const keys = new Set<string>();
-  let takes = 0;
-  await deadline(
-    (async () => {
-      while (!until()) {
-        await mirror.changed();
-        const dirty: Dirty = mirror.take();
-        takes += 1;
-        for (const k of dirty.keys) keys.add(k);
-      }
-    })(),
-    30_000,
-    what,
-  );
-  return { keys, takes };
-}
-
-function byKey(lines: string[]) {
-  return (change: { key: string }) => {
-    lines.push(change.key);
-    return [change.key];
-  };
-}
-
 describe("bucket mirror", () => {
-  it("is ready once every source handed what stands, an empty one too; nothing is dirty then", async () => {
+  it("is ready once every source handed what stands, an empty one too; what stood was told before", async () => {
     const full = await bucketWith({ a: 1, b: 2 });
     const empty = await bucketWith({});
+    const told: string[] = [];
     await using mirror = Mirror.start({
       sources: { full: { bucket: full }, empty: { bucket: empty } },
-      touched: (c) => [c.key],
+      onChange: (c) => told.push(`${c.source}:${c.key}:${String(mirror.isReady)}`),
     });
     await deadline(mirror.ready, 5_000, "ready");
     assert.deepEqual(plain(mirror.map("full")), { a: 1, b: 2 });
     assert.equal(mirror.map("empty").size, 0);
-    assert.equal(mirror.take().keys.size, 0);
+    assert.deepEqual(told.sort(), ["full:a:false", "full:b:false"]);
   });
 
-  it("a burst of 500 puts comes as a handful of takes holding every key, an unchanged rewrite dirties nothing", async () => {
+  it("each of 500 puts is told once, with what was kept before and after; an unchanged rewrite is not told", async () => {
     const b = await bucketWith({ same: 7 });
+    const heard = new Heard<MirrorChange>();
     await using mirror = Mirror.start({
       sources: { b: { bucket: b } },
-      touched: (c) => [c.key],
-      coalesceMs: 50,
+      onChange: (c) => {
+        if (mirror.isReady) heard.onChange(c);
+      },
     });
     await deadline(mirror.ready, 5_000, "ready");
     await b.put("same", { n: 7 });
     await Promise.all(Array.from({ length: 500 }, (_, i) => b.put(`k${i}`, { n: i })));
-    const { keys, takes } = await takeUntil(mirror, () => mirror.map("b").size === 501, "500 puts");
-    assert.equal(keys.size, 500);
-    assert.equal(keys.has("same"), false);
-    assert.ok(takes <= 50, `${takes} takes for one burst`);
-  });
-
-  it("a touched function's ALL and the owner's own touch reach the taker", async () => {
-    const b = await bucketWith({});
-    await using mirror = Mirror.start({ sources: { b: { bucket: b } }, touched: () => ALL });
-    await deadline(mirror.ready, 5_000, "ready");
-    mirror.touch(["mine"]);
-    await mirror.changed();
-    assert.deepEqual([...mirror.take().keys], ["mine"]);
-    await b.put("x", { n: 1 });
-    await deadline(mirror.changed(), 5_000, "the change");
-    assert.equal(mirror.take().all, true);
+    await heard.until(() => mirror.map("b").size === 501, "500 puts");
+    assert.equal(heard.changes.length, 500, "one change told per put");
+    assert.equal(heard.keys().size, 500);
+    assert.equal(heard.keys().has("same"), false);
+    const k7 = heard.changes.find((c) => c.key === "k7");
+    assert.deepEqual([k7?.before, k7?.after], [undefined, { n: 7 }]);
   });
 
   it("a required bucket that does not exist fails ready with BUCKET_UNAVAILABLE naming it", async () => {
     const missing = await KvBucket.openWith(fx.admin, "never_made", Value);
-    await using mirror = Mirror.start({
-      sources: { never_made: { bucket: missing } },
-      touched: () => [],
-    });
+    await using mirror = Mirror.start({ sources: { never_made: { bucket: missing } } });
     await assert.rejects(deadline(mirror.ready, 10_000, "ready"), (error: unknown) => {
       assert.ok(isMeshError(error, ErrorCode.BUCKET_UNAVAILABLE));
       assert.match(error.message, /never_made/);
@@ -122,23 +84,22 @@ describe("bucket mirror", () => {
   it("an optional bucket that does not exist yet: ready without it, its keys arrive once it is made", async () => {
     const present = await bucketWith({ p: 1 });
     const later = await KvBucket.openWith(fx.admin, "made_later", Value);
+    const heard = new Heard<MirrorChange>();
     await using mirror = Mirror.start({
       sources: { present: { bucket: present }, later: { bucket: later, optional: true } },
-      touched: (c) => [`${c.source}:${c.key}`],
+      onChange: heard.onChange,
       retry: { initialMs: 100, maxMs: 500 },
     });
     await deadline(mirror.ready, 10_000, "ready");
     assert.equal(mirror.isOpen("later"), false);
     const kv = await natsOf(fx.admin).kvm.create("made_later", { history: 1 });
     await kv.put("l", JSON.stringify({ n: 2 }));
-    await deadline(
-      (async () => {
-        while (mirror.map("later").get("l")?.n !== 2) await mirror.changed();
-      })(),
-      15_000,
+    await heard.until(
+      () => mirror.map("later").get("l")?.n === 2,
       "the optional bucket's key",
+      15_000,
     );
-    assert.ok(mirror.take().keys.has("later:l"));
+    assert.ok(heard.changes.some((c) => c.source === "later" && c.key === "l"));
   });
 
   it("a when-asked optional bucket is tried at the start and then only when reopen is called", async () => {
@@ -152,9 +113,10 @@ describe("bucket mirror", () => {
         return real.watch(options);
       },
     };
+    const heard = new Heard<MirrorChange>();
     await using mirror = Mirror.start({
       sources: { later: { bucket: counted, optional: true, reopen: "when-asked" } },
-      touched: (c) => [c.key],
+      onChange: heard.onChange,
       retry: { initialMs: 10, maxMs: 20 },
     });
     await deadline(mirror.ready, 10_000, "ready");
@@ -170,19 +132,19 @@ describe("bucket mirror", () => {
     assert.equal(await mirror.reopen("later"), true);
     assert.equal(tries, 3);
     assert.equal(mirror.map("later").get("l")?.n, 3, "what stands is applied when reopen resolves");
-    assert.ok(mirror.take().keys.has("l"));
+    assert.ok(heard.keys().has("l"), "and told");
     assert.equal(await mirror.reopen("later"), true, "an open source: no new try");
     assert.equal(tries, 3);
   });
 
-  it("a bucket deleted and made again under it: it says so within 10 s and catches up — a key only in the new bucket is added, a key gone is removed, each dirtied", async (t) => {
+  it("a bucket deleted and made again under it: it says so within 10 s and catches up — a key only in the new bucket is added, a key gone is removed, each told", async (t) => {
     const b = await bucketWith({ kept: 1, gone: 2 });
     const log: string[] = [];
-    const touched: string[] = [];
+    const heard = new Heard<MirrorChange>();
     let endedAt = 0;
     await using mirror = Mirror.start({
       sources: { b: { bucket: b } },
-      touched: byKey(touched),
+      onChange: heard.onChange,
       log: (line) => {
         if (endedAt === 0 && /the watch ended/.test(line)) endedAt = Date.now();
         log.push(line);
@@ -190,19 +152,19 @@ describe("bucket mirror", () => {
       retry: { initialMs: 100, maxMs: 500 },
     });
     await deadline(mirror.ready, 5_000, "ready");
+    const standing = heard.changes.length;
     const kv = await natsOf(fx.admin).kvm.open(b.name);
     const deletedAt = Date.now();
     await kv.destroy();
     const remade = await natsOf(fx.admin).kvm.create(b.name, { history: 5 });
     await remade.put("kept", JSON.stringify({ n: 1 }));
     await remade.put("new", JSON.stringify({ n: 3 }));
-    const { keys } = await takeUntil(
-      mirror,
+    await heard.until(
       () => JSON.stringify(plain(mirror.map("b"))) === JSON.stringify({ kept: 1, new: 3 }),
       "the mirror caught up with the new bucket",
     );
     t.diagnostic(`the deletion noticed ${endedAt - deletedAt} ms after it`);
-    assert.deepEqual([...keys].sort(), ["gone", "new"]);
+    assert.deepEqual([...heard.keys(standing)].sort(), ["gone", "new"]);
     assert.ok(endedAt > 0, log.join("\n"));
     assert.ok(endedAt - deletedAt < 10_000, `noticed after ${endedAt - deletedAt} ms`);
     assert.ok(
@@ -214,9 +176,10 @@ describe("bucket mirror", () => {
   it("a fx.server stalled with SIGSTOP for 15 s: noticed in under 10 s, and every put made meanwhile is in the mirror afterwards", async (t) => {
     const b = await bucketWith({ before: 1 });
     const log: Array<{ line: string; at: number }> = [];
+    const heard = new Heard<MirrorChange>();
     await using mirror = Mirror.start({
       sources: { b: { bucket: b } },
-      touched: (c) => [c.key],
+      onChange: heard.onChange,
       log: (line) => log.push({ line, at: Date.now() }),
       retry: { initialMs: 250, maxMs: 1_000 },
     });
@@ -255,7 +218,7 @@ describe("bucket mirror", () => {
       for (let i = 0; i < 20; i++)
         if ((await wb.get(`during${i}`)) === undefined) await wb.put(`during${i}`, { n: i });
       await wb.put("after", { n: 99 });
-      await takeUntil(mirror, () => mirror.map("b").size === 22, "every put in the mirror");
+      await heard.until(() => mirror.map("b").size === 22, "every put in the mirror");
       assert.equal(mirror.map("b").get("after")?.n, 99);
     } finally {
       await writer.close();

@@ -1,19 +1,22 @@
 /**
  * The bucket mirror ("informer"): keeps buckets in memory, says when every one of them has
- * handed what stands, and gathers each burst of changes into the keys they dirty. A watch that
- * ends (its bucket deleted and made again, its consumer gone, a server gone silent — the watch
- * notices within 10 s) is watched again: what stands then is read afresh and compared with what
- * the mirror holds, so every change missed meanwhile is applied and dirties its keys. A source
- * that cannot be watched again for `giveUpMs` fails the mirror loudly.
+ * handed what stands, and tells its owner each change it applies, typed by its source. A watch
+ * that ends (its bucket deleted and made again, its consumer gone, a server gone silent — the
+ * watch notices within 10 s) is watched again: what stands then is read afresh and compared with
+ * what the mirror holds, so every change missed meanwhile is applied and told. A source that
+ * cannot be watched again for `giveUpMs` fails the mirror loudly.
+ *
+ * It holds no queue: what to do about a change, and when, is the owner's. A daemon gives it a
+ * work queue through `reconciler()` (coalescing, retries, requeue-after); a reader that only
+ * passes changes on (the view's pages) does so from `onChange`.
  *
  * ```ts
  * await using mirror = Mirror.start({
  *   sources: { presence: { bucket: presence }, wants: { bucket: wants } },
- *   touched: (c) => [c.key.split(".")[0]],   // a change dirties its node
+ *   onChange: (c) => queue.add(c.key.split(".")[0]),   // a change concerns its node
  *   log,
  * });
  * await mirror.ready;
- * for (;;) { await mirror.changed(signal); decide(mirror.take()); }
  * ```
  */
 import { setMaxListeners } from "node:events";
@@ -21,7 +24,6 @@ import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import type { WatchEvent } from "../kv-bucket.js";
 import { Backoff, delay } from "@mesh/kit";
-import { ALL, DirtyKeys, type Dirty, type Touched } from "./dirty.js";
 
 /**
  * What a source watches: a `KvBucket`, or anything that hands what stands, one `current` marker,
@@ -58,7 +60,7 @@ export interface MirrorSource<T, M = T> {
    * (the default): tried again on the `retry` backoff.
    */
   readonly reopen?: "by-itself" | "when-asked";
-  /** Whether two kept values are the same (no change, nothing dirty); deep equality by default. */
+  /** Whether two kept values are the same (no change, nothing told); deep equality by default. */
   readonly equal?: (a: M, b: M) => boolean;
 }
 
@@ -77,7 +79,7 @@ export type Kept<P> = P extends { fold: (...a: never[]) => infer M | undefined }
       ? T
       : never;
 
-/** One change the mirror applied, as `touched` is handed it. */
+/** One change the mirror applied, untyped (what any source's change is). */
 export interface MirrorChange<S extends Sources = Sources> {
   readonly source: keyof S & string;
   readonly key: string;
@@ -98,17 +100,10 @@ export type SourceChange<S extends Sources> = {
 export interface MirrorOptions<S extends Sources> {
   readonly sources: S;
   /**
-   * The keys a change dirties, or ALL, for an owner that takes them with `changed`/`take`.
-   * Called for every change applied, also before `ready`; none when omitted.
-   */
-  readonly touched?: (change: MirrorChange<S>) => Touched;
-  /**
    * Told every change applied, typed by its source, also before `ready` (`isReady` says which):
-   * an owner with a queue of its own (a reconciler) adds the keys it concerns.
+   * an owner with a queue (a reconciler) adds the keys it concerns.
    */
   readonly onChange?: (change: SourceChange<S>) => void;
-  /** How long a burst is gathered after its first change before `changed()` resolves; default 0. */
-  readonly coalesceMs?: number;
   /** A required source that cannot be watched again for this long fails the mirror; default 60 s. */
   readonly giveUpMs?: number;
   /** The first and the longest wait before watching a source again; default 250 ms and 5 s. */
@@ -118,13 +113,10 @@ export interface MirrorOptions<S extends Sources> {
   readonly onProblem?: (source: keyof S & string, problem: MeshError | undefined) => void;
 }
 
-export { ALL, type Dirty, type Touched };
-
 export class Mirror<S extends Sources> implements AsyncDisposable {
   readonly #o: MirrorOptions<S>;
   readonly #maps = new Map<string, Map<string, unknown>>();
   readonly #open = new Set<string>();
-  readonly #dirty: DirtyKeys;
   readonly #stop = new AbortController();
   readonly #loops: Promise<void>[] = [];
   readonly #log: (line: string) => void;
@@ -140,7 +132,6 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
   private constructor(options: MirrorOptions<S>) {
     this.#o = options;
     this.#log = options.log ?? (() => undefined);
-    this.#dirty = new DirtyKeys(options.coalesceMs ?? 0);
     // Each source's watch and wait listen on the one stop signal, by design.
     setMaxListeners(0, this.#stop.signal);
     let reject!: (e: MeshError) => void;
@@ -159,8 +150,6 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     );
     this.#ready = Promise.race([Promise.all(handed), promise]).then(() => {
       this.#isReady = true;
-      // What changed before every source stood is no news: the owner decides everything first.
-      this.#dirty.clear();
     });
     this.#ready.catch(() => undefined);
   }
@@ -196,7 +185,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
 
   /**
    * Tries a `when-asked` source again now, when it is not open; resolves once the try is over:
-   * true when the source is heard (what stands handed and applied, its changes dirtied), false
+   * true when the source is heard (what stands handed and applied, its changes told), false
    * when it still cannot be (or the mirror stops). An open source resolves true at once.
    */
   reopen(source: keyof S & string): Promise<boolean> {
@@ -210,26 +199,9 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     });
   }
 
-  /** Marks keys dirty from outside (a write of the owner's that failed, say). */
-  touch(touched: Touched): void {
-    this.#dirty.add(touched);
-  }
-
-  /** Resolves once something is dirty (its burst gathered), the signal aborts or the mirror ends. */
-  changed(signal?: AbortSignal): Promise<void> {
-    if (this.#error !== undefined || this.#stop.signal.aborted) return Promise.resolve();
-    return this.#dirty.changed(signal);
-  }
-
-  /** The keys dirtied since the last take. */
-  take(): Dirty {
-    return this.#dirty.take();
-  }
-
   /** Stops every watch and waits until each has stopped; disposing twice is harmless. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.#stop.abort();
-    this.#dirty.wakeAll();
     await Promise.allSettled(this.#loops);
     for (const name of [...this.#tries.keys()]) this.#tried(name, false);
   }
@@ -343,7 +315,7 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     }
   }
 
-  /** Makes the kept map what stands: every key that differs is set and dirtied. */
+  /** Makes the kept map what stands: every key that differs is set and told. */
   #settle(name: string, source: Loose, standing: Map<string, unknown>): void {
     const map = this.#maps.get(name) as Map<string, unknown>;
     for (const key of [...map.keys()])
@@ -362,7 +334,6 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     else map.set(key, after);
     if (same) return;
     const change = { source: name, key, before, after };
-    if (this.#o.touched !== undefined) this.#dirty.add(this.#o.touched(change));
     this.#o.onChange?.(change as SourceChange<S>);
   }
 
@@ -372,7 +343,6 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     this.#log(error.message);
     this.#failed.reject(error);
     this.#stop.abort();
-    this.#dirty.wakeAll();
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The reconciler on a real bus: every standing key once the mirror stands, then each key a
  * change concerns; never one key twice at once, changes during a pass coalesced into one more;
- * a failing key retried on its own backoff and reset by a success; requeue-after honoured.
+ * a failing key retried on its own backoff and reset by a success; requeue-after honoured; a
+ * burst of changes coalesced by the queue (the mirror holds none).
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -190,6 +191,43 @@ test("a burst reconciler is handed every waiting key at once; a change during a 
     release();
     await waitFor(() => bursts.flat().includes("c"), { what: "the burst after the held one" });
     assert.deepEqual(bursts.slice(1), [["a"], ["a", "b", "c"]]);
+  } finally {
+    stop.abort();
+    await running;
+  }
+});
+
+test("500 puts while a burst is held come as one burst after it, each key once; an unchanged rewrite concerns no key", async () => {
+  const bucket = await bucketWith({ same: 7 });
+  const bursts: string[][] = [];
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const r = reconciler({
+    sources: { values: { bucket } },
+    keysOf: (change) => [change.key],
+    retry: QUICK,
+    reconcileBurst: async (keys) => {
+      bursts.push([...keys]);
+      if (bursts.length === 1) await gate;
+    },
+  });
+  const stop = new AbortController();
+  const running = r.run({ signal: stop.signal });
+  try {
+    await waitFor(() => r.state === Lifecycle.running, { what: "the mirror standing" });
+    await bucket.put("first", { n: 1 });
+    await waitFor(() => bursts.length === 1, { what: "the first burst, held" });
+    await bucket.put("same", { n: 7 });
+    await Promise.all(Array.from({ length: 500 }, (_, i) => bucket.put(`k${i}`, { n: i })));
+    await waitFor(() => r.mirror?.map("values").size === 502, { what: "500 puts mirrored" });
+    release();
+    await waitFor(() => bursts.length >= 2, { what: "the burst after the held one" });
+    assert.deepEqual(bursts[0], ["first"]);
+    const after = bursts[1] ?? [];
+    assert.equal(after.length, 500, "every key in one burst, each once");
+    assert.equal(new Set(after).size, 500);
+    assert.equal(after.includes("same"), false, "an unchanged rewrite concerns no key");
+    assert.equal(bursts.length, 2);
   } finally {
     stop.abort();
     await running;

@@ -4,14 +4,15 @@
  * rather than polling: a change of `mesh-wants` or `mesh-have` (a module assigned, served, gone,
  * or a new build running) starts a short burst of rediscoveries, and each one that finds the
  * tools changed tells the listeners — the MCP server then sends `notifications/tools/list_changed`.
- * The two buckets are followed through the bus mirror, like every reader's: a watch that ends or
- * stalls is noticed and watched again, and what changed meanwhile starts a burst (issue 27).
+ * The two buckets are followed by a reconciler with one key, like every reader's mirror: a watch
+ * that ends or stalls is noticed and watched again, and what changed meanwhile starts a burst
+ * (issue 27); a flurry of changes is one key in its queue.
  */
+import { delay } from "@mesh/kit";
 import {
-  ALL,
-  Mirror,
   discoverTools,
   openedOnWatch,
+  reconciler,
   type DiscoveredTool,
   type MeshBus,
 } from "@mesh/bus";
@@ -49,6 +50,9 @@ export interface CatalogueOptions {
 /** Rediscoveries after one change: at once, then while a restarting runtime comes back. */
 const DEFAULT_BURST_MS = [150, 700, 1_500, 3_000, 6_000];
 
+/** The one key the catalogue's reconciler has: something the tools depend on changed. */
+const CHANGED = "changed";
+
 export const toolName = (module: string, tool: string): string =>
   `${module}${TOOL_NAME_SEPARATOR}${tool}`;
 
@@ -59,8 +63,10 @@ export class ToolCatalogue implements AsyncDisposable {
   #tools: CatalogueTool[] = [];
   #fingerprint = "";
   #refreshing: Promise<void> = Promise.resolve();
-  #timers = new Set<NodeJS.Timeout>();
-  #following: { readonly mirror: AsyncDisposable; readonly loop: Promise<void> } | undefined;
+  /** Aborted when a burst starts over or the catalogue closes: its rediscoveries wait no more. */
+  #burstWait = new AbortController();
+  /** The reconciler following the mesh, while it runs. */
+  #following: Promise<void> | undefined;
 
   private constructor(options: CatalogueOptions) {
     this.#o = options;
@@ -109,13 +115,9 @@ export class ToolCatalogue implements AsyncDisposable {
 
   async close(): Promise<void> {
     this.#stopping.abort();
-    for (const timer of this.#timers) clearTimeout(timer);
-    this.#timers.clear();
+    this.#burstWait.abort();
     this.#listeners.clear();
-    if (this.#following !== undefined) {
-      await this.#following.mirror[Symbol.asyncDispose]();
-      await this.#following.loop;
-    }
+    await this.#following;
     await this.#refreshing;
   }
 
@@ -159,39 +161,38 @@ export class ToolCatalogue implements AsyncDisposable {
       });
   }
 
-  /** Every change of mesh-wants or mesh-have, also one caught up after a lost watch, starts a burst. */
+  /**
+   * Every change of mesh-wants or mesh-have, also one caught up after a lost watch, starts a
+   * burst; so does the mirror standing (what changed between the first discovery and then).
+   */
   #follow(): void {
-    const signal = this.#stopping.signal;
-    const mirror = Mirror.start({
+    const following = reconciler({
       sources: {
         // Optional: a bucket this credential cannot open yet is tried again, never given up on.
         wants: { bucket: openedOnWatch(this.#o.bus, Bucket.wants), optional: true, fold: wanted },
         have: { bucket: openedOnWatch(this.#o.bus, Bucket.have), optional: true, fold: served },
       },
-      touched: () => ALL,
+      keysOf: () => [CHANGED],
+      allKeys: () => [CHANGED],
+      reconcile: () => this.#burst(),
+      retry: { initialMs: 1_000, maxMs: 60_000 },
       log: (line) => this.#o.log?.(`following the mesh for tools/list: ${line}`),
     });
-    const loop = (async () => {
-      while (!signal.aborted) {
-        await mirror.changed(signal);
-        if (signal.aborted) return;
-        mirror.take();
-        this.#burst();
-      }
-    })();
-    this.#following = { mirror, loop };
+    // Every source is optional: the run ends with the stop, never on a source it cannot hear.
+    this.#following = following.run({ signal: this.#stopping.signal }).catch((error: unknown) => {
+      this.#o.log?.(`following the mesh for tools/list ended: ${(error as Error).message}`);
+    });
   }
 
   /** A new change starts the burst over, so a flurry of writes costs one burst, not one each. */
   #burst(): void {
-    for (const timer of this.#timers) clearTimeout(timer);
-    this.#timers.clear();
+    this.#burstWait.abort();
+    const wait = new AbortController();
+    this.#burstWait = wait;
     for (const ms of this.#o.burstMs ?? DEFAULT_BURST_MS) {
-      const timer = setTimeout(() => {
-        this.#timers.delete(timer);
-        void this.refresh();
-      }, ms);
-      this.#timers.add(timer);
+      void delay(ms, { signal: wait.signal }).then((due) => {
+        if (due) void this.refresh();
+      });
     }
   }
 }

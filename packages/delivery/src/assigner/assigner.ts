@@ -23,7 +23,6 @@ import {
   type HaveRecord,
 } from "@mesh/core";
 import {
-  ALL,
   KvBucket,
   keepSayingKeeps,
   reconciler,
@@ -35,7 +34,6 @@ import {
   type ReconcileBurstContext,
   type Reconciler,
   type SourceChange,
-  type Touched,
 } from "@mesh/bus";
 import {
   aborted,
@@ -66,7 +64,7 @@ import {
 import { readOwnConditions } from "./own-conditions.js";
 import { gatedNodes, nodeOf, writePhase } from "./rollout-gates.js";
 import { SummaryKeeper } from "./summary-keeper.js";
-import { TouchedNodes } from "./touched-nodes.js";
+import { ALL, TouchedNodes, type Touched } from "./touched-nodes.js";
 
 /** What the assigner keeps, said on the bus so readers can be granted (all readable). */
 export const ASSIGNER_KEEPS = [

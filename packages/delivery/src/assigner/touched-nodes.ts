@@ -3,9 +3,13 @@
  * module's change reaches, or every node (ALL). It keeps the nodes each module has keys for, so
  * a module's change touches only those nodes, not the fleet.
  */
-import { ALL, type Touched } from "@mesh/bus";
 import { ALL_NODES, Bucket, type Ask } from "@mesh/protocol";
 import { allKey, type Maps } from "./maps.js";
+
+/** Every node: a change whose reach cannot be named node by node (and the assigner's first pass). */
+export const ALL = Symbol("every node");
+/** The nodes a change touches, or every node. */
+export type Touched = Iterable<string> | typeof ALL;
 
 /** The buckets whose keys are `<node>.<module>`: they say which nodes a module has. */
 const NODE_MODULE_KEYED: ReadonlySet<string> = new Set([
