@@ -8,7 +8,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { flush, type MeshBus, type Served } from "@mesh/bus";
-import { Backoff, delay } from "@mesh/kit";
+import { Backoff, delay, within } from "@mesh/kit";
 import { ErrorCode, MeshError, ReplyCode, toReplyCode } from "@mesh/protocol";
 import {
   PROTOCOL_VERSION,
@@ -208,10 +208,10 @@ export class ModuleWorker implements AsyncDisposable {
 
   /** Resolves once the module leaves `starting` (or the time is up). */
   async #waitLoaded(timeoutMs: number): Promise<void> {
-    const loaded = new AbortController();
-    const done = (): void => loaded.abort();
+    let done: () => void = () => undefined;
+    const loaded = new Promise<void>((resolve) => (done = resolve));
     this.#loading.add(done);
-    await delay(timeoutMs, { signal: loaded.signal });
+    await within(loaded, timeoutMs, undefined);
     this.#loading.delete(done);
   }
 

@@ -10,7 +10,7 @@
  * to that module alone.
  */
 import { Worker, type ResourceLimits } from "node:worker_threads";
-import { delay } from "@mesh/kit";
+import { within } from "@mesh/kit";
 import type { FromWorker, WorkerSpare } from "@mesh/sdk/internal";
 
 export interface SpareOptions {
@@ -71,9 +71,7 @@ export class SpareWorker {
   /** Resolves once the spare is ready, there is none booting, or after `ms`. */
   async whenReady(ms: number): Promise<void> {
     if (this.#ready || this.#spare === undefined) return;
-    const told = new AbortController();
-    this.#onReady.push(() => told.abort());
-    await delay(ms, { signal: told.signal });
+    await within(new Promise<void>((resolve) => this.#onReady.push(resolve)), ms, undefined);
   }
 
   #told(): void {

@@ -7,7 +7,7 @@ import type { ChildProcess } from "node:child_process";
 import type { WriteStream } from "node:fs";
 import { connect as connectTcp } from "node:net";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { withDeadline } from "@mesh/kit";
+import { withDeadline, within } from "@mesh/kit";
 
 /** How the server process ended. */
 export interface ServerExit {
@@ -266,12 +266,12 @@ export function raceExit(
   ms: number,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  // `exited` never rejects: what is caught is the deadline or the stop.
-  return withDeadline(() => exited.then(() => true), {
+  return within(
+    exited.then(() => true),
     ms,
-    ...(signal === undefined ? {} : { signal }),
-    expired: () => new Error(`the process did not end within ${ms} ms`),
-  }).catch(() => false);
+    false,
+    signal === undefined ? {} : { signal },
+  );
 }
 
 /** Where a client on this machine reaches a server listening on `host`. */
