@@ -67,6 +67,7 @@ export {
   conditionName,
   emptySnapshot,
   marksOf,
+  resolveRolloutPolicy,
   type AssignOptions,
   type AssignResult,
   type AssignerCondition,

@@ -68,6 +68,18 @@ export const SUMMARY_SAMPLE = {
   },
 };
 
+/** A resolved rollout policy, as a rollout record carries it: the default on a small fleet. */
+const RESOLVED_POLICY = {
+  canary: 1,
+  batch: 1,
+  minHealthyMs: 30_000,
+  healthyDeadlineMs: 300_000,
+  maxFailing: 0,
+  pauseAfterCanary: false,
+  order: "name",
+  source: "default",
+} as const;
+
 /** A good value of each rollout bucket. */
 export const ROLLOUT_SAMPLES = {
   [Bucket.rolloutPolicies]: {
@@ -93,16 +105,7 @@ export const ROLLOUT_SAMPLES = {
     admitted: ["edge-01"],
     waveNodes: ["edge-01"],
     waveAt: "2025-01-02T03:04:05.000Z",
-    policy: {
-      canary: 1,
-      batch: 1,
-      minHealthyMs: 30_000,
-      healthyDeadlineMs: 300_000,
-      maxFailing: 0,
-      pauseAfterCanary: false,
-      order: "name",
-      source: "default",
-    },
+    policy: RESOLVED_POLICY,
     waiting: "nothing: halted",
     failed: { reason: "edge-01 failing", nodes: [{ node: "edge-01", error: "exited with 1" }] },
   },
@@ -125,16 +128,7 @@ export const ROLLOUT_SAMPLES = {
     admitted: ["edge-01"],
     waveNodes: ["edge-01"],
     waveAt: "2025-01-02T03:04:05.000Z",
-    policy: {
-      canary: 1,
-      batch: 1,
-      minHealthyMs: 30_000,
-      healthyDeadlineMs: 300_000,
-      maxFailing: 0,
-      pauseAfterCanary: false,
-      order: "name",
-      source: "default",
-    },
+    policy: RESOLVED_POLICY,
     waiting: 'wave 1 of 3 (edge-01): each runs greeting="Hi" healthy for 30s',
   },
 } as const;

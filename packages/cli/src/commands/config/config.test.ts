@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
+import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket } from "@mesh/protocol";
 import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
 import { helloManifest, seedWanted } from "../../testing/fixtures.js";
@@ -197,16 +198,7 @@ describe("mesh config set --rollout (issue 22 item 4, decision 0131)", () => {
       admitted: ["n1"],
       waveNodes: ["n1"],
       waveAt: request.at,
-      policy: {
-        canary: 1,
-        batch: 1,
-        minHealthyMs: 30_000,
-        healthyDeadlineMs: 300_000,
-        maxFailing: 0,
-        pauseAfterCanary: false,
-        order: "name",
-        source: "default",
-      },
+      policy: resolveRolloutPolicy({ nodes: 3 }),
       waiting: 'wave 1 of 3 (n1): each runs greeting="Hey" healthy for 30s',
     });
     json(await mesh.run(["rollout", "pause", "hello", "--config", "greeting", "--json"]));

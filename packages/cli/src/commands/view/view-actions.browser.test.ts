@@ -12,6 +12,7 @@ import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
 import { stretched } from "@mesh/bus/testing";
+import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket, buildKey } from "@mesh/protocol";
 import { startView, type View } from "@mesh/view";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
@@ -254,16 +255,7 @@ const rolloutOf = (status: "rolling" | "failed") => ({
   admitted: ["n1"],
   waveNodes: ["n1"],
   waveAt: new Date().toISOString(),
-  policy: {
-    canary: 1,
-    batch: 1,
-    minHealthyMs: 30_000,
-    healthyDeadlineMs: 300_000,
-    maxFailing: 0,
-    pauseAfterCanary: false,
-    order: "name",
-    source: "default",
-  },
+  policy: resolveRolloutPolicy({ nodes: 2 }),
   waiting: "n1 healthy for 30s",
   ...(status === "failed"
     ? { failed: { reason: "n1 failed", nodes: [{ node: "n1", error: "exit code 1" }] } }
