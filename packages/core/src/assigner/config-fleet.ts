@@ -16,35 +16,28 @@ import type { AssignResult } from "./assign.js";
 import {
   T0,
   after,
-  assignTo,
-  beat,
   build,
+  helloOn,
   pass,
-  present,
   reportHave,
-  snapshot,
-  type MutableSnapshot,
+  setPolicy,
+  tick,
+  type ClockedFleet,
 } from "./fixtures.js";
 
 /** How a node runs with a value, `seconds` after it first saw it. */
 export type ConfigBehaviour = (node: string, value: unknown, seconds: number) => Have["health"];
 
-export interface ConfigFleet {
-  readonly s: MutableSnapshot;
-  readonly nodes: readonly string[];
+export interface ConfigFleet extends ClockedFleet {
   readonly b1: string;
-  clock: number;
 }
 
 export const KEY = "hello.greeting";
 
 export function configFleet(count: number, policy?: RolloutPolicy): ConfigFleet {
-  const s = snapshot();
-  const nodes = Array.from({ length: count }, (_, i) => `n${i + 1}`);
-  for (const n of nodes) present(s, n);
-  assignTo(s, "all", "hello");
+  const { s, nodes } = helloOn(count);
   s.own.config.set(KEY, { value: "Hello", by: "ada", at: T0 });
-  if (policy !== undefined) s.rolloutPolicies.set("hello", { policy, by: "ada", at: T0 });
+  setPolicy(s, "hello", policy);
   const b1 = build(s, "hello", 1);
   pass(s);
   const f = { s, nodes, b1, clock: 0 };
@@ -82,11 +75,8 @@ export function prepareConfig(
   seconds: number,
   behaviour: ConfigBehaviour = () => "healthy",
 ): void {
-  f.clock += seconds;
-  const now = after(f.clock);
-  f.s.now = now;
+  const now = tick(f, seconds);
   for (const n of f.nodes) {
-    beat(f.s, n, now);
     const current = f.s.have.get(`${n}.hello`)?.current;
     const value = valueOn(f, n);
     const fingerprint = fingerprintOf(value ?? null);

@@ -3,7 +3,15 @@
  * step by step, with readable build ids and digests.
  */
 import { createHash } from "node:crypto";
-import type { Build, Have, Manifest, ManifestInput, Rule, Want } from "@mesh/protocol";
+import type {
+  Build,
+  Have,
+  Manifest,
+  ManifestInput,
+  RolloutPolicy,
+  Rule,
+  Want,
+} from "@mesh/protocol";
 import { Manifest as ManifestSchema } from "@mesh/protocol";
 import { canonicalJson } from "../fingerprint.js";
 import { emptySnapshot, type AssignerSnapshot, type HaveRecord } from "./snapshot.js";
@@ -178,7 +186,12 @@ export function helloEverywhere(...nodes: string[]): MutableSnapshot {
 
 /** An operator's rollout policy for a module: every node at once, as before waves. */
 export function allAtOnce(s: MutableSnapshot, module: string): void {
-  s.rolloutPolicies.set(module, { policy: { batch: "100%" }, by: "ada", at: T0 });
+  setPolicy(s, module, { batch: "100%" });
+}
+
+/** An operator's rollout policy for a module (`mesh rollout set`); none keeps the mesh's default. */
+export function setPolicy(s: MutableSnapshot, module: string, policy?: RolloutPolicy): void {
+  if (policy !== undefined) s.rolloutPolicies.set(module, { policy, by: "ada", at: T0 });
 }
 
 export function wantOf(result: AssignResult, node: string, module: string): Want | undefined {
@@ -213,6 +226,35 @@ export const after = (seconds: number): string =>
 export function beat(s: MutableSnapshot, node: string, at: string): void {
   const p = s.presence.get(node);
   if (p !== undefined) s.presence.set(node, { ...p, heartbeat: at });
+}
+
+/** A fleet with a clock every node's heartbeat follows, for the rollout tests. */
+export interface ClockedFleet {
+  readonly s: MutableSnapshot;
+  readonly nodes: readonly string[];
+  /** Seconds since T0. */
+  clock: number;
+}
+
+/** A snapshot with nodes n1…n`count` present and hello assigned to every node. */
+export function helloOn(count: number): { s: MutableSnapshot; nodes: string[] } {
+  const s = snapshot();
+  const nodes = Array.from({ length: count }, (_, i) => `n${i + 1}`);
+  for (const n of nodes) present(s, n);
+  assignTo(s, "all", "hello");
+  return { s, nodes };
+}
+
+/**
+ * Moves the fleet's clock by `seconds` and beats every node at the new instant, which the
+ * assigner's clock (it stamps a wave's time) reads too. Returns that instant.
+ */
+export function tick(f: ClockedFleet, seconds: number): string {
+  f.clock += seconds;
+  const now = after(f.clock);
+  f.s.now = now;
+  for (const n of f.nodes) beat(f.s, n, now);
+  return now;
 }
 
 /** The snapshot with every map filled in the opposite order (order independence properties). */

@@ -6,42 +6,33 @@
 import type { Have, RolloutPolicy, RolloutSteer, Want } from "@mesh/protocol";
 import type { AssignResult } from "./assign.js";
 import {
-  T0,
   after,
-  assignTo,
-  beat,
   build,
+  helloOn,
   pass,
-  present,
   reportHave,
   retry,
-  snapshot,
-  type MutableSnapshot,
+  setPolicy,
+  tick,
+  type ClockedFleet,
 } from "./fixtures.js";
 
 export type Behaviour = (node: string, seconds: number) => Have["health"] | "silent";
 
-export interface Fleet {
-  readonly s: MutableSnapshot;
-  readonly nodes: readonly string[];
+export interface Fleet extends ClockedFleet {
   readonly b1: string;
   readonly b2: string;
-  /** Seconds since T0. */
-  clock: number;
   /** When each node first reported build 2 (seconds). */
   readonly started: Map<string, number>;
 }
 
 export function fleet(count: number, policy?: RolloutPolicy): Fleet {
-  const s = snapshot();
-  const nodes = Array.from({ length: count }, (_, i) => `n${i + 1}`);
-  for (const n of nodes) present(s, n);
-  assignTo(s, "all", "hello");
+  const { s, nodes } = helloOn(count);
   const b1 = build(s, "hello", 1);
   pass(s);
-  for (const n of nodes) reportHave(s, n, "hello", b1, "healthy", { since: T0 });
+  for (const n of nodes) reportHave(s, n, "hello", b1, "healthy");
   pass(s);
-  if (policy !== undefined) s.rolloutPolicies.set("hello", { policy, by: "ada", at: T0 });
+  setPolicy(s, "hello", policy);
   const b2 = build(s, "hello", 2);
   return { s, nodes, b1, b2, clock: 0, started: new Map() };
 }
@@ -60,12 +51,8 @@ export function step(f: Fleet, seconds: number, behaviour: Behaviour = healthy):
 
 /** A step's inputs (the clock, the beats, the reports) without its pass. */
 export function prepare(f: Fleet, seconds: number, behaviour: Behaviour = healthy): void {
-  f.clock += seconds;
-  const now = after(f.clock);
-  // The assigner's clock, which stamps a wave's time, reads as the nodes' do here.
-  f.s.now = now;
+  const now = tick(f, seconds);
   for (const n of f.nodes) {
-    beat(f.s, n, now);
     const want = f.s.own.wants.get(`${n}.hello`);
     const current = f.s.have.get(`${n}.hello`)?.current;
     if (want === undefined) continue;
