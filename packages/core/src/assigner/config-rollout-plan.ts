@@ -21,15 +21,14 @@ import {
   type ConfigRollout,
   type ConfigRolloutRequest,
   type ConfigValue,
-  type Presence,
   type ResolvedRolloutPolicy,
 } from "@mesh/protocol";
 import { canonicalJson, fingerprintOf } from "../fingerprint.js";
 import type { ModuleIndex } from "./model.js";
-import { placedNodes, type NodeRun } from "./rollout-plan.js";
-import { durationText, orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
+import { placedNodes } from "./rollout-plan.js";
+import { orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
 import type { AssignerSnapshot } from "./snapshot.js";
-import { stepWaves } from "./wave-step.js";
+import { gateHolds, notStarted, runOnNode, stepWaves, type NodeRun } from "./wave-step.js";
 
 /** One write of mesh-config or mesh-config-waves a config rollout makes. */
 export type ConfigRolloutWrite =
@@ -149,10 +148,7 @@ function planOne(ctx: Ctx): ConfigPlan {
     // The gate: the last wave, and any node given the value that the record does not admit (a
     // record write lost), each proven (or failing within the tolerance).
     const lost = [...given].filter((n) => !current.admitted.includes(n));
-    const held = [...current.waveNodes, ...lost].every((n) => {
-      const r = runs.get(n);
-      return r === undefined || r.kind === "proven" || r.kind === "failing";
-    });
+    const held = gateHolds([...current.waveNodes, ...lost], runs);
     const step = stepWaves(input, current, admitted, held);
     const moved = step.record.wave !== current.wave || step.record.status !== current.status;
     current = step.record;
@@ -191,14 +187,7 @@ function fresh(ctx: Ctx): ConfigRollout {
     fingerprint: ctx.fingerprint,
     request: ctx.request.at,
     by: ctx.request.by,
-    status: "rolling",
-    wave: 0,
-    waves: 0,
-    admitted: [],
-    waveNodes: [],
-    waveAt: ctx.snapshot.now,
-    policy: ctx.policy,
-    waiting: "",
+    ...notStarted(ctx.policy, ctx.snapshot.now),
   };
 }
 
@@ -288,31 +277,17 @@ function runsModule(ctx: Ctx, node: string): boolean {
 function runOf(ctx: Ctx, record: ConfigRollout, node: string): NodeRun {
   const current = ctx.snapshot.have.get(nodeModuleKey(node, ctx.module))?.current;
   const config = current?.config;
-  const seen = config !== undefined && config.values[ctx.key] === ctx.fingerprint;
-  const now = heartbeatOf(ctx.snapshot.presence.get(node));
-  if (seen && current?.health === "failing") {
-    return { kind: "failing", error: current.lastError ?? "reported failing" };
-  }
-  if (seen && current?.health === "healthy") {
-    const since = Math.max(Date.parse(current.since), Date.parse(config.since));
-    const { minHealthyMs } = ctx.policy;
-    return minHealthyMs === 0 || now - since >= minHealthyMs
-      ? { kind: "proven" }
-      : { kind: "proving" };
-  }
-  const start = seen
-    ? Date.parse(config.since)
-    : record.waveNodes.includes(node)
-      ? Date.parse(record.waveAt)
-      : Number.NaN;
-  if (now - start > ctx.policy.healthyDeadlineMs) {
-    return {
-      kind: "failing",
-      error: `not healthy on the value within ${durationText(ctx.policy.healthyDeadlineMs)}`,
-    };
-  }
-  return { kind: "waiting" };
+  const seen =
+    current !== undefined && config !== undefined && config.values[ctx.key] === ctx.fingerprint;
+  const startedAt = Date.parse(config?.since ?? "");
+  return runOnNode({
+    policy: ctx.policy,
+    record,
+    node,
+    presence: ctx.snapshot.presence.get(node),
+    run: seen
+      ? { ...current, healthySince: Math.max(Date.parse(current.since), startedAt), startedAt }
+      : undefined,
+    late: "not healthy on the value",
+  });
 }
-
-const heartbeatOf = (p: Presence | undefined): number =>
-  p === undefined ? Number.NaN : Date.parse(p.heartbeat);

@@ -12,24 +12,16 @@
 import {
   nodeModuleKey,
   targetModuleKey,
-  type Presence,
   type ResolvedRolloutPolicy,
   type Rollout,
   type RolloutSteer,
 } from "@mesh/protocol";
 import { liftedAt, marksOf, type ModuleIndex, type RolloutPlan, type Usable } from "./model.js";
-import { durationText, orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
-import { stepWaves, wavesOf } from "./wave-step.js";
+import { orderNodes, resolveRolloutPolicy } from "./rollout-policy.js";
+import { gateHolds, notStarted, runOnNode, stepWaves, wavesOf, type NodeRun } from "./wave-step.js";
 import type { AssignerSnapshot } from "./snapshot.js";
 
 export type { RolloutPlan };
-
-/** One node's state in a rollout, from its report and its heartbeat. */
-export type NodeRun =
-  | { readonly kind: "proven" }
-  | { readonly kind: "proving" }
-  | { readonly kind: "failing"; readonly error: string }
-  | { readonly kind: "waiting" };
 
 interface Ctx {
   readonly snapshot: AssignerSnapshot;
@@ -146,11 +138,7 @@ function planOne(ctx: Ctx): RolloutPlan {
   // The gate: the last wave, and any node given the build that the record did not admit (a
   // record write lost), each proven (or failing within the tolerance).
   const gate = [...record.waveNodes, ...[...given].filter((n) => !record.admitted.includes(n))];
-  const held = gate.every((n) => {
-    const r = runs.get(n);
-    return r === undefined || r.kind === "proven" || r.kind === "failing";
-  });
-  return advance(ctx, record, admitted, held);
+  return advance(ctx, record, admitted, gateHolds(gate, runs));
 }
 
 /** A new rollout of the target: nothing admitted yet. */
@@ -162,14 +150,7 @@ function fresh(ctx: Ctx, holdable: ReadonlySet<string>, before: Rollout | undefi
     build: ctx.target.build.build,
     from: [...from].sort(),
     attempt: before?.build === ctx.target.build.build ? before.attempt : 1,
-    status: "rolling",
-    wave: 0,
-    waves: 0,
-    admitted: [],
-    waveNodes: [],
-    waveAt: ctx.snapshot.now,
-    policy: ctx.policy,
-    waiting: "",
+    ...notStarted(ctx.policy, ctx.snapshot.now),
   };
 }
 
@@ -223,43 +204,27 @@ function halted(ctx: Ctx, record: Rollout): RolloutPlan {
   };
 }
 
-/** How one admitted node runs the build (decision 0130). */
+/** How one admitted node runs the build (decision 0130); a build marked failing there fails. */
 function runOf(ctx: Ctx, record: Rollout, node: string): NodeRun {
   const { snapshot, module } = ctx;
   const build = ctx.target.build.build;
   const key = nodeModuleKey(node, module);
   const have = snapshot.have.get(key);
   const current = have?.current;
-  const mine = current?.build === build;
-  if (mine && current.health === "failing") {
-    return { kind: "failing", error: current.lastError ?? "reported failing" };
-  }
   if (marksOf(have, liftedAt(snapshot, key, targetModuleKey({ all: true }, module))).has(build)) {
     return { kind: "failing", error: current?.lastError ?? "reported failing" };
   }
-  const now = heartbeatOf(snapshot.presence.get(node));
-  if (mine && current.health === "healthy") {
-    const { minHealthyMs } = ctx.policy;
-    return minHealthyMs === 0 || now - Date.parse(current.since) >= minHealthyMs
-      ? { kind: "proven" }
-      : { kind: "proving" };
-  }
-  const start = mine
-    ? Date.parse(current.since)
-    : record.waveNodes.includes(node)
-      ? Date.parse(record.waveAt)
-      : Number.NaN;
-  if (now - start > ctx.policy.healthyDeadlineMs) {
-    return {
-      kind: "failing",
-      error: `not healthy within ${durationText(ctx.policy.healthyDeadlineMs)}`,
-    };
-  }
-  return { kind: "waiting" };
+  const since = Date.parse(current?.since ?? "");
+  return runOnNode({
+    policy: ctx.policy,
+    record,
+    node,
+    presence: snapshot.presence.get(node),
+    run:
+      current?.build === build ? { ...current, healthySince: since, startedAt: since } : undefined,
+    late: "not healthy",
+  });
 }
-
-const heartbeatOf = (p: Presence | undefined): number =>
-  p === undefined ? Number.NaN : Date.parse(p.heartbeat);
 
 /** The build the assigner wanted on a node before this pass. */
 function wantOf(ctx: Ctx, node: string): string | undefined {

@@ -5,7 +5,7 @@
  * canary first, then a batch at a time), or says what the rollout waits for: a pause, the
  * policy's pause after the canary, or the gate. Pure; the record changes only at a step.
  */
-import type { ResolvedRolloutPolicy, RolloutStatus } from "@mesh/protocol";
+import type { Presence, ResolvedRolloutPolicy, Rollout, RolloutStatus } from "@mesh/protocol";
 import { durationText } from "./rollout-policy.js";
 
 /** The fields of a rollout's record the waves move (mesh-rollouts and mesh-config-waves). */
@@ -18,6 +18,23 @@ export interface WaveRecord {
   readonly waveAt: string;
   readonly policy: ResolvedRolloutPolicy;
   readonly waiting: string;
+}
+
+/** The wave fields of a new rollout: rolling, nothing admitted yet. */
+export function notStarted(
+  policy: ResolvedRolloutPolicy,
+  now: string,
+): Pick<Rollout, keyof WaveRecord> {
+  return {
+    status: "rolling",
+    wave: 0,
+    waves: 0,
+    admitted: [],
+    waveNodes: [],
+    waveAt: now,
+    policy,
+    waiting: "",
+  };
 }
 
 export interface WaveInput {
@@ -94,6 +111,72 @@ export function stepWaves<R extends WaveRecord>(
     waiting = `wave ${next.wave} of ${waves} (${listed(next.waveNodes)}): each runs ${input.subject} healthy for ${minHealthy}`;
   }
   return { record: { ...next, status, waves, waiting }, pending };
+}
+
+/** One node's state in a rollout, from its report and its heartbeat. */
+export type NodeRun =
+  | { readonly kind: "proven" }
+  | { readonly kind: "proving" }
+  | { readonly kind: "failing"; readonly error: string }
+  | { readonly kind: "waiting" };
+
+/** Whether a gate holds: each of its nodes proven, or failing within the tolerance, or not run. */
+export function gateHolds(gate: readonly string[], runs: ReadonlyMap<string, NodeRun>): boolean {
+  return gate.every((n) => {
+    const r = runs.get(n);
+    return r === undefined || r.kind === "proven" || r.kind === "failing";
+  });
+}
+
+/** A node's report of running what the rollout gave it, its times read on the node's clock. */
+export interface RunReport {
+  readonly health: string;
+  readonly lastError?: string | undefined;
+  /** Since when it has run it healthy, when healthy (ms). */
+  readonly healthySince: number;
+  /** Since when it has run it at all: its deadline counts from here (ms). */
+  readonly startedAt: number;
+}
+
+/**
+ * How an admitted node runs what the rollout gave it (decisions 0130, 0131): failing as it
+ * reports; healthy for min-healthy by its last heartbeat, proven; not healthy by the deadline
+ * (from its report, else from its wave's start), failing with `late` and the deadline.
+ */
+export function runOnNode(options: {
+  readonly policy: ResolvedRolloutPolicy;
+  readonly record: Pick<WaveRecord, "waveNodes" | "waveAt">;
+  readonly node: string;
+  readonly presence: Presence | undefined;
+  /** Its report of running it; undefined while it reports something else. */
+  readonly run: RunReport | undefined;
+  /** What the node missed: `not healthy`. */
+  readonly late: string;
+}): NodeRun {
+  const { policy, record, node, run } = options;
+  if (run?.health === "failing") {
+    return { kind: "failing", error: run.lastError ?? "reported failing" };
+  }
+  const now = options.presence === undefined ? Number.NaN : Date.parse(options.presence.heartbeat);
+  if (run?.health === "healthy") {
+    const { minHealthyMs } = policy;
+    return minHealthyMs === 0 || now - run.healthySince >= minHealthyMs
+      ? { kind: "proven" }
+      : { kind: "proving" };
+  }
+  const start =
+    run !== undefined
+      ? run.startedAt
+      : record.waveNodes.includes(node)
+        ? Date.parse(record.waveAt)
+        : Number.NaN;
+  if (now - start > policy.healthyDeadlineMs) {
+    return {
+      kind: "failing",
+      error: `${options.late} within ${durationText(policy.healthyDeadlineMs)}`,
+    };
+  }
+  return { kind: "waiting" };
 }
 
 /** The wave each node still to be reached is in, for its reason. */
