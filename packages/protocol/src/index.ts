@@ -94,6 +94,7 @@ export {
   askKey,
   buildKey,
   candidateKey,
+  cellOfKey,
   configKey,
   DIGEST_PATTERN,
   digestKey,

@@ -11,11 +11,17 @@ export function nodeModuleKey(node: string, module: string): string {
 }
 
 export function parseNodeModuleKey(key: string): { node: string; module: string } {
-  const [node, module, extra] = key.split(".");
-  if (extra === undefined && isName("node", node) && isName("module", module)) {
-    return { node, module };
-  }
+  const cell = cellOfKey(key);
+  if (cell !== undefined) return cell;
   throw invalidKey(key, "<node>.<module>");
+}
+
+/** The node and module of a `<node>.<module>` key; undefined for `all.<module>` and any other shape. */
+export function cellOfKey(key: string): { node: string; module: string } | undefined {
+  const [node, module, extra] = key.split(".");
+  return extra === undefined && isName("node", node) && isName("module", module)
+    ? { node, module }
+    : undefined;
 }
 
 /** A target of an assignment or a put: one node, or every node. */

@@ -1,17 +1,7 @@
 /** Which nodes a full pass decides, and which modules each node's pass considers. */
-import { parseTargetModuleKey } from "@mesh/protocol";
+import { cellOfKey } from "@mesh/protocol";
 import type { ModuleIndex } from "./model.js";
 import type { AssignerSnapshot } from "./snapshot.js";
-
-/** The node and module of a `<node|all>.<module>` key; undefined for `all` and for a key of another shape. */
-export function cellOfKey(key: string): { node: string; module: string } | undefined {
-  try {
-    const { target, module } = parseTargetModuleKey(key);
-    return "node" in target ? { node: target.node, module } : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Every node a full pass decides: present ones, and those the assigner wrote something for. */
 export function allNodes(snapshot: AssignerSnapshot): Set<string> {

@@ -3,7 +3,7 @@
  * every assigned (node, module) with its state, reason and fix, and what needs attention. Used
  * by `mesh status`; the view reads the same.
  */
-import { ALL_NODES, parseTargetModuleKey, type Presence } from "@mesh/protocol";
+import { ALL_NODES, cellOfKey, parseTargetModuleKey, type Presence } from "@mesh/protocol";
 import { cellReason, type CellReason } from "./reason.js";
 import { nodeState, type FleetState, type NodeState } from "./state.js";
 
@@ -54,7 +54,7 @@ export function readFleet(state: FleetState): FleetView {
       // Most keys are assigned cells: those are skipped before any parsing.
       if (inCells.has(key) || seen.has(key)) continue;
       seen.add(key);
-      const cell = parse(key);
+      const cell = cellOfKey(key);
       if (cell === undefined) continue;
       if (state.wants.has(key) || state.have.get(key)?.health !== "stopped") leaving.push(cell);
     }
@@ -114,16 +114,6 @@ function assignedByModule(state: FleetState): Map<string, string[]> {
     }
   }
   return out;
-}
-
-/** The node and module of a `<node>.<module>` key, or undefined (an `all.` key, or not a key). */
-export function parse(key: string): { node: string; module: string } | undefined {
-  try {
-    const { target, module } = parseTargetModuleKey(key);
-    return "node" in target ? { node: target.node, module } : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const byModuleThenNode = (

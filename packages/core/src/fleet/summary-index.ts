@@ -14,10 +14,15 @@
  * A change names the map and key that moved (the conditions by any key: they are compared
  * module by module). The clock may only move forward; one that went back rebuilds it whole.
  */
-import { ALL_NODES, PRESENCE_GONE_MS, parseTargetModuleKey, type Summary } from "@mesh/protocol";
+import {
+  ALL_NODES,
+  PRESENCE_GONE_MS,
+  cellOfKey,
+  parseTargetModuleKey,
+  type Summary,
+} from "@mesh/protocol";
 import { FirstOf } from "./first-of.js";
 import { MinHeap } from "./min-heap.js";
-import { parse as parseCell } from "./read-model.js";
 import { cellReason, type CellReason } from "./reason.js";
 import { nodeState, type FleetState, type NodeState } from "./state.js";
 import { SUMMARY_FIRST, summaryCell, type SummaryOptions } from "./summary.js";
@@ -312,7 +317,7 @@ export class SummaryIndex {
         this.#leaving.delete(orderKey(key.slice(0, dot), key.slice(dot + 1)));
         continue;
       }
-      const cell = parseCell(key);
+      const cell = cellOfKey(key);
       if (cell === undefined) continue;
       const have = state.have.get(key);
       const leaving = state.wants.has(key) || (have !== undefined && have.health !== "stopped");
@@ -390,7 +395,7 @@ function moved(
 }
 
 /** Whether an assignment's key is a node's own (`<node>.<module>`, both names valid). */
-const ownAssignment = (key: string): boolean => parseCell(key) !== undefined;
+const ownAssignment = (key: string): boolean => cellOfKey(key) !== undefined;
 
 function join(index: Map<string, Set<string>>, key: string, member: string): void {
   const set = index.get(key) ?? new Set<string>();
