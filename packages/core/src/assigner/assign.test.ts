@@ -13,6 +13,7 @@ import {
   wantOf,
   helloEverywhere,
   pass,
+  newBuildAfterHealthy,
 } from "./fixtures.js";
 
 describe("assign: the rules, each in its place", () => {
@@ -124,10 +125,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a build a node reported failing goes back to the last healthy one, with a condition", () => {
-    const s = helloEverywhere("n1", "n2");
-    const b1 = build(s, "hello", 1);
-    reportHave(s, "n1", "hello", b1, "healthy");
-    const b2 = build(s, "hello", 2);
+    const { s, b1, b2 } = newBuildAfterHealthy("n1", "n2");
     pass(s);
     reportHave(s, "n1", "hello", b2, "starting");
     reportHave(s, "n1", "hello", b2, "failing");
@@ -160,10 +158,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a retry lifts the mark, so the newest is wanted again; a new failure marks it again", () => {
-    const s = helloEverywhere("n1");
-    const b1 = build(s, "hello", 1);
-    reportHave(s, "n1", "hello", b1, "healthy");
-    const b2 = build(s, "hello", 2);
+    const { s, b2 } = newBuildAfterHealthy("n1");
     reportHave(s, "n1", "hello", b2, "failing");
     assert.equal(wantOf(pass(s), "n1", "hello")?.rule, "set-back");
     retry(s, "n1", "hello");
@@ -179,10 +174,7 @@ describe("assign: the rules, each in its place", () => {
   });
 
   it("set-back: a healthy run of the build after its failure lifts the mark", () => {
-    const s = helloEverywhere("n1");
-    const b1 = build(s, "hello", 1);
-    reportHave(s, "n1", "hello", b1, "healthy");
-    const b2 = build(s, "hello", 2);
+    const { s, b2 } = newBuildAfterHealthy("n1");
     reportHave(s, "n1", "hello", b2, "failing");
     put(s, "n1", "hello", b2);
     assert.equal(wantOf(pass(s), "n1", "hello")?.rule, "put");

@@ -13,6 +13,7 @@ import {
   type MutableSnapshot,
   helloEverywhere,
   pass,
+  newBuildAfterHealthy,
 } from "./fixtures.js";
 
 /** The conditions about nodes a pass said (a rollout's steps have their own tests). */
@@ -23,10 +24,7 @@ const said = (r: AssignResult) =>
 
 /** n1 ran build 1 healthy, then reported build 2 failing: set back to build 1. */
 function setBack(): { s: MutableSnapshot; b1: string; b2: string } {
-  const s = helloEverywhere("n1", "n2");
-  const b1 = build(s, "hello", 1);
-  reportHave(s, "n1", "hello", b1, "healthy");
-  const b2 = build(s, "hello", 2);
+  const { s, b1, b2 } = newBuildAfterHealthy("n1", "n2");
   pass(s);
   reportHave(s, "n1", "hello", b2, "failing");
   const r = pass(s);

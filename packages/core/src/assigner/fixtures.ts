@@ -184,6 +184,19 @@ export function helloEverywhere(...nodes: string[]): MutableSnapshot {
   return s;
 }
 
+/** hello everywhere on `nodes` (n1 first): n1 ran build 1 healthy, and build 2 is built. */
+export function newBuildAfterHealthy(...nodes: string[]): {
+  s: MutableSnapshot;
+  b1: string;
+  b2: string;
+} {
+  const s = helloEverywhere(...nodes);
+  const b1 = build(s, "hello", 1);
+  reportHave(s, "n1", "hello", b1, "healthy");
+  const b2 = build(s, "hello", 2);
+  return { s, b1, b2 };
+}
+
 /** An operator's rollout policy for a module: every node at once, as before waves. */
 export function allAtOnce(s: MutableSnapshot, module: string): void {
   setPolicy(s, module, { batch: "100%" });
