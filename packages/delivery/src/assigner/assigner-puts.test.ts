@@ -17,31 +17,27 @@ describe("assigner on a real bus: failed marks and puts (issue 14)", () => {
     await bus.freshLayout();
     const ids = await bus.seed({ nodes: 1, builds: 1 });
     const have = await KvBucket.open(bus.admin, Bucket.have);
-    const a = await bus.startAssigner();
-    try {
-      const w = await bus.wants();
-      await a.until(async () => (await w.get("n1.hello"))?.value.build === ids[0], "the want");
-      await have.put("n1.hello", {
-        build: ids[0],
-        fingerprint: "f",
-        health: "failing",
-        since: T0,
-        restarts: 3,
-        lastError: "exited with 1",
-      });
-      const differences = await KvBucket.open(bus.admin, Bucket.differences);
-      await a.until(
-        async () => /failing/.test((await differences.get("n1.hello"))?.value.reasons.join() ?? ""),
-        "the difference saying it fails",
-      );
-      const kept = (await w.get("n1.hello"))?.value;
-      assert.equal(kept?.build, ids[0], "still wanted: the host goes on restarting it");
-      assert.match(kept?.reason ?? "", /mesh retry hello --node n1/);
-      const second = await bus.addBuild(2);
-      await a.until(async () => (await w.get("n1.hello"))?.value.build === second, "a new build");
-    } finally {
-      await a.stop();
-    }
+    await using a = await bus.startAssigner();
+    const w = await bus.wants();
+    await a.until(async () => (await w.get("n1.hello"))?.value.build === ids[0], "the want");
+    await have.put("n1.hello", {
+      build: ids[0],
+      fingerprint: "f",
+      health: "failing",
+      since: T0,
+      restarts: 3,
+      lastError: "exited with 1",
+    });
+    const differences = await KvBucket.open(bus.admin, Bucket.differences);
+    await a.until(
+      async () => /failing/.test((await differences.get("n1.hello"))?.value.reasons.join() ?? ""),
+      "the difference saying it fails",
+    );
+    const kept = (await w.get("n1.hello"))?.value;
+    assert.equal(kept?.build, ids[0], "still wanted: the host goes on restarting it");
+    assert.match(kept?.reason ?? "", /mesh retry hello --node n1/);
+    const second = await bus.addBuild(2);
+    await a.until(async () => (await w.get("n1.hello"))?.value.build === second, "a new build");
   });
 
   it("an operator's retry (on the operator's own grant) lifts a set-back: the newest is wanted again", async () => {

@@ -42,57 +42,53 @@ describe("assigner on a real bus: the fleet's summary", () => {
     // Heartbeats from the future: present for the whole test however slow the machine is.
     const later = new Date(Date.now() + 3_600_000).toISOString();
     for (let i = 1; i <= NODES; i++) await presence.put(`n${i}`, presenceOf(`n${i}`, later));
-    const assigner = await fleet.startAssigner();
-    try {
-      await summaryWhere(
-        (s) => s.cells.assigned === NODES && s.cells.starting === NODES,
-        "a summary of three cells starting",
-      );
-      await fleet.report(build, "healthy");
-      const { summary } = await summaryWhere(
-        (s) => s.cells.healthy === 1,
-        "n1 healthy in the summary",
-      );
-      assert.deepEqual(summary.nodes, { total: NODES, present: NODES, gone: 0, never: 0 });
-      assert.deepEqual(summary.modules, [
-        { module: "hello", assigned: NODES, healthy: 1, starting: 2, notRunning: 0 },
-      ]);
+    await using assigner = await fleet.startAssigner();
+    await summaryWhere(
+      (s) => s.cells.assigned === NODES && s.cells.starting === NODES,
+      "a summary of three cells starting",
+    );
+    await fleet.report(build, "healthy");
+    const { summary } = await summaryWhere(
+      (s) => s.cells.healthy === 1,
+      "n1 healthy in the summary",
+    );
+    assert.deepEqual(summary.nodes, { total: NODES, present: NODES, gone: 0, never: 0 });
+    assert.deepEqual(summary.modules, [
+      { module: "hello", assigned: NODES, healthy: 1, starting: 2, notRunning: 0 },
+    ]);
 
-      // A module's own word about a node is the reason its cell does not run there.
-      await sayCondition(fleet.admin, {
-        module: "hello",
-        name: "no-disk",
-        level: "error",
-        message: "the disk of n2 is full",
-        node: "n2",
+    // A module's own word about a node is the reason its cell does not run there.
+    await sayCondition(fleet.admin, {
+      module: "hello",
+      name: "no-disk",
+      level: "error",
+      message: "the disk of n2 is full",
+      node: "n2",
+    });
+    const said = await summaryWhere(
+      (s) => s.attention.cells === 1,
+      "n2's condition in the summary",
+    );
+    assert.equal(said.summary.attention.first[0]?.node, "n2");
+    assert.equal(said.summary.attention.first[0]?.reason, "the disk of n2 is full");
+
+    // A burst of reports: far fewer writes than changes.
+    const have = await KvBucket.open(fleet.admin, Bucket.have);
+    const burst = 40;
+    for (let i = 0; i < burst; i++) {
+      await have.put("n3.hello", {
+        build: build,
+        fingerprint: "f",
+        health: i === burst - 1 ? "healthy" : "starting",
+        since: new Date().toISOString(),
+        restarts: i,
       });
-      const said = await summaryWhere(
-        (s) => s.attention.cells === 1,
-        "n2's condition in the summary",
-      );
-      assert.equal(said.summary.attention.first[0]?.node, "n2");
-      assert.equal(said.summary.attention.first[0]?.reason, "the disk of n2 is full");
-
-      // A burst of reports: far fewer writes than changes.
-      const have = await KvBucket.open(fleet.admin, Bucket.have);
-      const burst = 40;
-      for (let i = 0; i < burst; i++) {
-        await have.put("n3.hello", {
-          build: build,
-          fingerprint: "f",
-          health: i === burst - 1 ? "healthy" : "starting",
-          since: new Date().toISOString(),
-          restarts: i,
-        });
-      }
-      const settled = await summaryWhere((s) => s.cells.healthy === 2, "n3 healthy");
-      assert.ok(
-        settled.revision - said.revision < burst / 2,
-        `${settled.revision - said.revision} writes for ${burst} changes`,
-      );
-      assert.ok(assigner.passes.length > 0);
-    } finally {
-      await assigner.stop();
     }
+    const settled = await summaryWhere((s) => s.cells.healthy === 2, "n3 healthy");
+    assert.ok(
+      settled.revision - said.revision < burst / 2,
+      `${settled.revision - said.revision} writes for ${burst} changes`,
+    );
+    assert.ok(assigner.passes.length > 0);
   });
 });

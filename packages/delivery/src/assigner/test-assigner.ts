@@ -135,6 +135,12 @@ async function startAssigner(
   const stop = new AbortController();
   const running = assigner.run({ signal: stop.signal });
   running.catch(() => undefined);
+  /** Stops it and closes its connection; harmless twice. */
+  const halt = async (): Promise<void> => {
+    stop.abort();
+    await running.catch(() => undefined);
+    await bus.close();
+  };
   return {
     assigner,
     passes,
@@ -157,11 +163,8 @@ async function startAssigner(
         what,
       );
     },
-    async stop() {
-      stop.abort();
-      await running.catch(() => undefined);
-      await bus.close();
-    },
+    stop: halt,
+    [Symbol.asyncDispose]: halt,
   };
 }
 
