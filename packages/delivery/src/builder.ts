@@ -17,9 +17,7 @@ import {
   type Mirror,
   type Reconciler,
   type SourceChange,
-  type Watchable,
 } from "@mesh/bus";
-import type { Daemon, Lifecycle, RunOptions } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,
@@ -36,6 +34,7 @@ import {
 } from "@mesh/protocol";
 import { buildWithModules } from "./build-asks.js";
 import { BuildWaits } from "./build-waits.js";
+import { ReconciledDaemon } from "./reconciled-daemon.js";
 import { materialise } from "./source.js";
 
 export interface BuilderOptions {
@@ -51,11 +50,12 @@ export const buildIdOf = (candidate: Pick<Candidate, "seq" | "sourceDigest">): s
   `${candidate.seq}-${candidate.sourceDigest.slice(0, 8)}`;
 
 /** What the builder watches: the candidates it builds, and what makes one worth building again. */
-type BuilderSources = {
-  readonly candidates: { readonly bucket: Watchable<Candidate> };
-  readonly modules: { readonly bucket: Watchable<ModuleRegistration> };
-  readonly buildModules: { readonly bucket: Watchable<BuildModuleRegistration> };
-};
+const builderSources = (bus: MeshBus) => ({
+  candidates: { bucket: openedOnWatch(bus, Bucket.candidates) },
+  modules: { bucket: openedOnWatch(bus, Bucket.modules) },
+  buildModules: { bucket: openedOnWatch(bus, Bucket.buildModules) },
+});
+type BuilderSources = ReturnType<typeof builderSources>;
 
 /**
  * A reconciler keyed by candidate (`<module>.<seq>`), one at a time: builds are CPU-bound, and
@@ -64,35 +64,25 @@ type BuilderSources = {
  * a build that the bus interrupted (left `building`) is tried again on the key's backoff — a bus
  * error is never a failed build, and nothing else would ever finish it.
  */
-export class Builder implements Daemon, AsyncDisposable {
-  readonly #bus: MeshBus;
-  readonly #log: (line: string) => void;
-  readonly #options: BuilderOptions;
-  readonly #reconciler: Reconciler<BuilderSources, string>;
+export class Builder extends ReconciledDaemon<BuilderSources, string, BuilderOptions> {
+  protected readonly reconciler: Reconciler<BuilderSources, string>;
   /** What a build reads and writes, opened by the first reconcile of a run. */
   #at: Promise<Buckets> | undefined;
   #waits: BuildWaits | undefined;
 
   private constructor(options: BuilderOptions) {
-    const log = options.log ?? (() => undefined);
-    this.#bus = options.bus;
-    this.#options = options;
-    this.#log = log;
-    this.#reconciler = reconciler<BuilderSources, string>({
-      sources: {
-        candidates: { bucket: openedOnWatch(options.bus, Bucket.candidates) },
-        modules: { bucket: openedOnWatch(options.bus, Bucket.modules) },
-        buildModules: { bucket: openedOnWatch(options.bus, Bucket.buildModules) },
-      },
+    super(options);
+    this.reconciler = reconciler<BuilderSources, string>({
+      sources: builderSources(options.bus),
       keysOf: (change, mirror) => (change.after === undefined ? [] : this.#keysOf(change, mirror)),
       allKeys: (mirror) => mirror.map("candidates").keys(),
-      onReady: () => this.#log("running: building every candidate without a finished build"),
+      onReady: () => this.log("running: building every candidate without a finished build"),
       reconcile: async (key, { mirror, signal }) => {
         const candidate = mirror.map("candidates").get(key);
         if (candidate !== undefined) await this.#buildOne(candidate, await this.#open(signal));
       },
       retry: { initialMs: 1_000, maxMs: 60_000 },
-      log,
+      log: this.log,
     });
   }
 
@@ -100,25 +90,9 @@ export class Builder implements Daemon, AsyncDisposable {
     return Promise.resolve(new Builder(options));
   }
 
-  get state(): Lifecycle {
-    return this.#reconciler.state;
-  }
-
-  async run(options: RunOptions): Promise<void> {
-    try {
-      await this.#reconciler.run(options);
-    } finally {
-      this.#at = undefined;
-      this.#waits = undefined;
-    }
-  }
-
-  stop(): Promise<void> {
-    return this.#reconciler.stop();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
+  protected afterRun(): void {
+    this.#at = undefined;
+    this.#waits = undefined;
   }
 
   /** The candidates a change concerns. */
@@ -143,14 +117,14 @@ export class Builder implements Daemon, AsyncDisposable {
 
   /** The buckets and the store a build uses, opened once a run; opened again after a failure. */
   #open(signal: AbortSignal): Promise<Buckets> {
-    this.#waits ??= new BuildWaits({ bus: this.#bus, log: this.#log, signal });
+    this.#waits ??= new BuildWaits({ bus: this.bus, log: this.log, signal });
     const waits = this.#waits;
     this.#at ??= (async () => ({
-      builds: await KvBucket.open(this.#bus, Bucket.builds),
-      manifests: await KvBucket.open(this.#bus, Bucket.manifests),
-      modules: await KvBucket.open(this.#bus, Bucket.modules),
-      buildModules: await KvBucket.open(this.#bus, Bucket.buildModules),
-      artifacts: await ArtifactStore.open(this.#bus, { signal }),
+      builds: await KvBucket.open(this.bus, Bucket.builds),
+      manifests: await KvBucket.open(this.bus, Bucket.manifests),
+      modules: await KvBucket.open(this.bus, Bucket.modules),
+      buildModules: await KvBucket.open(this.bus, Bucket.buildModules),
+      artifacts: await ArtifactStore.open(this.bus, { signal }),
       waits,
       signal,
     }))();
@@ -171,10 +145,10 @@ export class Builder implements Daemon, AsyncDisposable {
     const registration = await at.modules.get(candidate.module, { signal });
     if (registration === undefined) {
       // Not a failure of its source: it is built once the module is registered again.
-      this.#log(`${candidate.module} candidate ${candidate.seq}: not registered, not built`);
+      this.log(`${candidate.module} candidate ${candidate.seq}: not registered, not built`);
       return;
     }
-    const now = this.#options.now ?? (() => new Date());
+    const now = this.options.now ?? (() => new Date());
     const started = now();
     const base = {
       module: candidate.module,
@@ -183,7 +157,7 @@ export class Builder implements Daemon, AsyncDisposable {
       timings: { started: started.toISOString() },
     };
     await builds.put(key, { ...base, status: "building", bundles: [], log: "" }, { signal });
-    this.#log(`building ${candidate.module} candidate ${candidate.seq} as ${id}`);
+    this.log(`building ${candidate.module} candidate ${candidate.seq} as ${id}`);
     const finish = async (record: Outcome): Promise<void> => {
       const finished = now();
       const build: Build = {
@@ -196,12 +170,12 @@ export class Builder implements Daemon, AsyncDisposable {
         },
       };
       await builds.put(key, build, { signal });
-      this.#log(
+      this.log(
         `${candidate.module} ${id}: ${build.status}${build.error === undefined ? "" : ` (${build.error})`}`,
       );
     };
     const work = await mkdtemp(
-      join(this.#options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
+      join(this.options.workDir ?? tmpdir(), `mesh-builder-${candidate.module}-`),
     );
     try {
       await finish(await this.#build(candidate, id, registration.value.source, work, at));
@@ -244,7 +218,7 @@ export class Builder implements Daemon, AsyncDisposable {
       root: join(work, "src"),
       module: candidate.module,
       build,
-      bus: this.#bus,
+      bus: this.bus,
       artifacts: at.artifacts,
       languages: await at.buildModules.keys(">", { signal }),
       waits: at.waits,

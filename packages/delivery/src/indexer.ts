@@ -17,9 +17,8 @@ import {
   type MeshBus,
   type Reconciled,
   type Reconciler,
-  type Watchable,
 } from "@mesh/bus";
-import { delay, type Daemon, type Lifecycle, type RunOptions } from "@mesh/kit";
+import { delay } from "@mesh/kit";
 import {
   Bucket,
   ErrorCode,
@@ -31,6 +30,7 @@ import {
   type ModuleRegistration,
   type ModuleSource,
 } from "@mesh/protocol";
+import { ReconciledDaemon } from "./reconciled-daemon.js";
 import { directoryDigest, gitCommit, isDirectory, localPath } from "./source.js";
 
 export interface IndexerOptions {
@@ -74,10 +74,11 @@ export async function revisionOf(
 }
 
 /** What the indexer watches: the registered modules, and the candidates for their numbering. */
-type IndexerSources = {
-  readonly modules: { readonly bucket: Watchable<ModuleRegistration> };
-  readonly candidates: { readonly bucket: Watchable<Candidate> };
-};
+const indexerSources = (bus: MeshBus) => ({
+  modules: { bucket: openedOnWatch(bus, Bucket.modules) },
+  candidates: { bucket: openedOnWatch(bus, Bucket.candidates) },
+});
+type IndexerSources = ReturnType<typeof indexerSources>;
 
 /**
  * A reconciler keyed by module: a module is reconciled once the mirror stands, each time its
@@ -86,25 +87,16 @@ type IndexerSources = {
  * registered (a watcher on it, or none once unregistered) and writes a candidate when the source's
  * revision is not the module's latest candidate's.
  */
-export class Indexer implements Daemon, AsyncDisposable {
-  readonly #bus: MeshBus;
-  readonly #log: (line: string) => void;
-  readonly #options: IndexerOptions;
+export class Indexer extends ReconciledDaemon<IndexerSources, string, IndexerOptions> {
   readonly #latest = new Map<string, { seq: number; revision: string }>();
   readonly #sources = new Map<string, Followed>();
-  readonly #reconciler: Reconciler<IndexerSources, string>;
+  protected readonly reconciler: Reconciler<IndexerSources, string>;
   #candidates: Promise<KvBucket<Candidate>> | undefined;
 
   private constructor(options: IndexerOptions) {
-    const log = options.log ?? (() => undefined);
-    this.#bus = options.bus;
-    this.#options = options;
-    this.#log = log;
-    this.#reconciler = reconciler<IndexerSources, string>({
-      sources: {
-        modules: { bucket: openedOnWatch(options.bus, Bucket.modules) },
-        candidates: { bucket: openedOnWatch(options.bus, Bucket.candidates) },
-      },
+    super(options);
+    this.reconciler = reconciler<IndexerSources, string>({
+      sources: indexerSources(options.bus),
       // A candidate concerns no module to reconcile (the indexer writes them): it moves the numbering.
       keysOf: (change) => {
         if (change.source === "modules") return [change.key];
@@ -116,12 +108,12 @@ export class Indexer implements Daemon, AsyncDisposable {
         // The numbering as it stands, before anything is scanned.
         for (const [key, candidate] of mirror.map("candidates"))
           this.#noteCandidate(key, candidate);
-        this.#log("running: watching registered sources");
+        this.log("running: watching registered sources");
       },
       reconcile: (module, { mirror, signal }) =>
         this.#reconcile(module, mirror.map("modules").get(module), signal),
       retry: { initialMs: 1_000, maxMs: 60_000 },
-      log,
+      log: this.log,
     });
   }
 
@@ -129,24 +121,8 @@ export class Indexer implements Daemon, AsyncDisposable {
     return Promise.resolve(new Indexer(options));
   }
 
-  get state(): Lifecycle {
-    return this.#reconciler.state;
-  }
-
-  async run(options: RunOptions): Promise<void> {
-    try {
-      await this.#reconciler.run(options);
-    } finally {
-      for (const module of [...this.#sources.keys()]) this.#unfollow(module);
-    }
-  }
-
-  stop(): Promise<void> {
-    return this.#reconciler.stop();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
+  protected afterRun(): void {
+    for (const module of [...this.#sources.keys()]) this.#unfollow(module);
   }
 
   async #reconcile(
@@ -163,9 +139,9 @@ export class Indexer implements Daemon, AsyncDisposable {
     } catch (error) {
       // A folder that is not there: looked at again when it is registered again, not on a clock.
       if (!isMeshError(error, ErrorCode.SOURCE_UNAVAILABLE)) throw error;
-      this.#log(`${module}: ${error.message}`);
+      this.log(`${module}: ${error.message}`);
     }
-    if (followed.polling) return { requeueAfterMs: this.#options.pollMs ?? POLL_MS };
+    if (followed.polling) return { requeueAfterMs: this.options.pollMs ?? POLL_MS };
   }
 
   #noteCandidate(key: string, candidate: Candidate): void {
@@ -177,7 +153,7 @@ export class Indexer implements Daemon, AsyncDisposable {
 
   async #scan(module: string, source: ModuleSource, signal: AbortSignal): Promise<void> {
     const { revision, sourceDigest } = await revisionOf(source, { signal });
-    this.#candidates ??= KvBucket.open(this.#bus, Bucket.candidates);
+    this.#candidates ??= KvBucket.open(this.bus, Bucket.candidates);
     const candidates = await this.#candidates.catch((error: unknown) => {
       this.#candidates = undefined;
       throw error;
@@ -191,12 +167,12 @@ export class Indexer implements Daemon, AsyncDisposable {
         seq,
         revision,
         sourceDigest,
-        at: (this.#options.now ?? (() => new Date()))().toISOString(),
+        at: (this.options.now ?? (() => new Date()))().toISOString(),
       };
       try {
         await candidates.create(candidateKey(module, seq), candidate, { signal });
         this.#latest.set(module, { seq, revision });
-        this.#log(`${module}: candidate ${seq} at ${revision}`);
+        this.log(`${module}: candidate ${seq} at ${revision}`);
         return;
       } catch (error) {
         if (!isMeshError(error, ErrorCode.CONFLICT)) throw error;
@@ -222,13 +198,13 @@ export class Indexer implements Daemon, AsyncDisposable {
           : undefined;
     if (path === undefined) return entry;
     const target = source.kind === "git" ? gitDirOf(path) : path;
-    const debounce = this.#options.debounceMs ?? 300;
+    const debounce = this.options.debounceMs ?? 300;
     const soon = (): void => {
       entry.quiet?.abort();
       const quiet = new AbortController();
       entry.quiet = quiet;
       void delay(debounce, { signal: quiet.signal }).then(
-        (quietLongEnough) => quietLongEnough && this.#reconciler.enqueue(module),
+        (quietLongEnough) => quietLongEnough && this.reconciler.enqueue(module),
       );
     };
     // chokidar, not fs.watch: Node's recursive watch on Linux lost edits under src/ after a few
@@ -244,14 +220,14 @@ export class Indexer implements Daemon, AsyncDisposable {
       if (entry.watcher !== watcher) return;
       void watcher.close();
       entry.watcher = undefined;
-      const every = this.#options.pollMs ?? POLL_MS;
-      this.#log(
+      const every = this.options.pollMs ?? POLL_MS;
+      this.log(
         `${module}: ${target} can no longer be watched (${code ?? (error as Error).message}` +
           `${code === "ENOSPC" ? ": the system's limit of watches is reached" : ""}); ` +
           `it is digested every ${Math.round(every / 1000)} s instead`,
       );
       entry.polling = true;
-      this.#reconciler.enqueue(module, every);
+      this.reconciler.enqueue(module, every);
     });
     return entry;
   }
