@@ -8,11 +8,9 @@
  * (`/usr/share/gocode`, or `MESH_GOPATH`); a module's own dependencies are vendored in its
  * `vendor/` folder.
  */
-import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 import { sdkRoot } from "./sdk-root.js";
 import type {
   BuiltFiles,
@@ -20,8 +18,7 @@ import type {
   LanguageBuild,
   LanguageBuilder,
 } from "./language-builder.js";
-
-const run = promisify(execFile);
+import { notInstalled, runTool } from "./language-builder.js";
 
 /** Where the NATS Go client's sources are found (Debian's golang-github-nats-io-go-nats-dev). */
 const THIRD_PARTY_GOPATH = process.env.MESH_GOPATH ?? "/usr/share/gocode";
@@ -65,7 +62,7 @@ async function buildGo(input: LanguageBuildInput): Promise<LanguageBuild> {
       const pkg = dirname(entry) === "." ? "." : `./${dirname(entry)}`;
       const output = join(outRoot, bundle.name, "bin", bundle.name);
       try {
-        const { stderr } = await run(
+        const { stderr } = await runTool(
           "go",
           ["build", "-trimpath", "-ldflags=-buildid=", "-o", output, pkg],
           {
@@ -86,11 +83,9 @@ async function buildGo(input: LanguageBuildInput): Promise<LanguageBuild> {
         );
         for (const line of stderr.split("\n")) if (line !== "") say(line);
       } catch (error) {
-        const failure = error as { code?: string; stderr?: string };
-        if (failure.code === "ENOENT")
-          return fail(
-            "go is not installed on the build machine: install it (apt-get install golang-go)",
-          );
+        const missing = notInstalled(error, "go", "golang-go");
+        if (missing !== undefined) return fail(missing);
+        const failure = error as { stderr?: string };
         for (const line of (failure.stderr ?? "").split("\n")) if (line !== "") say(line);
         const first = (failure.stderr ?? "")
           .split("\n")

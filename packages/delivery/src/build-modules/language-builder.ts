@@ -3,6 +3,8 @@
  * a copy of a module's source. The build module around it (build-module.ts) fetches the source and
  * stores what this returns; `buildSource` calls the same builders in-process.
  */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import type { Manifest, ManifestBundle } from "@mesh/protocol";
 import type { ArchiveFile } from "../pack.js";
 
@@ -37,4 +39,14 @@ export interface LanguageBuilder {
   /** What the builder needs on its machine, in words (said in its registration). */
   readonly toolchain: string;
   build(input: LanguageBuildInput): Promise<LanguageBuild>;
+}
+
+/** Runs a program of the build machine's toolchain: execFile, promised. */
+export const runTool = promisify(execFile);
+
+/** What a failed `runTool` says when its program is not on the build machine; else undefined. */
+export function notInstalled(error: unknown, program: string, apt: string): string | undefined {
+  return (error as { code?: string }).code === "ENOENT"
+    ? `${program} is not installed on the build machine: install it (apt-get install ${apt})`
+    : undefined;
 }

@@ -12,10 +12,8 @@
  * the bridge puts on `PYTHONPATH`. Every `.py` file is compiled once with `python3` (nothing
  * written) so a syntax error fails the build. The same source gives the same archive.
  */
-import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import type { ArchiveFile } from "../pack.js";
 import { listSourceFiles } from "../source.js";
 import { listFiles } from "./typescript.js";
@@ -26,8 +24,7 @@ import type {
   LanguageBuild,
   LanguageBuilder,
 } from "./language-builder.js";
-
-const run = promisify(execFile);
+import { notInstalled, runTool } from "./language-builder.js";
 
 /** Where the mesh's files sit in a python bundle. */
 export const PYTHON_MESH_DIR = ".mesh";
@@ -119,12 +116,12 @@ async function compileAll(root: string, files: readonly string[]): Promise<strin
   const program =
     "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, 'rb').read(), f, 'exec', dont_inherit=True)\n";
   try {
-    await run("python3", ["-c", program, ...files], { cwd: root, timeout: 120_000 });
+    await runTool("python3", ["-c", program, ...files], { cwd: root, timeout: 120_000 });
     return undefined;
   } catch (error) {
-    const failure = error as { code?: string; stderr?: string };
-    if (failure.code === "ENOENT")
-      return "python3 is not installed on the build machine: install it (apt-get install python3)";
+    const missing = notInstalled(error, "python3", "python3");
+    if (missing !== undefined) return missing;
+    const failure = error as { stderr?: string };
     const last = (failure.stderr ?? "").trim().split("\n").slice(-4).join(" ").replace(/\s+/g, " ");
     return `python3 could not compile the source: ${last}`;
   }
