@@ -33,7 +33,13 @@ import {
   serverFolderSink,
   type ServerUser,
 } from "@mesh/bus/server";
-import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
+import {
+  credentialFor,
+  deadline,
+  firstPut,
+  startTestServer,
+  type TestServer,
+} from "@mesh/bus/testing";
 import { Controller, type ControllerOptions } from "./controller.js";
 
 export const d = (c: string): string => c.repeat(64 / c.length);
@@ -191,20 +197,7 @@ export async function startMesh(): Promise<Mesh> {
     },
     async composed(node, until, what) {
       const kv = await KvBucket.open(admin, Bucket.composed);
-      const stop = new AbortController();
-      const found = (async () => {
-        for await (const e of kv.watch({ key: node, signal: stop.signal })) {
-          if (e.type === "put" && until(e.value, e.revision)) {
-            return { value: e.value, revision: e.revision };
-          }
-        }
-        throw new Error("the watch ended");
-      })();
-      try {
-        return await deadline(found, 20_000, what);
-      } finally {
-        stop.abort();
-      }
+      return firstPut(kv, node, { until, what, timeout: 20_000 });
     },
     async [Symbol.asyncDispose]() {
       await mesh.controller?.stop();

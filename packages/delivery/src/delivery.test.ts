@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ArtifactStore, KvBucket, type MeshBus } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { firstPut } from "@mesh/bus/testing";
 import { Bucket, isMeshError, type Build, type Candidate } from "@mesh/protocol";
 import { Builder } from "./builder.js";
 import { BuildModule } from "./build-modules/build-module.js";
@@ -47,21 +47,7 @@ async function waitFor<T>(
   test: (v: T) => boolean,
   what: string,
 ): Promise<T> {
-  const ac = new AbortController();
-  try {
-    return await deadline(
-      (async () => {
-        for await (const e of bucket.watch({ key, signal: ac.signal })) {
-          if (e.type === "put" && test(e.value)) return e.value;
-        }
-        throw new Error("watch ended");
-      })(),
-      30_000,
-      what,
-    );
-  } finally {
-    ac.abort();
-  }
+  return (await firstPut(bucket, key, { until: test, what })).value;
 }
 
 describe("registration, indexer and builder on a real bus", () => {

@@ -8,7 +8,7 @@ import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { deadline, firstPut } from "@mesh/bus/testing";
 import { Bucket, candidateKey, type Candidate } from "@mesh/protocol";
 import { Indexer } from "./indexer.js";
 import { registerModule } from "./register.js";
@@ -48,23 +48,7 @@ async function moduleFolder(module: string): Promise<string> {
 }
 
 async function candidate(module: string, seq: number, what: string): Promise<Candidate> {
-  const ac = new AbortController();
-  try {
-    return await deadline(
-      (async () => {
-        for await (const e of candidates.watch({
-          key: candidateKey(module, seq),
-          signal: ac.signal,
-        }))
-          if (e.type === "put") return e.value;
-        throw new Error("the watch ended");
-      })(),
-      30_000,
-      what,
-    );
-  } finally {
-    ac.abort();
-  }
+  return (await firstPut(candidates, candidateKey(module, seq), { what })).value;
 }
 
 describe("the indexer keeps noticing edits", () => {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { KvBucket, type MeshBus } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
-import { deadline } from "@mesh/bus/testing";
+import { firstPut } from "@mesh/bus/testing";
 import { isAllowed } from "@mesh/core";
 import {
   Bucket,
@@ -128,26 +128,14 @@ describe("the indexer's and the builder's manifests and what their code does on 
   });
 
   /** Waits for the first value under `key` that passes `test`, as the admin reads it. */
-  async function firstPut(
+  async function firstPutAsAdmin(
     name: Bucket,
     key: string,
     test: (value: { status?: string }) => boolean,
     what: string,
   ): Promise<void> {
     const bucket = (await KvBucket.open(bus.admin, name)) as KvBucket<{ status?: string }>;
-    const ac = new AbortController();
-    try {
-      await deadline(
-        (async () => {
-          for await (const e of bucket.watch({ key, signal: ac.signal }))
-            if (e.type === "put" && test(e.value)) return;
-        })(),
-        60_000,
-        what,
-      );
-    } finally {
-      ac.abort();
-    }
+    await firstPut(bucket, key, { until: test, what, timeout: 60_000 });
   }
 
   const touched = (of: "indexer" | "builder", writesOnly = false): string[] =>
@@ -168,7 +156,7 @@ describe("the indexer's and the builder's manifests and what their code does on 
       "src/tools.ts": "export const tools = {};\n",
     });
     await registerModule(bus.operator, dir, { by: "ada" });
-    await firstPut(Bucket.candidates, "hello.1", () => true, "candidate 1");
+    await firstPutAsAdmin(Bucket.candidates, "hello.1", () => true, "candidate 1");
 
     phase = "builder";
     buildBus = await bus.connectBuild();
@@ -176,7 +164,7 @@ describe("the indexer's and the builder's manifests and what their code does on 
     void typescript.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
     const builder = await Builder.create({ bus: bus.delivery });
     void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
-    await firstPut(Bucket.builds, "hello.>", (v) => v.status === "built", "hello's build");
+    await firstPutAsAdmin(Bucket.builds, "hello.>", (v) => v.status === "built", "hello's build");
 
     for (const part of [MeshPart.indexer, MeshPart.builder] as const) {
       const manifest = await readPartManifest(part);

@@ -16,6 +16,7 @@ export {
 export { maySubscribe } from "./probe.js";
 export { reapNetnsWithMe, reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
+export { firstPut } from "./first-put.js";
 export { hasCode } from "./has-code.js";
 export { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";
 export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
