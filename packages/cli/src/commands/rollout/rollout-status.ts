@@ -8,28 +8,15 @@ import { Bucket, checkName, type Rollout } from "@mesh/protocol";
 import type { ExitCode } from "../../output.js";
 import { answer, connect, type MeshOptions } from "../../verb.js";
 import { configRolloutLines, readConfigRollouts } from "./config-rollout-status.js";
+import { countNodes, waveLines, waveRowOf, type WaveRow } from "./wave-row.js";
 
 /** One rollout as an operator reads it. */
-export interface RolloutRow {
+export interface RolloutRow extends WaveRow {
   readonly module: string;
   readonly build: string;
   readonly attempt: number;
-  readonly status: Rollout["status"];
-  readonly wave: number;
-  readonly waves: number;
-  /** Nodes the rollout reaches. */
-  readonly nodes: number;
-  /** Nodes running the build healthy. */
-  readonly healthy: number;
-  /** Given it, not healthy yet. */
-  readonly starting: number;
-  readonly failing: number;
-  /** Not given it yet. */
-  readonly waiting: number;
   /** The canary's health: the first node of wave 1, as its host reports the build. */
   readonly canary: { readonly node: string; readonly health: string } | undefined;
-  readonly waitsFor: string;
-  readonly since: string;
   readonly failed: Rollout["failed"];
 }
 
@@ -43,38 +30,28 @@ export async function readRollouts(bus: MeshBus, only?: string): Promise<Rollout
   for (const module of modules) {
     const r = (await rollouts.get(module))?.value;
     if (r === undefined) continue;
-    const counts = { healthy: 0, starting: 0, failing: 0, waiting: 0 };
     const reached = new Set(r.admitted);
-    const nodes = new Set([...r.admitted]);
-    for (const key of await wants.keys(`*.${module}`)) nodes.add(key.split(".")[0] as string);
     let canary: RolloutRow["canary"];
-    for (const node of [...nodes].sort()) {
+    const counted = await countNodes(r.admitted, await wants.keys(`*.${module}`), async (node) => {
       const want = (await wants.get(`${node}.${module}`))?.value;
       const report = (await have.get(`${node}.${module}`))?.value;
       const mine = report?.build === r.build;
-      if (mine && report.health === "healthy") counts.healthy += 1;
-      else if (mine && report.health === "failing") counts.failing += 1;
-      else if (want?.build === r.build) counts.starting += 1;
-      else if (!reached.has(node) || r.status === "failed" || r.status === "aborted")
-        counts.waiting += 1;
-      else counts.starting += 1;
       if (r.wave >= 1 && node === firstOfWave1(r)) {
         canary = { node, health: mine ? report.health : "not running it" };
       }
-    }
+      if (mine && report.health === "healthy") return "healthy";
+      if (mine && report.health === "failing") return "failing";
+      if (want?.build === r.build) return "starting";
+      return !reached.has(node) || r.status === "failed" || r.status === "aborted"
+        ? "waiting"
+        : "starting";
+    });
     rows.push({
       module,
       build: r.build,
       attempt: r.attempt,
-      status: r.status,
-      wave: r.wave,
-      waves: r.waves,
-      nodes: nodes.size,
-      ...counts,
       canary,
-      waitsFor: r.waiting,
-      since: r.waveAt,
-      failed: r.failed,
+      ...waveRowOf(r, counted),
     });
   }
   return rows;
@@ -91,12 +68,10 @@ function firstOfWave1(r: Rollout): string | undefined {
 
 /** A row in a line or two, for `mesh rollout status` and `mesh status`. */
 export function rolloutLines(row: RolloutRow): string[] {
-  const head =
-    `${row.module} build ${row.build}${row.attempt > 1 ? ` (attempt ${row.attempt})` : ""}: ${row.status}, ` +
-    `wave ${row.wave} of ${row.waves}; ${row.healthy} healthy, ${row.starting} starting, ` +
-    `${row.failing} failing, ${row.waiting} waiting of ${row.nodes}` +
-    (row.canary === undefined ? "" : `; canary ${row.canary.node} ${row.canary.health}`);
-  return [head, `  waits for: ${row.waitsFor} (since ${row.since})`];
+  const attempt = row.attempt > 1 ? ` (attempt ${row.attempt})` : "";
+  return waveLines(row, `${row.module} build ${row.build}${attempt}`, {
+    more: row.canary === undefined ? "" : `; canary ${row.canary.node} ${row.canary.health}`,
+  });
 }
 
 export async function rolloutStatus(
