@@ -9,7 +9,7 @@ import type { ConfigRollout, Rollout } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
 import { age, badge, shortBuild } from "../format.js";
 import { invalidate, values } from "../model.js";
-import { table } from "../table.js";
+import { table, type Column } from "../table.js";
 import { Source, type ModuleTimeline, type RolloutSteerAction } from "../wire.js";
 import { propose } from "./confirm.js";
 import { rolloutPlot } from "./plots.js";
@@ -78,27 +78,35 @@ export function renderRollouts(): void {
             ),
           ],
         },
-        {
-          head: "waiting for",
-          class: "message",
-          cell: (r) => [
-            r.waiting,
-            r.failed === undefined
-              ? null
-              : h(
-                  "div",
-                  { class: "cell-error", "data-halted": "true" },
-                  r.failed.reason,
-                  ...r.failed.nodes.map((n) => h("div", {}, `${n.node}: ${n.error}`)),
-                ),
-          ],
-        },
+        waitingFor<Rollout>({ reason: true }),
         { head: "steer", cell: (r) => steers(r) },
       ],
     }),
     progressView(rollouts),
     configRollouts(),
   );
+}
+
+/**
+ * What a rollout waits for and, halted, on which nodes; `reason` adds the halt's reason (a
+ * config value's is those nodes again).
+ */
+function waitingFor<R extends Rollout | ConfigRollout>(options: { reason: boolean }): Column<R> {
+  return {
+    head: "waiting for",
+    class: "message",
+    cell: (r) => [
+      r.waiting,
+      r.failed === undefined
+        ? null
+        : h(
+            "div",
+            { class: "cell-error", "data-halted": "true" },
+            options.reason ? r.failed.reason : null,
+            ...r.failed.nodes.map((n) => h("div", {}, `${n.node}: ${n.error}`)),
+          ),
+    ],
+  };
 }
 
 /** Each config value's rollout (decision 0131): the value, its status, waves and steering. */
@@ -120,20 +128,7 @@ function configRollouts(): HTMLElement | null {
         { head: "value", cell: (r) => h("code", {}, `${r.key}=${JSON.stringify(r.value)}`) },
         { head: "status", cell: (r) => badge(STATUS_KIND[r.status] ?? "none", r.status) },
         { head: "waves", cell: (r) => progress(r) },
-        {
-          head: "waiting for",
-          class: "message",
-          cell: (r) => [
-            r.waiting,
-            r.failed === undefined
-              ? null
-              : h(
-                  "div",
-                  { class: "cell-error", "data-halted": "true" },
-                  ...r.failed.nodes.map((n) => h("div", {}, `${n.node}: ${n.error}`)),
-                ),
-          ],
-        },
+        waitingFor<ConfigRollout>({ reason: false }),
         {
           head: "steer",
           cell: (r) =>
