@@ -27,6 +27,48 @@ function svg<K extends keyof SVGElementTagNameMap>(
   return element;
 }
 
+/**
+ * A plot of values over time, PLOT_HEIGHT high with its legend under it: the svg (`attributes`
+ * name it: its class, id or data), its title, and its top value and 0 named on the left.
+ */
+function plotOf(
+  attributes: Record<string, string | number>,
+  title: string,
+  top: string,
+  ...children: SVGElement[]
+): SVGSVGElement {
+  return svg(
+    "svg",
+    {
+      ...attributes,
+      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
+      width: WIDTH,
+      height: PLOT_HEIGHT + 20,
+      role: "img",
+    },
+    svg("title", {}, title),
+    svg("text", { x: 0, y: 12, class: "plot-label" }, top),
+    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+    ...children,
+  );
+}
+
+/** The y of a value from 0 (at the bottom) to `top`. */
+const yOf =
+  (top: number) =>
+  (n: number): number =>
+    4 + (1 - n / top) * (PLOT_HEIGHT - 8);
+
+/** The x of an instant from `start` (after the labels) to `end`. */
+const xOf =
+  (start: number, end: number) =>
+  (t: number): number =>
+    LABEL + ((t - start) / (end - start)) * (WIDTH - LABEL - 4);
+
+/** An entry of the legend under a plot, `x` from its left. */
+const legendOf = (x: number, colour: string, text: string): SVGTextElement =>
+  svg("text", { x, y: PLOT_HEIGHT + 16, fill: colour, class: "plot-legend" }, text);
+
 export function timelinePlot(timeline: ModuleTimeline): SVGSVGElement {
   const times = timeline.nodes.flatMap((n) => n.builds.map((b) => Date.parse(b.at)));
   const start = Math.min(...times);
@@ -93,8 +135,8 @@ export function healthPlot(module: string, points: readonly HealthPoint[]): SVGS
   const start = Date.parse(points[0]?.at ?? new Date().toISOString());
   const end = Math.max(now(), start + 1_000);
   const top = Math.max(1, ...points.map((p) => p.healthy + p.starting + p.failing + p.stopped));
-  const x = (t: number): number => LABEL + ((t - start) / (end - start)) * (WIDTH - LABEL - 4);
-  const y = (n: number): number => 4 + (1 - n / top) * (PLOT_HEIGHT - 8);
+  const x = xOf(start, end);
+  const y = yOf(top);
   const lines = (Object.keys(HEALTH_COLOUR) as Array<keyof typeof HEALTH_COLOUR>).map((health) => {
     let d = "";
     points.forEach((p, i) => {
@@ -109,26 +151,13 @@ export function healthPlot(module: string, points: readonly HealthPoint[]): SVGS
     );
   });
   const last = points.at(-1);
-  return svg(
-    "svg",
-    {
-      class: "plot",
-      id: "health-plot",
-      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
-      width: WIDTH,
-      height: PLOT_HEIGHT + 20,
-      role: "img",
-    },
-    svg("title", {}, `the health of ${module}'s nodes over time`),
-    svg("text", { x: 0, y: 12, class: "plot-label" }, `${top} nodes`),
-    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+  return plotOf(
+    { class: "plot", id: "health-plot" },
+    `the health of ${module}'s nodes over time`,
+    `${top} nodes`,
     ...lines,
     ...(Object.keys(HEALTH_COLOUR) as Array<keyof typeof HEALTH_COLOUR>).map((h, i) =>
-      svg(
-        "text",
-        { x: LABEL + i * 130, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR[h], class: "plot-legend" },
-        `■ ${h} ${last?.[h] ?? 0}`,
-      ),
+      legendOf(LABEL + i * 130, HEALTH_COLOUR[h], `■ ${h} ${last?.[h] ?? 0}`),
     ),
   );
 }
@@ -148,7 +177,7 @@ export function toolCallsPlot(series: ToolStatsSeries, tool: ToolSeries): SVGSVG
   const steps = tool.calls.length;
   const width = (WIDTH - LABEL - 4) / Math.max(1, steps);
   const top = Math.max(...tool.calls.map((c) => c / seconds), 1 / seconds);
-  const y = (perSecond: number): number => 4 + (1 - perSecond / top) * (PLOT_HEIGHT - 8);
+  const y = yOf(top);
   const x = (step: number): number => LABEL + step * width;
   // A step line: each step's rate held across its width.
   const d = tool.calls
@@ -175,31 +204,21 @@ export function toolCallsPlot(series: ToolStatsSeries, tool: ToolSeries): SVGSVG
   const codes = Object.entries(tool.codes)
     .map(([code, n]) => `${code} ${n}`)
     .join(", ");
-  return svg(
-    "svg",
+  return plotOf(
     {
       class: "plot tool-plot",
-      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
-      width: WIDTH,
-      height: PLOT_HEIGHT + 20,
-      role: "img",
       "data-tool": tool.tool,
       "data-calls": tool.totalCalls,
       "data-errors": tool.totalErrors,
     },
-    svg("title", {}, `calls and errors per second of ${series.module}/${tool.tool}`),
-    svg("text", { x: 0, y: 12, class: "plot-label" }, `${rate(top)}/s`),
-    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+    `calls and errors per second of ${series.module}/${tool.tool}`,
+    `${rate(top)}/s`,
     svg("path", { d, fill: "none", stroke: CALLS_COLOUR, "stroke-width": 2, "data-line": "calls" }),
     ...bars,
-    svg(
-      "text",
-      { x: LABEL, y: PLOT_HEIGHT + 16, fill: CALLS_COLOUR, class: "plot-legend" },
-      `■ calls ${tool.totalCalls}`,
-    ),
-    svg(
-      "text",
-      { x: LABEL + 130, y: PLOT_HEIGHT + 16, fill: ERRORS_COLOUR, class: "plot-legend" },
+    legendOf(LABEL, CALLS_COLOUR, `■ calls ${tool.totalCalls}`),
+    legendOf(
+      LABEL + 130,
+      ERRORS_COLOUR,
       `■ errors ${tool.totalErrors}${codes === "" ? "" : ` (${codes})`}`,
     ),
   );
@@ -228,25 +247,15 @@ export function rolloutPlot(
   const start = points[0]?.at ?? now();
   const end = Math.max(now(), start + 1_000);
   const top = Math.max(1, rollout.admitted.length, ...points.map((p) => p.on));
-  const x = (t: number): number => LABEL + ((t - start) / (end - start)) * (WIDTH - LABEL - 4);
-  const y = (n: number): number => 4 + (1 - n / top) * (PLOT_HEIGHT - 8);
+  const x = xOf(start, end);
+  const y = yOf(top);
   const d =
     `M${x(start)},${y(0)}` + points.map((p) => `H${x(p.at)}V${y(p.on)}`).join("") + `H${x(end)}`;
   const on = points.at(-1)?.on ?? 0;
-  return svg(
-    "svg",
-    {
-      class: "plot rollout-plot",
-      viewBox: `0 0 ${WIDTH} ${PLOT_HEIGHT + 20}`,
-      width: WIDTH,
-      height: PLOT_HEIGHT + 20,
-      role: "img",
-      "data-rollout-plot": rollout.module,
-      "data-on": on,
-    },
-    svg("title", {}, `the nodes running ${rollout.build} of ${rollout.module} over time`),
-    svg("text", { x: 0, y: 12, class: "plot-label" }, `${top} nodes`),
-    svg("text", { x: 0, y: PLOT_HEIGHT - 2, class: "plot-label" }, "0"),
+  return plotOf(
+    { class: "plot rollout-plot", "data-rollout-plot": rollout.module, "data-on": on },
+    `the nodes running ${rollout.build} of ${rollout.module} over time`,
+    `${top} nodes`,
     svg("path", {
       d: `M${x(start)},${y(rollout.admitted.length)}H${x(end)}`,
       fill: "none",
@@ -261,15 +270,7 @@ export function rolloutPlot(
       "stroke-width": 2,
       "data-line": "on",
     }),
-    svg(
-      "text",
-      { x: LABEL, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR.healthy, class: "plot-legend" },
-      `■ on ${shortBuild(rollout.build)}: ${on} now`,
-    ),
-    svg(
-      "text",
-      { x: LABEL + 200, y: PLOT_HEIGHT + 16, fill: HEALTH_COLOUR.stopped, class: "plot-legend" },
-      `┄ admitted ${rollout.admitted.length}`,
-    ),
+    legendOf(LABEL, HEALTH_COLOUR.healthy, `■ on ${shortBuild(rollout.build)}: ${on} now`),
+    legendOf(LABEL + 200, HEALTH_COLOUR.stopped, `┄ admitted ${rollout.admitted.length}`),
   );
 }
