@@ -22,15 +22,17 @@ export const actingBus = (bus: MeshBus, acting: Acting | undefined, session?: Se
 
 /**
  * Records what a session did as a condition of `view`, named after what it acted on (so the
- * stream keeps the last word of each: bounded however many actions are done). Best effort: a
- * record that cannot be said is told to `onProblem`, and the action's result stands.
+ * stream keeps the last word of each: bounded however many actions are done); without a session
+ * (a view without logins) nothing is recorded. Best effort: a record that cannot be said is told
+ * to `onProblem`, and the action's result stands.
  */
 export async function recordAction(
   bus: MeshBus,
-  session: Session,
+  session: Session | undefined,
   input: { what: string; about: string; ok: boolean; result: string },
   onProblem?: (what: string, error: unknown) => void,
 ): Promise<void> {
+  if (session === undefined) return;
   const name = `act-${createHash("sha256").update(input.about).digest("hex").slice(0, 16)}`;
   try {
     await sayCondition(bus, {

@@ -52,19 +52,17 @@ export async function act(
     if (meshError.code === ErrorCode.INTERNAL) c.onProblem?.(`doing ${request.action}`, error);
     result = { ok: false, error: { code: meshError.code, message: meshError.message } };
   }
-  if (session !== undefined) {
-    await recordAction(
-      bus,
-      session,
-      {
-        what: commandOf(request),
-        about: aboutOf(request),
-        ok: result.ok,
-        result: result.ok ? result.message : `${result.error.code}: ${result.error.message}`,
-      },
-      c.onProblem,
-    );
-  }
+  await recordAction(
+    bus,
+    session,
+    {
+      what: commandOf(request),
+      about: aboutOf(request),
+      ok: result.ok,
+      result: result.ok ? result.message : `${result.error.code}: ${result.error.message}`,
+    },
+    c.onProblem,
+  );
   // An action that was tried and refused is the page's result, not an HTTP error.
   sendJson(res, 200, result);
 }

@@ -79,6 +79,14 @@ export interface RouteContext {
   readonly onProblem?: (what: string, error: unknown) => void;
 }
 
+/** A POST that acts, as the request's session on a view with logins. */
+type ActHandler = (
+  c: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session?: Session,
+) => Promise<void>;
+
 export function viewRoutes(context: RouteContext): readonly Route[] {
   const c = context;
   return [
@@ -263,12 +271,7 @@ function me(c: RouteContext, res: ServerResponse, session: Session | undefined):
  * `POST /api/answer` `{id, answer}`: answers as `mesh answer` does (`answerAsk`), as the session's
  * operator or the view's actor.
  */
-async function answer(
-  c: RouteContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  session?: Session,
-): Promise<void> {
+const answer: ActHandler = async (c, req, res, session) => {
   const body = (await readBody(req)) as Partial<AnswerRequest> | undefined;
   const id = body?.id;
   if (
@@ -293,38 +296,29 @@ async function answer(
   } catch (error) {
     const refusal =
       error instanceof MeshError ? error : new MeshError(ErrorCode.INTERNAL, String(error));
-    if (session !== undefined) {
-      await recordAction(
-        bus,
-        session,
-        { what, about: `answer ${id}`, ok: false, result: refusal.message },
-        c.onProblem,
-      );
-    }
+    await recordAction(
+      bus,
+      session,
+      { what, about: `answer ${id}`, ok: false, result: refusal.message },
+      c.onProblem,
+    );
     if (refusal.code === ErrorCode.NOT_FOUND) {
       return refuse(res, 404, ErrorCode.NOT_FOUND, refusal.message);
     }
     if (session === undefined) throw error;
     return refuse(res, 200, refusal.code, refusal.message);
   }
-  if (session !== undefined) {
-    await recordAction(
-      bus,
-      session,
-      { what, about: `answer ${id}`, ok: true, result: answered.message },
-      c.onProblem,
-    );
-  }
+  await recordAction(
+    bus,
+    session,
+    { what, about: `answer ${id}`, ok: true, result: answered.message },
+    c.onProblem,
+  );
   sendJson(res, 200, { ok: true, result: answered.value, ms: 0 } satisfies CallResult);
-}
+};
 
 /** `POST /api/call` `{subject, input}`: calls a tool; the result or the coded error. */
-async function call(
-  c: RouteContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  session?: Session,
-): Promise<void> {
+const call: ActHandler = async (c, req, res, session) => {
   const body = (await readBody(req)) as Partial<CallRequest> | undefined;
   const subject = body?.subject;
   try {
@@ -354,21 +348,19 @@ async function call(
     if (meshError.code === ErrorCode.INTERNAL) c.onProblem?.(`calling ${subject}`, error);
     result = { ok: false, error: { code: meshError.code, message: meshError.message } };
   }
-  if (session !== undefined) {
-    await recordAction(
-      actingBus(c.bus, c.acting, session),
-      session,
-      {
-        what: `mesh call ${subject}`,
-        about: `call ${subject}`,
-        ok: result.ok,
-        result: result.ok
-          ? `answered in ${result.ms} ms`
-          : `${result.error.code}: ${result.error.message}`,
-      },
-      c.onProblem,
-    );
-  }
+  await recordAction(
+    actingBus(c.bus, c.acting, session),
+    session,
+    {
+      what: `mesh call ${subject}`,
+      about: `call ${subject}`,
+      ok: result.ok,
+      result: result.ok
+        ? `answered in ${result.ms} ms`
+        : `${result.error.code}: ${result.error.message}`,
+    },
+    c.onProblem,
+  );
   // A call that was made and answered with a refusal is the page's result, not an HTTP error.
   sendJson(res, 200, result);
-}
+};
