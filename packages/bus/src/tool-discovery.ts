@@ -6,7 +6,7 @@
  * and `output`.
  */
 import { Svcm, type ServiceInfo } from "@nats-io/services";
-import { ErrorCode, Subject, parseToolSubject } from "@mesh/protocol";
+import { ErrorCode, Subject, parseToolSubject, type ServedTool } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
 import { abortable, toMeshError } from "./bus-errors.js";
 import { natsOf } from "./mesh-bus.js";
@@ -21,19 +21,9 @@ export const ToolMetadata = {
 } as const;
 
 /** One tool as discovery found it on one node. */
-export interface DiscoveredTool {
-  readonly node: string;
-  readonly module: string;
-  readonly tool: string;
-  readonly subject: string;
-  readonly description: string;
-  /** The input's JSON Schema; undefined when the endpoint did not say it. */
-  readonly input: unknown;
-  readonly output: unknown;
+export interface DiscoveredTool extends ServedTool {
   /** The service (one per module and node) and its instance. */
   readonly service: { readonly name: string; readonly id: string; readonly version: string };
-  /** What was wrong with its metadata (a schema that is not JSON): shown, never thrown. */
-  readonly problems: readonly string[];
 }
 
 export interface DiscoverOptions {

@@ -236,3 +236,4 @@ export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";
 export { MESH_VERSION } from "./version.js";
 export { TOOL_STATS_INTERVAL_MS, ToolCounts, ToolStats } from "./tool-stats.js";
+export type { ServedTool } from "./served-tool.js";

@@ -10,6 +10,7 @@ import type {
   Have,
   Presence,
   Put,
+  ServedTool,
   Want,
 } from "@mesh/protocol";
 
@@ -129,15 +130,7 @@ export type CallResult =
   | { readonly ok: false; readonly error: { readonly code: string; readonly message: string } };
 
 /** `GET /api/tools`: one tool on one node, as discovery found it (a few nodes of each tool). */
-export interface ToolEntry {
-  readonly node: string;
-  readonly module: string;
-  readonly tool: string;
-  readonly subject: string;
-  readonly description: string;
-  readonly input: unknown;
-  readonly output: unknown;
-  readonly problems: readonly string[];
+export interface ToolEntry extends ServedTool {
   /** How many nodes serve this tool (the answer lists at most 20 of them). */
   readonly nodeCount: number;
 }
