@@ -11,13 +11,12 @@ import {
   type Permissions,
 } from "@mesh/protocol";
 import { ArtifactStore } from "./artifacts.js";
-import { ensureLayout } from "./layout-setup.js";
-import { MeshBus } from "./mesh-bus.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import type { MeshBus } from "./mesh-bus.js";
+import { PROMPT_MS, deadline } from "./testing/harness.js";
+import { busSuite } from "./testing/fixtures.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
-const PROMPT_MS = 2_000;
 // 20 MiB over loopback takes well under a second; without `$JS.FC` it never finishes.
 const LARGE_MS = 30_000;
 
@@ -39,32 +38,26 @@ const readerGrant: Permissions = {
 
 const reader = { user: "n1-host", password: "host-pw" };
 
-let server: TestServer;
-let admin: MeshBus;
+const fx = busSuite(
+  {
+    module: "controller",
+    layout: true,
+    users: [{ ...reader, permissions: readerGrant }],
+    setUp: async () => {
+      artifacts = await ArtifactStore.open(fx.admin);
+      readerBus = await fx.connect(reader, { node: "n1", module: "host" });
+    },
+  },
+  { before, after },
+);
 let readerBus: MeshBus;
 let artifacts: ArtifactStore;
-
-before(async () => {
-  server = await startTestServer({ users: [{ ...reader, permissions: readerGrant }] });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
-  );
-  await ensureLayout(admin);
-  artifacts = await ArtifactStore.open(admin);
-  readerBus = await MeshBus.connect(credentialFor(server, reader, { node: "n1", module: "host" }));
-});
-
-after(async () => {
-  await readerBus?.close();
-  await admin?.close();
-  await server?.stop();
-});
 
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 const UNKNOWN = sha256(new TextEncoder().encode("never stored"));
 
 async function storedMessages(): Promise<number> {
-  const jsm = await jetstreamManager(natsOf(admin).nc);
+  const jsm = await jetstreamManager(natsOf(fx.admin).nc);
   return (await jsm.streams.info(stream)).state.messages;
 }
 

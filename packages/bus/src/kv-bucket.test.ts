@@ -10,13 +10,11 @@ import {
 } from "@mesh/protocol";
 import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { PROMPT_MS, credentialFor, deadline } from "./testing/harness.js";
+import { busSuite } from "./testing/fixtures.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
-// The server answers a violation within milliseconds (docs/nats.md §1.3); a hang shows up as
-// the deadline's TIMEOUT instead of the code the test expects.
-const PROMPT_MS = 2_000;
 const WAIT_MS = 5_000;
 
 const Value = z.object({ n: z.number() }).strict();
@@ -79,35 +77,28 @@ const users = () => [
   { ...gamma, permissions: grant("n1", "gamma", Object.values(WATCHED)) },
 ];
 
-let server: TestServer;
-let admin: MeshBus;
-
-before(async () => {
-  server = await startTestServer({
+const fx = busSuite(
+  {
+    module: "controller",
     users: [
       ...users(),
       { ...delta, permissions: grant("n1", "delta", ["delta_data"]) },
       { ...epsilon, permissions: watchOneKey("epsilon_data", "mine") },
     ],
-  });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
-  );
-  for (const bucket of [
-    "alpha_data",
-    "beta_data",
-    "delta_data",
-    "epsilon_data",
-    ...Object.values(WATCHED),
-  ]) {
-    await natsOf(admin).kvm.create(bucket, { history: 5 });
-  }
-});
-
-after(async () => {
-  await admin?.close();
-  await server?.stop();
-});
+    setUp: async () => {
+      for (const bucket of [
+        "alpha_data",
+        "beta_data",
+        "delta_data",
+        "epsilon_data",
+        ...Object.values(WATCHED),
+      ]) {
+        await natsOf(fx.admin).kvm.create(bucket, { history: 5 });
+      }
+    },
+  },
+  { before, after },
+);
 
 /** The iterator's next value within the deadline; fails when the iteration ended instead. */
 async function next<T>(iterator: AsyncIterator<T>, what: string): Promise<T> {
@@ -220,10 +211,10 @@ describe("a credential granted its own inbox and one bucket", () => {
   let other: KvBucket<Value>;
 
   before(async () => {
-    bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
+    bus = await MeshBus.connect(credentialFor(fx.server, alpha, { node: "n1", module: "alpha" }));
     own = await KvBucket.openWith(bus, "alpha_data", Value);
     other = await KvBucket.openWith(bus, "beta_data", Value);
-    const beta = await KvBucket.openWith(admin, "beta_data", Value);
+    const beta = await KvBucket.openWith(fx.admin, "beta_data", Value);
     await beta.put("secret", { n: 42 });
   });
   after(() => bus.close());
@@ -258,7 +249,7 @@ describe("a credential granted its own inbox and one bucket", () => {
         deadline(run(), PROMPT_MS, `the ${op} being refused`),
         hasCode(ErrorCode.PERMISSION_DENIED),
       );
-      const secret = await (await KvBucket.openWith(admin, "beta_data", Value)).get("secret");
+      const secret = await (await KvBucket.openWith(fx.admin, "beta_data", Value)).get("secret");
       assert.deepEqual(secret?.value, { n: 42 });
     });
   }
@@ -272,7 +263,7 @@ describe("a credential granted its own inbox and one bucket", () => {
 
 describe("KvBucket.keysHeld", () => {
   it("lists every key the stream holds, a deleted one's marker too, from the stream's info", async () => {
-    const bucket = await KvBucket.openWith(admin, WATCHED.held, z.unknown());
+    const bucket = await KvBucket.openWith(fx.admin, WATCHED.held, z.unknown());
     for (const key of ["b", "a", "c.d"]) await bucket.put(key, { n: 1 });
     await bucket.delete("b");
     const held = await bucket.keysHeld();
@@ -287,10 +278,10 @@ describe("KvBucket.watch", () => {
   /** The watcher's view: the restricted credential that holds the §1.2 grants. */
   const open = (bucket: string) => KvBucket.openWith(bus, bucket, Value);
   /** The writer's view: the admin. */
-  const write = (bucket: string) => KvBucket.openWith(admin, bucket, Value);
+  const write = (bucket: string) => KvBucket.openWith(fx.admin, bucket, Value);
 
   before(async () => {
-    bus = await MeshBus.connect(credentialFor(server, gamma, { node: "n1", module: "gamma" }));
+    bus = await MeshBus.connect(credentialFor(fx.server, gamma, { node: "n1", module: "gamma" }));
   });
   after(() => bus.close());
 
@@ -310,7 +301,7 @@ describe("KvBucket.watch", () => {
   }
 
   it("hands an invalid event for a value that breaks the schema, and goes on", async () => {
-    const raw = await natsOf(admin).kvm.open(WATCHED.invalid);
+    const raw = await natsOf(fx.admin).kvm.open(WATCHED.invalid);
     await raw.put("not-json", "{oops");
     await raw.put("wrong-shape", JSON.stringify({ n: "one" }));
     const watch = (await open(WATCHED.invalid)).watch();
@@ -360,10 +351,10 @@ describe("KvBucket.watch", () => {
 describe("a credential granted only the watch of one key", () => {
   it("watches it: the watch asks the server for nothing its grant leaves out", async () => {
     const bus = await MeshBus.connect(
-      credentialFor(server, epsilon, { node: "n1", module: "epsilon" }),
+      credentialFor(fx.server, epsilon, { node: "n1", module: "epsilon" }),
     );
     try {
-      const writer = await KvBucket.openWith(admin, "epsilon_data", Value);
+      const writer = await KvBucket.openWith(fx.admin, "epsilon_data", Value);
       await writer.put("mine", { n: 1 });
       const watch = (await KvBucket.openWith(bus, "epsilon_data", Value)).watch({ key: "mine" });
       try {
@@ -390,7 +381,7 @@ describe("KvBucket reads and writes", () => {
   let bucket: KvBucket<Value>;
 
   before(async () => {
-    bus = await MeshBus.connect(credentialFor(server, gamma, { node: "n1", module: "gamma" }));
+    bus = await MeshBus.connect(credentialFor(fx.server, gamma, { node: "n1", module: "gamma" }));
     bucket = await KvBucket.openWith(bus, WATCHED.writes, Value);
   });
   after(() => bus.close());
@@ -422,7 +413,7 @@ describe("KvBucket reads and writes", () => {
   });
 
   it("refuses a value that breaks the schema with INVALID_VALUE, and writes nothing", async () => {
-    const before = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
+    const before = await (await natsOf(fx.admin).kvm.open(WATCHED.writes)).status();
     await assert.rejects(
       bucket.put("bad", { n: "one" } as unknown as Value),
       hasCode(ErrorCode.INVALID_VALUE),
@@ -432,12 +423,12 @@ describe("KvBucket reads and writes", () => {
       hasCode(ErrorCode.INVALID_VALUE),
     );
     assert.equal(await bucket.get("bad"), undefined);
-    const after = await (await natsOf(admin).kvm.open(WATCHED.writes)).status();
+    const after = await (await natsOf(fx.admin).kvm.open(WATCHED.writes)).status();
     assert.equal(after.values, before.values);
   });
 
   it("refuses to hand a stored value that breaks the schema with INVALID_VALUE", async () => {
-    await (await natsOf(admin).kvm.open(WATCHED.writes)).put("stored-bad", "[]");
+    await (await natsOf(fx.admin).kvm.open(WATCHED.writes)).put("stored-bad", "[]");
     await assert.rejects(bucket.get("stored-bad"), (error) =>
       isMeshError(error, ErrorCode.INVALID_VALUE),
     );
@@ -447,7 +438,7 @@ describe("KvBucket reads and writes", () => {
 describe("a watch whose bus closes", () => {
   it("ends quietly", async () => {
     const bus = await MeshBus.connect(
-      credentialFor(server, gamma, { node: "n1", module: "gamma" }),
+      credentialFor(fx.server, gamma, { node: "n1", module: "gamma" }),
     );
     const watch = (await KvBucket.openWith(bus, WATCHED.abort, Value)).watch();
     assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
@@ -460,14 +451,14 @@ describe("a watch whose bus closes", () => {
 describe("a watch whose grant a reload narrows", () => {
   it("ends with PERMISSION_DENIED when the server drops its subscription, not quietly", async () => {
     const bus = await MeshBus.connect(
-      credentialFor(server, delta, { node: "n1", module: "delta" }),
+      credentialFor(fx.server, delta, { node: "n1", module: "delta" }),
     );
     try {
       const watch = (await KvBucket.openWith(bus, "delta_data", Value)).watch();
       assert.deepEqual(await nextShapes(watch, 1), [{ type: "current" }]);
       // The same grant, but no longer the inbox the watch's deliveries come to.
       const narrowed = grant("n1", "delta", ["delta_data"]);
-      await server.setUsers([
+      await fx.server.setUsers([
         ...users(),
         {
           ...delta,

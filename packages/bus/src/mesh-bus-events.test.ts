@@ -9,10 +9,9 @@ import { MeshBus } from "./mesh-bus.js";
 import { EmbeddedServer } from "./server/embedded-server.js";
 import { FULL_PERMISSIONS, hashPassword, type ServerUser } from "./server/server-config.js";
 import { ADMIN, TestServers } from "./server/test-servers.js";
-import { deadline, freePort } from "./testing/harness.js";
+import { PROMPT_MS, deadline, freePort } from "./testing/harness.js";
 import { natsOf } from "./mesh-bus.js";
 
-const PROMPT_MS = 2_000;
 // The client waits 2 s between reconnect attempts (its default); a restart takes one or two.
 const RECONNECT_MS = 10_000;
 

@@ -1,14 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ErrorCode, MeshError, inboxPrefix, type Permissions } from "@mesh/protocol";
-import { MeshBus, type BusMessage } from "./mesh-bus.js";
+import type { BusMessage, MeshBus } from "./mesh-bus.js";
 import { flush } from "./publish.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { PROMPT_MS, deadline } from "./testing/harness.js";
+import { busSuite } from "./testing/fixtures.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
-
-// The server answers a violation within milliseconds (docs/nats.md §1.3).
-const PROMPT_MS = 2_000;
 
 /** Its own inbox and its own notices subject; may publish only on the latter. */
 function grant(node: string, module: string): Permissions {
@@ -21,28 +19,20 @@ function grant(node: string, module: string): Permissions {
 const alpha = { user: "n1-alpha", password: "alpha-pw" };
 const beta = { user: "n1-beta", password: "beta-pw" };
 
-let server: TestServer;
-let admin: MeshBus;
-let bus: MeshBus;
-
-before(async () => {
-  server = await startTestServer({
+const fx = busSuite(
+  {
+    module: "controller",
     users: [
       { ...alpha, permissions: grant("n1", "alpha") },
       { ...beta, permissions: grant("n1", "beta") },
     ],
-  });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
-  );
-  bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
-});
-
-after(async () => {
-  await bus?.close();
-  await admin?.close();
-  await server?.stop();
-});
+    setUp: async () => {
+      bus = await fx.connect(alpha, { node: "n1", module: "alpha" });
+    },
+  },
+  { before, after },
+);
+let bus: MeshBus;
 
 async function next(iterator: AsyncIterator<BusMessage>, what: string): Promise<BusMessage> {
   const result = await deadline(iterator.next(), PROMPT_MS, what);
@@ -55,10 +45,10 @@ describe("MeshBus.subscribe", () => {
     const subscription = bus.subscribe("test.alpha.notices");
     try {
       await flush(bus);
-      natsOf(admin).nc.publish("test.alpha.notices", JSON.stringify({ hello: "alpha" }), {
+      natsOf(fx.admin).nc.publish("test.alpha.notices", JSON.stringify({ hello: "alpha" }), {
         reply: "test.alpha.answers",
       });
-      natsOf(admin).nc.publish("test.alpha.notices", "not json");
+      natsOf(fx.admin).nc.publish("test.alpha.notices", "not json");
       const first = await next(subscription, "the first message");
       assert.equal(first.subject, "test.alpha.notices");
       assert.equal(first.reply, "test.alpha.answers");
@@ -82,7 +72,7 @@ describe("MeshBus.subscribe", () => {
     );
     const witness = bus.subscribe("test.alpha.work", { signal: controller.signal });
     await flush(bus);
-    natsOf(admin).nc.publish("test.alpha.work", "job");
+    natsOf(fx.admin).nc.publish("test.alpha.work", "job");
     await next(witness, "the witness's copy");
     // Whatever the server sent this connection for that message came before this PONG.
     await flush(bus);

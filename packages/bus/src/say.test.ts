@@ -12,14 +12,12 @@ import {
   moduleConditionsWildcard,
   type Permissions,
 } from "@mesh/protocol";
-import { ensureLayout } from "./layout-setup.js";
-import { MeshBus } from "./mesh-bus.js";
+import type { MeshBus } from "./mesh-bus.js";
 import { sayCondition, sayKeeps } from "./say.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { PROMPT_MS, deadline } from "./testing/harness.js";
+import { busSuite } from "./testing/fixtures.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
-
-const PROMPT_MS = 2_000;
 
 /** A module's process: its inbox, its own conditions, what its process keeps. */
 const alphaGrant: Permissions = {
@@ -29,26 +27,20 @@ const alphaGrant: Permissions = {
 
 const alpha = { user: "n1-alpha", password: "alpha-pw" };
 
-let server: TestServer;
-let admin: MeshBus;
+const fx = busSuite(
+  {
+    module: "controller",
+    layout: true,
+    users: [{ ...alpha, permissions: alphaGrant }],
+    setUp: async () => {
+      jsm = await jetstreamManager(natsOf(fx.admin).nc);
+      bus = await fx.connect(alpha, { node: "n1", module: "alpha" });
+    },
+  },
+  { before, after },
+);
 let bus: MeshBus;
 let jsm: JetStreamManager;
-
-before(async () => {
-  server = await startTestServer({ users: [{ ...alpha, permissions: alphaGrant }] });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
-  );
-  await ensureLayout(admin);
-  jsm = await jetstreamManager(natsOf(admin).nc);
-  bus = await MeshBus.connect(credentialFor(server, alpha, { node: "n1", module: "alpha" }));
-});
-
-after(async () => {
-  await bus?.close();
-  await admin?.close();
-  await server?.stop();
-});
 
 /** How many messages the stream keeps on subjects under `filter`. */
 async function kept(stream: string, filter: string): Promise<number> {

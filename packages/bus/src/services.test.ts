@@ -8,13 +8,12 @@ import {
 } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import { ErrorCode, MeshError, inboxPrefix, toolSubject, type Permissions } from "@mesh/protocol";
-import { MeshBus } from "./mesh-bus.js";
+import type { MeshBus } from "./mesh-bus.js";
 import { request, serve, type Served } from "./services.js";
-import { credentialFor, deadline, startTestServer, type TestServer } from "./testing/harness.js";
+import { PROMPT_MS, deadline } from "./testing/harness.js";
+import { busSuite } from "./testing/fixtures.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
-
-const PROMPT_MS = 2_000;
 
 const SERVICE = "alpha";
 const echo = toolSubject("n1", "alpha", "echo");
@@ -49,8 +48,69 @@ const caller: Permissions = {
 const serverUser = { user: "n1-alpha", password: "alpha-pw" };
 const callerUser = { user: "n1-beta", password: "beta-pw" };
 
-let server: TestServer;
-let admin: MeshBus;
+const fx = busSuite(
+  {
+    module: "controller",
+    users: [
+      { ...serverUser, permissions: serverGrant },
+      { ...callerUser, permissions: caller },
+    ],
+    tearDown: async () => {
+      await served?.stop();
+    },
+    setUp: async () => {
+      serving = await fx.connect(serverUser, { node: "n1", module: "alpha" });
+      calling = await fx.connect(callerUser, { node: "n1", module: "beta" });
+      served = await serve(serving, {
+        name: SERVICE,
+        version: "1.0.0",
+        description: "alpha's tools",
+        metadata: { module: "alpha" },
+        endpoints: [
+          {
+            name: "echo",
+            subject: echo,
+            metadata: { schema: '{"type":"object"}' },
+            handler: (request) => {
+              handled.push(request.subject);
+              return Promise.resolve({ echo: request.json() });
+            },
+          },
+          {
+            name: "fail",
+            subject: fail,
+            handler: (request) => {
+              handled.push(request.subject);
+              const { code, message } = request.json() as { code?: ErrorCode; message: string };
+              if (code === undefined) throw new Error(message);
+              throw new MeshError(code, message);
+            },
+          },
+          {
+            name: "big",
+            subject: big,
+            // Over the server's max_payload (1 MiB by default).
+            handler: () => Promise.resolve("x".repeat(2 * 1024 * 1024)),
+          },
+          {
+            name: "quiet",
+            subject: quiet,
+            handler: (request) => {
+              handled.push(request.subject);
+              return Promise.resolve(null);
+            },
+          },
+        ],
+        onRejected: (why, subject) => {
+          rejected.push({ why, subject });
+          onRejection?.();
+        },
+        onInternalError: (error) => internal.push(error),
+      });
+    },
+  },
+  { before, after },
+);
 let serving: MeshBus;
 let calling: MeshBus;
 let served: Served;
@@ -60,78 +120,6 @@ const handled: string[] = [];
 const internal: unknown[] = [];
 const rejected: Array<{ why: string; subject: string }> = [];
 let onRejection: (() => void) | undefined;
-
-before(async () => {
-  server = await startTestServer({
-    users: [
-      { ...serverUser, permissions: serverGrant },
-      { ...callerUser, permissions: caller },
-    ],
-  });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n0", module: "controller" }),
-  );
-  serving = await MeshBus.connect(
-    credentialFor(server, serverUser, { node: "n1", module: "alpha" }),
-  );
-  calling = await MeshBus.connect(
-    credentialFor(server, callerUser, { node: "n1", module: "beta" }),
-  );
-  served = await serve(serving, {
-    name: SERVICE,
-    version: "1.0.0",
-    description: "alpha's tools",
-    metadata: { module: "alpha" },
-    endpoints: [
-      {
-        name: "echo",
-        subject: echo,
-        metadata: { schema: '{"type":"object"}' },
-        handler: (request) => {
-          handled.push(request.subject);
-          return Promise.resolve({ echo: request.json() });
-        },
-      },
-      {
-        name: "fail",
-        subject: fail,
-        handler: (request) => {
-          handled.push(request.subject);
-          const { code, message } = request.json() as { code?: ErrorCode; message: string };
-          if (code === undefined) throw new Error(message);
-          throw new MeshError(code, message);
-        },
-      },
-      {
-        name: "big",
-        subject: big,
-        // Over the server's max_payload (1 MiB by default).
-        handler: () => Promise.resolve("x".repeat(2 * 1024 * 1024)),
-      },
-      {
-        name: "quiet",
-        subject: quiet,
-        handler: (request) => {
-          handled.push(request.subject);
-          return Promise.resolve(null);
-        },
-      },
-    ],
-    onRejected: (why, subject) => {
-      rejected.push({ why, subject });
-      onRejection?.();
-    },
-    onInternalError: (error) => internal.push(error),
-  });
-});
-
-after(async () => {
-  await served?.stop();
-  await calling?.close();
-  await serving?.close();
-  await admin?.close();
-  await server?.stop();
-});
 
 /** Resolves at the next rejection the service reports. */
 function nextRejection(): Promise<void> {
@@ -202,7 +190,7 @@ describe("serve and request", () => {
   });
 
   it("lists the service and its endpoints' metadata in $SRV discovery", async () => {
-    const infos = await new Svcm(natsOf(admin).nc).client().info(SERVICE);
+    const infos = await new Svcm(natsOf(fx.admin).nc).client().info(SERVICE);
     const infosList: unknown[] = [];
     for await (const info of infos) infosList.push(info);
     assert.equal(infosList.length, 1);
@@ -239,9 +227,9 @@ async function deliverInto(jsm: JetStreamManager, stream: string, subject: strin
 
 describe("a JetStream delivery into an endpoint's subject", () => {
   it("is rejected when it keeps another stream's subject, and the handler never runs", async () => {
-    const jsm = await jetstreamManager(natsOf(admin).nc);
+    const jsm = await jetstreamManager(natsOf(fx.admin).nc);
     await jsm.streams.add({ name: "FORGED", subjects: ["forged.>"] });
-    await natsOf(admin).js.publish("forged.command", JSON.stringify({ hello: "from a stream" }));
+    await natsOf(fx.admin).js.publish("forged.command", JSON.stringify({ hello: "from a stream" }));
     const before = handled.length;
     const rejection = nextRejection();
     // The service serves in queue group "q"; a consumer delivering to that group reaches it.
@@ -252,13 +240,13 @@ describe("a JetStream delivery into an endpoint's subject", () => {
   });
 
   it("is rejected when its subject is the endpoint's own (its reply is no inbox), and the handler never runs", async () => {
-    const jsm = await jetstreamManager(natsOf(admin).nc);
+    const jsm = await jetstreamManager(natsOf(fx.admin).nc);
     // A stream that captures the endpoint's subject stores a message there.
     await jsm.streams.add({ name: "CAPTURED", subjects: [quiet] });
     const before = handled.length;
     // A message without a reply subject is no request either: rejected, and stored.
     let rejection = nextRejection();
-    natsOf(admin).nc.publish(quiet, JSON.stringify({ hello: "stored" }));
+    natsOf(fx.admin).nc.publish(quiet, JSON.stringify({ hello: "stored" }));
     await deadline(rejection, PROMPT_MS, "the message without a reply being rejected");
     assert.equal(rejected.at(-1)?.subject, quiet);
     // Then it lets go of the subject: the server refuses a consumer that delivers into its

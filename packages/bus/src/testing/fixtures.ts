@@ -15,6 +15,7 @@ import {
   startTestServer,
   type TestServer,
   type TestServerOptions,
+  type TestUser,
 } from "./harness.js";
 
 type Hook = (fn: () => Promise<void>) => void;
@@ -57,21 +58,34 @@ export interface BusSuite {
   readonly server: TestServer;
   /** Connected with every permission, as `n0.<module>`. */
   readonly admin: MeshBus;
+  /** Connects as one of the suite's users; closed after the suite's tests, before the admin. */
+  connect(user: Pick<TestUser, "user" | "password">, as: ConnectAs): Promise<MeshBus>;
 }
+
+/** Who a connection says it is: its node and module. */
+type ConnectAs = { readonly node: string; readonly module: string };
 
 /**
  * Starts a test server (with `users`) and connects its admin before the suite's tests, with the
- * mesh's layout when asked; after them closes the admin and stops the server — resumed first, so
- * a test that paused it with SIGSTOP and failed does not keep the stop from ending it.
+ * mesh's layout when asked; after them closes what `connect` opened and the admin, and stops the
+ * server — resumed first, so a test that paused it with SIGSTOP and failed does not keep the
+ * stop from ending it.
  */
 export function busSuite(
-  options: { readonly module: string; readonly layout?: boolean } & Pick<
-    TestServerOptions,
-    "users"
-  >,
+  options: {
+    readonly module: string;
+    readonly layout?: boolean;
+    /**
+     * What the suite's tests need besides, set up in the suite's own hook once the admin is
+     * connected, and undone first after them (node 20 runs a file's hooks at once, not in turn).
+     */
+    readonly setUp?: () => Promise<void>;
+    readonly tearDown?: () => Promise<void>;
+  } & Pick<TestServerOptions, "users">,
   hooks: { before: Hook; after: Hook },
 ): BusSuite {
   const suite: { server?: TestServer; admin?: MeshBus } = {};
+  const opened: MeshBus[] = [];
   hooks.before(async () => {
     const server = await startTestServer(
       options.users === undefined ? {} : { users: options.users },
@@ -81,9 +95,12 @@ export function busSuite(
       credentialFor(server, server.admin, { node: "n0", module: options.module }),
     );
     if (options.layout === true) await ensureLayout(suite.admin);
+    await options.setUp?.();
   });
   hooks.after(async () => {
     if (suite.server !== undefined) process.kill(suite.server.pid, "SIGCONT");
+    await options.tearDown?.();
+    for (const bus of opened.splice(0)) await bus.close();
     await suite.admin?.close();
     await suite.server?.stop();
   });
@@ -97,6 +114,11 @@ export function busSuite(
     },
     get admin() {
       return set(suite.admin);
+    },
+    async connect(user, as) {
+      const bus = await MeshBus.connect(credentialFor(set(suite.server), user, as));
+      opened.push(bus);
+      return bus;
     },
   };
 }

@@ -11,12 +11,15 @@ import {
   kvStreamName,
   type Permissions,
 } from "@mesh/protocol";
-import { deadline, freePort, startTestServer, type TestServer, type TestUser } from "./harness.js";
+import {
+  PROMPT_MS,
+  deadline,
+  freePort,
+  startTestServer,
+  type TestServer,
+  type TestUser,
+} from "./harness.js";
 import { connectAs } from "../server/test-servers.js";
-
-// A violation is answered by the server within milliseconds (docs/nats.md §1.3); a hang would
-// show up as the deadline's TIMEOUT instead of the permission error.
-const PROMPT_MS = 2_000;
 
 /** Read and write one bucket, and receive on the user's own inbox (docs/nats.md §1.2 (b)). */
 function ownBucket(node: string, module: string, bucket: string): Permissions {

@@ -250,6 +250,13 @@ export function stretched(ms: number): number {
 }
 
 /**
+ * How long a refusal may take: the server answers a violation within milliseconds (docs/nats.md
+ * §1.3), so a test that waits this long on one sees a hang as the deadline's TIMEOUT instead of
+ * the code it expects.
+ */
+export const PROMPT_MS = 2_000;
+
+/**
  * `promise`, or a TIMEOUT error naming `what` when it has not settled within `ms` (stretched).
  * Tests wait for events with this instead of sleeping.
  */

@@ -4,6 +4,7 @@
  */
 export {
   ADMIN_USER,
+  PROMPT_MS,
   credentialFor,
   deadline,
   freePort,
