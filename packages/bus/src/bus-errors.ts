@@ -17,6 +17,23 @@ export interface ErrorContext extends Omit<MeshErrorFields, "cause"> {
   readonly doing: string;
 }
 
+/**
+ * The JSON a message carries; one that is not JSON is a MeshError of `code` with what `say`
+ * makes of the parser's reason, the parser's error chained.
+ */
+export function jsonOf(
+  msg: { json<T>(): T },
+  code: ErrorCode,
+  say: (why: string) => string,
+  fields: Omit<MeshErrorFields, "cause"> = {},
+): unknown {
+  try {
+    return msg.json();
+  } catch (error) {
+    throw new MeshError(code, say((error as Error).message), { ...fields, cause: error });
+  }
+}
+
 /** Finds a permission violation anywhere in an error's cause chain. */
 function permissionViolation(error: unknown): PermissionViolationError | undefined {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {

@@ -14,7 +14,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
-import { abortable, toMeshError } from "./bus-errors.js";
+import { abortable, jsonOf, toMeshError } from "./bus-errors.js";
 import { Backoff, delay } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
@@ -475,16 +475,12 @@ function toBusMessage(msg: Msg, doing: string): BusMessage {
     subject: msg.subject,
     data: msg.data,
     reply: msg.reply === undefined || msg.reply === "" ? undefined : msg.reply,
-    json: () => {
-      try {
-        return msg.json();
-      } catch (error) {
-        throw new MeshError(
-          ErrorCode.INVALID_VALUE,
-          `${doing}: a message on ${msg.subject} is not JSON (${(error as Error).message}); its sender is broken`,
-          { subject: msg.subject, cause: error },
-        );
-      }
-    },
+    json: () =>
+      jsonOf(
+        msg,
+        ErrorCode.INVALID_VALUE,
+        (why) => `${doing}: a message on ${msg.subject} is not JSON (${why}); its sender is broken`,
+        { subject: msg.subject },
+      ),
   };
 }

@@ -19,7 +19,7 @@ import {
   toReplyCode,
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
-import { abortable, toMeshError } from "./bus-errors.js";
+import { abortable, jsonOf, toMeshError } from "./bus-errors.js";
 import { natsOf } from "./mesh-bus.js";
 
 /** A request as a handler sees it. */
@@ -145,19 +145,12 @@ async function answer(
     subject: msg.subject,
     data: msg.data,
     headers: headerMap(msg),
-    json: () => {
-      try {
-        return msg.json();
-      } catch (error) {
-        throw new MeshError(
-          ErrorCode.INVALID_INPUT,
-          `the request body is not JSON (${(error as Error).message}); send a JSON document`,
-          {
-            cause: error,
-          },
-        );
-      }
-    },
+    json: () =>
+      jsonOf(
+        msg,
+        ErrorCode.INVALID_INPUT,
+        (why) => `the request body is not JSON (${why}); send a JSON document`,
+      ),
   };
   try {
     const result = await endpoint.handler(request);
