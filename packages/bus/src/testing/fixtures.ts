@@ -134,6 +134,22 @@ export async function refusesLogin(credential: Credential): Promise<boolean> {
   }
 }
 
+/**
+ * Makes fresh folders named `<prefix>…` under the system's temp folder for a test file's tests,
+ * every one removed after them.
+ */
+export function scratchFolders(hooks: { after: Hook }): (prefix: string) => Promise<string> {
+  const made: string[] = [];
+  hooks.after(async () => {
+    for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  return async (prefix) => {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+  };
+}
+
 /** Runs `fn` with a fresh folder named `<prefix>…` under the system's temp folder, removed after. */
 export async function withTempDir(
   prefix: string,

@@ -18,6 +18,7 @@ export { maySubscribe } from "./probe.js";
 export { reapNetnsWithMe, reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
 export { firstPut } from "./first-put.js";
+export { startHoldingParent, type HoldingParent } from "./holding-parent.js";
 export { hasCode } from "./has-code.js";
 export { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";
 export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
@@ -39,6 +40,7 @@ export {
   accountsSuite,
   busSuite,
   refusesLogin,
+  scratchFolders,
   withTempDir,
   type AccountsSuite,
   type BusSuite,

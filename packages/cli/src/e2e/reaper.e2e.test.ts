@@ -5,49 +5,38 @@
  * mesh's daemons, the host and the processes it runs — is gone soon after, by pid and start time.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { processesNaming, startTimeOf } from "@mesh/bus/testing";
+import {
+  processesNaming,
+  scratchFolders,
+  startHoldingParent,
+  startTimeOf,
+} from "@mesh/bus/testing";
 import { until } from "../testing/until.js";
 
 const TESTING = new URL("../testing/", import.meta.url).href;
 const BUS_TESTING = new URL("../../../bus/dist/testing/index.js", import.meta.url).href;
-const dirs: string[] = [];
-after(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const scratch = scratchFolders({ after });
 
 /** Runs `body` (module code that starts a mesh on `root`) in a parent, then SIGKILLs the parent. */
 async function killParentOf(body: string): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-reap-"));
-  dirs.push(dir);
+  const dir = await scratch("mesh-reap-");
   const root = join(dir, "root");
-  const script = join(dir, "parent.mjs");
-  await writeFile(
-    script,
-    [
-      `const root = ${JSON.stringify(root)};`,
-      body,
-      `process.stdout.write("up\\n");`,
-      `setInterval(() => undefined, 1 << 30);`,
-    ].join("\n"),
+  const { parent, output } = await startHoldingParent(
+    dir,
+    [`const root = ${JSON.stringify(root)};`, body, `process.stdout.write("up\\n");`],
+    { stderr: "collect" },
   );
-  const parent = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  parent.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  parent.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
   try {
     await until(
-      () => Promise.resolve(out.includes("up\n") ? true : undefined),
+      () => Promise.resolve(output().includes("up\n") ? true : undefined),
       150_000,
       `the parent's mesh up`,
     );
   } catch (error) {
     parent.kill("SIGKILL");
-    throw new Error(`${(error as Error).message}: ${out}`);
+    throw new Error(`${(error as Error).message}: ${output()}`);
   }
   const left = (await processesNaming(root)).map((pid) => ({ pid, startTime: startTimeOf(pid) }));
   assert.ok(left.length >= 4, `the mesh's processes run: ${JSON.stringify(left)}`);

@@ -1,21 +1,17 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { writeCredential } from "@mesh/bus";
+import { scratchFolders } from "@mesh/bus/testing";
 import { makeAccountKeys, issueUserJwt, newUserKey } from "@mesh/bus/server";
 import { operatorGrant } from "@mesh/core";
 import { context, type NatsContext } from "./context.js";
 
-const dirs: string[] = [];
-after(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const scratch = scratchFolders({ after });
 
 test("in accounts mode the context names a .creds file (0600) with the signed user, never a password", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "mesh-context-"));
-  dirs.push(dir);
+  const dir = await scratch("mesh-context-");
   const key = newUserKey();
   const jwt = await issueUserJwt(makeAccountKeys(), {
     name: "n1.operator",
