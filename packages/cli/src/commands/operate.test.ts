@@ -21,7 +21,7 @@ import {
   type Manifest,
 } from "@mesh/protocol";
 import { helloManifest } from "../testing/fixtures.js";
-import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
+import { operatorBusSuite } from "../testing/operator-bus.js";
 import { runMesh, type MeshRun } from "../testing/run-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -158,12 +158,11 @@ async function seedStreams(admin: MeshBus): Promise<void> {
 }
 
 describe("the operator's verbs: status, retry, logs, conditions", () => {
-  let bus: OperatorBus;
+  const bus = operatorBusSuite({ name: "operate" }, { before, after });
   let admin: MeshBus;
   let cred: string;
 
   before(async () => {
-    bus = await startOperatorBus({ name: "operate" });
     ({ admin, credential: cred } = bus);
     await seedFleet(
       admin,
@@ -174,10 +173,6 @@ describe("the operator's verbs: status, retry, logs, conditions", () => {
         },
       }),
     );
-  });
-
-  after(async () => {
-    await bus?.[Symbol.asyncDispose]();
   });
 
   test("status --json: a stale heartbeat is gone, modules × nodes, differences, only open asks, ten newest conditions", async () => {

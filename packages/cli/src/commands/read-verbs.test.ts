@@ -5,22 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
+import { operatorBusSuite } from "../testing/operator-bus.js";
 import { startMesh, type MeshRun } from "../testing/run-mesh.js";
 
 /** A read of an empty mesh takes well under a second; this catches a hang, not a slow machine. */
 const READ_MS = 15_000;
 
 describe("read verbs on a mesh where nothing stands", () => {
-  let bus: OperatorBus;
-
-  before(async () => {
-    bus = await startOperatorBus({ name: "reads" });
-  });
-
-  after(async () => {
-    await bus?.[Symbol.asyncDispose]();
-  });
+  const bus = operatorBusSuite({ name: "reads" }, { before, after });
 
   const read = (...args: string[]): Promise<MeshRun> => bus.run(args, { deadlineMs: READ_MS });
 

@@ -124,3 +124,51 @@ export async function startOperatorBus(options: OperatorBusOptions): Promise<Ope
     },
   };
 }
+
+type Hook = (fn: () => Promise<void>) => void;
+
+/**
+ * An operator's bus for the tests of one `describe`: started in its `before` (from `options`, or
+ * what `options()` resolves to), disposed of in its `after`. Read it inside the tests and hooks
+ * that come after, never at the describe's level.
+ */
+export function operatorBusSuite(
+  options: OperatorBusOptions | (() => Promise<OperatorBusOptions>),
+  hooks: { before: Hook; after: Hook },
+): OperatorBus {
+  let bus: OperatorBus | undefined;
+  hooks.before(async () => {
+    bus = await startOperatorBus(typeof options === "function" ? await options() : options);
+  });
+  hooks.after(async () => {
+    await bus?.[Symbol.asyncDispose]();
+  });
+  const started = (): OperatorBus => {
+    if (bus === undefined) throw new Error("operatorBusSuite: read before the suite began");
+    return bus;
+  };
+  return {
+    get server() {
+      return started().server;
+    },
+    get admin() {
+      return started().admin;
+    },
+    get dir() {
+      return started().dir;
+    },
+    get root() {
+      return started().root;
+    },
+    get credential() {
+      return started().credential;
+    },
+    credentialOf: (module) => started().credentialOf(module),
+    loginOf: (module) => started().loginOf(module),
+    put: (bucket, key, value) => started().put(bucket, key, value),
+    run: (args, runOptions) => started().run(args, runOptions),
+    text: (args, runOptions) => started().text(args, runOptions),
+    json: (args, runOptions) => started().json(args, runOptions),
+    [Symbol.asyncDispose]: () => started()[Symbol.asyncDispose](),
+  };
+}

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { Bucket, Principal } from "@mesh/protocol";
 import { healthyHave, presenceOf } from "../../testing/fixtures.js";
-import { startOperatorBus, type OperatorBus } from "../../testing/operator-bus.js";
+import { operatorBusSuite } from "../../testing/operator-bus.js";
 
 const RUN_MS = 30_000;
 
@@ -22,11 +22,10 @@ interface Cell {
 }
 
 describe("mesh wants and mesh differences agree with mesh status", () => {
-  let bus: OperatorBus;
+  const bus = operatorBusSuite({ name: "decisions" }, { before, after });
   let beating: NodeJS.Timeout | undefined;
 
   before(async () => {
-    bus = await startOperatorBus({ name: "decisions" });
     const at = new Date().toISOString();
     const put = bus.put;
     // n1 beats as its host would, so it stays present however slowly the verbs run here.
@@ -63,9 +62,8 @@ describe("mesh wants and mesh differences agree with mesh status", () => {
     await put(Bucket.have, "n1.board", healthyHave("2-bbbbbbbb", at));
   });
 
-  after(async () => {
+  after(() => {
     clearInterval(beating);
-    await bus?.[Symbol.asyncDispose]();
   });
 
   const json = <T>(...args: string[]): Promise<T> => bus.json<T>(args, { deadlineMs: RUN_MS });
@@ -106,14 +104,7 @@ describe("mesh wants and mesh differences agree with mesh status", () => {
 });
 
 describe("mesh answer", () => {
-  let bus: OperatorBus;
-
-  before(async () => {
-    bus = await startOperatorBus({ name: "answer" });
-  });
-  after(async () => {
-    await bus?.[Symbol.asyncDispose]();
-  });
+  const bus = operatorBusSuite({ name: "answer" }, { before, after });
 
   test("writes the answer to a standing ask as the operator, through answerAsk (the view's call too)", async () => {
     await bus.put(Bucket.asks, "a-widened", {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { Bucket, Principal, type Rollout } from "@mesh/protocol";
 import { ROLLOUTS_URI, listResources, readResource } from "../../mcp/resources.js";
-import { startOperatorBus, type OperatorBus } from "../../testing/operator-bus.js";
+import { operatorBusSuite } from "../../testing/operator-bus.js";
 import { policyOf } from "./rollout.js";
 
 const at = "2026-01-01T00:00:00.000Z";
@@ -35,13 +35,7 @@ const record: Rollout = {
   waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
 };
 
-let bus: OperatorBus;
-before(async () => {
-  bus = await startOperatorBus({ name: "rollout" });
-});
-after(async () => {
-  await bus[Symbol.asyncDispose]();
-});
+const bus = operatorBusSuite({ name: "rollout" }, { before, after });
 
 describe("mesh rollout (issue 22)", () => {
   test("set writes the operator's policy, merged over what stood; get shows it", async () => {

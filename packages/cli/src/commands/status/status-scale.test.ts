@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Bucket } from "@mesh/protocol";
 import { healthyHave, presenceOf } from "../../testing/fixtures.js";
-import { startOperatorBus, type OperatorBus } from "../../testing/operator-bus.js";
+import { operatorBusSuite } from "../../testing/operator-bus.js";
 import { type MeshRun } from "../../testing/run-mesh.js";
 import { table } from "../../verb.js";
 
@@ -15,10 +15,9 @@ const NODES = 1_200;
 const READ_MS = 120_000;
 
 describe("mesh status on 1,200 nodes", () => {
-  let bus: OperatorBus;
+  const bus = operatorBusSuite({ name: "status-scale" }, { before, after });
 
   before(async () => {
-    bus = await startOperatorBus({ name: "status-scale" });
     const at = new Date().toISOString();
     await bus.put(Bucket.assignments, "all.hello", { by: "ada", at });
     for (let i = 0; i < NODES; i += 200) {
@@ -30,10 +29,6 @@ describe("mesh status on 1,200 nodes", () => {
         }),
       );
     }
-  });
-
-  after(async () => {
-    await bus?.[Symbol.asyncDispose]();
   });
 
   const read = (...args: string[]): Promise<MeshRun> => bus.run(args, { deadlineMs: READ_MS });

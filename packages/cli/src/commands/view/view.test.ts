@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { deadline } from "@mesh/bus/testing";
 import { Env, ErrorCode } from "@mesh/protocol";
-import { startOperatorBus, type OperatorBus } from "../../testing/operator-bus.js";
+import { operatorBusSuite } from "../../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../../main.js", import.meta.url));
 const NODE = "n1";
@@ -55,19 +55,10 @@ function firstLine(child: Child): Promise<string> {
 }
 
 describe("mesh view", () => {
-  let bus: OperatorBus;
-  let root: string;
-
-  before(async () => {
-    bus = await startOperatorBus({ name: "view", node: NODE });
-    root = bus.root;
-  });
-  after(async () => {
-    await bus?.[Symbol.asyncDispose]();
-  });
+  const bus = operatorBusSuite({ name: "view", node: NODE }, { before, after });
 
   test("serves the page with the operator's credential from --root until Ctrl-C", async () => {
-    const child = start(["view", "--root", root]);
+    const child = start(["view", "--root", bus.root]);
     const done = exited(child);
     try {
       const line = await deadline(firstLine(child), WAIT_MS, "mesh view to print its URL");
@@ -85,7 +76,7 @@ describe("mesh view", () => {
 
   test("refuses --host beyond loopback without --expose, with VIEW_UNPROTECTED and a usage exit", async () => {
     const { code, stdout } = await deadline(
-      exited(start(["view", "--root", root, "--host", "0.0.0.0", "--json"])),
+      exited(start(["view", "--root", bus.root, "--host", "0.0.0.0", "--json"])),
       WAIT_MS,
       "mesh view to refuse",
     );
@@ -102,7 +93,7 @@ describe("mesh view", () => {
         start([
           "view",
           "--root",
-          root,
+          bus.root,
           "--host",
           "0.0.0.0",
           "--expose",
