@@ -11,7 +11,8 @@ import { FULL_PERMISSIONS, hashPassword } from "@mesh/bus/server";
 import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 import { Controller } from "@mesh/controller";
-import { Bucket, Principal } from "@mesh/protocol";
+import { Bucket, Principal, type Manifest } from "@mesh/protocol";
+import { helloManifest, seedRunning } from "./fixtures.js";
 import { rawPutter } from "./operator-bus.js";
 import { runMesh, type MeshRun, type RunMeshOptions } from "./run-mesh.js";
 
@@ -90,4 +91,18 @@ export async function startControllerMesh(): Promise<ControllerMesh> {
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A controller mesh with hello registered and running build 1-a on `nodes` since now, as
+ * `manifest` declares it: where the view's browser tests start.
+ */
+export async function startHelloMesh(
+  nodes: readonly string[],
+  manifest: Manifest = helloManifest(),
+): Promise<ControllerMesh> {
+  const mesh = await startControllerMesh();
+  await mesh.register("hello");
+  await seedRunning(mesh.put, manifest, { nodes, build: "1-a", at: new Date().toISOString() });
+  return mesh;
 }

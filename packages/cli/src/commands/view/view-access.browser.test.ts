@@ -19,8 +19,7 @@ import type { Page } from "playwright-core";
 import { deadline, reapWithMe, stretched } from "@mesh/bus/testing";
 import { Env } from "@mesh/protocol";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
-import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
-import { helloManifest, seedRunning } from "../../testing/fixtures.js";
+import { startHelloMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../../main.js", import.meta.url));
 const WAIT_MS = stretched(5_000);
@@ -35,10 +34,7 @@ describe("mesh view --listen in Chromium", () => {
   const { step } = chromium;
 
   before(async () => {
-    mesh = await startControllerMesh();
-    await mesh.register("hello");
-    const at = new Date().toISOString();
-    await seedRunning(mesh.put, helloManifest(), { nodes: ["n1"], build: "1-a", at });
+    mesh = await startHelloMesh(["n1"]);
     // A root of its own: the view keeps its login key and certificate there.
     root = await mkdtemp(join(tmpdir(), "mesh-cli-view-listen-"));
     await mkdir(join(root, "credentials"), { recursive: true });

@@ -9,15 +9,15 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import type { Page } from "playwright-core";
+import type { Locator, Page } from "playwright-core";
 import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
 import { stretched } from "@mesh/bus/testing";
 import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket, buildKey } from "@mesh/protocol";
 import { startView, type View } from "@mesh/view";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
-import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
-import { helloManifest, seedRunning } from "../../testing/fixtures.js";
+import { startHelloMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
+import { helloManifest } from "../../testing/fixtures.js";
 import { viewActions } from "./view-actions.js";
 
 const WAIT_MS = stretched(5_000);
@@ -32,15 +32,15 @@ describe("the view's actions in Chromium", () => {
   const { step } = chromium;
 
   before(async () => {
-    mesh = await startControllerMesh();
-    await mesh.register("hello");
-    const at = new Date().toISOString();
-    const manifest = helloManifest({
-      config: { greeting: { type: "string", description: "what it says", default: "hi" } },
-      "own-secrets": { "api-token": { path: "api-token" } },
-    });
     // Real keys: the controller seals the secret for each node that needs it.
-    await seedRunning(mesh.put, manifest, { nodes: ["n1", "n2"], build: "1-a", at });
+    mesh = await startHelloMesh(
+      ["n1", "n2"],
+      helloManifest({
+        config: { greeting: { type: "string", description: "what it says", default: "hi" } },
+        "own-secrets": { "api-token": { path: "api-token" } },
+      }),
+    );
+    const at = new Date().toISOString();
     await mesh.put(Bucket.builds, buildKey("hello", "1-a"), {
       module: "hello",
       build: "1-a",
@@ -176,35 +176,46 @@ interface ConfigGet {
   }>;
 }
 
+/**
+ * Clicks a form's action, confirms it (checking what the confirmation says, when given) and
+ * waits for the ok result that names `done`.
+ */
+async function formAction(
+  t: Steps,
+  form: Locator,
+  action: string,
+  done: string,
+  says?: RegExp,
+): Promise<void> {
+  await form.locator(`[data-action="${action}"]`).click();
+  const confirm = t.page.locator("#action-confirm .confirm");
+  if (says !== undefined) assert.match(await confirm.innerText(), says);
+  await confirm.locator('[data-confirm="yes"]').click();
+  await t.page.locator('#action-result [data-result="ok"]', { hasText: done }).waitFor();
+}
+
+/** hello's greeting as `mesh config get hello` says it. */
+const greeting = async (t: Steps) =>
+  (await cli<ConfigGet>(t, ["config", "get", "hello"])).keys.find((k) => k.key === "greeting");
+
 async function config(t: Steps): Promise<void> {
   const form = t.page.locator('[data-config-key="greeting"]');
   await form.locator('input[name="greeting"]').fill("bonjour");
-  await form.locator('[data-action="config-set"]').click();
-  const confirm = t.page.locator("#action-confirm .confirm");
-  assert.match(await confirm.innerText(), /mesh config set hello greeting '"bonjour"'/);
-  await confirm.locator('[data-confirm="yes"]').click();
-  await t.page
-    .locator('#action-result [data-result="ok"]', { hasText: "set hello.greeting" })
-    .waitFor();
-  const got = await cli<ConfigGet>(t, ["config", "get", "hello"]);
-  assert.equal(got.keys.find((k) => k.key === "greeting")?.value?.value, "bonjour");
+  await formAction(
+    t,
+    form,
+    "config-set",
+    "set hello.greeting",
+    /mesh config set hello greeting '"bonjour"'/,
+  );
+  assert.equal((await greeting(t))?.value?.value, "bonjour");
   // On one node, then unset there.
   await form.locator('[data-scope="greeting"]').selectOption("n1");
   await form.locator('input[name="greeting"]').fill("salut");
-  await form.locator('[data-action="config-set"]').click();
-  await t.page.locator('[data-confirm="yes"]').click();
-  await t.page
-    .locator('#action-result [data-result="ok"]', { hasText: "hello.greeting.n1" })
-    .waitFor();
-  const onNode = await cli<ConfigGet>(t, ["config", "get", "hello"]);
-  assert.equal(onNode.keys.find((k) => k.key === "greeting")?.nodes["n1"]?.value, "salut");
-  await form.locator('[data-action="config-unset"]').click();
-  await t.page.locator('[data-confirm="yes"]').click();
-  await t.page
-    .locator('#action-result [data-result="ok"]', { hasText: "unset hello.greeting.n1" })
-    .waitFor();
-  const after = await cli<ConfigGet>(t, ["config", "get", "hello"]);
-  assert.deepEqual(after.keys.find((k) => k.key === "greeting")?.nodes, {});
+  await formAction(t, form, "config-set", "hello.greeting.n1");
+  assert.equal((await greeting(t))?.nodes["n1"]?.value, "salut");
+  await formAction(t, form, "config-unset", "unset hello.greeting.n1");
+  assert.deepEqual((await greeting(t))?.nodes, {});
   await keepScreenshot(t.page, "actions-config");
 }
 
