@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { PRESENCE_GONE_MS, Summary, type Build, type Have, type Health } from "@mesh/protocol";
 import type { CellState } from "./reason.js";
-import { assignedCells, readFleet } from "./read-model.js";
+import { assignedCells, readFleet, type FleetView } from "./read-model.js";
 import { CRASH_LOOP_EXITS, cellReason } from "./reason.js";
 import { emptyFleetState, nodeState, type FleetState } from "./state.js";
 import { summarizeFleet } from "./summary.js";
@@ -142,6 +142,20 @@ function materialise(d: Drawn): FleetState {
   return s;
 }
 
+/** Over `numRuns` generated fleets, checks each cell of the read model against its state. */
+function everyCell(
+  numRuns: number,
+  check: (s: FleetState, c: FleetView["cells"][number], key: string) => void,
+): void {
+  fc.assert(
+    fc.property(fleet, (d) => {
+      const s = materialise(d);
+      for (const c of readFleet(s).cells) check(s, c, `${c.node}.${c.module}`);
+    }),
+    { numRuns },
+  );
+}
+
 describe("the fleet's read model: properties over generated fleets", () => {
   it("every assigned cell gets exactly one state and a reason; every state but healthy has a fix", () => {
     fc.assert(
@@ -175,64 +189,44 @@ describe("the fleet's read model: properties over generated fleets", () => {
   });
 
   it("healthy only when the node is present and reports the wanted build healthy", () => {
-    fc.assert(
-      fc.property(fleet, (d) => {
-        const s = materialise(d);
-        for (const c of readFleet(s).cells) {
-          const key = `${c.node}.${c.module}`;
-          const healthy =
-            nodeState(s.presence.get(c.node), s.now) === "present" &&
-            s.wants.get(key) !== undefined &&
-            s.have.get(key)?.build === s.wants.get(key)?.build &&
-            s.have.get(key)?.health === "healthy";
-          assert.equal(c.state === "healthy", healthy, `${key}: ${c.state} — ${c.reason}`);
-        }
-      }),
-      { numRuns: 500 },
-    );
+    everyCell(500, (s, c, key) => {
+      const healthy =
+        nodeState(s.presence.get(c.node), s.now) === "present" &&
+        s.wants.get(key) !== undefined &&
+        s.have.get(key)?.build === s.wants.get(key)?.build &&
+        s.have.get(key)?.health === "healthy";
+      assert.equal(c.state === "healthy", healthy, `${key}: ${c.state} — ${c.reason}`);
+    });
   });
 
   it("a gone or never seen node's cells are not running, and say so", () => {
-    fc.assert(
-      fc.property(fleet, (d) => {
-        const s = materialise(d);
-        for (const c of readFleet(s).cells) {
-          const where = nodeState(s.presence.get(c.node), s.now);
-          if (where === "present") continue;
-          assert.equal(c.state, "not-running");
-          assert.match(c.reason, where === "gone" ? /is gone/ : /never been present/);
-        }
-      }),
-      { numRuns: 300 },
-    );
+    everyCell(300, (s, c) => {
+      const where = nodeState(s.presence.get(c.node), s.now);
+      if (where === "present") return;
+      assert.equal(c.state, "not-running");
+      assert.match(c.reason, where === "gone" ? /is gone/ : /never been present/);
+    });
   });
 
   it("a wanted build that exits in a row is never starting: it crash-loops, with the fixes (issue 14)", () => {
-    fc.assert(
-      fc.property(fleet, (d) => {
-        const s = materialise(d);
-        for (const c of readFleet(s).cells) {
-          const key = `${c.node}.${c.module}`;
-          const have = s.have.get(key);
-          const exits = have?.exits?.inARow ?? 0;
-          if (
-            nodeState(s.presence.get(c.node), s.now) !== "present" ||
-            have?.build !== s.wants.get(key)?.build ||
-            (have?.health !== "starting" && have?.health !== "failing") ||
-            exits < CRASH_LOOP_EXITS
-          )
-            continue;
-          assert.equal(c.state, "not-running", `${key}: ${c.reason}`);
-          assert.match(c.reason, new RegExp(`crash-loops on ${c.node}: ${exits} exits in a row`));
-          assert.match(c.fix ?? "", new RegExp(`mesh logs ${c.module} --node ${c.node}`));
-          assert.match(c.fix ?? "", /mesh put /);
-          assert.ok(
-            readFleet(s).attention.cells.some((a) => a.node === c.node && a.module === c.module),
-          );
-        }
-      }),
-      { numRuns: 500 },
-    );
+    everyCell(500, (s, c, key) => {
+      const have = s.have.get(key);
+      const exits = have?.exits?.inARow ?? 0;
+      if (
+        nodeState(s.presence.get(c.node), s.now) !== "present" ||
+        have?.build !== s.wants.get(key)?.build ||
+        (have?.health !== "starting" && have?.health !== "failing") ||
+        exits < CRASH_LOOP_EXITS
+      )
+        return;
+      assert.equal(c.state, "not-running", `${key}: ${c.reason}`);
+      assert.match(c.reason, new RegExp(`crash-loops on ${c.node}: ${exits} exits in a row`));
+      assert.match(c.fix ?? "", new RegExp(`mesh logs ${c.module} --node ${c.node}`));
+      assert.match(c.fix ?? "", /mesh put /);
+      assert.ok(
+        readFleet(s).attention.cells.some((a) => a.node === c.node && a.module === c.module),
+      );
+    });
   });
 
   it("is a function of the state: the same state gives the same view", () => {
