@@ -312,34 +312,31 @@ export const toolStatsSubject = (node: string, module: string): string =>
 export const inboxPrefix = (node: string, module: string): string =>
   `${Subject.inboxRoot}.${checkName("node", node)}.${checkName("module", module)}`;
 
+interface StreamSettings {
+  readonly subjects: readonly string[];
+  readonly maxMsgsPerSubject: number;
+  readonly maxAgeSeconds: number;
+  readonly maxBytes: number;
+}
+
+/** A stream of what stands: the last message on each subject under `prefix`, kept for good. */
+const lastOnEach = (prefix: string, maxBytes: number): StreamSettings => ({
+  subjects: [`${prefix}.>`],
+  maxMsgsPerSubject: 1,
+  maxAgeSeconds: 0,
+  maxBytes,
+});
+
 /** Settings of the streams the mesh creates beside its buckets. */
-export const StreamSpec: Record<
-  Stream,
-  {
-    readonly subjects: readonly string[];
-    readonly maxMsgsPerSubject: number;
-    readonly maxAgeSeconds: number;
-    readonly maxBytes: number;
-  }
-> = {
-  [Stream.conditions]: {
-    subjects: [`${Subject.conditionsPrefix}.>`],
-    maxMsgsPerSubject: 1,
-    maxAgeSeconds: 0,
-    maxBytes: 64 * 1024 * 1024,
-  },
+export const StreamSpec: Record<Stream, StreamSettings> = {
+  [Stream.conditions]: lastOnEach(Subject.conditionsPrefix, 64 * 1024 * 1024),
   [Stream.logs]: {
     subjects: [`${Subject.logsPrefix}.>`],
     maxMsgsPerSubject: -1,
     maxAgeSeconds: 7 * 24 * 3600,
     maxBytes: 256 * 1024 * 1024,
   },
-  [Stream.keeps]: {
-    subjects: [`${Subject.keepsPrefix}.>`],
-    maxMsgsPerSubject: 1,
-    maxAgeSeconds: 0,
-    maxBytes: 16 * 1024 * 1024,
-  },
+  [Stream.keeps]: lastOnEach(Subject.keepsPrefix, 16 * 1024 * 1024),
   // One message per node and module every few seconds while it is called: an hour of a busy
   // module's windows, a day of a quiet one's, and never more than 64 MiB (decision 0172).
   [Stream.toolStats]: {
