@@ -27,6 +27,7 @@ import {
   meshVerb,
   out,
   printJson,
+  type Done,
   type MeshOptions,
 } from "../../verb.js";
 
@@ -144,7 +145,7 @@ export async function setConfig(
     force?: boolean;
     rollout?: boolean;
   },
-): Promise<{ message: string; result: Record<string, unknown> }> {
+): Promise<Done> {
   const { module, key, force } = input;
   if (input.rollout === true && input.node !== undefined) {
     throw new MeshError(
@@ -206,7 +207,7 @@ async function requestRollout(
     declared: Record<string, ConfigDeclaration> | undefined;
     record: ConfigValue;
   },
-): Promise<{ message: string; result: Record<string, unknown> }> {
+): Promise<Done> {
   const { module, key, declared, record } = input;
   const k = configKey(module, key);
   if (declared === undefined || !Object.hasOwn(declared, key)) {
@@ -238,7 +239,7 @@ export async function configUnset(
 export async function unsetConfig(
   bus: MeshBus,
   input: { module: string; key: string; node?: string },
-): Promise<{ message: string; result: Record<string, unknown> }> {
+): Promise<Done> {
   const k = configKey(input.module, input.key, input.node);
   const bucket = await KvBucket.open(bus, Bucket.config);
   const had = (await bucket.get(k)) !== undefined;

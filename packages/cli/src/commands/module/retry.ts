@@ -20,7 +20,7 @@ import {
 } from "@mesh/protocol";
 import { connectToMesh } from "../../find-mesh.js";
 import type { ExitCode } from "../../output.js";
-import { act, answerDone, meshVerb, type MeshOptions } from "../../verb.js";
+import { act, answerDone, meshVerb, type Done, type MeshOptions } from "../../verb.js";
 
 export interface RetryOptions extends MeshOptions {
   readonly node?: string;
@@ -86,6 +86,13 @@ export async function retryVerb(module: string, options: RetryOptions): Promise<
   return answerDone(options, done);
 }
 
+/** A retry of a module on one node, or on every node without `node`. */
+export interface RetryInput {
+  module: string;
+  node?: string;
+  why?: string;
+}
+
 /**
  * `mesh retry` on a bus: the view's page does the same. When the newest build's rollout halted
  * on a failure, the rule `halt` keeps it from every node whatever the marks say, so a retry is
@@ -93,10 +100,7 @@ export async function retryVerb(module: string, options: RetryOptions): Promise<
  * (or the canary's old failing report would halt it again at once). An abort stands: it was the
  * operator's word, and `mesh rollout retry` lifts it.
  */
-export async function retry(
-  bus: MeshBus,
-  input: { module: string; node?: string; why?: string },
-): Promise<{ message: string; result: Record<string, unknown> }> {
+export async function retry(bus: MeshBus, input: RetryInput): Promise<Done> {
   const module = checkName("module", input.module);
   const rollout = (await (await KvBucket.open(bus, Bucket.rollouts)).get(module))?.value;
   if (rollout?.status === "failed" && rollout.build === (await newestBuilt(bus, module))) {
@@ -122,10 +126,7 @@ export async function retry(
 }
 
 /** Lifts the failed marks of a module on one node or every node, and says what follows. */
-export async function liftMarks(
-  bus: MeshBus,
-  input: { module: string; node?: string; why?: string },
-): Promise<{ message: string; result: Record<string, unknown> }> {
+export async function liftMarks(bus: MeshBus, input: RetryInput): Promise<Done> {
   const module = checkName("module", input.module);
   const node = input.node === undefined ? undefined : checkName("node", input.node);
   const t: Target = node === undefined ? { all: true } : { node };
