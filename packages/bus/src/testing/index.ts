@@ -17,7 +17,7 @@ export {
 export { maySubscribe } from "./probe.js";
 export { reapNetnsWithMe, reapWithMe, reaperPid, type ReapOptions } from "./reaper.js";
 export { waitFor, type WaitForOptions } from "./wait-for.js";
-export { firstPut } from "./first-put.js";
+export { firstPut, recordWrites } from "./first-put.js";
 export { startHoldingParent, type HoldingParent } from "./holding-parent.js";
 export { hasCode } from "./has-code.js";
 export { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { recordWrites } from "@mesh/bus/testing";
 import {
   Bucket,
   nodeModuleKey,
@@ -42,6 +42,19 @@ async function mesh$(args: readonly string[]): Promise<Record<string, unknown>> 
 }
 
 const bucket = <B extends Bucket>(b: B) => KvBucket.open((mesh as DemoMesh).bus, b);
+
+/** The report of `module` on the node once `test` holds for it, within 150 s. */
+async function reportOf(module: string, test: (h: Have) => boolean, what: string): Promise<Have> {
+  const have = await bucket(Bucket.have);
+  return until(
+    async () => {
+      const h = (await have.get(nodeModuleKey(NODE, module)))?.value;
+      return h !== undefined && test(h) ? h : undefined;
+    },
+    150_000,
+    what,
+  );
+}
 
 async function wantOf(module: string): Promise<Want | undefined> {
   return (await (await bucket(Bucket.wants)).get(nodeModuleKey(NODE, module)))?.value;
@@ -118,13 +131,9 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     const folder = await copyOfBroken("fragile", "crash");
     await mesh$(["module", "add", folder]);
     await mesh$(["assign", "fragile", "--all"]);
-    const have = await bucket(Bucket.have);
-    const failing = await until(
-      async () => {
-        const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
-        return h?.health === "failing" ? h : undefined;
-      },
-      150_000,
+    const failing = await reportOf(
+      "fragile",
+      (h) => h.health === "failing",
       "fragile's first build to be reported failing",
     );
     // The assigner takes the report in: the want stays, now saying what fixes it.
@@ -152,12 +161,9 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     assert.match(cell.fix ?? "", /mesh retry fragile --node/);
     // The fix: a steady build, wanted and running without anything else done.
     await writeFile(join(folder, "src", "mode.json"), '{ "mode": "steady" }\n');
-    await until(
-      async () => {
-        const h = (await have.get(nodeModuleKey(NODE, "fragile")))?.value;
-        return h?.health === "healthy" && h.build !== failing.build ? true : undefined;
-      },
-      150_000,
+    await reportOf(
+      "fragile",
+      (h) => h.health === "healthy" && h.build !== failing.build,
       "the fixed build to run healthy",
     );
   });
@@ -207,22 +213,12 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
 
     // Every want of wobbler from here on: the retry makes the newest wanted, its crash sets back.
     const wants = await bucket(Bucket.wants);
-    const ac = new AbortController();
-    const written: string[] = [];
-    let listening!: () => void;
-    const heard = new Promise<void>((r) => (listening = r));
-    const watching = (async () => {
-      for await (const e of wants.watch({
-        key: nodeModuleKey(NODE, "wobbler"),
-        include: "updates",
-        signal: ac.signal,
-      })) {
-        if (e.type === "current") listening();
-        else if (e.type === "put") written.push(`${e.value.rule} ${e.value.build}`);
-      }
-    })().catch(() => undefined);
+    const writes = await recordWrites(wants, nodeModuleKey(NODE, "wobbler"), {
+      what: "the watch of wobbler's want",
+      say: (e) => (e.type === "put" ? `${e.value.rule} ${e.value.build}` : undefined),
+    });
+    const { written } = writes;
     try {
-      await deadline(heard, 60_000, "the watch of wobbler's want");
       const retried = await runMesh(["retry", "wobbler", "--node", NODE, "--root", root]);
       assert.match(
         retried.stdout,
@@ -243,8 +239,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       const unputAgain = await runMesh(["unput", "wobbler", "--node", NODE, "--root", root]);
       assert.match(unputAgain.stdout, new RegExp(`marks it: ${NODE} \\(${bad}\\)`), "marked again");
     } finally {
-      ac.abort();
-      await watching;
+      await writes[Symbol.asyncDispose]();
       await mesh$(["unassign", "wobbler", "--all"]);
     }
   });
@@ -282,14 +277,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       "thrower's tools to answer",
     );
     const have = await bucket(Bucket.have);
-    const healthy = await until(
-      async () => {
-        const h = (await have.get(nodeModuleKey(NODE, "thrower")))?.value;
-        return h?.health === "healthy" ? h : undefined;
-      },
-      150_000,
-      "thrower healthy",
-    );
+    const healthy = await reportOf("thrower", (h) => h.health === "healthy", "thrower healthy");
     for (const tool of ["explode", "reject", "explode"]) {
       const run = await call(tool);
       assert.equal(run.code, 1, run.stdout + run.stderr);
@@ -340,22 +328,12 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       );
     }
     // Every write to the put's want from here on.
-    const ac = new AbortController();
-    const rewrites: string[] = [];
-    let listening!: () => void;
-    const heard = new Promise<void>((r) => (listening = r));
-    const watching = (async () => {
-      for await (const e of wants.watch({
-        key: nodeModuleKey(NODE, "hello"),
-        include: "updates",
-        signal: ac.signal,
-      })) {
-        if (e.type === "current") listening();
-        else rewrites.push(e.type === "put" ? `${e.value.rule} ${e.value.build}` : e.type);
-      }
-    })().catch(() => undefined);
+    const writes = await recordWrites(wants, nodeModuleKey(NODE, "hello"), {
+      what: "the watch of hello's want",
+      say: (e) => (e.type === "put" ? `${e.value.rule} ${e.value.build}` : e.type),
+    });
+    const rewrites = writes.written;
     try {
-      await deadline(heard, 60_000, "the watch of hello's want");
       for (let round = 1; round <= 2; round++) {
         const [before] = await demo.pidsOf("assigner");
         assert.ok(before !== undefined, "an assigner runs");
@@ -381,8 +359,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       assert.deepEqual(rewrites, [], "the put's want was never rewritten");
       assert.equal((await wantOf("hello"))?.rule, "put");
     } finally {
-      ac.abort();
-      await watching;
+      await writes[Symbol.asyncDispose]();
       await mesh$(["unput", "hello", "--node", NODE]);
     }
   });

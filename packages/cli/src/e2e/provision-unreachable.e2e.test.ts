@@ -103,6 +103,18 @@ async function handed(m: DemoMesh): Promise<Handed | undefined> {
   return (await m.call("greeter", "handed", {}, 10_000)) as Handed | undefined;
 }
 
+/** What greeter's watch handed once it has handed more than `before` values. */
+function handedMore(m: DemoMesh, before: number, what: string): Promise<Handed> {
+  return until(
+    async () => {
+      const got = await handed(m);
+      return got !== undefined && got.handed.length > before ? got : undefined;
+    },
+    150_000,
+    what,
+  );
+}
+
 /** Every line `mesh logs node-tools` and `mesh logs greeter` keep. */
 async function logLines(): Promise<string[]> {
   const lines: string[] = [];
@@ -129,14 +141,7 @@ describe("a module whose provisioner client is not reachable", () => {
     const m = mesh;
     await mesh_(["module", "add", await greeterModule()]);
     await mesh_(["assign", "greeter", "--all"]);
-    const first = await until(
-      async () => {
-        const got = await handed(m);
-        return got !== undefined && got.handed.length > 0 ? got : undefined;
-      },
-      150_000,
-      "greeter's watch to hand its greeting",
-    );
+    const first = await handedMore(m, 0, "greeter's watch to hand its greeting");
     assert.deepEqual(first.handed, [JSON.stringify({ value: "Hello" })]);
 
     const upPid = m.upPid;
@@ -204,14 +209,7 @@ describe("a module whose provisioner client is not reachable", () => {
 
     // The host is back: the next notice (a config change) is asked again and its value handed.
     await mesh_(["config", "set", "greeter", "greeting", "Hi"]);
-    const after = await until(
-      async () => {
-        const got = await handed(m);
-        return got !== undefined && got.handed.length > 1 ? got : undefined;
-      },
-      150_000,
-      "greeter's watch to hand the new greeting",
-    );
+    const after = await handedMore(m, 1, "greeter's watch to hand the new greeting");
     assert.equal(after.loaded, first.loaded, "the same module load: its watch outlived the host");
     assert.deepEqual(after.handed, [
       JSON.stringify({ value: "Hello" }),
