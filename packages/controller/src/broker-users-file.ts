@@ -8,7 +8,7 @@ import { z } from "zod";
 import { ErrorCode, MeshError, Permissions } from "@mesh/protocol";
 import type { ServerUser } from "@mesh/bus/server";
 import { readJsonFile } from "./files.js";
-import { readRecords, type RecordFileOptions } from "./record-file.js";
+import { readRecords, versionOneFile, type RecordFileOptions } from "./record-file.js";
 
 const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
 
@@ -119,32 +119,18 @@ export class IssuedUsers extends Map<string, IssuedUser> {
   }
 }
 
-const UsersFile = z.object({ version: z.literal(1), users: z.array(IssuedUser) }).strict();
-
 export const BROKER_USERS_FILE = "broker-users.json";
 
 /** The broker's users file: a snapshot (`{version, users}`, by name) and its journal. */
 export function usersFile(path: string): RecordFileOptions<IssuedUser> {
-  return {
+  return versionOneFile({
     path,
-    fromSnapshot: (raw) => {
-      const parsed = UsersFile.safeParse(raw);
-      if (!parsed.success) {
-        throw new MeshError(
-          ErrorCode.INVALID_VALUE,
-          `${path} is not a users file this controller wrote (${parsed.error.issues[0]?.message ?? "bad shape"}); restore it from a backup, or move it away to issue every credential again`,
-          { path },
-        );
-      }
-      return parsed.data.users;
-    },
-    toSnapshot: (users) => ({
-      version: 1,
-      users: [...users].sort((a, b) => (a.user < b.user ? -1 : 1)),
-    }),
-    parseRecord: (raw) => IssuedUser.parse(raw),
+    list: "users",
+    record: IssuedUser,
     keyOf: (u) => u.user,
-  };
+    refusal: (issue) =>
+      `${path} is not a users file this controller wrote (${issue}); restore it from a backup, or move it away to issue every credential again`,
+  });
 }
 
 /** The users a broker issued, as kept in its file; none when there is no file yet. */

@@ -9,7 +9,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, MeshError, parseJoinToken } from "@mesh/protocol";
-import { RecordFile, type RecordFileOptions } from "./record-file.js";
+import { RecordFile, versionOneFile, type RecordFileOptions } from "./record-file.js";
 import { sha256Hex } from "./seal-cache.js";
 
 const TokenRecord = z
@@ -22,7 +22,6 @@ const TokenRecord = z
   })
   .strict();
 type TokenRecord = z.infer<typeof TokenRecord>;
-const TokensFile = z.object({ version: z.literal(1), tokens: z.array(TokenRecord) }).strict();
 
 export const JOIN_TOKENS_FILE = "join-tokens.json";
 export const DEFAULT_JOIN_TOKEN_TTL_MS = 60 * 60 * 1000;
@@ -30,26 +29,14 @@ export const MAX_JOIN_TOKEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** The tokens' file: a snapshot (`{version, tokens}`, by id) and a journal of changes since. */
 function tokensFile(path: string): RecordFileOptions<TokenRecord> {
-  return {
+  return versionOneFile({
     path,
-    fromSnapshot: (raw) => {
-      const parsed = TokensFile.safeParse(raw);
-      if (!parsed.success) {
-        throw new MeshError(
-          ErrorCode.INVALID_VALUE,
-          `${path} is not a join-token file this controller wrote; move it away (every unused token then stops working)`,
-          { path },
-        );
-      }
-      return parsed.data.tokens;
-    },
-    toSnapshot: (tokens) => ({
-      version: 1,
-      tokens: [...tokens].sort((a, b) => (a.id < b.id ? -1 : 1)),
-    }),
-    parseRecord: (raw) => TokenRecord.parse(raw),
+    list: "tokens",
+    record: TokenRecord,
     keyOf: (t) => t.id,
-  };
+    refusal: () =>
+      `${path} is not a join-token file this controller wrote; move it away (every unused token then stops working)`,
+  });
 }
 
 export class JoinTokens {

@@ -10,6 +10,7 @@
  * acknowledged), and the open that finds it writes a fresh snapshot.
  */
 import { readFile, unlink } from "node:fs/promises";
+import { z } from "zod";
 import { appendDurably } from "@mesh/kit";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { readJsonFile, writeJsonFile } from "./files.js";
@@ -26,6 +27,42 @@ export interface RecordFileOptions<T> {
   readonly keyOf: (record: T) => string;
   /** Journal lines past the records' count before a new snapshot; default 1,000. */
   readonly slack?: number;
+}
+
+/**
+ * The options of a file whose snapshot is `{ version: 1, <list>: [record…] }`, its records sorted
+ * by their key; a snapshot of another shape is INVALID_VALUE with what `refusal` makes of the
+ * schema's first issue (what to do about it).
+ */
+export function versionOneFile<T>(options: {
+  readonly path: string;
+  readonly list: string;
+  readonly record: z.ZodType<T>;
+  readonly keyOf: (record: T) => string;
+  readonly refusal: (issue: string) => string;
+}): RecordFileOptions<T> {
+  const { path, list, record, keyOf } = options;
+  const Snapshot = z.object({ version: z.literal(1), [list]: z.array(record) }).strict();
+  return {
+    path,
+    fromSnapshot: (raw) => {
+      const parsed = Snapshot.safeParse(raw);
+      if (!parsed.success) {
+        throw new MeshError(
+          ErrorCode.INVALID_VALUE,
+          options.refusal(parsed.error.issues[0]?.message ?? "bad shape"),
+          { path },
+        );
+      }
+      return parsed.data[list] as T[];
+    },
+    toSnapshot: (records) => ({
+      version: 1,
+      [list]: [...records].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1)),
+    }),
+    parseRecord: (raw) => record.parse(raw),
+    keyOf,
+  };
 }
 
 /** Journal lines a snapshot absorbs before it is written again: past the records' count. */
