@@ -84,15 +84,24 @@ export type AssignerWrite =
     }
   | ConfigRolloutWrite;
 
-export interface AssignResult {
+/** What a pass decides of the cells and nodes it decides, filled in as it goes. */
+interface Decided {
+  /** `<node>.<module>` → the want decided (only where something is wanted). */
+  readonly wants: Map<string, Want>;
+  /** `<node>.<module>` → why nothing is wanted, for every module considered and not wanted. */
+  readonly unwanted: Map<string, Unwanted>;
+  readonly compositions: Map<string, CompositionVerdict>;
+  readonly differences: Map<string, Difference>;
+}
+
+/** The same, read only. */
+type ReadOnlyMaps<T> = {
+  readonly [K in keyof T]: T[K] extends Map<infer A, infer B> ? ReadonlyMap<A, B> : T[K];
+};
+
+export interface AssignResult extends ReadOnlyMaps<Decided> {
   /** The nodes decided. */
   readonly nodes: readonly string[];
-  /** `<node>.<module>` → the want decided (only where something is wanted). */
-  readonly wants: ReadonlyMap<string, Want>;
-  /** `<node>.<module>` → why nothing is wanted, for every module considered and not wanted. */
-  readonly unwanted: ReadonlyMap<string, Unwanted>;
-  readonly compositions: ReadonlyMap<string, CompositionVerdict>;
-  readonly differences: ReadonlyMap<string, Difference>;
   /** Every ask that stands after this pass (outside the scope too). */
   readonly asks: ReadonlyMap<string, Ask>;
   /** Every module's rollout after this pass (decided over the whole fleet, whatever the scope). */
@@ -109,14 +118,10 @@ export interface AssignResult {
 }
 
 /** What a pass collects as it decides node after node. */
-interface Pass {
+interface Pass extends Decided {
   readonly snapshot: AssignerSnapshot;
   readonly index: ReadonlyMap<string, ModuleIndex>;
   readonly rollouts: ReadonlyMap<string, RolloutPlan>;
-  readonly wants: Map<string, Want>;
-  readonly unwanted: Map<string, Unwanted>;
-  readonly compositions: Map<string, CompositionVerdict>;
-  readonly differences: Map<string, Difference>;
   /** Ask id → the ask and the nodes in this pass's scope that wait on it. */
   readonly waiting: Map<string, { ask: PendingAsk; nodes: Set<string> }>;
   readonly writes: AssignerWrite[];
