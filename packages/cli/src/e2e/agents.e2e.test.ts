@@ -46,6 +46,10 @@ async function mesh0(args: readonly string[]): Promise<Record<string, unknown>> 
 const until = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
   waitUntil(probe, ms, what, { explain: () => statusOf(mesh.root) });
 
+/** hello's greet of `name`, called as an agent calls it. */
+const greet = async (client: Client, name: string): Promise<CallToolResult> =>
+  (await client.callTool({ name: "hello__greet", arguments: { name } })) as CallToolResult;
+
 const textOf = (result: CallToolResult): string =>
   result.content.map((c) => (c.type === "text" ? c.text : "")).join("");
 
@@ -106,20 +110,14 @@ describe("mesh mcp over stdio, driven by the official SDK client", () => {
   });
 
   test("tools/call calls hello's greet through the bus", async () => {
-    const result = (await client.callTool({
-      name: "hello__greet",
-      arguments: { name: "Ada" },
-    })) as CallToolResult;
+    const result = await greet(client, "Ada");
     assert.equal(result.isError, undefined);
     assert.deepEqual(result.structuredContent, { text: "Hello, Ada!" });
     assert.match(textOf(result), /Hello, Ada!/);
   });
 
   test("bad input is a tool error that carries the mesh's code and what to do", async () => {
-    const result = (await client.callTool({
-      name: "hello__greet",
-      arguments: { name: "" },
-    })) as CallToolResult;
+    const result = await greet(client, "");
     assert.equal(result.isError, true);
     assert.match(textOf(result), /^INVALID_INPUT: /);
     assert.equal(result._meta?.["mesh/code"], "INVALID_INPUT");
@@ -249,10 +247,7 @@ describe("mesh mcp over Streamable HTTP", () => {
     try {
       const { tools } = await client.listTools();
       assert.ok(tools.some((t) => t.name === "hello__greet"));
-      const result = (await client.callTool({
-        name: "hello__greet",
-        arguments: { name: "Bo" },
-      })) as CallToolResult;
+      const result = await greet(client, "Bo");
       assert.deepEqual(result.structuredContent, { text: "Hello, Bo!" });
     } finally {
       await client.close();
