@@ -63,50 +63,37 @@ export function parseAction(body: unknown): ActionRequest {
   const { action, input: raw } = (body ?? {}) as { action?: unknown; input?: unknown };
   const input = (raw ?? {}) as Record<string, unknown>;
   const module = (): string => name("module", input["module"]);
+  /** The module, `more` and, when given, the node: checked in that order. */
+  const cell = <T extends object>(more: () => T) => {
+    const m = module();
+    return { module: m, ...more(), ...optionalNode(input["node"]) };
+  };
   switch (action) {
     case "assign":
-      return {
-        action,
-        input: {
-          module: module(),
-          ...optionalNode(input["node"]),
-          remove: input["remove"] === true,
-        },
-      };
+      return { action, input: cell(() => ({ remove: input["remove"] === true })) };
     case "put": {
       const build = text("build", input["build"], false);
       const why = text("why", input["why"], false);
       return {
         action,
-        input: {
-          module: module(),
-          ...optionalNode(input["node"]),
+        input: cell(() => ({
           ...(build === undefined ? {} : { build }),
           ...(why === undefined ? {} : { why }),
-        },
+        })),
       };
     }
     case "retry":
-      return { action, input: { module: module(), ...optionalNode(input["node"]) } };
+      return { action, input: cell(() => ({})) };
     case "configSet":
       return {
         action,
-        input: {
-          module: module(),
+        input: cell(() => ({
           key: name("config key", input["key"]),
           value: text("value", input["value"], true) ?? "",
-          ...optionalNode(input["node"]),
-        },
+        })),
       };
     case "configUnset":
-      return {
-        action,
-        input: {
-          module: module(),
-          key: name("config key", input["key"]),
-          ...optionalNode(input["node"]),
-        },
-      };
+      return { action, input: cell(() => ({ key: name("config key", input["key"]) })) };
     case "secretSet":
       return {
         action,
