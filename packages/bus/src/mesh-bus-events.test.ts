@@ -31,6 +31,27 @@ async function start(dir: string, port: number): Promise<EmbeddedServer> {
   );
 }
 
+/**
+ * A server on a free port (its files under `dir`) and a bus connected to it, for a test that
+ * stops the server and starts it again on that port; disposing of it closes both.
+ */
+async function restartable(dir: string) {
+  const port = await freePort();
+  let server = await start(dir, port);
+  const bus = await MeshBus.connect(credential(port));
+  return {
+    bus,
+    stop: () => server.stop(),
+    async start(): Promise<void> {
+      server = await start(dir, port);
+    },
+    async [Symbol.asyncDispose](): Promise<void> {
+      await bus.close();
+      await server.stop();
+    },
+  };
+}
+
 function credential(port: number): Credential {
   return {
     servers: [`nats://127.0.0.1:${port}`],
@@ -57,78 +78,66 @@ async function nextChange(events: AsyncIterator<BusEvent>, ms: number, what: str
 
 describe("MeshBus.events", () => {
   it("reports disconnected then reconnected across a restart, and a watch keeps delivering", async () => {
-    const port = await freePort();
-    let server = await start("restart", port);
-    const bus = await MeshBus.connect(credential(port));
-    try {
-      await natsOf(bus).kvm.create("restart_watch");
-      const bucket = await KvBucket.openWith(bus, "restart_watch", z.number());
-      await bucket.put("before", 1);
-      const watch = bucket.watch();
-      const seen = async (what: string): Promise<WatchEvent<number>> =>
-        next(watch, RECONNECT_MS, what);
-      assert.equal((await seen("the standing value")).type, "put");
-      assert.equal((await seen("the marker")).type, "current");
+    await using server = await restartable("restart");
+    const { bus } = server;
+    await natsOf(bus).kvm.create("restart_watch");
+    const bucket = await KvBucket.openWith(bus, "restart_watch", z.number());
+    await bucket.put("before", 1);
+    const watch = bucket.watch();
+    const seen = async (what: string): Promise<WatchEvent<number>> =>
+      next(watch, RECONNECT_MS, what);
+    assert.equal((await seen("the standing value")).type, "put");
+    assert.equal((await seen("the marker")).type, "current");
 
-      // Taken before the restart: the events of the restart must all be in it.
-      const events = bus.events();
-      await server.stop();
-      assert.equal(await nextChange(events, PROMPT_MS, "the disconnect"), "disconnected");
-      server = await start("restart", port);
-      assert.equal(await nextChange(events, RECONNECT_MS, "the reconnect"), "reconnected");
+    // Taken before the restart: the events of the restart must all be in it.
+    const events = bus.events();
+    await server.stop();
+    assert.equal(await nextChange(events, PROMPT_MS, "the disconnect"), "disconnected");
+    await server.start();
+    assert.equal(await nextChange(events, RECONNECT_MS, "the reconnect"), "reconnected");
 
-      await bucket.put("after", 2);
-      const after = await seen("the change after the reconnect");
-      assert.equal(after.type, "put");
-      assert.equal(after.type === "put" ? after.key : undefined, "after");
-      await watch.return(undefined);
-      await events.return(undefined);
-    } finally {
-      await bus.close();
-      await server.stop();
-    }
+    await bucket.put("after", 2);
+    const after = await seen("the change after the reconnect");
+    assert.equal(after.type, "put");
+    assert.equal(after.type === "put" ? after.key : undefined, "after");
+    await watch.return(undefined);
+    await events.return(undefined);
   });
 });
 
 describe("MeshBus.connection", () => {
   it("is one value from the connect on: away across a restart, back with its outage, closed at close", async () => {
-    const port = await freePort();
-    let server = await start("state", port);
-    const bus = await MeshBus.connect(credential(port));
-    try {
-      assert.equal(bus.connection.status, "connected");
-      assert.equal(bus.connection.returns, 0);
-      const told: string[] = [];
-      let back: (() => void) | undefined;
-      bus.onConnection((now, before) => {
-        told.push(`${before.status}->${now.status}`);
-        if (now.status === "connected") back?.();
+    await using server = await restartable("state");
+    const { bus } = server;
+    assert.equal(bus.connection.status, "connected");
+    assert.equal(bus.connection.returns, 0);
+    const told: string[] = [];
+    let back: (() => void) | undefined;
+    bus.onConnection((now, before) => {
+      told.push(`${before.status}->${now.status}`);
+      if (now.status === "connected") back?.();
+    });
+    const returned = new Promise<void>((resolve) => (back = resolve));
+    // Nothing listened before the outage but the bus itself: the value knows it all the same.
+    await server.stop();
+    const away = new Promise<void>((resolve) => {
+      if (bus.connection.status === "away") resolve();
+      const off = bus.onConnection((now) => {
+        if (now.status !== "away") return;
+        off();
+        resolve();
       });
-      const returned = new Promise<void>((resolve) => (back = resolve));
-      // Nothing listened before the outage but the bus itself: the value knows it all the same.
-      await server.stop();
-      const away = new Promise<void>((resolve) => {
-        if (bus.connection.status === "away") resolve();
-        const off = bus.onConnection((now) => {
-          if (now.status !== "away") return;
-          off();
-          resolve();
-        });
-      });
-      await deadline(away, PROMPT_MS, "the state to say away");
-      const lost = bus.connection.since;
-      server = await start("state", port);
-      await deadline(returned, RECONNECT_MS, "the state to say connected again");
-      assert.equal(bus.connection.returns, 1);
-      assert.equal(bus.connection.lastOutage?.lost, lost);
-      assert.equal(bus.connection.lastOutage?.back, bus.connection.since);
-      await bus.close();
-      assert.equal(bus.connection.status, "closed");
-      assert.deepEqual(told, ["connected->away", "away->connected", "connected->closed"]);
-    } finally {
-      await bus.close();
-      await server.stop();
-    }
+    });
+    await deadline(away, PROMPT_MS, "the state to say away");
+    const lost = bus.connection.since;
+    await server.start();
+    await deadline(returned, RECONNECT_MS, "the state to say connected again");
+    assert.equal(bus.connection.returns, 1);
+    assert.equal(bus.connection.lastOutage?.lost, lost);
+    assert.equal(bus.connection.lastOutage?.back, bus.connection.since);
+    await bus.close();
+    assert.equal(bus.connection.status, "closed");
+    assert.deepEqual(told, ["connected->away", "away->connected", "connected->closed"]);
   });
 });
 
