@@ -13,7 +13,7 @@ import {
   nodeModuleKey,
   toolSubject,
 } from "@mesh/protocol";
-import { KvBucket, request, sayCondition, serve, type Served } from "@mesh/bus";
+import { KvBucket, request, sayCondition, type Served } from "@mesh/bus";
 import {
   CSRF_HEADER,
   CSRF_VALUE,
@@ -32,6 +32,7 @@ import {
   ASK_ID,
   FAILED_BUILD_LOG,
   seedMesh,
+  serveGreet,
   startTestMesh,
   type TestMesh,
 } from "./test-support.js";
@@ -45,26 +46,16 @@ let greet: Served;
 before(async () => {
   mesh = await startTestMesh();
   await seedMesh(mesh.admin);
-  greet = await serve(mesh.admin, {
-    name: "hello",
-    version: "1.0.0",
-    endpoints: [
-      {
-        name: "greet",
-        subject: toolSubject("laptop", "hello", "greet"),
-        metadata: {
-          description: "Greets",
-          input: JSON.stringify({ type: "object", properties: { name: { type: "string" } } }),
-        },
-        handler: (request) => {
-          const { name } = request.json() as { name?: unknown };
-          if (typeof name !== "string") {
-            return Promise.reject(new MeshError(ErrorCode.INVALID_INPUT, "name must be a string"));
-          }
-          return Promise.resolve({ greeting: `Hello, ${name}` });
-        },
-      },
-    ],
+  greet = await serveGreet(mesh.admin, {
+    description: "Greets",
+    input: { type: "object", properties: { name: { type: "string" } } },
+    handler: (request) => {
+      const { name } = request.json() as { name?: unknown };
+      if (typeof name !== "string") {
+        return Promise.reject(new MeshError(ErrorCode.INVALID_INPUT, "name must be a string"));
+      }
+      return Promise.resolve({ greeting: `Hello, ${name}` });
+    },
   });
   view = await startView({ bus: mesh.operator, actor: "ada" });
 });

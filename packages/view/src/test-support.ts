@@ -12,9 +12,18 @@ import {
   nodeKey,
   nodeModuleKey,
   targetModuleKey,
+  toolSubject,
   type Credential,
 } from "@mesh/protocol";
-import { KvBucket, MeshBus, ensureLayout, sayCondition } from "@mesh/bus";
+import {
+  KvBucket,
+  MeshBus,
+  ensureLayout,
+  sayCondition,
+  serve,
+  type Request,
+  type Served,
+} from "@mesh/bus";
 import { startTestServer, type TestServer, type TestUser } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 
@@ -170,4 +179,30 @@ async function seedModule(admin: MeshBus, module: (typeof MODULES)[number], at: 
       restarts: 0,
     });
   }
+}
+
+/**
+ * hello's greet on the operator's node, served as a runtime serves a tool (its service, its
+ * subject, its description and input schema in the metadata), answering with `handler`.
+ */
+export function serveGreet(
+  admin: MeshBus,
+  tool: {
+    readonly description: string;
+    readonly input: object;
+    readonly handler: (request: Request) => Promise<unknown>;
+  },
+): Promise<Served> {
+  return serve(admin, {
+    name: "hello",
+    version: "1.0.0",
+    endpoints: [
+      {
+        name: "greet",
+        subject: toolSubject(OPERATOR_NODE, "hello", "greet"),
+        metadata: { description: tool.description, input: JSON.stringify(tool.input) },
+        handler: tool.handler,
+      },
+    ],
+  });
 }

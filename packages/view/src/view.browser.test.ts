@@ -13,11 +13,19 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { Bucket, askKey, nodeKey, nodeModuleKey, toolSubject } from "@mesh/protocol";
-import { KvBucket, sayCondition, serve, type Served } from "@mesh/bus";
+import { KvBucket, sayCondition, type Served } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { TestChromium, keepScreenshot } from "./browser-test-support.js";
 import { startView, type View } from "./start-view.js";
-import { ASK_ID, MODULES, NODES, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
+import {
+  ASK_ID,
+  MODULES,
+  NODES,
+  seedMesh,
+  serveGreet,
+  startTestMesh,
+  type TestMesh,
+} from "./test-support.js";
 
 const WAIT_MS = 10_000;
 
@@ -44,24 +52,17 @@ describe("the view in Chromium", () => {
   before(async () => {
     mesh = await startTestMesh();
     await seedMesh(mesh.admin);
-    tool = await serve(mesh.admin, {
-      name: "hello",
-      version: "1.0.0",
-      endpoints: [
-        {
-          name: "greet",
-          subject: toolSubject("laptop", "hello", "greet"),
-          metadata: { description: "Says hello", input: JSON.stringify(GREET_INPUT) },
-          handler: (request) => {
-            const { name, options, ...rest } = request.json() as {
-              name: string;
-              options?: { language?: string };
-            };
-            const greeting = options?.language === "fr" ? "Bonjour" : "Hello";
-            return Promise.resolve({ greeting: `${greeting}, ${name}`, ...rest });
-          },
-        },
-      ],
+    tool = await serveGreet(mesh.admin, {
+      description: "Says hello",
+      input: GREET_INPUT,
+      handler: (request) => {
+        const { name, options, ...rest } = request.json() as {
+          name: string;
+          options?: { language?: string };
+        };
+        const greeting = options?.language === "fr" ? "Bonjour" : "Hello";
+        return Promise.resolve({ greeting: `${greeting}, ${name}`, ...rest });
+      },
     });
     view = await startView({ bus: mesh.operator, actor: "ada" });
   });
