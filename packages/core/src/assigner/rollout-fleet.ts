@@ -9,6 +9,7 @@ import {
   after,
   build,
   helloOn,
+  manifestOf,
   pass,
   reportHave,
   retry,
@@ -26,14 +27,29 @@ export interface Fleet extends ClockedFleet {
   readonly started: Map<string, number>;
 }
 
-export function fleet(count: number, policy?: RolloutPolicy): Fleet {
+/**
+ * `count` nodes on build 1, build 2 built; `policy` is the operator's (`mesh rollout set`),
+ * `manifestPolicy` build 2's manifest's `rollout:`.
+ */
+export function fleet(
+  count: number,
+  policy?: RolloutPolicy,
+  manifestPolicy?: RolloutPolicy,
+): Fleet {
   const { s, nodes } = helloOn(count);
   const b1 = build(s, "hello", 1);
   pass(s);
   for (const n of nodes) reportHave(s, n, "hello", b1, "healthy");
   pass(s);
   setPolicy(s, "hello", policy);
-  const b2 = build(s, "hello", 2);
+  const b2 = build(
+    s,
+    "hello",
+    2,
+    manifestPolicy === undefined
+      ? {}
+      : { manifest: manifestOf("hello", 2, { rollout: manifestPolicy }) },
+  );
   return { s, nodes, b1, b2, clock: 0, started: new Map() };
 }
 

@@ -184,6 +184,21 @@ describe("rollout: waves (issue 22)", () => {
     assert.deepEqual(wanting(f, f.b2), f.nodes);
   });
 
+  it("a build's manifest says its policy (rollout:), and the operator's overrides it field by field", () => {
+    const f = fleet(6, undefined, { canary: 2, batch: "100%", "min-healthy": "20s" });
+    assert.deepEqual(roll(f, 10), [
+      ["n1", "n2"],
+      ["n3", "n4", "n5", "n6"],
+    ]);
+    assert.deepEqual(
+      [record(f)?.status, record(f)?.policy.source, record(f)?.policy.minHealthyMs],
+      ["done", "manifest", 20_000],
+    );
+    const o = fleet(6, { canary: 1 }, { canary: 2, batch: "100%" });
+    assert.deepEqual(roll(o, 10), [["n1"], ["n2", "n3", "n4", "n5", "n6"]]);
+    assert.deepEqual([record(o)?.policy.source, record(o)?.policy.batch], ["operator", 6]);
+  });
+
   it("a restart mid-rollout (the same buckets, nothing held in memory) continues: no write", () => {
     const f = fleet(8);
     roll(f, 10, healthy, 7);

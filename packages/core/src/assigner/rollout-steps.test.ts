@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Rollout } from "@mesh/protocol";
+import { stepConditions } from "./rollout-steps.js";
+
+const rolling: Rollout = {
+  module: "hello",
+  build: "2-b",
+  from: ["1-a"],
+  attempt: 1,
+  status: "rolling",
+  wave: 1,
+  waves: 3,
+  admitted: ["n1"],
+  waveNodes: ["n1"],
+  waveAt: "2026-01-01T00:00:00.000Z",
+  policy: {
+    canary: 1,
+    batch: 2,
+    minHealthyMs: 30_000,
+    healthyDeadlineMs: 300_000,
+    maxFailing: 0,
+    pauseAfterCanary: false,
+    order: "name",
+    source: "default",
+  },
+  waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
+};
+const wave2: Rollout = {
+  ...rolling,
+  wave: 2,
+  admitted: ["n1", "n2", "n3"],
+  waveNodes: ["n2", "n3"],
+};
+const failed: Rollout = {
+  ...wave2,
+  status: "failed",
+  failed: { reason: "n2 failed", nodes: [{ node: "n2", error: "exited with 1" }] },
+};
+
+/** What each condition says, in short: its name, its level, resolved or not, its words. */
+const said = (before: Rollout | undefined, after: Rollout | undefined) =>
+  stepConditions("hello", before, after).map((c) => ({
+    name: c.name,
+    level: c.level,
+    resolved: c.resolved === true,
+    message: c.message,
+  }));
+
+describe("a rollout's steps as conditions (issue 22 item 5)", () => {
+  it("the canary given is said under rollout-<module>, naming the node and the gate", () => {
+    const [c, ...rest] = said(undefined, rolling);
+    assert.deepEqual(rest, []);
+    assert.deepEqual([c?.name, c?.level, c?.resolved], ["rollout-hello", "info", false]);
+    assert.match(c?.message ?? "", /build 2-b: the canary \(wave 1 of 3\) given to n1/);
+    assert.match(c?.message ?? "", /healthy for 30s/);
+  });
+
+  it("each later wave is said once; a record that did not move says nothing (a rerun)", () => {
+    const [c] = said(rolling, wave2);
+    assert.match(c?.message ?? "", /wave 2 of 3 given to n2, n3/);
+    assert.deepEqual(said(wave2, wave2), []);
+    assert.deepEqual(said(wave2, { ...wave2, waiting: "other words" }), []);
+  });
+
+  it("a pause is said with what it waits for", () => {
+    const [c] = said(wave2, { ...wave2, status: "paused", waiting: "a resume" });
+    assert.deepEqual([c?.name, c?.level], ["rollout-hello", "info"]);
+    assert.match(c?.message ?? "", /paused at wave 2 of 3: a resume/);
+  });
+
+  it("the end is said resolved: a done rollout leaves nothing open", () => {
+    const done = { ...wave2, status: "done" as const, wave: 3, admitted: ["n1", "n2", "n3", "n4"] };
+    const [c, ...rest] = said(wave2, done);
+    assert.deepEqual(rest, []);
+    assert.deepEqual([c?.name, c?.resolved], ["rollout-hello", true]);
+    assert.match(c?.message ?? "", /done: every node of 4 runs it/);
+  });
+
+  it("a halt is said as an error under both names; a new build resolves rollout-failed-<module>", () => {
+    const halt = said(wave2, failed);
+    assert.deepEqual(
+      halt.map((c) => [c.name, c.level, c.resolved]),
+      [
+        ["rollout-failed-hello", "error", false],
+        ["rollout-hello", "error", false],
+      ],
+    );
+    assert.match(halt[0]?.message ?? "", /n2 \(exited with 1\).*set back to build 1-a/);
+    assert.match(halt[0]?.message ?? "", /mesh rollout retry hello/);
+    const next = said(failed, { ...rolling, build: "3-c", from: ["1-a"] });
+    const lifted = next.find((c) => c.name === "rollout-failed-hello");
+    assert.deepEqual([lifted?.resolved, lifted?.level], [true, "info"]);
+    assert.match(lifted?.message ?? "", /no longer stands: build 3-c rolls out/);
+  });
+});
