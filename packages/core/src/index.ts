@@ -63,6 +63,7 @@ export {
   NODE_RULES,
   RULES,
   assign,
+  canaryOf,
   cellConditionName,
   conditionName,
   emptySnapshot,

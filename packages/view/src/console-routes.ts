@@ -13,9 +13,11 @@ import {
   nodeModuleKey,
   type Condition,
   type Have,
+  type Presence,
+  type Rollout,
 } from "@mesh/protocol";
 import { KvBucket, type MeshBus } from "@mesh/bus";
-import { AssignerConditionKind, cellConditionName } from "@mesh/core";
+import { AssignerConditionKind, canaryOf, cellConditionName } from "@mesh/core";
 import {
   LOG_LINE_EVENT,
   Source,
@@ -25,6 +27,7 @@ import {
   type HealthPoint,
   type ModuleTimeline,
   type Revision,
+  type RolloutCanaries,
 } from "./browser/wire.js";
 import { MAX_LOG_PAGE, readLogPage, tailLogs } from "./log-pages.js";
 import type { MeshState } from "./mesh-state.js";
@@ -218,6 +221,23 @@ export async function timeline(c: ConsoleContext, res: ServerResponse, url: URL)
     leftOut: Math.max(0, nodes.length - TIMELINE_MAX_NODES),
     health: healthSeries(entries, module),
   };
+  sendJson(res, 200, body);
+}
+
+/**
+ * `GET /api/rollout-canaries`: every rollout's canary and how it runs the build rolled out
+ * (RolloutCanaries), from what the view already mirrors: a few map lookups per rollout.
+ */
+export function rolloutCanaries(c: ConsoleContext, res: ServerResponse): void {
+  const presence = c.state.entries(Source.presence) as ReadonlyMap<string, Presence>;
+  const body: RolloutCanaries = {};
+  for (const [module, value] of c.state.entries(Source.rollouts)) {
+    const r = value as Rollout;
+    body[module] = canaryOf(r, presence).map((node) => {
+      const have = c.state.get(Source.have, nodeModuleKey(node, module)) as Have | undefined;
+      return { node, health: have?.build === r.build ? have.health : "not running it" };
+    });
+  }
   sendJson(res, 200, body);
 }
 

@@ -19,7 +19,7 @@ import { act, configKeys } from "./action-routes.js";
 import { answerAsk, type Answered } from "./answer-ask.js";
 import { actingBus, recordAction, type Acting } from "./acting.js";
 import type { ViewActions } from "./actions.js";
-import { history, logTail, logs, timeline, toolStats } from "./console-routes.js";
+import { history, logTail, logs, rolloutCanaries, timeline, toolStats } from "./console-routes.js";
 import type { FleetFeed } from "./fleet-feed.js";
 import type { FirstPaint } from "./first-paint.js";
 import { gridQuery } from "./fleet-view.js";
@@ -109,6 +109,12 @@ export function viewRoutes(context: RouteContext): readonly Route[] {
       path: "/api/timeline",
       auth: "read",
       handler: (_q, s, u) => timeline(c, s, u),
+    },
+    {
+      method: "GET",
+      path: "/api/rollout-canaries",
+      auth: "read",
+      handler: (_q, s) => rolloutCanaries(c, s),
     },
     {
       method: "GET",

@@ -17,6 +17,7 @@ export {
   type AssignerWrite,
 } from "./assign.js";
 export { marksOf, type Unwanted } from "./model.js";
+export { canaryOf } from "./rollout-canary.js";
 export { resolveRolloutPolicy } from "./rollout-policy.js";
 export { CELL_RULES, NODE_RULES, RULES } from "./rules/index.js";
 export { askId, widen as widening } from "./rules/widening.js";

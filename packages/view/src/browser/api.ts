@@ -1,15 +1,17 @@
 /**
  * What the page asks its server besides the event stream: the grid's pages, tools, build logs,
- * and the two POSTs.
+ * the rollouts' canaries, and the two POSTs.
  */
-import { GRID_PAGE_NODES, invalidate, model } from "./model.js";
+import { GRID_PAGE_NODES, invalidate, model, values } from "./model.js";
 import {
   CSRF_HEADER,
   CSRF_VALUE,
   LOGOUT_PATH,
   SESSION_CSRF_HEADER,
+  Source,
   type CallResult,
   type GridPage,
+  type RolloutCanaries,
   type SessionInfo,
   type ToolEntry,
 } from "./wire.js";
@@ -96,6 +98,34 @@ export async function loadGrid(): Promise<void> {
     // The event stream's reconnect brings a new state, and with it a new page.
   } finally {
     gridLoading = false;
+  }
+}
+
+let canariesLoading = false;
+let canariesAgain = false;
+
+/**
+ * Asks how each rollout's canary runs the build, when there is a rollout: on the first state, a
+ * rollout's change and the fleet's. While one is on its way, further calls make one more after it.
+ */
+export async function loadCanaries(): Promise<void> {
+  if (values(Source.rollouts).size === 0) return;
+  if (canariesLoading) {
+    canariesAgain = true;
+    return;
+  }
+  canariesLoading = true;
+  try {
+    do {
+      canariesAgain = false;
+      const response = await fetch("/api/rollout-canaries");
+      if (response.ok) model.canaries = (await response.json()) as RolloutCanaries;
+      invalidate("rollouts");
+    } while (canariesAgain);
+  } catch {
+    // The next change asks again.
+  } finally {
+    canariesLoading = false;
   }
 }
 

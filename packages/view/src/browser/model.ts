@@ -9,6 +9,7 @@ import {
   type BusState,
   type FleetSummary,
   type GridPage,
+  type RolloutCanaries,
   type SessionInfo,
   type ToolEntry,
 } from "./wire.js";
@@ -23,6 +24,8 @@ export const model = {
   problems: new Map<Source, string>(),
   /** The fleet in numbers (pushed by the server). */
   fleet: undefined as FleetSummary | undefined,
+  /** Each rollout's canary and its health (asked for with the rollouts and the fleet's moves). */
+  canaries: {} as RolloutCanaries,
   /** The page of the grid on show (asked for; again when the fleet's version moves). */
   grid: undefined as GridPage | undefined,
   /** The first node of the grid's page. */

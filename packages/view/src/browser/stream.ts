@@ -2,7 +2,7 @@
  * The server's event stream: the state first (again after every reconnect), then each change of
  * a page source, the fleet's summary when it moved, a source's problem, and the bus's state.
  */
-import { loadGrid, loadTools, scheduleToolRefresh } from "./api.js";
+import { loadCanaries, loadGrid, loadTools, scheduleToolRefresh } from "./api.js";
 import { ALL_SECTIONS, SECTIONS_OF, invalidate, model } from "./model.js";
 import {
   Source,
@@ -51,6 +51,7 @@ function onSnapshot(snapshot: Snapshot): void {
   invalidate(...ALL_SECTIONS);
   void loadGrid();
   void loadTools();
+  void loadCanaries();
 }
 
 function onFleet(summary: FleetSummary): void {
@@ -59,6 +60,8 @@ function onFleet(summary: FleetSummary): void {
   model.lastChange = new Date();
   invalidate("summary", "differences");
   if (model.grid?.version !== summary.version) void loadGrid();
+  // A canary's health is a cell of the fleet: it moves with it.
+  void loadCanaries();
   // A module starting or stopping somewhere may add or remove its tools.
   const { healthy, starting, notRunning } = summary.cells;
   if (
@@ -77,4 +80,5 @@ function onChange(change: Change): void {
   else map.set(change.key, change.value);
   model.lastChange = new Date();
   invalidate(...(SECTIONS_OF[change.source] ?? []));
+  if (change.source === Source.rollouts) void loadCanaries();
 }

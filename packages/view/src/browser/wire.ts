@@ -294,6 +294,15 @@ export interface ModuleTimeline {
   readonly health: ReadonlyArray<HealthPoint>;
 }
 
+/**
+ * `GET /api/rollout-canaries`: each rollout's canary nodes (core's canaryOf) by module, and how
+ * each runs the build rolled out: its health as its host reports it, or not running it.
+ */
+export type RolloutCanaries = Record<
+  string,
+  ReadonlyArray<{ readonly node: string; readonly health: Have["health"] | "not running it" }>
+>;
+
 /** The module's nodes by health at one moment. */
 export interface HealthPoint {
   readonly at: string;

@@ -4,7 +4,8 @@
  * waits for and since when, read from the assigner's record and the nodes' reports.
  */
 import { KvBucket, type MeshBus } from "@mesh/bus";
-import { Bucket, checkName, type Rollout } from "@mesh/protocol";
+import { canaryOf } from "@mesh/core";
+import { Bucket, checkName, type Presence, type Rollout } from "@mesh/protocol";
 import type { ExitCode } from "../../output.js";
 import { answer, connect, type MeshOptions } from "../../verb.js";
 import { configRolloutLines, readConfigRollouts } from "./config-rollout-status.js";
@@ -15,7 +16,7 @@ export interface RolloutRow extends WaveRow {
   readonly module: string;
   readonly build: string;
   readonly attempt: number;
-  /** The canary's health: the first node of wave 1, as its host reports the build. */
+  /** The canary's health: the first canary node (core's canaryOf), as its host reports the build. */
   readonly canary: { readonly node: string; readonly health: string } | undefined;
   readonly failed: Rollout["failed"];
 }
@@ -32,11 +33,12 @@ export async function readRollouts(bus: MeshBus, only?: string): Promise<Rollout
     if (r === undefined) continue;
     const reached = new Set(r.admitted);
     let canary: RolloutRow["canary"];
+    const first = canaryOf(r, await factsFor(bus, r))[0];
     const counted = await countNodes(r.admitted, await wants.keys(`*.${module}`), async (node) => {
       const want = (await wants.get(`${node}.${module}`))?.value;
       const report = (await have.get(`${node}.${module}`))?.value;
       const mine = report?.build === r.build;
-      if (r.wave >= 1 && node === firstOfWave1(r)) {
+      if (node === first) {
         canary = { node, health: mine ? report.health : "not running it" };
       }
       if (mine && report.health === "healthy") return "healthy";
@@ -57,13 +59,16 @@ export async function readRollouts(bus: MeshBus, only?: string): Promise<Rollout
   return rows;
 }
 
-/** The canary: the first node the record admitted in its first wave, when it had one. */
-function firstOfWave1(r: Rollout): string | undefined {
-  return r.policy.canary > 0 && r.wave === 1
-    ? r.waveNodes[0]
-    : r.policy.canary > 0
-      ? r.admitted[0]
-      : undefined;
+/** The presence of the admitted nodes when the rollout orders them by a fact, else none. */
+async function factsFor(bus: MeshBus, r: Rollout): Promise<Map<string, Presence>> {
+  const out = new Map<string, Presence>();
+  if (r.wave < 2 || !r.policy.order.startsWith("label=")) return out;
+  const presence = await KvBucket.open(bus, Bucket.presence);
+  for (const node of r.admitted) {
+    const value = (await presence.get(node))?.value;
+    if (value !== undefined) out.set(node, value);
+  }
+  return out;
 }
 
 /** A row in a line or two, for `mesh rollout status` and `mesh status`. */

@@ -1,6 +1,7 @@
 /**
  * Each module's rollout (issue 22) as the assigner records it: its build, its status, the waves
- * given of all (drawn as a bar), the nodes of the last wave (the canary while it is wave 1), what
+ * given of all (drawn as a bar), its canary's health (as the node's host reports the build), the
+ * nodes of the last wave (the canary while it is wave 1), what
  * it waits for, why it halted; its progress over time as a plot (read on demand from the module's
  * timeline); and the steering an operator does, each confirmed as the command. Config values
  * rolling out in waves (decision 0131) are a table of their own below.
@@ -8,7 +9,7 @@
 import type { ConfigRollout, Rollout } from "@mesh/protocol";
 import { byId, fill, h } from "../dom.js";
 import { age, badge, shortBuild } from "../format.js";
-import { invalidate, values } from "../model.js";
+import { invalidate, model, values } from "../model.js";
 import { table, type Column } from "../table.js";
 import { Source, type ModuleTimeline, type RolloutSteerAction } from "../wire.js";
 import { propose } from "./confirm.js";
@@ -65,6 +66,7 @@ export function renderRollouts(): void {
         { head: "build", cell: (r) => h("code", { title: r.build }, shortBuild(r.build)) },
         { head: "status", cell: (r) => badge(STATUS_KIND[r.status] ?? "none", r.status) },
         { head: "waves", cell: (r) => progress(r) },
+        { head: "canary", cell: (r) => canary(r) },
         {
           head: "last wave",
           class: "message",
@@ -172,6 +174,31 @@ function progressView(rollouts: readonly Rollout[]): HTMLElement | null {
     shown.timeline === undefined
       ? h("p", { class: "empty" }, "Reading…")
       : rolloutPlot(rollout, shown.timeline),
+  );
+}
+
+const CANARY_KIND: Record<string, string> = {
+  healthy: "ok",
+  starting: "info",
+  failing: "bad",
+  stopped: "warn",
+};
+
+/** Each canary node and how it runs the build rolled out, as its host reports it. */
+function canary(r: Rollout): HTMLElement {
+  const nodes = model.canaries[r.module] ?? [];
+  if (r.policy.canary === 0) return h("span", { class: "muted" }, "none");
+  return h(
+    "div",
+    {},
+    ...nodes.map((c) =>
+      h(
+        "div",
+        { "data-canary": c.node, "data-canary-health": c.health },
+        `${c.node} `,
+        badge(CANARY_KIND[c.health] ?? "none", c.health),
+      ),
+    ),
   );
 }
 
