@@ -28,8 +28,11 @@ export interface AssignerBus {
   hostCredential(node: string): Credential;
   /** Every bucket emptied, the layout made again. */
   freshLayout(): Promise<void>;
-  /** The fleet seeded: `nodes` nodes present with hello assigned to all, `builds` builds of it. */
-  seed(options: { nodes: number; builds?: number }): Promise<string[]>;
+  /**
+   * The fleet seeded: `nodes` nodes present with hello (or `module`) assigned to all, `builds`
+   * builds of it.
+   */
+  seed(options: Parameters<typeof seedFleet>[1]): Promise<string[]>;
   addBuild(seq: number): Promise<string>;
   wants(): ReturnType<typeof KvBucket.open<typeof Bucket.wants>>;
   /** Runs an assigner in this process on the assigner's grant until the returned stop is called. */

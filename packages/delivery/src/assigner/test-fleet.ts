@@ -1,4 +1,8 @@
-/** A small fleet on a test bus for the assigner's tests: one module, hello, assigned to all. */
+/**
+ * A small fleet on a test bus for the assigner's tests: one module, hello, assigned to all (or
+ * another module, such as the runtime node-tools, with a manifest of its own).
+ */
+import { createHash } from "node:crypto";
 import { KvBucket, ensureLayout, type MeshBus } from "@mesh/bus";
 import { Bucket, type Manifest } from "@mesh/protocol";
 import { natsOf } from "@mesh/bus/internal";
@@ -17,14 +21,16 @@ export async function emptyLayout(admin: MeshBus): Promise<void> {
 
 export async function seedFleet(
   admin: MeshBus,
-  options: { nodes: number; builds?: number },
+  options: { nodes: number; builds?: number; module?: Module },
 ): Promise<string[]> {
+  const module = options.module ?? HELLO;
   const presence = await KvBucket.open(admin, Bucket.presence);
   const assignments = await KvBucket.open(admin, Bucket.assignments);
-  await assignments.put("all.hello", { by: "ada", at: T0 });
+  await assignments.put(`all.${module.name}`, { by: "ada", at: T0 });
   for (let i = 1; i <= options.nodes; i++) await presence.put(`n${i}`, presenceOf(`n${i}`));
   const ids: string[] = [];
-  for (let seq = 1; seq <= (options.builds ?? 1); seq++) ids.push(await addHelloBuild(admin, seq));
+  for (let seq = 1; seq <= (options.builds ?? 1); seq++)
+    ids.push(await addBuildOf(admin, module, seq));
   return ids;
 }
 
@@ -37,11 +43,27 @@ export function presenceOf(node: string, heartbeat = T0) {
   };
 }
 
-export async function addHelloBuild(admin: MeshBus, seq: number): Promise<string> {
-  const builds = await KvBucket.open(admin, Bucket.builds);
-  const manifests = await KvBucket.open(admin, Bucket.manifests);
-  const digest = String(seq).repeat(64).slice(0, 64);
-  const manifest: Manifest = {
+/** A module of the test fleet: its name, and its manifest's build `seq` (a bundle of that digest). */
+export interface Module {
+  readonly name: string;
+  readonly manifest: (digest: string) => Manifest;
+}
+
+/** The fields a manifest has, empty. */
+const emptyManifest = (): Omit<Manifest, "module" | "bundles"> => ({
+  processes: [],
+  states: [],
+  reads: [],
+  calls: [],
+  config: {},
+  "own-secrets": {},
+});
+
+/** hello: one tools bundle. */
+export const HELLO: Module = {
+  name: "hello",
+  manifest: (digest) => ({
+    ...emptyManifest(),
     module: "hello",
     bundles: [
       {
@@ -53,23 +75,43 @@ export async function addHelloBuild(admin: MeshBus, seq: number): Promise<string
         size: 1,
       },
     ],
-    processes: [],
-    states: [],
-    reads: [],
-    calls: [],
-    config: {},
-    "own-secrets": {},
-  };
-  const manifestDigest = (seq + 5).toString(16).repeat(64).slice(0, 64);
+  }),
+};
+
+/** node-tools, the tool runtime, as its manifest is (packages/runtime/node-tools/mesh.yaml). */
+export const NODE_TOOLS: Module = {
+  name: "node-tools",
+  manifest: (digest) => ({
+    ...emptyManifest(),
+    module: "node-tools",
+    bundles: [
+      { name: "runtime", language: "typescript", entrypoints: ["src/main.ts"], digest, size: 1 },
+    ],
+    "own-secrets": { broker: { path: "broker.json" } },
+  }),
+};
+
+export async function addHelloBuild(admin: MeshBus, seq: number): Promise<string> {
+  return addBuildOf(admin, HELLO, seq);
+}
+
+/** Build `seq` of a module, built, its manifest stored: `<seq>-abcdef01`. */
+export async function addBuildOf(admin: MeshBus, module: Module, seq: number): Promise<string> {
+  const builds = await KvBucket.open(admin, Bucket.builds);
+  const manifests = await KvBucket.open(admin, Bucket.manifests);
+  const digest = String(seq).repeat(64).slice(0, 64);
+  const manifest = module.manifest(digest);
+  // Content-addressed, as the builder stores it: two modules' manifests never share a key.
+  const manifestDigest = createHash("sha256").update(JSON.stringify(manifest)).digest("hex");
   await manifests.put(manifestDigest, manifest);
   const id = `${seq}-abcdef01`;
-  await builds.put(`hello.${id}`, {
-    module: "hello",
+  await builds.put(`${module.name}.${id}`, {
+    module: module.name,
     build: id,
     status: "built",
     candidate: seq,
     manifestDigest,
-    bundles: [{ name: "tools", digest, size: 1 }],
+    bundles: manifest.bundles.map((b) => ({ name: b.name, digest, size: 1 })),
     log: "",
     timings: { started: T0 },
   });

@@ -4,7 +4,8 @@
  * does. They run on a virtual clock the test moves, so a gate of 20 s holds without waiting
  * 20 s: the assigner reads time from the heartbeats (decision 0130). What they do not do: fetch
  * or run anything; each reports the build the assigner wants of it as its behaviour says, and,
- * as a host does, which value of hello's `greeting` its module sees (`have.config`, decision 0131).
+ * as a host does, which value of the module's `greeting` it sees (`have.config`, decision 0131).
+ * The module is hello unless another is named (`node-tools`, the runtime, rolls out the same).
  */
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { fingerprintOf } from "@mesh/core";
@@ -27,6 +28,8 @@ export const healthyAlways: Behaviour = () => "healthy";
 
 export class SimHosts {
   readonly nodes: readonly string[];
+  /** The module each node runs and reports. */
+  readonly module: string;
   /** Seconds since T0 on every node's clock. */
   clock = 0;
   readonly #hosts: Map<
@@ -51,18 +54,27 @@ export class SimHosts {
   readonly #stop = new AbortController();
   #watching: Promise<void> | undefined;
 
-  private constructor(nodes: readonly string[], wants: KvBucket<{ build: string; rule: string }>) {
+  private constructor(
+    nodes: readonly string[],
+    module: string,
+    wants: KvBucket<{ build: string; rule: string }>,
+  ) {
     this.nodes = nodes;
+    this.module = module;
     this.#hosts = new Map();
     this.#wants = wants;
   }
 
-  static async start(bus: AssignerBus, nodes: readonly string[]): Promise<SimHosts> {
+  static async start(
+    bus: AssignerBus,
+    nodes: readonly string[],
+    module = "hello",
+  ): Promise<SimHosts> {
     const wants = (await KvBucket.open(bus.admin, Bucket.wants)) as unknown as KvBucket<{
       build: string;
       rule: string;
     }>;
-    const sim = new SimHosts(nodes, wants);
+    const sim = new SimHosts(nodes, module, wants);
     for (const node of nodes) {
       const host = await MeshBus.connect(bus.hostCredential(node));
       sim.#hosts.set(node, {
@@ -86,16 +98,16 @@ export class SimHosts {
     for (const [node, h] of this.#hosts) await h.presence.put(node, presenceOf(node, this.at()));
   }
 
-  /** What the assigner wants of hello on a node now. */
+  /** What the assigner wants of the module on a node now. */
   async want(node: string): Promise<{ build: string; rule: string } | undefined> {
-    return (await this.#wants.get(`${node}.hello`))?.value;
+    return (await this.#wants.get(`${node}.${this.module}`))?.value;
   }
 
-  /** The greeting hello sees on a node: its own value, else the mesh-wide one. */
+  /** The greeting the module sees on a node: its own value, else the mesh-wide one. */
   async greetingOn(node: string): Promise<unknown> {
     const config = this.#hosts.get(node)?.config;
-    const own = await config?.get(`hello.greeting.${node}`);
-    return (own ?? (await config?.get("hello.greeting")))?.value.value;
+    const own = await config?.get(`${this.module}.greeting.${node}`);
+    return (own ?? (await config?.get(`${this.module}.greeting`)))?.value.value;
   }
 
   /** How long (s) a node's host has reported its module seeing `value` (0: not reported so). */
@@ -143,7 +155,7 @@ export class SimHosts {
       const sameHealth = this.#said.get(node)?.startsWith(`${want.build} ${health} `) === true;
       this.#said.set(node, said);
       if (!sameHealth) this.#healthSince.set(node, this.clock);
-      await h.have.put(`${node}.hello`, {
+      await h.have.put(`${node}.${this.module}`, {
         build: want.build,
         fingerprint: "f",
         health,
