@@ -111,4 +111,47 @@ describe("mesh rollout (issue 22)", () => {
     const none = await bus.run(["rollout", "pause", "other", "--json"]);
     assert.match(none.stdout + none.stderr, /NOT_FOUND/);
   });
+
+  test("status --json counts the nodes and says the canary's health; mesh status has a rollouts section", async () => {
+    await (await KvBucket.open(bus.admin, Bucket.rollouts)).put("hello", record);
+    await (
+      await KvBucket.open(bus.admin, Bucket.wants)
+    ).put("n1.hello", {
+      build: "2-b",
+      manifestDigest: "d".repeat(64),
+      fingerprint: "f".repeat(16),
+      rule: "waves",
+      reason: "the canary",
+    });
+    await (
+      await KvBucket.open(bus.admin, Bucket.have)
+    ).put("n1.hello", {
+      build: "2-b",
+      fingerprint: "f".repeat(16),
+      health: "healthy",
+      since: at,
+      restarts: 0,
+    });
+    const got = await bus.json<{ rollouts: Array<Record<string, unknown>> }>([
+      "rollout",
+      "status",
+      "hello",
+      "--json",
+    ]);
+    assert.deepEqual(
+      got.rollouts.map((r) => [r["module"], r["wave"], r["healthy"], r["canary"], r["waitsFor"]]),
+      [["hello", 1, 1, { node: "n1", health: "healthy" }, record.waiting]],
+    );
+    const status = await bus.run(["status"]);
+    assert.match(
+      status.stdout,
+      /^rollouts:\n {2}hello build 2-b: rolling, wave 1 of 3; 1 healthy/m,
+    );
+    assert.match(status.stdout, /canary n1 healthy/);
+    const json = await bus.json<{ rollouts: Array<{ module: string }> }>(["status", "--json"]);
+    assert.deepEqual(
+      json.rollouts.map((r) => r.module),
+      ["hello"],
+    );
+  });
 });
