@@ -2,9 +2,9 @@
  * The view as a console, in headless Chromium against a real bus: a module's logs stream as it
  * writes them (every node interleaved, then one node, older pages, search, the last error
  * marked), and a cell's history after two builds and a set-back (what ran, what was wanted and
- * why, the conditions, the module's timeline), and a rollout's progress over time drawn from the
- * same timeline. Each view is kept as a screenshot under
- * `test-results/view/`.
+ * why, the conditions opened and resolved, the module's timeline and its health over time), and
+ * a rollout's progress over time drawn from the same timeline. Each view is kept as a screenshot
+ * under `test-results/view/`.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -219,6 +219,21 @@ async function cellHistory(t: Steps): Promise<void> {
     `tr[data-history-condition="assigner.${cellConditionName("set-back", "rack-2", "counter")}"]`,
   );
   assert.match(await condition.innerText(), /open[\s\S]*set back to/);
+  // Resolved (build 1 runs healthy again, as the assigner says it): the history's refresh shows so.
+  await sayCondition(t.mesh.admin, {
+    module: "assigner",
+    name: cellConditionName("set-back", "rack-2", "counter"),
+    level: "info",
+    node: "rack-2",
+    message: `counter runs ${first} healthy on rack-2 again`,
+    resolved: true,
+  });
+  await t.page.locator("#history button", { hasText: "refresh" }).click();
+  const resolved = history.locator(
+    `tr[data-history-condition="assigner.${cellConditionName("set-back", "rack-2", "counter")}"][data-resolved="true"]`,
+  );
+  await resolved.waitFor();
+  assert.match(await resolved.innerText(), /resolved[\s\S]*healthy on rack-2 again/);
   // The timeline: rack-2 took build 1, then 2, then 1 again; the laptop only build 1.
   const bands = await attributes(
     t.page.locator('#timeline rect[data-node="rack-2"]'),
