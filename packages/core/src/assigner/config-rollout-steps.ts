@@ -9,6 +9,7 @@ import { canonicalJson } from "../fingerprint.js";
 import { AssignerConditionKind, conditionName, type AssignerCondition } from "./conditions.js";
 import type { ConfigPlan, ConfigRolloutWrite } from "./config-rollout-plan.js";
 import { durationText } from "./rollout-policy.js";
+import { clipped, failedListed, listed } from "./wave-step.js";
 import type { AssignerSnapshot } from "./snapshot.js";
 
 /** Records that moved first, then the mesh-config writes of every plan; and the conditions. */
@@ -54,7 +55,7 @@ function stepConditions(
   }
   const moved = !sameRequest || before?.status !== after.status || before.wave !== after.wave;
   if (!moved) return out;
-  const head = `rollout of ${after.module}'s config ${after.key}=${canonicalJson(after.value)}`;
+  const head = `rollout of ${after.module}'s config ${after.key}=${clipped(canonicalJson(after.value), 200)}`;
   if (after.status === "done") {
     const message = `${head} done: it is the mesh-wide value now`;
     return [...out, { name, level: "info", message, resolved: true }];
@@ -62,7 +63,7 @@ function stepConditions(
   if (halts(after)) {
     const what =
       after.status === "aborted" ? "aborted" : `halted at wave ${after.wave} of ${after.waves}`;
-    const nodes = (after.failed?.nodes ?? []).map((n) => `${n.node} (${n.error})`).join(", ");
+    const nodes = failedListed(after.failed?.nodes ?? []);
     const message =
       `${head} ${what}${nodes === "" ? "" : `: ${nodes}`}; every node is back on the mesh-wide ` +
       `value; once fixed: \`mesh config set ${after.module} ${after.key} <value> --rollout\``;
@@ -75,7 +76,7 @@ function stepConditions(
   const message =
     after.status === "paused"
       ? `${head} paused at wave ${after.wave} of ${after.waves}: ${after.waiting}`
-      : `${head}: wave ${after.wave} of ${after.waves} given to ${after.waveNodes.join(", ") || "no node"}; ` +
+      : `${head}: wave ${after.wave} of ${after.waves} given to ${listed(after.waveNodes) || "no node"}; ` +
         `the next waits for each to run it healthy for ${durationText(after.policy.minHealthyMs)}`;
   return [...out, { name, level: "info", message }];
 }

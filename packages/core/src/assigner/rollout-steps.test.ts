@@ -26,6 +26,7 @@ const rolling: Rollout = {
   },
   waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
 };
+const policy0 = rolling.policy;
 const wave2: Rollout = {
   ...rolling,
   wave: 2,
@@ -92,5 +93,24 @@ describe("a rollout's steps as conditions (issue 22 item 5)", () => {
     const lifted = next.find((c) => c.name === "rollout-failed-hello");
     assert.deepEqual([lifted?.resolved, lifted?.level], [true, "info"]);
     assert.match(lifted?.message ?? "", /no longer stands: build 3-c rolls out/);
+  });
+
+  it("a wave of 1,001 nodes and a halt of 300 with long errors fit a condition (at most 4,000 characters): five named, the rest counted", () => {
+    const many = Array.from({ length: 1001 }, (_, i) => `sim-${String(i).padStart(5, "0")}`);
+    const all = { ...rolling, admitted: many, waveNodes: many, waves: 1, policy: { ...policy0 } };
+    const [given] = said(undefined, all);
+    assert.ok((given?.message.length ?? 0) <= 4000, `${given?.message.length} characters`);
+    assert.match(
+      given?.message ?? "",
+      /given to sim-00000, sim-00001, sim-00002, sim-00003, sim-00004 and 996 more/,
+    );
+    const nodes = many
+      .slice(0, 300)
+      .map((node) => ({ node, error: `exited with 1: ${"x".repeat(2_000)}` }));
+    const reason = nodes.map((n) => `${n.node}: ${n.error}`).join("; ");
+    const halt = said(all, { ...all, status: "failed", failed: { reason, nodes } });
+    for (const c of halt)
+      assert.ok(c.message.length <= 4000, `${c.name}: ${c.message.length} characters`);
+    assert.match(halt[0]?.message ?? "", /and 295 more; every node given it is set back/);
   });
 });

@@ -2,11 +2,13 @@
  * The conditions of a rollout's steps (issue 22): each wave given, a pause, the end, a halt
  * (with the build, the nodes, their last error and the command that retries it), and the
  * halt's resolution once a retry or a new build supersedes it. Said as the record that carries
- * the step is written, so a rerun says nothing.
+ * the step is written, so a rerun says nothing. Nodes are named five at a time and counted past
+ * that, so a wave of a large fleet still fits a condition.
  */
 import type { Rollout } from "@mesh/protocol";
 import { AssignerConditionKind, conditionName, type AssignerCondition } from "./conditions.js";
 import { durationText } from "./rollout-policy.js";
+import { clipped, failedListed, listed } from "./wave-step.js";
 
 const halts = (r: Rollout | undefined): boolean =>
   r !== undefined && (r.status === "failed" || r.status === "aborted");
@@ -61,7 +63,7 @@ function stepMessage(r: Rollout): string {
   const wave = r.wave === 1 && r.policy.canary > 0 ? "the canary (wave 1" : `wave ${r.wave}`;
   const close = wave.startsWith("the canary") ? ")" : "";
   return (
-    `${head}: ${wave} of ${r.waves}${close} given to ${r.waveNodes.join(", ") || "no node"}; ` +
+    `${head}: ${wave} of ${r.waves}${close} given to ${listed(r.waveNodes) || "no node"}; ` +
     `the next waits for each to run it healthy for ${durationText(r.policy.minHealthyMs)}`
   );
 }
@@ -69,10 +71,10 @@ function stepMessage(r: Rollout): string {
 /** A halt: the build, the nodes and their errors, where the others went, the command to retry. */
 export function haltMessage(r: Rollout): string {
   const what = r.status === "aborted" ? "aborted" : `halted at wave ${r.wave} of ${r.waves}`;
-  const nodes = (r.failed?.nodes ?? []).map((n) => `${n.node} (${n.error})`).join(", ");
+  const nodes = failedListed(r.failed?.nodes ?? []);
   const from = r.from.length === 0 ? "the build each ran before" : `build ${r.from.join(" or ")}`;
   return (
-    `rollout of ${r.module} build ${r.build} ${what}: ${r.failed?.reason ?? ""}` +
+    `rollout of ${r.module} build ${r.build} ${what}: ${clipped(r.failed?.reason ?? "", 500)}` +
     `${nodes === "" ? "" : `; nodes: ${nodes}`}; every node given it is set back to ${from}; ` +
     `once fixed: \`mesh rollout retry ${r.module}\`, or a new build`
   );

@@ -196,3 +196,15 @@ export function listed(nodes: readonly string[]): string {
     ? nodes.join(", ")
     : `${nodes.slice(0, 5).join(", ")} and ${nodes.length - 5} more`;
 }
+
+/** Words cut to at most `max` characters, an ellipsis saying so. */
+export const clipped = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+
+/**
+ * The failed nodes of a halt in a condition: the first five with their errors (each cut to 200
+ * characters), and how many more; a condition's message holds at most 4,000 characters, and a
+ * halt of a large wave would not fit whole (the record keeps every node and its error).
+ */
+export const failedListed = (nodes: ReadonlyArray<{ node: string; error: string }>): string =>
+  listed(nodes.map((n) => `${n.node} (${clipped(n.error, 200)})`));
