@@ -26,6 +26,8 @@ export class SimNode {
   readonly #stop = new AbortController();
   readonly #reported = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
+  /** Opened once: at a beat a second, opening it every beat doubled the requests. */
+  #presence: ReturnType<typeof KvBucket.open<typeof Bucket.presence>> | undefined;
   /** When each `<module>@<build>` was first composed here, and first reported healthy (ms). */
   readonly composedAt = new Map<string, number>();
   readonly healthyAt = new Map<string, number>();
@@ -82,7 +84,11 @@ export class SimNode {
 
   async #beat(): Promise<void> {
     try {
-      const presence = await KvBucket.open(this.bus, Bucket.presence);
+      this.#presence ??= KvBucket.open(this.bus, Bucket.presence);
+      const presence = await this.#presence.catch((error: unknown) => {
+        this.#presence = undefined;
+        throw error;
+      });
       await presence.put(
         this.node,
         {

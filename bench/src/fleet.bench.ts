@@ -24,7 +24,6 @@
  * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set),
  * BENCH_FLEET_LOGS (a folder the mesh's logs are copied to before its root is removed).
  */
-import { spawn } from "node:child_process";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,12 +31,21 @@ import { fileURLToPath } from "node:url";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { natsOf } from "@mesh/bus/internal";
 import { freePort } from "@mesh/bus/testing";
-import { askJoinToken } from "@mesh/controller";
-import { SimNode } from "./fleet-sim.js";
+import type { SimNode } from "./fleet-sim.js";
+import {
+  joinFleet,
+  lastAt,
+  logSize,
+  mesh,
+  passLines,
+  passesSince,
+  startMesh,
+  stopMesh,
+  waitUntil,
+} from "./fleet-mesh.js";
 import { line, quantile, timeEach } from "./measure.js";
 import { viewFirstPaint } from "./view-paint.js";
 
-const CLI = fileURLToPath(new URL("../../packages/cli/dist/main.js", import.meta.url));
 const HELLO = fileURLToPath(new URL("../../examples/modules/hello", import.meta.url));
 const env = process.env;
 const N = Number(env["BENCH_FLEET_N"] ?? 100);
@@ -45,150 +53,8 @@ const AT_ONCE = Number(env["BENCH_FLEET_JOINS_AT_ONCE"] ?? 8);
 const BUDGET_MS = Number(env["BENCH_FLEET_BUDGET_S"] ?? 1200) * 1000;
 const REST_MS = Number(env["BENCH_FLEET_REST_S"] ?? 60) * 1000;
 const HEARTBEAT_MS = 15_000;
-
-interface Up {
-  readonly bus: { readonly url: string };
-  readonly credentials: { readonly operator: string };
-}
-
-function startMesh(
-  root: string,
-  port: number,
-): { up: ReturnType<typeof spawn>; ready: Promise<Up> } {
-  const auth = env["BENCH_FLEET_AUTH"];
-  const up = spawn(
-    process.execPath,
-    [
-      CLI,
-      "up",
-      "--root",
-      root,
-      "--node",
-      "bench-0",
-      "--port",
-      String(port),
-      "--json",
-      ...(auth === undefined ? [] : ["--auth", auth]),
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  const ready = new Promise<Up>((resolve, reject) => {
-    let out = "";
-    up.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      try {
-        resolve(JSON.parse(out) as Up);
-      } catch {
-        // not yet whole
-      }
-    });
-    up.once("exit", (code) => reject(new Error(`mesh up exited ${String(code)}`)));
-  });
-  return { up, ready };
-}
-
-async function waitUntil(test: () => boolean, limitMs: number, what: string): Promise<number> {
-  const start = Date.now();
-  while (!test()) {
-    if (Date.now() - start > limitMs)
-      throw new Error(`${what} did not happen within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return Date.now() - start;
-}
-
-/** Runs the CLI without blocking this process: the simulated nodes keep answering meanwhile. */
-async function mesh(
-  root: string,
-  args: readonly string[],
-): Promise<{ ms: number; out: string; code: number }> {
-  const start = performance.now();
-  const where = args[0] === "--version" ? [] : ["--root", root];
-  const child = spawn(process.execPath, [CLI, ...args, ...where], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  let out = "";
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => (out += chunk));
-  const code = await new Promise<number>((r) => child.once("close", (c) => r(c ?? -1)));
-  return { ms: performance.now() - start, out, code };
-}
-
-interface Joined {
-  readonly sims: SimNode[];
-  readonly ms: number[];
-  /** The join-token asks alone: the broker signs a join user and keeps it. */
-  readonly tokenMs: number[];
-  readonly failures: string[];
-  /** The longest run of joins, in the order they began, that all succeeded. */
-  readonly longestRun: number;
-  readonly wallMs: number;
-}
-
-/** Joins up to N nodes, AT_ONCE at a time, until the budget is spent. */
-async function joinFleet(operator: MeshBus, url: string): Promise<Joined> {
-  const sims: SimNode[] = [];
-  const ms: number[] = [];
-  const tokenMs: number[] = [];
-  const failures: string[] = [];
-  const ok: boolean[] = [];
-  let next = 0;
-  const started = Date.now();
-  const worker = async (): Promise<void> => {
-    while (next < N && Date.now() - started < BUDGET_MS) {
-      const i = next++;
-      const node = `sim-${String(i).padStart(5, "0")}`;
-      const t = performance.now();
-      try {
-        const { token } = await askJoinToken(operator, {}, { timeoutMs: 300_000 });
-        tokenMs.push(performance.now() - t);
-        sims.push(await SimNode.join({ servers: [url], token, node, heartbeatMs: HEARTBEAT_MS }));
-        ms.push(performance.now() - t);
-        ok[i] = true;
-      } catch (error) {
-        failures.push(`${node}: ${(error as Error).message}`);
-        ok[i] = false;
-      }
-      if ((i + 1) % Math.max(1, Math.round(N / 10)) === 0)
-        console.error(`  joined ${sims.length} of ${i + 1} in ${Date.now() - started} ms`);
-    }
-  };
-  await Promise.all(Array.from({ length: AT_ONCE }, worker));
-  let run = 0;
-  let longestRun = 0;
-  for (const o of ok) {
-    run = o === true ? run + 1 : 0;
-    longestRun = Math.max(longestRun, run);
-  }
-  return { sims, ms, tokenMs, failures, longestRun, wallMs: Date.now() - started };
-}
-
-/** The passes the controller and the assigner logged since `from` (their log lines). */
-async function passesSince(root: string, name: string, from: number): Promise<number[]> {
-  return (await passLines(root, name, from)).map((p) => p.ms);
-}
-
-/** Each pass logged since `from`: its time, how many nodes it took, its account update's time. */
-async function passLines(
-  root: string,
-  name: string,
-  from: number,
-): Promise<Array<{ ms: number; nodes: number; updateMs?: number }>> {
-  const text = await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "");
-  const out: Array<{ ms: number; nodes: number; updateMs?: number }> = [];
-  for (const l of text.slice(from).split("\n")) {
-    const m = / in (\d+) ms$/.exec(l);
-    if (m === null || !/pass \d+:/.test(l)) continue;
-    const nodes = Number(/: (\d+) node/.exec(l)?.[1] ?? Number.NaN);
-    const update = /account update (\d+) ms/.exec(l)?.[1];
-    out.push({
-      ms: Number(m[1]),
-      nodes,
-      ...(update === undefined ? {} : { updateMs: Number(update) }),
-    });
-  }
-  return out;
-}
+const JOINS = { n: N, atOnce: AT_ONCE, budgetMs: BUDGET_MS, heartbeatMs: HEARTBEAT_MS };
+const AUTH = env["BENCH_FLEET_AUTH"] === undefined ? [] : ["--auth", env["BENCH_FLEET_AUTH"]];
 
 /** The controller's passes while the fleet joined: early and late, and the account updates. */
 async function joinPasses(root: string, flush: { what: string; value: number }): Promise<void> {
@@ -239,26 +105,8 @@ async function runUpdates(root: string): Promise<void> {
   );
 }
 
-const logSize = async (root: string, name: string): Promise<number> =>
-  (await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "")).length;
-
 const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
 const max = (xs: readonly number[]): number => xs.reduce((a, b) => Math.max(a, b), 0);
-
-/** When the last of `sims` first had hello composed (or healthy), or undefined if one has not. */
-function lastAt(
-  sims: readonly SimNode[],
-  module: string,
-  key: "composedAt" | "healthyAt",
-): number | undefined {
-  let last = 0;
-  for (const s of sims) {
-    const at = [...s[key]].find(([k]) => k.startsWith(`${module}@`))?.[1];
-    if (at === undefined) return undefined;
-    last = Math.max(last, at);
-  }
-  return last;
-}
 
 /** The floor for N writes: the operator's writes of N config keys of a node that is not there. */
 async function writeFloor(credential: string, n: number): Promise<number> {
@@ -374,13 +222,13 @@ async function keepLogs(root: string): Promise<void> {
 
 async function main(): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), "mesh-bench-fleet-"));
-  const { up, ready } = startMesh(root, await freePort());
+  const { up, ready } = startMesh(root, await freePort(), AUTH);
   const sims: SimNode[] = [];
   try {
     const report = await ready;
     const operator = await MeshBus.connectWithFile(report.credentials.operator);
     const rtt = await timeEach(20, () => natsOf(operator).nc.flush());
-    const joined = await joinFleet(operator, report.bus.url);
+    const joined = await joinFleet(operator, report.bus.url, JOINS);
     sims.push(...joined.sims);
     const flush = { what: "a bare bus round trip (flush) p50", value: quantile(rtt, 0.5) };
     console.log(
@@ -439,8 +287,7 @@ async function main(): Promise<void> {
     await operator.close();
   } finally {
     await Promise.allSettled(sims.map((s) => s.close()));
-    up.kill("SIGINT");
-    await new Promise((resolve) => up.once("exit", resolve));
+    await stopMesh(up);
     await keepLogs(root);
     await rm(root, { recursive: true, force: true });
   }
