@@ -2,12 +2,17 @@
  * Every action of the view's page in headless Chromium, as `mesh view` serves it (the CLI's own
  * verbs handed to the view), against a real bus and controller: each confirmed first, its
  * result shown, and its effect read back through the CLI (`mesh assignments`, `mesh config get`,
- * `mesh secret list`, `mesh module list`; puts and retries, which no verb lists, from their
- * buckets). A secret's value never reaches the page again. Screenshots under
- * `test-results/view/`.
+ * `mesh secret list`, `mesh module list` for a module registered from a path and one from a git
+ * repository; puts and retries, which no verb lists, from their buckets). A secret's value never
+ * reaches the page again. Screenshots under `test-results/view/`.
  */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import type { Locator, Page } from "playwright-core";
 import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
@@ -22,7 +27,9 @@ import { viewActions } from "./view-actions.js";
 
 const WAIT_MS = stretched(5_000);
 const NOTES = fileURLToPath(new URL("../../../../../examples/modules/notes", import.meta.url));
+const COUNTER = fileURLToPath(new URL("../../../../../examples/modules/counter", import.meta.url));
 const SECRET = "s3cret-value-typed-once";
+const execFileAsync = promisify(execFile);
 
 describe("the view's actions in Chromium", () => {
   let mesh: ControllerMesh;
@@ -84,6 +91,18 @@ describe("the view's actions in Chromium", () => {
 interface Steps {
   readonly page: Page;
   readonly mesh: ControllerMesh;
+}
+
+/** A git repository of its own holding a copy of `folder`, one commit on branch main. */
+async function gitRepoOf(folder: string): Promise<string> {
+  const repo = await mkdtemp(join(tmpdir(), "mesh-view-git-"));
+  await cp(folder, repo, { recursive: true });
+  const git = (...args: string[]) =>
+    execFileAsync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", ...args]);
+  await git("init", "-q", "-b", "main");
+  await git("add", ".");
+  await git("commit", "-q", "-m", "counter");
+  return repo;
 }
 
 /** Clicks an action, checks what the confirmation says, confirms, and waits for its result. */
@@ -247,6 +266,22 @@ async function register(t: Steps): Promise<void> {
     modules.modules.some((m) => m.module === "notes"),
     JSON.stringify(modules),
   );
+  // From a git repository, as `mesh module add <url>#<ref>` registers it.
+  const repo = await gitRepoOf(COUNTER);
+  try {
+    await t.page.locator("#register-spec").fill(`file://${repo}#main`);
+    assert.match(
+      await doAction(t, "register", new RegExp(`mesh module add file://${repo}#main`)),
+      /registered counter/,
+    );
+    const listed = await cli<{ modules: Array<{ module: string; source?: { kind?: string } }> }>(
+      t,
+      ["module", "list"],
+    );
+    assert.equal(listed.modules.find((m) => m.module === "counter")?.source?.kind, "git");
+  } finally {
+    await rm(repo, { recursive: true, force: true });
+  }
   // A refusal is shown as the CLI says it: a path with no module there.
   await t.page.locator("#register-spec").fill("/nowhere/at/all");
   const refused = await doAction(t, "register", /mesh module add \/nowhere\/at\/all/, false);
