@@ -1,6 +1,6 @@
 /**
  * A watch notices its own end within 10 s (issue 14.5, issue 15 "stalled watch"): its bucket
- * deleted, or a fx.server that stops sending without closing (SIGSTOP is a faithful stall: the
+ * deleted, or a server that stops sending without closing (SIGSTOP is a faithful stall: the
  * connection stays open and the client's own pings are minutes apart).
  */
 import assert from "node:assert/strict";
@@ -36,7 +36,7 @@ function watchUntilEnd(bucket: KvBucket<unknown>): {
 }
 
 describe("a long-lived watch notices its end", () => {
-  it("an idle watch on a running fx.server is not ended: its 3 s heartbeats keep it for 20 s and more", async () => {
+  it("an idle watch on a running server is not ended: its 3 s heartbeats keep it for 20 s and more", async () => {
     await natsOf(fx.admin).kvm.create("idle_watch", { history: 1 });
     const bucket = await KvBucket.openWith(fx.admin, "idle_watch", Value);
     const stop = new AbortController();
@@ -84,7 +84,7 @@ describe("a long-lived watch notices its end", () => {
     assert.ok(at - deletedAt < NOTICED_WITHIN_MS, `noticed after ${at - deletedAt} ms`);
   });
 
-  it("a watch under a fx.server stopped with SIGSTOP ends with WATCH_ENDED in under 10 s, saying the fx.server went silent", async (t) => {
+  it("a watch under a server stopped with SIGSTOP ends with WATCH_ENDED in under 10 s, saying the server went silent", async (t) => {
     await natsOf(fx.admin).kvm.create("stalled_under_watch", { history: 1 });
     const bucket = await KvBucket.openWith(fx.admin, "stalled_under_watch", Value);
     const { current, end } = watchUntilEnd(bucket);
