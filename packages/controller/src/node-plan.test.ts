@@ -8,10 +8,12 @@ import {
   counter,
   d,
   hello,
+  manifest,
   newKeys,
   nodeTools,
   presenceOf,
   viewer,
+  viewerInput,
   wantOf,
 } from "./test-support.js";
 
@@ -65,6 +67,30 @@ describe("planNode", () => {
       },
     });
     assert.equal(plan.modules["counter"]?.bound["state.counts"], "counter_counts");
+  });
+
+  it("gives a mesh part the buckets its manifest names as bound values, and a user granted them (decision 0190)", () => {
+    const part = manifest({
+      ...viewerInput,
+      module: "mesh-assigner",
+      reads: ["mesh/builds", "mesh/conditions"],
+      writes: ["mesh/puts"],
+    });
+    const fleet = fleetWith("n1", []);
+    fleet.setManifest(fingerprintOf(part), { ok: true, manifest: part });
+    fleet.setWant("n1.mesh-assigner", wantOf(part));
+    const plan = planNode(fleet.inputsOf("n1"), contextOf(fleet));
+    assert.ok(plan.ok);
+    // The conditions stream is no bucket a module's code opens as a state: no bound value.
+    assert.deepEqual(plan.modules["mesh-assigner"]?.bound, {
+      node: "n1",
+      "read.mesh.builds": "mesh-builds",
+      servers: ["nats://bus:4222"],
+      "write.mesh.puts": "mesh-puts",
+    });
+    const user = plan.principals.find((p) => p.user === "n1.mesh-assigner");
+    assert.ok(user !== undefined, "its process has a user of its own");
+    assert.deepEqual(plan.grantProblems, []);
   });
 
   it("refuses, with every reason, a node without presence or with a manifest it cannot use", () => {

@@ -9,16 +9,14 @@
 import { publicKeyProblem } from "@mesh/bus";
 import {
   BROKER_SECRET,
-  BoundKey,
   ObjectStore,
   RUNTIME_MODULE,
-  Subject,
-  stateBucket,
   type ComposedModule,
   type Manifest,
   type Resource,
 } from "@mesh/protocol";
 import {
+  boundValues,
   compose,
   compositionInput,
   moduleGrant,
@@ -234,30 +232,6 @@ function composedModules(
     };
   }
   return modules;
-}
-
-/** The values the mesh derives for a module (docs/design.md "The host": bound). */
-function boundValues(
-  node: string,
-  m: Manifest,
-  servers: readonly string[],
-): ComposedModule["bound"] {
-  const bound: Record<string, string | string[]> = {
-    [BoundKey.node]: node,
-    [BoundKey.servers]: [...servers],
-  };
-  for (const s of m.states) bound[BoundKey.state(s.name)] = stateBucket(m.module, s.name);
-  for (const read of m.reads) {
-    const [owner, state] = read.split("/") as [string, string];
-    bound[BoundKey.read(owner, state)] = stateBucket(owner, state);
-  }
-  for (const call of m.calls) {
-    const [callee, tool] = call.split("/") as [string, string];
-    bound[BoundKey.call(callee, tool)] = `${Subject.toolsPrefix}.*.${callee}.${tool}`;
-  }
-  const out: Record<string, string | string[]> = {};
-  for (const key of Object.keys(bound).sort()) out[key] = bound[key] as string | string[];
-  return out;
 }
 
 /** The artifact store the controller routes through by default. */

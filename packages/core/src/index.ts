@@ -4,6 +4,7 @@
  * bus, disk or process.
  */
 export { closest } from "./suggest.js";
+export { boundValues } from "./bound-values.js";
 export {
   formatProblem,
   problem,

@@ -11,6 +11,8 @@
  */
 import {
   ErrorCode,
+  MESH_OWNER,
+  MESH_PARTS,
   MeshError,
   RESERVED_MODULE_NAMES,
   RUNTIME_MODULE,
@@ -42,6 +44,7 @@ import {
 
 export { isAllowed, subjectMatches, type SubjectAction } from "./permissions/match.js";
 export { allowedModules, mcpGrant, mcpPrincipal } from "./permissions/mcp.js";
+import { meshResourceRights } from "./permissions/parts.js";
 export { meshResourceRights, partGrant, type PartManifest } from "./permissions/parts.js";
 export {
   buildGrant,
@@ -66,8 +69,9 @@ export type OwnerStates =
 /** Every owner a read may name, by module name. */
 export type Owners = ReadonlyMap<string, OwnerStates> | Readonly<Record<string, OwnerStates>>;
 
-/** The parts of a manifest a module's grant is derived from. */
-export type GrantManifest = Pick<Manifest, "module" | "states" | "reads" | "calls">;
+/** The parts of a manifest a module's grant is derived from (`writes`: a mesh part's only). */
+export type GrantManifest = Pick<Manifest, "module" | "states" | "reads" | "calls"> &
+  Partial<Pick<Manifest, "writes">>;
 
 /** The parts of a manifest the runtime's grant is derived from: also whether it has tools. */
 export type ServedManifest = GrantManifest & Pick<Manifest, "bundles">;
@@ -245,8 +249,27 @@ function moduleRights(
   for (const state of manifest.states) parts.push(kvOwn(stateBucket(module, state.name)));
 
   const problems: GrantProblem[] = [];
+  // A mesh part names the mesh's own buckets (decision 0122): granted from the table, as a
+  // part's principal was; the manifest check refuses such names in any other module's manifest.
+  const part = MESH_PARTS.has(module);
+  for (const [ref, direction] of [
+    ...manifest.reads.map((r) => [r, "read"] as const),
+    ...(manifest.writes ?? []).map((w) => [w, "write"] as const),
+  ]) {
+    if (splitRef(ref)[0] !== MESH_OWNER) continue;
+    const rights = part ? meshResourceRights(ref, direction) : undefined;
+    if (rights !== undefined) parts.push(rights);
+    else
+      problems.push({
+        module,
+        read: ref,
+        reason: ReadRefusal.unknownModule,
+        message: `${module} ${direction}s ${JSON.stringify(ref)}, which is not granted: only the mesh's parts (${[...MESH_PARTS].sort().join(", ")}) name the mesh's own buckets, and only those the mesh has; leave it out of ${module}'s manifest`,
+      });
+  }
   for (const read of manifest.reads) {
     const [owner, state] = splitRef(read);
+    if (owner === MESH_OWNER) continue;
     // A module reads its own states whether it keeps them readable or not: readable is for others.
     const refusal =
       owner === module

@@ -18,7 +18,8 @@ import {
   buildModuleName,
   type BuildAsk,
 } from "@mesh/protocol";
-import { LOG_TAIL_CHARS, prebuiltFiles, readManifest, type SourceBuild } from "./build-source.js";
+import type { SourceBuild } from "./build-source.js";
+import { LOG_TAIL_CHARS, prebuiltFiles, readManifest } from "./source-manifest.js";
 import type { BuiltFiles } from "./build-modules/language-builder.js";
 import {
   PREBUILT,

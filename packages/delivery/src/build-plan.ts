@@ -8,7 +8,7 @@ import { buildModuleName } from "@mesh/protocol";
 import { sha256 } from "@mesh/bus";
 import type { BuiltFiles } from "./build-modules/language-builder.js";
 import { packArchive } from "./pack.js";
-import { SHIPPED_LANGUAGES } from "./build-modules/builders.js";
+import { SHIPPED_LANGUAGES } from "./build-modules/languages.js";
 
 /**
  * The languages a mesh builds: those whose build module said it started, and those the mesh

@@ -137,10 +137,12 @@ export {
   type ManifestInput,
 } from "./manifest.js";
 export {
+  MESH_BUILD_ASKS,
   MESH_OWNER,
   MESH_PARTS,
   MESH_RESOURCES,
   MeshPart,
+  meshBucketOf,
   meshRef,
   type MeshResource,
 } from "./mesh-parts.js";

@@ -46,6 +46,19 @@ export const MESH_RESOURCES: ReadonlyMap<string, MeshResource> = new Map<string,
   ["build", { kind: "asks", prefix: Subject.buildPrefix, may: "write" }],
 ]);
 
+/** How a part's manifest names the build modules' asks it writes (`mesh.build.<language>`). */
+export const MESH_BUILD_ASKS = `${MESH_OWNER}/build`;
+
 /** `mesh/wants` for `mesh-wants`: how a manifest names one of the mesh's buckets. */
 export const meshRef = (bucket: Bucket | ObjectStore | Stream): string =>
   `${MESH_OWNER}/${bucket.slice(MESH_PREFIX.length)}`;
+
+/**
+ * The bucket a `mesh/<name>` of a part's manifest names (`mesh/puts` is `mesh-puts`), or undefined
+ * when it names no bucket (the object store, the conditions stream, the build asks, or nothing).
+ */
+export function meshBucketOf(ref: string): Bucket | undefined {
+  if (!ref.startsWith(`${MESH_OWNER}/`)) return undefined;
+  const resource = MESH_RESOURCES.get(ref.slice(MESH_OWNER.length + 1));
+  return resource?.kind === "bucket" ? resource.bucket : undefined;
+}

@@ -10,7 +10,10 @@ import {
   BoundKey,
   ConditionLevel,
   ErrorCode,
+  MESH_OWNER,
   MeshError,
+  isMeshError,
+  meshBucketOf,
   ReplyCode,
   logsSubject,
   replyCodeOf,
@@ -154,9 +157,10 @@ export class ModuleAsks {
 
   async #state(op: AskOp, p: Record<string, unknown>): Promise<unknown> {
     const module = this.#o.module;
-    const { bucket, readOnly } = await this.#stateBucket(String(p["state"]));
-    // Its own states through the stream's leader, as a process reads them (@mesh/sdk's process).
-    const kv = await KvBucket.openWith(this.#o.bus, bucket, Json, { fromLeader: !readOnly });
+    const { bucket, readOnly, own } = await this.#stateBucket(String(p["state"]));
+    // Its own states through the stream's leader, as a process reads them (@mesh/sdk's process);
+    // a mesh bucket a part writes is no state it owns whole, so it is read by direct gets.
+    const kv = await KvBucket.openWith(this.#o.bus, bucket, Json, { fromLeader: own });
     const key = String(p["key"]);
     if (op === "state.get") return (await kv.get(key))?.value;
     if (op === "state.keys") {
@@ -180,11 +184,12 @@ export class ModuleAsks {
    * value `read.<owner>.<state>`) is opened: the runtime's credential holds every served module's
    * reads, and the bus alone would not stop one module reading what another declared.
    */
-  async #stateBucket(name: string): Promise<{ bucket: string; readOnly: boolean }> {
+  async #stateBucket(name: string): Promise<{ bucket: string; readOnly: boolean; own: boolean }> {
     const module = this.#o.module;
     const slash = name.indexOf("/");
     const owner = slash < 0 ? module : name.slice(0, slash);
     const state = slash < 0 ? name : name.slice(slash + 1);
+    if (owner === MESH_OWNER) return this.#meshBucket(name, state);
     let bucket: string;
     try {
       bucket = stateBucket(owner, state);
@@ -195,7 +200,7 @@ export class ModuleAsks {
         { cause: error },
       );
     }
-    if (owner === module) return { bucket, readOnly: false };
+    if (owner === module) return { bucket, readOnly: false, own: true };
     const bound = await this.#o.provisioner.get(module, {
       kind: "bound",
       key: BoundKey.read(owner, state),
@@ -207,7 +212,49 @@ export class ModuleAsks {
         { module },
       );
     }
-    return { bucket, readOnly: true };
+    return { bucket, readOnly: true, own: false };
+  }
+
+  /**
+   * One of the mesh's own buckets, `mesh/<name>`, which only a mesh part's manifest names
+   * (decision 0190: the assigner's put tools write mesh/puts): written where the provisioner
+   * answers its `write.mesh.<name>` as the bucket, read where it answers `read.mesh.<name>`, and
+   * refused otherwise — the runtime's credential holds what every served part names, and the bus
+   * alone would not stop another module's code using it.
+   */
+  async #meshBucket(
+    name: string,
+    state: string,
+  ): Promise<{ bucket: string; readOnly: boolean; own: boolean }> {
+    const module = this.#o.module;
+    const bucket = meshBucketOf(name);
+    if (bucket === undefined) {
+      throw new MeshError(
+        ErrorCode.INVALID_INPUT,
+        `${JSON.stringify(name)} names none of the mesh's buckets; give mesh/<bucket> as the part's manifest names it (e.g. mesh/puts)`,
+        { module },
+      );
+    }
+    const answered = async (key: string): Promise<unknown> => {
+      try {
+        return await this.#o.provisioner.get(module, { kind: "bound", key });
+      } catch (error) {
+        // Not answered: the manifest does not name it so.
+        if (isMeshError(error, ErrorCode.NOT_FOUND)) return undefined;
+        throw error;
+      }
+    };
+    if ((await answered(BoundKey.write(MESH_OWNER, state))) === bucket) {
+      return { bucket, readOnly: false, own: false };
+    }
+    if ((await answered(BoundKey.read(MESH_OWNER, state))) === bucket) {
+      return { bucket, readOnly: true, own: false };
+    }
+    throw new MeshError(
+      ErrorCode.REFUSED,
+      `${module} may not use ${name}: its manifest names it in neither reads nor writes, and only the mesh's parts may name the mesh's buckets; name it in the part's manifest`,
+      { module },
+    );
   }
 }
 

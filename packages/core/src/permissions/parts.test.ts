@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { meshResourceRights, partGrant } from "./parts.js";
+import { moduleGrant, runtimeGrant } from "../permissions.js";
 import { toPermissions } from "./rights.js";
 import { can, hears, kv } from "./test-support.js";
 
@@ -96,5 +97,65 @@ describe("partGrant", () => {
     assert.throws(refused([{ module: "hello", reads: ["mesh/have"] }]), internal);
     assert.throws(refused([{ module: "mesh-assigner", reads: ["mesh/secrets"] }]), internal);
     assert.throws(refused([{ module: "mesh-assigner", reads: ["hello/counts"] }]), internal);
+  });
+});
+
+/** A part run as a module by its host (decision 0190): its grant comes through moduleGrant. */
+describe("a part's module grant and the runtime's serving its tools", () => {
+  const assigner = {
+    module: "mesh-assigner",
+    states: [],
+    reads: ["mesh/have", "mesh/builds"],
+    writes: ["mesh/wants", "mesh/puts"],
+    calls: [],
+    bundles: [{ name: "tools", language: "typescript", entrypoints: ["t.ts"], loads: ["t.ts"] }],
+  };
+
+  test("the part's process is granted what its manifest names, as the module, with no problem", () => {
+    const { permissions: p, problems } = moduleGrant({
+      node: "n0",
+      manifest: assigner,
+      owners: {},
+    });
+    assert.deepEqual(problems, []);
+    assert.ok(can(p, kv.watch("mesh-have")));
+    assert.equal(can(p, kv.put("mesh-have", "n1.hello")), false);
+    assert.ok(can(p, kv.put("mesh-wants", "n1.hello")));
+    assert.equal(can(p, kv.get("mesh-modules", "hello")), false, "not named in the manifest");
+    assert.ok(can(p, "mesh.conditions.mesh-assigner.set-back"), "its conditions as the module");
+    assert.equal(can(p, "mesh.conditions.assigner.set-back"), false);
+    assert.ok(can(p, "mesh.keeps.n0.mesh-assigner"));
+    assert.ok(hears(p, "_INBOX.n0.mesh-assigner.x"));
+  });
+
+  test("the runtime serving the part's tools may use what the part's manifest names", () => {
+    const { permissions: p, problems } = runtimeGrant({
+      node: "n0",
+      modules: [assigner],
+      owners: {},
+    });
+    assert.deepEqual(problems, []);
+    assert.ok(can(p, kv.put("mesh-puts", "all.hello")));
+    assert.ok(can(p, kv.get("mesh-builds", "hello.1-a")));
+    assert.ok(can(p, "mesh.tools.n0.mesh-assigner.put") === false, "it serves, never calls");
+    assert.ok(hears(p, "mesh.tools.n0.mesh-assigner.put"));
+  });
+
+  test("another module naming a mesh bucket is granted nothing of it, and says so", () => {
+    const { permissions: p, problems } = moduleGrant({
+      node: "n0",
+      manifest: { ...assigner, module: "hello", writes: ["mesh/wants"] },
+      owners: {},
+    });
+    assert.equal(can(p, kv.put("mesh-wants", "n1.hello")), false);
+    assert.equal(can(p, kv.watch("mesh-have")), false);
+    assert.deepEqual(
+      problems.map((x) => [x.read, x.reason]),
+      [
+        ["mesh/builds", "unknown-module"],
+        ["mesh/have", "unknown-module"],
+        ["mesh/wants", "unknown-module"],
+      ],
+    );
   });
 });

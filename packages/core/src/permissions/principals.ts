@@ -7,6 +7,7 @@ import {
   Bucket,
   ErrorCode,
   MeshError,
+  MeshPart,
   ObjectStore,
   PROVISION_SERVICE,
   Principal,
@@ -196,7 +197,10 @@ export function buildGrant(input: { readonly node: string }): Permissions {
       // Discovery of any build module's service: `$SRV.<verb>[.<name>[.<id>]]`.
       subscribeTo(...["PING", "INFO", "STATS"].flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.>`])),
       answerRequests,
+      // The builder's inbox: the module mesh-builder's as its host runs it (decision 0190), or
+      // the principal delivery's of `mesh builder --credential`.
       publishTo(`${Subject.inboxRoot}.*.${Principal.delivery}.>`),
+      publishTo(`${Subject.inboxRoot}.*.${MeshPart.builder}.>`),
       publishTo(moduleConditionsWildcard(Principal.build)),
       inbox(input.node, Principal.build),
     ),

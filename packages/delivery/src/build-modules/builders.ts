@@ -3,16 +3,19 @@ import type { LanguageBuilder } from "./language-builder.js";
 import { goBuilder } from "./go.js";
 import { pythonBuilder } from "./python.js";
 import { typescriptBuilder } from "./typescript.js";
+import { SHIPPED_LANGUAGES, type ShippedLanguage } from "./languages.js";
 
-export const SHIPPED_BUILDERS: Readonly<Record<string, LanguageBuilder>> = {
+export { SHIPPED_LANGUAGES };
+
+/** One builder per shipped language: the type holds the two lists equal. */
+export const SHIPPED_BUILDERS: Readonly<Record<ShippedLanguage, LanguageBuilder>> = {
   typescript: typescriptBuilder,
   python: pythonBuilder,
   go: goBuilder,
 };
 
-/** The languages the mesh ships a build module for, sorted. */
-export const SHIPPED_LANGUAGES: readonly string[] = Object.keys(SHIPPED_BUILDERS).sort();
-
 export function shippedBuilder(language: string): LanguageBuilder | undefined {
-  return Object.hasOwn(SHIPPED_BUILDERS, language) ? SHIPPED_BUILDERS[language] : undefined;
+  return Object.hasOwn(SHIPPED_BUILDERS, language)
+    ? SHIPPED_BUILDERS[language as ShippedLanguage]
+    : undefined;
 }

@@ -16,7 +16,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ArchiveFile } from "../pack.js";
 import { listSourceFiles } from "../source.js";
-import { listFiles } from "./typescript.js";
+import { listFiles } from "../list-files.js";
 import { sdkRoot } from "./sdk-root.js";
 import type {
   BuiltFiles,

@@ -6,8 +6,8 @@
  * build modules existed (build-modules.test.ts holds them to a recorded digest).
  */
 import { existsSync } from "node:fs";
-import { readFile, readdir } from "node:fs/promises";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { readFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Message } from "esbuild";
 import { builtEntrypoint } from "@mesh/core";
@@ -15,6 +15,9 @@ import type { Manifest, ManifestBundle } from "@mesh/protocol";
 import type { ArchiveFile } from "../pack.js";
 import { providedByRuntime } from "../provided.js";
 import { typeCheck } from "../typecheck.js";
+import { listFiles } from "../list-files.js";
+
+export { listFiles };
 import type {
   BuiltFiles,
   LanguageBuildInput,
@@ -152,15 +155,6 @@ async function bundleTypescript(
       return `the entrypoint ${entry} of bundle ${bundle.name} did not build to ${built}; give it a .ts, .mts, .tsx, .js or .mjs ending`;
   }
   return Promise.all(files.map(async (path) => ({ path, bytes: await readFile(join(out, path)) })));
-}
-
-/** Every file under `dir`, relative, `/`-separated, sorted. */
-export async function listFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join("/"))
-    .sort();
 }
 
 function formatMessage(kind: string, m: Message): string {

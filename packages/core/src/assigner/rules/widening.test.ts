@@ -24,6 +24,16 @@ describe("rule widening", () => {
     assert.deepEqual(widen(a, b), ["call z/go", "hold k", "read y/t"]);
     assert.deepEqual(widen(b, a), []);
   });
+
+  it("a mesh part's new build that writes more of the mesh widens it too (decision 0122)", () => {
+    const a = manifestOf("mesh-assigner", 1, { reads: ["mesh/have"], writes: ["mesh/wants"] });
+    const b = manifestOf("mesh-assigner", 2, {
+      reads: ["mesh/have"],
+      writes: ["mesh/wants", "mesh/puts"],
+    });
+    assert.deepEqual(widen(a, b), ["write mesh/puts"]);
+    assert.deepEqual(widen(b, a), []);
+  });
 });
 
 describe("rule widening: its table", () => {

@@ -51,11 +51,14 @@ function held(cell: Cell, proposal: Proposal, before: Usable, widened: string[])
   return { kind: "want", proposal: { usable: before, rule: "widening", reason }, ask };
 }
 
-/** What a new manifest may read, call or hold that the old one may not, sorted. */
+/** What a new manifest may read, write, call or hold that the old one may not, sorted. */
 export function widen(before: Manifest, after: Manifest): string[] {
   const out: string[] = [];
   const reads = new Set(before.reads);
   for (const r of after.reads) if (!reads.has(r)) out.push(`read ${r}`);
+  // A mesh part's writes of the mesh's own buckets widen it as much as a read (decision 0122).
+  const writes = new Set(before.writes ?? []);
+  for (const w of after.writes ?? []) if (!writes.has(w)) out.push(`write ${w}`);
   const calls = new Set(before.calls);
   for (const c of after.calls) if (!calls.has(c)) out.push(`call ${c}`);
   const secrets = new Set(Object.keys(before["own-secrets"]));
