@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "./cli-bundle.js";
+import { SHIPPED_PARTS_DIR } from "./parts-bundle.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outArg = process.argv.indexOf("--out");
@@ -33,6 +34,10 @@ for (const name of ["cli", "sdk", "runtime", "view"]) {
     console.error(`packages/${name}/dist is missing: run \`npm run build\` first`);
     process.exit(1);
   }
+}
+if (!existsSync(join(SHIPPED_PARTS_DIR, "index.json"))) {
+  console.error(`${SHIPPED_PARTS_DIR} is missing: run \`npm run build\` first`);
+  process.exit(1);
 }
 
 /** Copies a workspace package's package.json and dist without tests, into `to`. */
@@ -120,6 +125,8 @@ async function packCli(version) {
   });
   // Delivery's parts' manifests: mesh up derives the assigner's and delivery's grants from them.
   await cp(join(pkg("delivery"), "parts"), join(stage, "parts"), { recursive: true });
+  // And the parts as prebuilt archives with their builds, which mesh up registers (decision 0190).
+  await cp(SHIPPED_PARTS_DIR, join(stage, "shipped-parts"), { recursive: true });
   await cp(join(root, "examples", "modules"), join(stage, "examples", "modules"), {
     recursive: true,
     filter: (src) => !/node_modules|\.mesh$/.test(src),
@@ -149,7 +156,16 @@ async function packCli(version) {
     type: "module",
     engines: { node: ">=20.10" },
     bin: { mesh: "dist/mesh.js" },
-    files: ["dist", "static", "node-tools", "parts", "examples", "LICENSE", "README.md"],
+    files: [
+      "dist",
+      "static",
+      "node-tools",
+      "parts",
+      "shipped-parts",
+      "examples",
+      "LICENSE",
+      "README.md",
+    ],
     dependencies,
     bundleDependencies: bundled,
   };

@@ -98,8 +98,15 @@ if [ -n "$changed" ] || [ ! -f packages/cli/dist/main.js ]; then
   npx --no-install tsc -b >&2
   npx --no-install tsc -p examples >&2
   npx --no-install tsc -p packages/runtime/node-tools >&2
+  npx --no-install tsc -p packages/delivery/parts >&2
+  # Delivery's parts as the prebuilt archives mesh up registers (decision 0190); skipped when
+  # nothing they are made of changed.
+  node scripts/parts-bundle.js >&2
   node scripts/cli-bundle.js >&2 || say "the CLI bundle was not made; ./mesh runs packages/cli/dist/main.js"
   touch "$stamp"
 elif [ ! -f packages/cli/dist/bundle/mesh.cjs ]; then
   node scripts/cli-bundle.js >&2 || say "the CLI bundle was not made; ./mesh runs packages/cli/dist/main.js"
+fi
+if [ ! -f packages/cli/dist/shipped-parts/index.json ]; then
+  node scripts/parts-bundle.js >&2
 fi

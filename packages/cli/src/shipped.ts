@@ -21,5 +21,12 @@ export const NODE_TOOLS_SOURCE = here("../../runtime/node-tools", "../node-tools
 /** The folder of delivery's parts' manifests (`mesh-assigner`, …; decision 0122). */
 export const PARTS_SOURCE = here("../../delivery/parts", "../parts");
 
+/**
+ * The mesh's parts as prebuilt archives with their builds (decision 0190), which `mesh up`
+ * registers: made by `npm run build` (scripts/parts-bundle.js) beside tsc's output, and copied
+ * into the packed CLI by `npm run pack`.
+ */
+export const SHIPPED_PARTS = here("./shipped-parts", "../shipped-parts");
+
 /** The folder of the examples `mesh up --demo` runs. */
 export const EXAMPLES_DIR = here("../../../examples/modules", "../examples/modules");

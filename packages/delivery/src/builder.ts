@@ -21,10 +21,13 @@ import {
 import {
   Bucket,
   ErrorCode,
+  MESH_BUILD_ASKS,
   MeshError,
+  ObjectStore,
   buildKey,
   candidateKey,
   digestKey,
+  meshRef,
   type Build,
   type BuildModuleRegistration,
   type Candidate,
@@ -44,6 +47,21 @@ export interface BuilderOptions {
   readonly workDir?: string;
   readonly now?: () => Date;
 }
+
+/**
+ * What of the mesh the builder reads and writes, as its manifest names it (seed 003: the manifest
+ * test holds the two equal, and hears on a real bus that the code uses exactly these): the build
+ * modules' asks too, which it sends each language's build module.
+ */
+export const BUILDER_USES = {
+  reads: [meshRef(Bucket.buildModules), meshRef(Bucket.candidates), meshRef(Bucket.modules)],
+  writes: [
+    meshRef(ObjectStore.artifacts),
+    MESH_BUILD_ASKS,
+    meshRef(Bucket.builds),
+    meshRef(Bucket.manifests),
+  ],
+} as const;
 
 /** The build id of a candidate: its seq and the start of its source digest. */
 export const buildIdOf = (candidate: Pick<Candidate, "seq" | "sourceDigest">): string =>

@@ -20,4 +20,6 @@ export {
 } from "./run.js";
 export { parseSourceArgument, readSourceManifest, registerModule } from "./register.js";
 export { PARTS_DIR, PRINCIPAL_PARTS, partsPrincipalGrant, readPartManifest } from "./parts.js";
+export { prebuiltManifest, readShippedParts, shipParts } from "./shipped-parts.js";
+export { registerShippedPart, type ShippedRegistration } from "./shipped-register.js";
 /** For tests (here and in the CLI): hand-made hostile archives. */

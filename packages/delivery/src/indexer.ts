@@ -25,6 +25,7 @@ import {
   MeshError,
   candidateKey,
   isMeshError,
+  meshRef,
   parseCandidateKey,
   type Candidate,
   type ModuleRegistration,
@@ -72,6 +73,15 @@ export async function revisionOf(
       return { revision: source.digest, sourceDigest: source.digest };
   }
 }
+
+/**
+ * What of the mesh the indexer reads and writes, as its manifest names it (seed 003: the manifest
+ * test holds the two equal, and hears on a real bus that the code uses exactly these).
+ */
+export const INDEXER_USES = {
+  reads: [meshRef(Bucket.modules)],
+  writes: [meshRef(Bucket.candidates)],
+} as const;
 
 /** What the indexer watches: the registered modules, and the candidates for their numbering. */
 const indexerSources = (bus: MeshBus) => ({

@@ -1,9 +1,11 @@
 /**
- * Seed 003's agreement test for each of delivery's parts (issue 24, decision 0122): what each
- * part's code opens of the mesh is exactly what its manifest names in `reads` and `writes`, so the
- * grant derived from the manifest is what the code uses, and nothing it does not. The assigner's
- * code lists its buckets; the indexer's and the builder's are heard on a real bus, as the
- * requests their connection sends (the replies go to the delivery credential's own inbox).
+ * Seed 003's agreement test for each of delivery's parts (issue 24, decisions 0122 and 0190): what
+ * each part's code opens of the mesh is exactly what its manifest names in `reads` and `writes`, so
+ * the grant derived from the manifest is what the code uses, and nothing it does not. Each part's
+ * code lists what it uses (the assigner's daemon and its put tools their buckets, the indexer and
+ * the builder their `mesh/<name>`s) and the manifest is held equal to the list; the indexer's and
+ * the builder's lists are also heard on a real bus, as the requests their connection sends (the
+ * replies go to the delivery credential's own inbox).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -23,10 +25,11 @@ import {
 } from "@mesh/protocol";
 import { ASSIGNER_BUCKETS } from "./assigner/assigner.js";
 import { OWN_BUCKETS } from "./assigner/maps.js";
-import { Builder } from "./builder.js";
+import { PUT_TOOL_READS, PUT_TOOL_WRITES } from "./assigner/put-tools.js";
+import { BUILDER_USES, Builder } from "./builder.js";
 import { BuildModule } from "./build-modules/build-module.js";
 import { typescriptBuilder } from "./build-modules/typescript.js";
-import { Indexer } from "./indexer.js";
+import { INDEXER_USES, Indexer } from "./indexer.js";
 import { partsPrincipalGrant, readPartManifest } from "./parts.js";
 import { registerModule } from "./register.js";
 import { folderWith, startDeliveryBus, toolsManifest, type DeliveryBus } from "./test-support.js";
@@ -43,16 +46,36 @@ describe("the assigner's manifest and its code", () => {
     manifest = await readPartManifest(MeshPart.assigner);
   });
 
-  it("reads and writes exactly the buckets its code opens, and the conditions stream", () => {
+  it("reads and writes exactly the buckets its daemon and its tools open, and the conditions stream", () => {
     assert.deepEqual(
       sorted([...named(manifest.reads), ...named(manifest.writes)]),
-      sorted([...ASSIGNER_BUCKETS, Stream.conditions]),
+      sorted([...ASSIGNER_BUCKETS, Stream.conditions, ...PUT_TOOL_READS, ...PUT_TOOL_WRITES]),
     );
   });
 
-  it("writes exactly the buckets its code writes", () => {
-    assert.deepEqual(named(manifest.writes), sorted([...OWN_BUCKETS, Bucket.summary]));
+  it("writes exactly the buckets its daemon and its tools write", () => {
+    assert.deepEqual(
+      named(manifest.writes),
+      sorted([...OWN_BUCKETS, Bucket.summary, ...PUT_TOOL_WRITES]),
+    );
   });
+});
+
+describe("the indexer's and the builder's manifests and their code's lists", () => {
+  for (const [part, uses] of [
+    [MeshPart.indexer, INDEXER_USES],
+    [MeshPart.builder, BUILDER_USES],
+  ] as const) {
+    it(`${part} reads and writes exactly what its code lists`, async () => {
+      const manifest = await readPartManifest(part);
+      assert.deepEqual([...manifest.reads].sort(), [...uses.reads].sort(), `${part}: reads`);
+      assert.deepEqual(
+        [...(manifest.writes ?? [])].sort(),
+        [...uses.writes].sort(),
+        `${part}: writes`,
+      );
+    });
+  }
 });
 
 /** What the grant of `mesh up`'s assigner lets through (moved here from core: it is the manifest's now). */
@@ -64,7 +87,7 @@ describe("the assigner's grant, from its manifest", () => {
   const can = (subject: string): boolean => isAllowed(p, "publish", subject);
   const watch = (b: string) => `$JS.API.CONSUMER.CREATE.KV_${b}.oc_X_1.$KV.${b}.>`;
   const put = (b: string) => `$KV.${b}.a.b`;
-  const writes: readonly string[] = [...OWN_BUCKETS, Bucket.summary];
+  const writes: readonly string[] = [...OWN_BUCKETS, Bucket.summary, ...PUT_TOOL_WRITES];
 
   it("reads what a pass reads and writes only its own", () => {
     for (const bucket of ASSIGNER_BUCKETS) assert.ok(can(watch(bucket)), bucket);
@@ -166,15 +189,17 @@ describe("the indexer's and the builder's manifests and what their code does on 
     void builder.run({ signal: stop.signal }).catch((e: unknown) => console.error(e));
     await firstPutAsAdmin(Bucket.builds, "hello.>", (v) => v.status === "built", "hello's build");
 
-    for (const part of [MeshPart.indexer, MeshPart.builder] as const) {
-      const manifest = await readPartManifest(part);
+    for (const [part, uses] of [
+      [MeshPart.indexer, INDEXER_USES],
+      [MeshPart.builder, BUILDER_USES],
+    ] as const) {
       const of = part === MeshPart.indexer ? "indexer" : "builder";
       assert.deepEqual(
         touched(of),
-        sorted([...named(manifest.reads), ...named(manifest.writes)]),
-        `${part}: what its code opened and what its manifest names`,
+        sorted([...named(uses.reads), ...named(uses.writes)]),
+        `${part}: what its code opened and what its code lists`,
       );
-      assert.deepEqual(touched(of, true), named(manifest.writes), `${part}: what it wrote`);
+      assert.deepEqual(touched(of, true), named(uses.writes), `${part}: what it wrote`);
     }
   });
 });

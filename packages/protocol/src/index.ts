@@ -136,6 +136,7 @@ export {
   manifestJsonSchema,
   type ManifestInput,
 } from "./manifest.js";
+export { SHIPPED_PARTS_INDEX, ShippedPart, ShippedParts } from "./shipped-parts.js";
 export {
   MESH_BUILD_ASKS,
   MESH_OWNER,

@@ -12,11 +12,12 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import type { MeshBus } from "@mesh/bus";
 import { KvBucket } from "@mesh/bus";
-import { deadline } from "@mesh/bus/testing";
+import { credentialFor, deadline } from "@mesh/bus/testing";
 import { buildGrant } from "@mesh/core";
 import { partsPrincipalGrant } from "@mesh/delivery";
 import { Bucket, Principal } from "@mesh/protocol";
 import { rawTar } from "@mesh/bus/testing";
+import { serveAssignerTools } from "../testing/assigner-tools.js";
 import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -155,9 +156,23 @@ describe("delivery verbs", () => {
     assert.doesNotMatch(run.stderr, /INTERNAL|\n\s+at /);
   });
 
-  test("a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {
-    const put = await bus.run(["put", "hello", "9-deadbeef", "--json"]);
-    assert.equal((JSON.parse(put.stdout) as { error: { code: string } }).error.code, "NOT_FOUND");
+  test("a put with no assigner tool served, a put to a build that does not exist, and an answer to no ask, are NOT_FOUND", async () => {
+    const error = (run: { stdout: string }) =>
+      (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+    // mesh put calls the assigner's tool (decision 0190): nothing serves it yet.
+    const unserved = error(await bus.run(["put", "hello", "9-deadbeef", "--json"]));
+    assert.equal(unserved.code, "NOT_FOUND");
+    assert.match(unserved.message, /no node serves mesh-assigner\/put/);
+    {
+      await using _tools = await serveAssignerTools({
+        admin,
+        credential: credentialFor(bus.server, bus.server.admin, { node: NODE, module: "x" }),
+        node: NODE,
+      });
+      const missing = error(await bus.run(["put", "hello", "9-deadbeef", "--json"]));
+      assert.equal(missing.code, "NOT_FOUND");
+      assert.match(missing.message, /hello has no build "9-deadbeef"/);
+    }
     const answer = await bus.run(["answer", "w-nothing", "yes", "--json"]);
     assert.equal(
       (JSON.parse(answer.stdout) as { error: { code: string } }).error.code,

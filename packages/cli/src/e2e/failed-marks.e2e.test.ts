@@ -5,7 +5,7 @@
  * a set-back ends with the healthy build running, `mesh unput` says the mark stands and
  * `mesh retry` lifts it (the newest wanted again, and set back again while it crashes); tool
  * calls that throw are the calls' errors, not the module's health;
- * a put holds while the assigner is killed with kill -9 and started again by `mesh up`, with
+ * a put holds while the assigner is killed with kill -9 and started again by its host, with
  * 3,000 puts standing — the put's want is never rewritten.
  */
 import assert from "node:assert/strict";
@@ -344,7 +344,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
             return now.length === 1 && now[0] !== before ? true : undefined;
           },
           120_000,
-          `mesh up to start the assigner again (round ${round})`,
+          `the host to start the assigner again (round ${round})`,
         );
         // A change only a running assigner answers: unassigning board deletes its want.
         await mesh$(["unassign", "board", "--all"]);

@@ -15,15 +15,14 @@
  * The seed is printed; `MESH_SOAK_SEED=<n>` replays a run, `MESH_SOAK_ACTIONS=<n>` sets how many.
  */
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
 import { before, describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { deadline } from "@mesh/bus/testing";
 import { Bucket, Env } from "@mesh/protocol";
 import { readStatus, type StatusCell, type StatusReport } from "../commands/status/status.js";
 import { meshForFile } from "../testing/mesh-for-file.js";
-import type { DemoMesh } from "../testing/demo-mesh.js";
+import type { DemoMesh, MeshProcessKind } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 import {
   SOAK_MODULES,
@@ -124,12 +123,15 @@ async function quiet(
   }
 }
 
-/** The last lines a mesh process of `mesh up` wrote, for a failure's message. */
-async function logTail(c: SoakContext, kind: string, lines = 25): Promise<string> {
-  const dir = join(c.mesh.root, "logs", "mesh");
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.startsWith(kind));
-  const texts = await Promise.all(names.map((n) => readFile(join(dir, n), "utf8").catch(() => "")));
-  return texts.join("").split("\n").slice(-lines).join("\n") || `(no log of the ${kind} in ${dir})`;
+/** The last lines a process of the mesh wrote, for a failure's message. */
+async function logTail(c: SoakContext, kind: MeshProcessKind, lines = 25): Promise<string> {
+  const file = c.mesh.logOf(kind);
+  const texts = await Promise.all(
+    [`${file}.1`, file].map((f) => readFile(f, "utf8").catch(() => "")),
+  );
+  return (
+    texts.join("").split("\n").slice(-lines).join("\n") || `(no log of the ${kind} at ${file})`
+  );
 }
 
 /** What must hold once the mesh is quiet. */

@@ -17,7 +17,7 @@ import type { Page } from "playwright-core";
 import { launch } from "@mesh/view/testing";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { deadline, processesNaming } from "@mesh/bus/testing";
-import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { Bucket, MeshPart, nodeModuleKey } from "@mesh/protocol";
 import { startMeshUp, type MeshUp, type MeshUpReport } from "../testing/mesh-up.js";
 import { runMesh } from "../testing/run-mesh.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
@@ -194,7 +194,7 @@ describe("one change, end to end", () => {
       "the set-back",
     );
     assert.equal(setBack.build, firstBuild);
-    const conditions = await meshJson(["conditions", "--module", "assigner"]);
+    const conditions = await meshJson(["conditions", "--module", MeshPart.assigner]);
     assert.match(JSON.stringify(conditions), /broken/);
     await until(
       async () => {

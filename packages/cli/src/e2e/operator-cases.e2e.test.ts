@@ -13,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
 import { destroyBucket, startTimeOf } from "@mesh/bus/testing";
-import { Bucket, nodeModuleKey } from "@mesh/protocol";
+import { Bucket, MeshPart, nodeModuleKey } from "@mesh/protocol";
+import { rootProcesses } from "../testing/demo-mesh.js";
 import { startMeshUp, type MeshUp } from "../testing/mesh-up.js";
 import { runMesh, startMesh, type MeshRun } from "../testing/run-mesh.js";
 import { until } from "../testing/until.js";
@@ -253,7 +254,7 @@ describe("issue 14's cases on a real mesh from mesh up", () => {
         await meshJson<{ conditions: Array<{ message: string }> }>([
           "conditions",
           "--module",
-          "assigner",
+          MeshPart.assigner,
           "--open",
         ])
       ).conditions.filter((c) => c.message.includes("wobbly"));
@@ -276,8 +277,12 @@ describe("issue 14's cases on a real mesh from mesh up", () => {
     );
   });
   test("14.5: the presence bucket deleted and created again under the running assigner: it says so, keeps running, and a node present after still gets a want", async () => {
-    const assigner = up?.report.processes["assigner"];
-    assert.ok(assigner !== undefined, "mesh up reports the assigner's pid");
+    // The assigner is the module mesh-assigner, run by this node's host (decision 0190).
+    const assigner = await until(
+      async () => (await rootProcesses(root)).find((p) => p.kind === "assigner")?.pid,
+      120_000,
+      "the host to run the assigner",
+    );
     const started = startTimeOf(assigner);
     assert.ok(started !== undefined, "the assigner runs");
     const controller = await MeshBus.connectWithFile(join(root, "credentials", "controller.json"), {
@@ -289,7 +294,8 @@ describe("issue 14's cases on a real mesh from mesh up", () => {
       assert.ok(mine !== undefined, `${NODE} is present`);
       await destroyBucket(controller, Bucket.presence);
       await ensureLayout(controller);
-      const log = join(root, "logs", "mesh", "assigner.log");
+      // What the assigner says goes to its stderr, which its host files beside its stdout.
+      const log = join(root, "logs", MeshPart.assigner, "assigner.stderr.log");
       await until(
         async () =>
           /watching mesh-presence: the watch ended/.test(await readFile(log, "utf8")) || undefined,

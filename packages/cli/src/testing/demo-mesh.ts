@@ -8,7 +8,14 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { deadline, reapWithMe } from "@mesh/bus/testing";
-import { Bucket, Env, nodeModuleKey, toolSubject } from "@mesh/protocol";
+import {
+  Bucket,
+  Env,
+  MeshPart,
+  nodeModuleKey,
+  processResourceId,
+  toolSubject,
+} from "@mesh/protocol";
 import { MESH_MAIN } from "./run-mesh.js";
 
 export interface UpReport {
@@ -165,30 +172,19 @@ export class DemoMesh {
   }
 
   /** Every process that belongs to this root, by what it is. */
-  async processes(): Promise<MeshProcess[]> {
-    const found: MeshProcess[] = [];
-    for (const entry of await readdir("/proc")) {
-      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-      const cmdline = (await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "")).split(
-        "\0",
-      );
-      const env = (await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "")).split("\0");
-      const mine =
-        cmdline.some((arg) => arg.includes(this.root)) || env.some((v) => v.includes(this.root));
-      if (!mine) continue;
-      let kind = kindOf(cmdline, env);
-      // A standby that took over still shows the variables it was started with in /proc; it
-      // serves once it has written a status file of its own.
-      if (kind === "runtime-standby" && (await this.#statusOf(Number(entry)))) kind = "runtime";
-      found.push({ pid: Number(entry), kind });
-    }
-    return found;
+  processes(): Promise<MeshProcess[]> {
+    return rootProcesses(this.root);
   }
 
-  /** Whether the runtime with `pid` has written a status file (a standby writes none). */
-  async #statusOf(pid: number): Promise<boolean> {
-    const file = join(this.root, "run", `node-tools.${pid}.status.json`);
-    return (await stat(file).catch(() => undefined)) !== undefined;
+  /**
+   * Where a process of the mesh says what it does: `mesh up`'s children in `logs/mesh/<kind>.log`;
+   * delivery's parts, modules their host runs, on their stderr, `logs/mesh-<part>/<part>.stderr.log`.
+   */
+  logOf(kind: MeshProcessKind): string {
+    const part = PARTS.find(([k]) => k === kind);
+    return part === undefined
+      ? join(this.root, "logs", "mesh", `${kind}.log`)
+      : join(this.root, "logs", part[1], `${kind}.stderr.log`);
   }
 
   /** The pids of one kind of process. */
@@ -258,11 +254,47 @@ export class ConstantLoad {
 
 export { until } from "./until.js";
 
+/** Every process that belongs to `root` (its path in the command line or environment), by kind. */
+export async function rootProcesses(root: string): Promise<MeshProcess[]> {
+  const found: MeshProcess[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = (await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "")).split("\0");
+    const env = (await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "")).split("\0");
+    const mine = cmdline.some((arg) => arg.includes(root)) || env.some((v) => v.includes(root));
+    if (!mine) continue;
+    let kind = kindOf(cmdline, env);
+    // A standby that took over still shows the variables it was started with in /proc; it
+    // serves once it has written a status file of its own.
+    if (kind === "runtime-standby" && (await hasStatusFile(root, Number(entry)))) kind = "runtime";
+    found.push({ pid: Number(entry), kind });
+  }
+  return found;
+}
+
+/** Whether the runtime with `pid` has written a status file (a standby writes none). */
+async function hasStatusFile(root: string, pid: number): Promise<boolean> {
+  const file = join(root, "run", `node-tools.${pid}.status.json`);
+  return (await stat(file).catch(() => undefined)) !== undefined;
+}
+
+/** Delivery's parts, which the host runs as modules (decision 0190), by their process's kind. */
+const PARTS = [
+  ["indexer", MeshPart.indexer],
+  ["builder", MeshPart.builder],
+  ["assigner", MeshPart.assigner],
+] as const;
+
 function kindOf(cmdline: readonly string[], env: readonly string[]): MeshProcessKind {
   if (/nats-server/.test(cmdline[0] ?? "")) return "nats-server";
   if (env.some((v) => v === `${Env.runtimeStandby}=1`)) return "runtime-standby";
   if (env.some((v) => v.startsWith(`${Env.toolModules}=`))) return "runtime";
-  for (const verb of ["controller", "indexer", "builder", "assigner", "host", "up"] as const) {
+  // The host marks each process it starts with its resource's id (MESH_HOST_PROCESS=<tag>:<id>).
+  for (const [kind, part] of PARTS) {
+    const id = processResourceId(part, kind);
+    if (env.some((v) => v.startsWith("MESH_HOST_PROCESS=") && v.endsWith(`:${id}`))) return kind;
+  }
+  for (const verb of ["controller", "host", "up"] as const) {
     if (cmdline[1]?.endsWith("main.js") === true && cmdline[2] === verb) return verb;
   }
   if (env.some((v) => v.startsWith(`${Env.brokerFile}=`) && v.includes("counter"))) {

@@ -13,6 +13,8 @@ export interface MeshUpReport {
   readonly bus: { readonly url: string; readonly pid: number };
   readonly credentials: { readonly operator: string };
   readonly processes: Record<string, number>;
+  /** Where delivery's parts run and each part's build (decision 0190). */
+  readonly delivery?: { readonly node: string; readonly parts: Record<string, string> };
   readonly view?: string;
 }
 
@@ -33,10 +35,12 @@ export interface StartMeshUpOptions {
   readonly args?: readonly string[];
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** The bus's port (a free one by default): the same again keeps joined nodes' credentials good. */
+  readonly port?: number;
 }
 
 export async function startMeshUp(options: StartMeshUpOptions): Promise<MeshUp> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const [file, ...pre] = options.command ?? [process.execPath, MESH_MAIN];
   const child = spawn(
     file as string,

@@ -1,7 +1,9 @@
 /**
- * The mesh's processes as `mesh up` starts them once its bus is there: the controller, delivery's
- * indexer, builder and assigner, the runtime registered and assigned everywhere, this machine's
- * host (joined like any node), the view, and with `--demo` the examples, waited for until healthy.
+ * The mesh's processes as `mesh up` starts them once its bus is there: the controller and the
+ * build modules as its own children; the runtime registered and assigned everywhere; delivery's
+ * parts (indexer, builder, assigner) registered from the archives the CLI ships and placed on the
+ * delivery node, whose host runs them as modules (decision 0190); this machine's host (joined like
+ * any node); the view; and with `--demo` the examples, waited for until healthy.
  */
 import { Principal } from "@mesh/protocol";
 import { MeshBus, writeCredential } from "@mesh/bus";
@@ -12,6 +14,7 @@ import { machineArgs } from "../commands/node/host.js";
 import type { RootPaths } from "../mesh-root.js";
 import { CLI_MAIN } from "../shipped.js";
 import type { Children } from "./children.js";
+import { startDeliveryParts, type DeliveryPlacement } from "./delivery-parts.js";
 import { ensureHostCredential } from "./local-node.js";
 import {
   DEMO_MODULES,
@@ -29,6 +32,8 @@ export interface Held {
   bus?: MeshBus;
   operatorBus?: MeshBus;
   view?: View;
+  /** Where delivery's parts run, once placed. */
+  delivery?: DeliveryPlacement;
 }
 
 export async function stopHeld(held: Held, log: (line: string) => void): Promise<void> {
@@ -72,13 +77,6 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
         : ["--credential-lifetime-ms", String(options.credentialLifetimeMs)]),
     ),
   });
-  for (const daemon of ["indexer", "builder", "assigner"] as const) {
-    const principal = daemon === "assigner" ? Principal.assigner : Principal.delivery;
-    await held.children.start({
-      name: daemon,
-      argv: cli(daemon, "--credential", started.credentialOf(principal).path),
-    });
-  }
   // One build module per language the mesh ships (decision 0160); the builder asks them.
   for (const language of SHIPPED_LANGUAGES) {
     await held.children.start({
@@ -97,6 +95,17 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
   const registering = { by: `mesh up (${operator.user})`, signal, say: log };
   if (options.runtime !== false)
     await registerAndAssignEverywhere(operatorBus, NODE_TOOLS_SOURCE, registering);
+  // Before the host: its first composition then runs them (decision 0190, the bootstrap order).
+  const bus = held.bus;
+  if (bus === undefined) throw new Error("mesh up holds no controller connection");
+  held.delivery = await startDeliveryParts({
+    admin: bus,
+    here: c.node,
+    deliveryOn: options.deliveryOn,
+    by: registering.by,
+    signal,
+    say: log,
+  });
   await startHost(c, operatorBus);
   const view = await startView({ bus: operatorBus, port: options.viewPort ?? 0, signal });
   held.view = view;
@@ -109,7 +118,11 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
   );
   await waitHealthy(operatorBus, {
     node: c.node,
-    modules: options.runtime === false ? demo : ["node-tools", ...demo],
+    modules: [
+      ...(options.runtime === false ? [] : ["node-tools"]),
+      ...(held.delivery.node === c.node ? held.delivery.parts.map((p) => p.module) : []),
+      ...demo,
+    ],
     timeoutMs: options.demoTimeoutMs ?? 300_000,
     since: c.startedAt,
     signal,

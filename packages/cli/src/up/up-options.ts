@@ -17,6 +17,8 @@ export interface UpOptions extends MachineOptions, BusChoice {
   readonly viewPort?: number;
   /** How long `--demo` waits for the examples, in ms. */
   readonly demoTimeoutMs?: number;
+  /** The node delivery's parts run on (decision 0190): where they are, else this machine's node. */
+  readonly deliveryOn?: string;
   /** Accounts mode: how long the controller's credentials live (decision 0150). */
   readonly credentialLifetimeMs?: number;
 }

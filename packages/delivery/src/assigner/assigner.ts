@@ -42,14 +42,7 @@ import {
   type Lifecycle,
   type RunOptions,
 } from "@mesh/kit";
-import {
-  Bucket,
-  Principal,
-  Stream,
-  type Condition,
-  type Have,
-  type Presence,
-} from "@mesh/protocol";
+import { Bucket, Stream, type Condition, type Have, type Presence } from "@mesh/protocol";
 import {
   CurrentHave,
   foldHave,
@@ -302,7 +295,9 @@ export class Assigner implements Daemon, AsyncDisposable {
     }
     for (const c of result.conditions) {
       try {
-        await sayCondition(this.#bus, { ...c, module: Principal.assigner }, { signal });
+        // As the credential's module: `mesh-assigner` run by a host (decision 0190), or the
+        // principal `assigner` of `mesh assigner --credential`; each may say only its own.
+        await sayCondition(this.#bus, { ...c, module: this.#bus.credential.module }, { signal });
         // Held as said, so a later pass resolves it once its cause ends (or not again).
         if (c.resolved === true) this.#maps.own.conditions.delete(c.name);
         else if (c.node !== undefined) this.#maps.own.conditions.set(c.name, { node: c.node });

@@ -4,7 +4,7 @@
  * heard within the deadline: logged, and only what this run says is resolved later.
  */
 import { readStream, type MeshBus } from "@mesh/bus";
-import { Condition, Principal, Stream, Subject } from "@mesh/protocol";
+import { Condition, Stream, Subject } from "@mesh/protocol";
 
 /** How long the start waits to read back its own conditions. */
 const OWN_CONDITIONS_DEADLINE_MS = 10_000;
@@ -24,8 +24,8 @@ export async function readOwnConditions(
   ]);
   try {
     for await (const e of readStream(bus, Stream.conditions, {
-      // One filter, as its grant reads it: every condition the assigner says.
-      filter: `${Subject.conditionsPrefix}.${Principal.assigner}.>`,
+      // One filter, as its grant reads it: every condition the assigner says (as its credential's module).
+      filter: `${Subject.conditionsPrefix}.${bus.credential.module}.>`,
       schema: Condition,
       deliver: "last-per-subject",
       signal: read,

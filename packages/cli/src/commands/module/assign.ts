@@ -1,20 +1,22 @@
 /**
  * Saying where modules run: `mesh assign|unassign` (the assignments bucket) and `mesh put|unput`
- * (pinning a build until lifted). The assigner turns both into wants.
+ * (pinning a build until lifted, through the assigner's own tool). The assigner turns both into
+ * wants.
  */
 import type { Command } from "commander";
 import { KvBucket, type MeshBus } from "@mesh/bus";
+import { z } from "zod";
 import {
   ALL_NODES,
   Bucket,
   ErrorCode,
   MeshError,
-  buildKey,
   checkName,
   parseTargetModuleKey,
   targetModuleKey,
   type Target,
 } from "@mesh/protocol";
+import { callAssignerTool } from "./assigner-tool.js";
 import { requireModule } from "../../known.js";
 import { readAll } from "../../read-bucket.js";
 import { unputMessage } from "./retry.js";
@@ -189,43 +191,46 @@ export async function putVerb(
   return answerDone(options, done);
 }
 
-/** `mesh put|unput` on a bus (no build: unput): the view's page does the same. */
+/**
+ * `mesh put|unput` on a bus (no build: unput): the view's page does the same. Both call the
+ * assigner's tool (`mesh-assigner/put`, `/unput`; decision 0190), which checks and writes the put;
+ * its refusals (a module not registered, a build it has not, one not built) come back coded.
+ */
 export async function put(
   bus: MeshBus,
   input: { module: string; build?: string; node?: string; why?: string },
 ): Promise<Done> {
-  const { module, build, node } = input;
-  const t: Target = node === undefined ? { all: true } : { node: checkName("node", node) };
-  const key = targetModuleKey(t, module);
-  const puts = await KvBucket.open(bus, Bucket.puts);
+  const { module, build } = input;
+  const node = input.node === undefined ? undefined : checkName("node", input.node);
+  const where = node === undefined ? {} : { node };
   if (build === undefined) {
-    // Said as it is: a put that does not stand is not lifted, and puts elsewhere still hold.
-    const lifted = (await puts.get(key)) !== undefined;
-    if (lifted) await puts.delete(key);
-    const others = (await puts.keys(`*.${module}`)).filter((k) => k !== key).sort();
+    const answer = UnputAnswer.parse(
+      await callAssignerTool(bus, "unput", { module: checkName("module", module), ...where }),
+    );
     return {
-      message: await unputMessage(bus, { key, module, node, lifted, others }),
-      result: { key, put: null, lifted, others },
+      message: await unputMessage(bus, { ...answer, module, node }),
+      result: { key: answer.key, put: null, lifted: answer.lifted, others: answer.others },
     };
   }
-  const record = await (await KvBucket.open(bus, Bucket.builds)).get(buildKey(module, build));
-  if (record === undefined) {
-    throw new MeshError(
-      ErrorCode.NOT_FOUND,
-      `${module} has no build ${JSON.stringify(build)}; see \`mesh builds ${module}\``,
-      { module },
-    );
-  }
-  if (record.value.status !== "built") {
-    throw new MeshError(
-      ErrorCode.REFUSED,
-      `${module} build ${build} is ${record.value.status}, and only a built build can be put; pick one \`mesh builds ${module}\` lists as built`,
-      { module },
-    );
-  }
-  await puts.put(key, { build, by: by(bus), why: input.why ?? "", at: new Date().toISOString() });
+  const answer = PutAnswer.parse(
+    await callAssignerTool(bus, "put", {
+      module: checkName("module", module),
+      build,
+      ...where,
+      ...(input.why === undefined ? {} : { why: input.why }),
+      by: by(bus),
+    }),
+  );
   return {
-    message: `put ${module} on ${"all" in t ? "every node" : t.node} to ${build} until \`mesh unput\``,
-    result: { key, put: build },
+    message: `put ${module} on ${node ?? "every node"} to ${answer.put} until \`mesh unput\``,
+    result: { key: answer.key, put: answer.put },
   };
 }
+
+/** What the assigner's tools answer (their output schemas). */
+const PutAnswer = z.object({ key: z.string(), put: z.string() });
+const UnputAnswer = z.object({
+  key: z.string(),
+  lifted: z.boolean(),
+  others: z.array(z.string()),
+});

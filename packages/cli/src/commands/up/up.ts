@@ -1,9 +1,11 @@
 /**
  * `mesh up`: a whole mesh on this machine, in one root folder. It brings up the bus (the embedded
  * nats-server under the mesh's own configuration, every bucket and stream of the layout), then
- * the mesh's processes, each its own process on its own credential — the controller, delivery's
- * indexer, builder and assigner, and this machine's host, which joins like any node — registers
- * and assigns the runtime `node-tools` to every node, and serves the view. `--demo` also runs the
+ * the mesh's processes, each its own process on its own credential — the controller and this
+ * machine's host, which joins like any node — registers and assigns the runtime `node-tools` to
+ * every node, registers delivery's parts (indexer, builder, assigner) from the archives the CLI
+ * ships and places them on the delivery node, whose host runs them as modules (decision 0190),
+ * and serves the view. `--demo` also runs the
  * examples and waits until they are healthy. Ctrl-C (or SIGTERM) stops everything cleanly.
  */
 import { createServer } from "node:net";
@@ -87,6 +89,7 @@ export async function up(options: UpOptions): Promise<ExitCode> {
         ...(options.busOnly === true ? {} : { host: hostCredential }),
       },
       processes: held.children.pids(),
+      ...deliveryReport(held),
       ...(held.view === undefined ? {} : { view: held.view.url }),
       logs: join(paths.root, "logs"),
       layout,
@@ -138,6 +141,7 @@ function printReady(
     };
     credentials: { operator: string };
     processes: Record<string, number>;
+    delivery?: { node: string; parts: Record<string, string> };
     view?: string;
     logs: string;
   },
@@ -158,6 +162,13 @@ function printReady(
             `${s.url} (nats-server, pid ${s.pid}${all.length > 1 ? `, server ${i + 1} of ${all.length}` : ""})`,
         )),
     ...Object.entries(report.processes).map(([name, pid]) => `  ${name.padEnd(11)} pid ${pid}`),
+    ...(report.delivery === undefined
+      ? []
+      : [
+          `  delivery    ${Object.entries(report.delivery.parts)
+            .map(([part, build]) => `${part} ${build}`)
+            .join(", ")} on ${report.delivery.node}, run by its host`,
+        ]),
     ...(report.bus.store === undefined ? [] : [`  data        ${report.bus.store}`]),
     `  logs        ${report.logs}`,
     `  operator    ${report.credentials.operator}  (mode 0600; verbs find it through --root)`,
@@ -174,6 +185,15 @@ function printReady(
     staying ? "Press Ctrl-C to stop.\n" : "",
   ];
   process.stdout.write(lines.join("\n"));
+}
+
+/** Where delivery's parts run and each one's build, for the report (decision 0190). */
+function deliveryReport(held: Held): {
+  delivery?: { node: string; parts: Record<string, string> };
+} {
+  if (held.delivery === undefined) return {};
+  const { node, parts } = held.delivery;
+  return { delivery: { node, parts: Object.fromEntries(parts.map((p) => [p.module, p.build])) } };
 }
 
 /** Where the bus is, for the report: each server the mesh runs, or the foreign bus's urls. */
@@ -241,6 +261,10 @@ export function registerUpVerb(program: Command): void {
         rootOf({}), // MESH_ROOT, else ./.mesh
       )
       .option("--node <name>", "this machine's node name (default: from the hostname)")
+      .option(
+        "--delivery-on <node>",
+        "the node whose host runs delivery's parts (indexer, builder, assigner); default: where they run already, else this machine's node",
+      )
       .addOption(
         new Option(
           "--port <port>",

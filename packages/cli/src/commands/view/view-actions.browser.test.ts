@@ -16,11 +16,12 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import type { Locator, Page } from "playwright-core";
 import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
-import { stretched } from "@mesh/bus/testing";
+import { credentialFor, stretched } from "@mesh/bus/testing";
 import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket, buildKey } from "@mesh/protocol";
 import { startView, type View } from "@mesh/view";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
+import { serveAssignerTools, type AssignerTools } from "../../testing/assigner-tools.js";
 import { startHelloMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
 import { helloManifest } from "../../testing/fixtures.js";
 import { viewActions } from "./view-actions.js";
@@ -35,6 +36,7 @@ describe("the view's actions in Chromium", () => {
   let mesh: ControllerMesh;
   let operator: MeshBus;
   let view: View;
+  let tools: AssignerTools | undefined;
   const chromium = new TestChromium(WAIT_MS);
   const { step } = chromium;
 
@@ -59,9 +61,16 @@ describe("the view's actions in Chromium", () => {
     });
     operator = await MeshBus.connect(await readCredential(mesh.credential));
     view = await startView({ bus: operator, actor: "ada", actions: viewActions });
+    // A put goes through the assigner's tool (decision 0190), which a runtime serves.
+    tools = await serveAssignerTools({
+      admin: mesh.admin,
+      credential: credentialFor(mesh.server, mesh.server.admin, { node: "delivery", module: "x" }),
+      node: "delivery",
+    });
   });
   after(async () => {
     await chromium.close();
+    await tools?.stop();
     await view?.close();
     await operator?.close();
     await mesh?.[Symbol.asyncDispose]();

@@ -1,0 +1,5 @@
+// mesh-indexer's process (decision 0190): the indexer on the credential the host names in
+// MESH_BROKER_FILE, as it starts any module's daemon.
+import { main } from "@mesh/delivery/indexer-part";
+
+process.exitCode = await main();
