@@ -181,7 +181,7 @@ export async function passLines(
   name: string,
   from: number,
 ): Promise<Array<{ ms: number; nodes: number; updateMs?: number }>> {
-  const text = await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "");
+  const text = await readFile(logFile(root, name), "utf8").catch(() => "");
   const out: Array<{ ms: number; nodes: number; updateMs?: number }> = [];
   for (const l of text.slice(from).split("\n")) {
     const m = / in (\d+) ms$/.exec(l);
@@ -199,4 +199,14 @@ export async function passLines(
 
 /** How long a process's log is now: where the passes after this moment begin. */
 export const logSize = async (root: string, name: string): Promise<number> =>
-  (await readFile(join(root, "logs", "mesh", `${name}.log`), "utf8").catch(() => "")).length;
+  (await readFile(logFile(root, name), "utf8").catch(() => "")).length;
+
+/**
+ * Where a process of the mesh says what it does: `mesh up`'s children in `logs/mesh/`; the
+ * assigner, the module mesh-assigner its host runs (decision 0190), on its stderr.
+ */
+function logFile(root: string, name: string): string {
+  return name === "assigner"
+    ? join(root, "logs", "mesh-assigner", "assigner.stderr.log")
+    : join(root, "logs", "mesh", `${name}.log`);
+}

@@ -337,9 +337,13 @@ describe("shell completion", () => {
       );
     assert.deepEqual(await complete(["mesh", "mc"]), ["mcp"]);
     assert.ok((await complete(["mesh", "mcp", "--al"])).includes("--allow"));
+    // Every registered module: the mesh's own parts too (decision 0190).
     assert.deepEqual(await complete(["mesh", "assign", "--root", mesh.root, ""]), [
       "counter",
       "hello",
+      "mesh-assigner",
+      "mesh-builder",
+      "mesh-indexer",
       "node-tools",
     ]);
     assert.deepEqual(await complete(["mesh", "tools", "--root", mesh.root, "--node", "e2e"]), [
