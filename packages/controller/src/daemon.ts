@@ -5,6 +5,7 @@
  * `<root>/accounts`), the static users (`users.json`), its credential
  * (`credentials/controller.json`, or `--credential FILE`), and keeps its own state in
  * `<root>/controller` (0700). SIGTERM or SIGINT stop it after the pass in progress, within a grace.
+ * Beside the controller it runs the assigner keeper (decision 0191).
  */
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -18,6 +19,7 @@ import {
   serverFolderSink,
 } from "@mesh/bus/server";
 import { DEFAULT_GRACE_MS, Lifecycle, loggerFrom, runProcess, type RunOptions } from "@mesh/kit";
+import { AssignerKeeper } from "./assigner-keeper.js";
 import { readStaticUsers } from "./broker.js";
 import { Controller } from "./controller.js";
 import { DEFAULT_CREDENTIAL_LIFETIME_MS } from "./credential-lifetime.js";
@@ -122,9 +124,14 @@ export async function runControllerDaemon(options: DaemonOptions & RunOptions): 
             }),
       log,
     });
-    const running = controller.run({ signal: options.signal });
+    // Beside it, rule 5 for the assigner's own cells (decision 0191); either ending stops both.
+    const keeper = AssignerKeeper.create({ bus, log: (line) => log(`controller: ${line}`) });
+    const either = new AbortController();
+    const signal = AbortSignal.any([options.signal, either.signal]);
+    const running = controller.run({ signal }).finally(() => either.abort());
+    const keeping = keeper.run({ signal }).finally(() => either.abort());
     void controller.ready.then(() => log(`controller: running on ${paths.root}`));
-    await running;
+    await Promise.all([running, keeping]);
     if (!options.signal.aborted && controller.state === Lifecycle.failed) {
       throw new MeshError(
         ErrorCode.INTERNAL,

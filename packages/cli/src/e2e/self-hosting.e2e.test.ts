@@ -5,10 +5,11 @@
  * their builds and health; a kill -9 of each is handled by its host's supervisor; `mesh put` and
  * an agent through `mesh mcp` go through the assigner's tool, served by the runtime; `mesh up`
  * again on the same root resumes them; `--delivery-on` places them on a node that joins, and
- * back here once that node is gone.
+ * back here once that node is gone; a new assigner build that crashes is set back by rule 5,
+ * applied by the controller while the assigner cannot (decision 0191), and no other want moves.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +23,7 @@ import { rootProcesses, type MeshProcessKind } from "../testing/demo-mesh.js";
 import { connectMcpStdio } from "../testing/mcp-stdio.js";
 import { joinMeshUp, startMeshUp, type JoinedNode, type MeshUp } from "../testing/mesh-up.js";
 import { runMesh, type MeshRun } from "../testing/run-mesh.js";
+import { PARTS_SOURCE } from "../shipped.js";
 import { statusOf, until } from "../testing/until.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
@@ -294,6 +296,75 @@ describe("delivery's parts as modules (issue 24)", () => {
       "counter built once delivery is back",
       explain,
     );
+  });
+});
+
+describe("a crashing assigner build (decision 0191)", () => {
+  test("a new assigner build that crashes rolls out, is set back by rule 5 while it cannot run the rules itself, and the fleet's other wants are untouched", async () => {
+    await using bus = await MeshBus.connectWithFile(up?.report.credentials.operator ?? "");
+    const wants = await KvBucket.open(bus, Bucket.wants);
+    /** Every want but the assigner's, with its revision: what no rule may have moved. */
+    const others = async (): Promise<Record<string, string>> => {
+      const out: Record<string, string> = {};
+      for (const key of (await wants.keys()).sort()) {
+        if (key.endsWith(`.${MeshPart.assigner}`)) continue;
+        const e = await wants.get(key);
+        if (e !== undefined) out[key] = `${e.value.build} r${e.revision}`;
+      }
+      return out;
+    };
+    const shippedBuild = shipped[MeshPart.assigner] ?? "";
+    await partsHealthy(HERE, "the parts healthy before the crashing build");
+    const before = await others();
+    assert.ok(Object.keys(before).length > 0, "the fleet has other wants");
+
+    // The assigner's own folder, its daemon replaced by one that exits at once.
+    const folder = join(dir, "crashing-assigner");
+    await cp(join(PARTS_SOURCE, MeshPart.assigner), folder, { recursive: true });
+    await writeFile(
+      join(folder, "src", "main.ts"),
+      'process.stderr.write("mesh-assigner: crashing on purpose\\n");\nprocess.exit(1);\n',
+    );
+    await meshJson(["module", "add", folder]);
+    const crashing = await until(
+      async () => {
+        const run = await mesh(["builds", MeshPart.assigner, "--json"]);
+        if (run.code !== 0) return undefined;
+        const { builds } = JSON.parse(run.stdout) as {
+          builds: Array<{ build: string; status: string }>;
+        };
+        return builds.find((b) => b.build !== shippedBuild && b.status === "built")?.build;
+      },
+      LONG,
+      "the crashing assigner built by mesh-builder",
+      explain,
+    );
+    // It rolls out like any newest build and crashes; then it is set back to the build it last
+    // ran healthy, which runs healthy again.
+    const back = await until(
+      async () => {
+        const c = (await partCells(HERE)).get(MeshPart.assigner);
+        return c?.want?.rule === "set-back" &&
+          c.want.build === shippedBuild &&
+          c.have?.build === shippedBuild &&
+          c.state === "healthy"
+          ? c
+          : undefined;
+      },
+      LONG,
+      "the assigner set back to its shipped build and healthy",
+      explain,
+    );
+    assert.equal(back.want?.build, shippedBuild);
+    const reports = (
+      await (await KvBucket.open(bus, Bucket.have)).history(`${HERE}.${MeshPart.assigner}`)
+    ).map((h) => `${h.value?.build ?? "-"} ${h.value?.health ?? "deleted"}`);
+    assert.ok(reports.includes(`${crashing} failing`), `it ran and failed: ${reports.join(", ")}`);
+    // The set-back assigner's own passes keep it there, and moved nothing else.
+    assert.deepEqual(await others(), before, "the fleet's other wants are untouched");
+    const stays = (await wants.get(`${HERE}.${MeshPart.assigner}`))?.value;
+    assert.equal(stays?.build, shippedBuild);
+    assert.equal(stays?.rule, "set-back");
   });
 });
 

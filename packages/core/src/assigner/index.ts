@@ -19,6 +19,7 @@ export {
 export { marksOf, type Unwanted } from "./model.js";
 export { canaryOf } from "./rollout-canary.js";
 export { resolveRolloutPolicy } from "./rollout-policy.js";
+export { assignerSetBack, foldHave } from "./assigner-set-back.js";
 export { CELL_RULES, NODE_RULES, RULES } from "./rules/index.js";
 export { askId, widen as widening } from "./rules/widening.js";
 export {

@@ -134,16 +134,8 @@ function withoutHeartbeat(value: unknown): unknown {
   return rest;
 }
 
-/** A node's have record after one more revision of its report (undefined: deleted). */
-export function foldHave(
-  record: HaveRecord | undefined,
-  have: Have | undefined,
-  revision: number,
-): HaveRecord {
-  const before: HaveRecord = record ?? { current: undefined, history: [] };
-  if (have === undefined) return { current: undefined, history: before.history };
-  return { current: have, history: [...before.history, { ...have, revision }].slice(-64) };
-}
+/** Folded as core folds them (the controller's assigner keeper reads them the same way). */
+export { foldHave } from "@mesh/core";
 
 /** The map of the fleet's state (the summary's read model) a bucket's change moves, if any. */
 export function summarySource(bucket: string): FleetSource | undefined {
