@@ -1,7 +1,7 @@
 /**
  * A fleet-wide rollout on a real bus (issue 22's bench): a whole mesh (`mesh up` on a temporary
- * root: its nats-server, controller, indexer, builder, the assigner process and one real host,
- * `bench-0`, which really runs hello), and N simulated nodes joined through the real join path,
+ * root: its nats-server, controller and one real host, `bench-0`, which runs the mesh's own
+ * indexer, builder and assigner as modules and really runs hello), and N simulated nodes joined through the real join path,
  * each speaking the host's protocol as its own host credential (`fleet-sim.ts`: a presence
  * heartbeat, its composition watched, a `mesh-have` report per composed module, healthy once
  * composed). Every node, the real host included, beats every `BENCH_ROLLOUT_HEARTBEAT_MS`.
