@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import type { MeshBus } from "@mesh/bus";
 import { KvBucket } from "@mesh/bus";
-import { deadline, publishRaw } from "@mesh/bus/testing";
+import { credentialFor, deadline, publishRaw } from "@mesh/bus/testing";
 import { fingerprintOf } from "@mesh/core";
 import {
   Bucket,
@@ -20,6 +20,7 @@ import {
   type LogLine,
   type Manifest,
 } from "@mesh/protocol";
+import { serveAssignerTools } from "../testing/assigner-tools.js";
 import { helloManifest } from "../testing/fixtures.js";
 import { operatorBusSuite } from "../testing/operator-bus.js";
 import { runMesh, type MeshRun } from "../testing/run-mesh.js";
@@ -294,6 +295,12 @@ describe("the operator's verbs: status, retry, logs, conditions", () => {
     const put = { build: "1-a", by: "test", why: "pinned", at: iso(0) };
     await puts.put("n2.hello", put);
     await puts.put("n1.hello", put);
+    // mesh unput asks the assigner's tool (decision 0190), which a runtime of the delivery node serves.
+    await using _tools = await serveAssignerTools({
+      admin,
+      credential: credentialFor(bus.server, bus.server.admin, { node: "delivery", module: "x" }),
+      node: "delivery",
+    });
     const unput = await runMesh(["unput", "hello", "--node", "n2", "--credential", cred]);
     assert.equal(unput.code, 0, unput.stderr);
     assert.match(unput.stdout, /^lifted the put n2\.hello;/);
