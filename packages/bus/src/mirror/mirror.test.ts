@@ -1,6 +1,6 @@
 /**
  * The bucket mirror on a real bus: ready, each change told once, and a watch that ends (bucket
- * deleted and made again, fx.server stalled with SIGSTOP) caught up with what it missed. What
+ * deleted and made again, the server stalled with SIGSTOP) caught up with what it missed. What
  * the owner does with a burst of changes is the reconciler's (reconciler.test.ts).
  */
 import assert from "node:assert/strict";
@@ -10,6 +10,7 @@ import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { KvBucket } from "../kv-bucket.js";
 import { MeshBus } from "../mesh-bus.js";
 import { credentialFor, deadline } from "../testing/harness.js";
+import { waitFor } from "../testing/wait-for.js";
 import { Mirror, watchedLine, type MirrorChange, type Watchable } from "./mirror.js";
 import { natsOf } from "../mesh-bus.js";
 import { busSuite } from "../testing/fixtures.js";
@@ -79,6 +80,33 @@ describe("bucket mirror", () => {
       assert.match(error.message, /never_made/);
       return true;
     });
+  });
+
+  it("a required bucket the bus does not answer for before it was ever heard: tried again, ready once the server runs again", async () => {
+    const b = await bucketWith({ one: 1, two: 2 });
+    const log: string[] = [];
+    const start = () =>
+      Mirror.start({
+        sources: { b: { bucket: b } },
+        log: (line) => log.push(line),
+        retry: { initialMs: 250, maxMs: 1_000 },
+      });
+    process.kill(fx.server.pid, "SIGSTOP");
+    let mirror: ReturnType<typeof start> | undefined;
+    try {
+      mirror = start();
+      // Stalled past the first read's timeout: the try fails as the bus's trouble, not a refusal.
+      await waitFor(() => log.some((l) => /watching b again/.test(l)), {
+        timeout: 60_000,
+        what: "the first try to fail and be made again",
+      });
+    } finally {
+      process.kill(fx.server.pid, "SIGCONT");
+    }
+    assert.ok(mirror !== undefined);
+    await using started = mirror;
+    await deadline(started.ready, 60_000, "ready once the server runs again");
+    assert.deepEqual(plain(started.map("b")), { one: 1, two: 2 });
   });
 
   it("an optional bucket that does not exist yet: ready without it, its keys arrive once it is made", async () => {
@@ -173,7 +201,7 @@ describe("bucket mirror", () => {
     );
   });
 
-  it("a fx.server stalled with SIGSTOP for 15 s: noticed in under 10 s, and every put made meanwhile is in the mirror afterwards", async (t) => {
+  it("a server stalled with SIGSTOP for 15 s: noticed in under 10 s, and every put made meanwhile is in the mirror afterwards", async (t) => {
     const b = await bucketWith({ before: 1 });
     const log: Array<{ line: string; at: number }> = [];
     const heard = new Heard<MirrorChange>();
@@ -184,8 +212,8 @@ describe("bucket mirror", () => {
       retry: { initialMs: 250, maxMs: 1_000 },
     });
     await deadline(mirror.ready, 5_000, "ready");
-    // A second connection writes while the fx.server is stopped: its puts wait in the socket and
-    // are stored once the fx.server runs again.
+    // A second connection writes while the server is stopped: its puts wait in the socket and
+    // are stored once the server runs again.
     const writer = await MeshBus.connect(
       credentialFor(fx.server, fx.server.admin, { node: "n0", module: "writer" }),
     );

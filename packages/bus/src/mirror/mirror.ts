@@ -22,6 +22,7 @@
 import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
+import { isBusTrouble } from "../bus-errors.js";
 import type { WatchEvent } from "../kv-bucket.js";
 import { Backoff, delay } from "@mesh/kit";
 
@@ -231,8 +232,11 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
         if (signal.aborted) return;
         const mesh = lost(name, error);
         this.#o.onProblem?.(name, mesh);
-        if (!heard && source.optional !== true) return this.#fail(mesh);
-        if (!heard) handed();
+        // Before a required source was ever heard, a refusal (no such bucket, no permission)
+        // fails the mirror at once; the bus's trouble (a watch that ended, a read it did not
+        // answer in time, as a large bucket's first read can be) is tried again like any loss.
+        if (!heard && source.optional !== true && !passing(mesh)) return this.#fail(mesh);
+        if (!heard && source.optional === true) handed();
         this.#tried(name, false);
         if (source.optional === true && source.reopen === "when-asked") {
           this.#log(`${mesh.message}; tried again when asked`);
@@ -344,6 +348,11 @@ export class Mirror<S extends Sources> implements AsyncDisposable {
     this.#failed.reject(error);
     this.#stop.abort();
   }
+}
+
+/** Whether a source's loss is the bus's trouble (tried again), not a refusal (final). */
+function passing(error: MeshError): boolean {
+  return isMeshError(error, ErrorCode.WATCH_ENDED) || isBusTrouble(error);
 }
 
 /** Why a source is not heard, as a MeshError that names it. */
