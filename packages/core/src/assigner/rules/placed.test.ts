@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { OPEN } from "../model.js";
-import { assignTo, build, cellIn, outcome, present, snapshot } from "../fixtures.js";
+import {
+  assignTo,
+  build,
+  cellIn,
+  helloEverywhere,
+  outcome,
+  pass,
+  present,
+  snapshot,
+  wantOf,
+} from "../fixtures.js";
 import { placed } from "./placed.js";
 
 describe("rule placed", () => {
@@ -21,4 +31,21 @@ describe("rule placed", () => {
       assert.equal(outcome(placed.decide(cellIn(s, "n1", "hello"), OPEN)), row.expect);
     });
   }
+
+  it("a node gone from presence keeps the wants that stand (its bucket lost and made again); a module newly assigned waits for it", () => {
+    const s = helloEverywhere("n1");
+    const b1 = build(s, "hello", 1);
+    assert.equal(wantOf(pass(s), "n1", "hello")?.build, b1);
+    s.presence.delete("n1");
+    const after = pass(s);
+    assert.deepEqual(
+      after.writes.filter((w) => w.bucket === "mesh-wants"),
+      [],
+      "no want written or deleted",
+    );
+    assert.equal(s.own.wants.get("n1.hello")?.build, b1);
+    assignTo(s, "n1", "other");
+    build(s, "other", 1);
+    assert.equal(outcome(placed.decide(cellIn(s, "n1", "other"), OPEN)), "none placed");
+  });
 });
