@@ -2,15 +2,16 @@
  * The authority over the mesh account in accounts mode (decision 0080): it signs user JWTs with
  * the account signing key, and takes users away by pushing the account JWT with their keys in
  * its revocations. The revocations are kept in a file beside the keys before they are pushed,
- * so a bus started again (mesh up signs the account from the same file) keeps them too.
+ * and so is the account JWT itself, each issued a second after the last (account-jwt.ts), so a
+ * bus started again (mesh up preloads the kept JWT) keeps them too.
  */
+import { dirname, join } from "node:path";
 import type { Permissions } from "@mesh/protocol";
 import { ErrorCode, MeshError, isMeshError } from "@mesh/protocol";
 import { MeshBus, natsOf } from "../mesh-bus.js";
 import {
   SYSTEM_USER,
   issueUserJwt,
-  meshAccountJwt,
   publicKeyOf,
   readAccountKeys,
   systemUser,
@@ -27,16 +28,21 @@ import {
   readRevocationList,
   type RevocationList,
 } from "./revocations.js";
+import { keepNextAccountJwt, readKeptAccountJwt } from "./account-jwt.js";
 
 /** Where accounts mode keeps its files, in `mesh up`'s root: `<root>/accounts/…`. */
 export const AccountFiles = {
   keys: "keys.json",
   revocations: "revocations.json",
+  /** The newest mesh account JWT, written before it is pushed (account-jwt.ts). */
+  jwt: "account.jwt",
 } as const;
 
 export interface AccountAuthorityOptions {
   readonly keysPath: string;
   readonly revocationsPath: string;
+  /** Where the newest account JWT is kept; `account.jwt` beside the revocations by default. */
+  readonly accountJwtPath?: string;
   /** The bus the account updates go to. */
   readonly servers: readonly string[];
   readonly fingerprint?: string;
@@ -57,6 +63,8 @@ export class AccountAuthority {
   #files: Promise<unknown> = Promise.resolve();
   /** Revocations were appended to the journal since the list was last written whole. */
   #journaled = false;
+  /** The second the last account JWT was issued at: the next is issued after it. */
+  #issuedAt: number;
   /** How many account updates were pushed; a test checks a pass pushes at most one. */
   updatesPushed = 0;
 
@@ -64,10 +72,12 @@ export class AccountAuthority {
     options: AccountAuthorityOptions,
     keys: AccountKeys,
     revocations: RevocationList,
+    issuedAt: number,
   ) {
     this.#options = options;
     this.#keys = keys;
     this.#revocations = revocations;
+    this.#issuedAt = issuedAt;
   }
 
   static async open(options: AccountAuthorityOptions): Promise<AccountAuthority> {
@@ -79,10 +89,14 @@ export class AccountAuthority {
         { path: options.keysPath },
       );
     }
+    // Its first JWT is issued after the kept one and after this second: a JWT the servers were
+    // started with, signed before now, is older than anything this authority pushes.
+    const kept = await readKeptAccountJwt(jwtPathOf(options), keys);
     const authority = new AccountAuthority(
       options,
       keys,
       await readRevocationList(options.revocationsPath),
+      Math.max(kept?.issuedAt ?? 0, Math.floor(Date.now() / 1000)),
     );
     // The journal folded in at once: a torn last line must not have lines appended after it.
     authority.#journaled = await hasJournal(options.revocationsPath);
@@ -185,7 +199,17 @@ export class AccountAuthority {
     }
     // Written whole once per update (pruned), not at every record.
     await this.#writeList();
-    const jwt = await meshAccountJwt(this.#keys, this.#revocations.revocations);
+    // Issued and kept one at a time, each after the last, before it leaves.
+    const jwt = await this.#filed(async () => {
+      const next = await keepNextAccountJwt(
+        jwtPathOf(this.#options),
+        this.#keys,
+        this.#revocations.revocations,
+        this.#issuedAt,
+      );
+      this.#issuedAt = next.issuedAt;
+      return next.jwt;
+    });
     // Kept past this call, so not bound to its signal; connecting gives up after the timeout.
     this.#system ??= connectSystemUser({ ...this.#options, keys: this.#keys });
     const system = this.#system;
@@ -206,6 +230,10 @@ export class AccountAuthority {
     this.#system = undefined;
     await system?.then((bus) => bus.close()).catch(() => undefined);
   }
+}
+
+function jwtPathOf(options: AccountAuthorityOptions): string {
+  return options.accountJwtPath ?? join(dirname(options.revocationsPath), AccountFiles.jwt);
 }
 
 interface UpdateTarget {

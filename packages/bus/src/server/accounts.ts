@@ -10,6 +10,7 @@
  * resolver with `resolver_preload`, JetStream enabled by the account's limits, a revocation
  * closing the user's live connections at once and refusing new ones.
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
   decode,
@@ -91,9 +92,18 @@ export function newUserKey(): { readonly publicKey: string; readonly seed: strin
   return newKey(KeyRole.user);
 }
 
-/** The mesh account's JWT with `revocations`, signed by the operator. */
-export function meshAccountJwt(keys: AccountKeys, revocations: Revocations): Promise<string> {
-  return encodeAccount(
+/**
+ * The mesh account's JWT with `revocations`, signed by the operator: issued now, or at the second
+ * `issuedAt` (unix seconds) when given — the account authority issues each a second after the
+ * last (account-jwt.ts).
+ */
+export async function meshAccountJwt(
+  keys: AccountKeys,
+  revocations: Revocations,
+  issuedAt?: number,
+): Promise<string> {
+  const operator = keyPair(keys.operator);
+  const jwt = await encodeAccount(
     MESH_ACCOUNT_NAME,
     keyPair(keys.account),
     {
@@ -101,14 +111,43 @@ export function meshAccountJwt(keys: AccountKeys, revocations: Revocations): Pro
       limits: { ...UNLIMITED, ...JETSTREAM },
       ...(Object.keys(revocations).length === 0 ? {} : { revocations: { ...revocations } }),
     },
-    { signer: keyPair(keys.operator) },
+    { signer: operator },
   );
+  return issuedAt === undefined || issuedAt === jwtIssuedAt(jwt)
+    ? jwt
+    : reissued(jwt, issuedAt, operator);
 }
 
-/** The operator JWT, the system account and the account JWTs the server starts with. */
+/**
+ * `jwt` with its `iat` set to `issuedAt` and signed again by `signer`. The JWT library always
+ * stamps the clock's second; the claims are otherwise its own, in its order, and the `jti` is
+ * made as it makes it (the SHA-512 of the claims without it, in base64).
+ */
+function reissued(jwt: string, issuedAt: number, signer: SigningKeyPair): string {
+  const [header = "", body = ""] = jwt.split(".");
+  const claims = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<
+    string,
+    unknown
+  >;
+  delete claims.jti;
+  claims.iat = issuedAt;
+  claims.jti = createHash("sha512").update(JSON.stringify(claims)).digest("base64");
+  const signed = `${header}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+  const signature = Buffer.from(signer.sign(new TextEncoder().encode(signed))).toString(
+    "base64url",
+  );
+  return `${signed}.${signature}`;
+}
+
+/**
+ * The operator JWT, the system account and the account JWTs the server starts with. The mesh
+ * account's is `kept` when given (the newest the account authority issued, account-jwt.ts), else
+ * one signed now with `revocations`.
+ */
 export async function serverAccounts(
   keys: AccountKeys,
   revocations: Revocations,
+  kept?: string,
 ): Promise<ServerAccounts> {
   const operator = keyPair(keys.operator);
   const system = publicKeyOf(keys.systemAccount);
@@ -123,7 +162,7 @@ export async function serverAccounts(
     systemAccount: system,
     preload: {
       [system]: systemJwt,
-      [publicKeyOf(keys.account)]: await meshAccountJwt(keys, revocations),
+      [publicKeyOf(keys.account)]: kept ?? (await meshAccountJwt(keys, revocations)),
     },
   };
 }

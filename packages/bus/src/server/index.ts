@@ -61,6 +61,7 @@ export {
   pushAccountJwt,
   type AccountAuthorityOptions,
 } from "./account-authority.js";
+export { keepNextAccountJwt, readKeptAccountJwt } from "./account-jwt.js";
 export { AuthMode, type ServerAccountsConfig } from "./server-config.js";
 export { type ServerBase } from "./embedded-server.js";
 export { readServerBase } from "./reload-users.js";

@@ -12,6 +12,8 @@ import {
   AuthMode,
   addRevocation,
   ensureAccountKeys,
+  keepNextAccountJwt,
+  readKeptAccountJwt,
   readRevocationList,
   readRevocations,
   serverAccounts,
@@ -79,11 +81,23 @@ export async function busAuth(
     for (const [key, at] of Object.entries(signed.revocations)) addRevocation(list, key, at);
     await writeSecretJson(revocationsPath, list);
   }
+  // The mesh account's JWT as the revocations stand, issued after the last one and kept: every
+  // (re)start of a server preloads the kept one, which the controller replaces before each push
+  // (decision 0181), so a server started again refuses the revoked from its first second and
+  // no JWT issued in the same second as another can undo it.
+  const jwtPath = join(dir, AccountFiles.jwt);
+  await keepNextAccountJwt(
+    jwtPath,
+    keys,
+    await readRevocations(revocationsPath),
+    (await readKeptAccountJwt(jwtPath, keys))?.issuedAt ?? 0,
+  );
   return {
     credentials: signed.credentials,
-    // Signed from the revocations as they stand: the controller writes them before it pushes.
-    serverAuth: async () => ({
-      accounts: await serverAccounts(keys, await readRevocations(revocationsPath)),
-    }),
+    serverAuth: async () => {
+      const revocations = await readRevocations(revocationsPath);
+      const kept = await readKeptAccountJwt(jwtPath, keys);
+      return { accounts: await serverAccounts(keys, revocations, kept?.jwt) };
+    },
   };
 }
