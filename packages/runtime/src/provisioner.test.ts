@@ -103,8 +103,9 @@ describe("the runtime's provisioner when its client is not reachable", () => {
       assert.deepEqual(handed, [{ value: "Hello" }], "no refusal handed to module code");
 
       value = "Hi";
-      await startClient();
+      // Asked again until answered (or on the notice): either hands the value once.
       const next = new Promise<void>((resolve) => (wake = resolve));
+      await startClient();
       notice();
       await deadline(next, WAIT_MS, "the value after the client came back");
       assert.deepEqual(handed, [{ value: "Hello" }, { value: "Hi" }]);
@@ -160,9 +161,11 @@ describe("the runtime's provisioner when its client is not reachable", () => {
     }
   });
 
-  test("a change whose notice was said while the runtime's connection was away reaches the watch when it is back", async () => {
-    // The runtime's connection goes through a proxy the test cuts: only it is away, as a runtime
-    // whose host got back from a partition first (the fleet test saw the notice lost so).
+  /**
+   * The runtime's connection through a proxy the test cuts: only it is away, as a runtime whose
+   * host got back from a partition first.
+   */
+  const cuttableConnection = async () => {
     let refusing = false;
     const sockets = new Set<Socket>();
     const proxy = createServer((inbound) => {
@@ -181,34 +184,113 @@ describe("the runtime's provisioner when its client is not reachable", () => {
       ...credentialFor(server, server.admin, { node: NODE, module: "runtime" }),
       servers: [`nats://127.0.0.1:${port}`],
     });
-    value = "Hello";
-    await startClient();
-    const provisioner = new Provisioner({ bus: runtimeBus, node: NODE, log: () => undefined });
+    return {
+      bus: runtimeBus,
+      /** Cuts the connection and keeps it away; resolves once the client noticed. */
+      async cut(): Promise<void> {
+        const events = runtimeBus.events();
+        refusing = true;
+        for (const socket of sockets) socket.destroy();
+        for await (const event of events) if (event.type === "disconnected") break;
+      },
+      /** Lets the client connect again. */
+      mend(): void {
+        refusing = false;
+      },
+      async close(): Promise<void> {
+        await runtimeBus.close();
+        for (const socket of sockets) socket.destroy();
+        proxy.close();
+      },
+    };
+  };
+
+  /** A watch of hello's greeting on `runtimeBus`: what it handed, and a wait for the next. */
+  const watchGreeting = async (provisioner: Provisioner) => {
     const handed: ProvisionItem[] = [];
     let wake: (() => void) | undefined;
     const stop = await provisioner.watch("hello", { kind: "config", key: "greeting" }, (item) => {
       handed.push(item);
       wake?.();
     });
+    return { handed, stop, next: () => new Promise<void>((resolve) => (wake = resolve)) };
+  };
+
+  test("a change whose notice was said while the runtime's connection was away reaches the watch when it is back", async () => {
+    // The fleet test saw the notice lost so.
+    const runtime = await cuttableConnection();
+    value = "Hello";
+    await startClient();
+    const provisioner = new Provisioner({ bus: runtime.bus, node: NODE, log: () => undefined });
+    const watch = await watchGreeting(provisioner);
     try {
-      assert.deepEqual(handed, [{ value: "Hello" }]);
-      const events = runtimeBus.events();
-      refusing = true;
-      for (const socket of sockets) socket.destroy();
-      for await (const event of events) if (event.type === "disconnected") break;
+      assert.deepEqual(watch.handed, [{ value: "Hello" }]);
+      await runtime.cut();
       value = "Hi";
       notice();
       await flush(bus);
-      const next = new Promise<void>((resolve) => (wake = resolve));
-      refusing = false;
+      const next = watch.next();
+      runtime.mend();
       await deadline(next, WAIT_MS, "the value once the runtime's connection is back");
-      assert.deepEqual(handed, [{ value: "Hello" }, { value: "Hi" }]);
+      assert.deepEqual(watch.handed, [{ value: "Hello" }, { value: "Hi" }]);
     } finally {
-      stop();
+      watch.stop();
       await provisioner.close();
-      await runtimeBus.close();
-      for (const socket of sockets) socket.destroy();
-      proxy.close();
+      await runtime.close();
+    }
+  });
+
+  test("an ask made when the connection is back that nothing answers is made again until answered, with no notice", async () => {
+    // A 5-minute partition left a node on its old greeting for good: the host, back first,
+    // said its notice while the runtime was away, and the runtime's ask when back was routed to
+    // the host's old connection, which the server had not yet seen close (no answer, ever).
+    const runtime = await cuttableConnection();
+    value = "Hello";
+    await startClient();
+    const provisioner = new Provisioner({
+      bus: runtime.bus,
+      node: NODE,
+      askTimeoutMs: 500,
+      log: (line) => {
+        logs.push(line);
+        for (const check of logged) check();
+      },
+    });
+    const watch = await watchGreeting(provisioner);
+    let silent: Served | undefined;
+    try {
+      assert.deepEqual(watch.handed, [{ value: "Hello" }]);
+      await runtime.cut();
+      await stopClient();
+      silent = await serve(bus, {
+        name: "provision-old-connection",
+        version: "0.1.0",
+        endpoints: [
+          {
+            name: "provision",
+            subject: provisionSubject(NODE),
+            handler: () => new Promise<never>(() => undefined),
+          },
+        ],
+      });
+      value = "Hi";
+      notice();
+      await flush(bus);
+      logs.length = 0;
+      runtime.mend();
+      await logShows(/could not ask again/);
+      assert.deepEqual(watch.handed, [{ value: "Hello" }], "nothing handed while unanswered");
+      const next = watch.next();
+      await silent[Symbol.asyncDispose]();
+      silent = undefined;
+      await startClient();
+      await deadline(next, WAIT_MS, "the value once the client answers, with no notice said");
+      assert.deepEqual(watch.handed, [{ value: "Hello" }, { value: "Hi" }]);
+    } finally {
+      watch.stop();
+      await silent?.[Symbol.asyncDispose]();
+      await provisioner.close();
+      await runtime.close();
     }
   });
 });

@@ -17,6 +17,10 @@ import {
   provisionSubject,
 } from "@mesh/protocol";
 import type { ProvisionItem } from "@mesh/sdk/internal";
+import { retry } from "@mesh/kit";
+
+/** Between asks of a watch the client did not answer: 0.5 s doubling to 5 s. */
+const ASK_AGAIN_BACKOFF = { initialMs: 500, maxMs: 5_000 } as const;
 
 /** The kinds a module may name; anything else is INVALID_INPUT. */
 const KINDS = ["config", "bound", "secret"] as const;
@@ -52,6 +56,8 @@ export class Provisioner implements AsyncDisposable {
   #listening: AbortController | undefined;
   /** Resolves once the change subscription is registered with the server. */
   #listeningReady: Promise<void> | undefined;
+  /** Aborted by close(): an ask made again waits no more. */
+  readonly #closing = new AbortController();
 
   constructor(options: ProvisionerOptions) {
     this.#bus = options.bus;
@@ -227,23 +233,38 @@ export class Provisioner implements AsyncDisposable {
       );
   }
 
-  /** Asks again after a change notice and hands what moved: a new value, or a refusal. */
+  /**
+   * Asks again after a change notice (or the connection's return) and hands what moved: a new
+   * value, or a refusal. An ask the client does not answer (no responders, or no answer in
+   * time) is made again, with backoff, until it is answered: the notice that would have asked
+   * again may be gone for good. A host back from a partition before the runtime says its notice
+   * while the runtime is away, and the runtime's own ask when it is back can be routed to the
+   * host's old connection, which a server that has not yet seen it close still holds; waiting
+   * for the next notice then kept the old value for as long as nothing else changed.
+   */
   async #again(watch: Watch): Promise<void> {
     if (watch.stopped) return;
     let next: { value: string; raw: unknown } | { refused: string };
     try {
-      const value = await this.#ask(watch.module, watch.kind, watch.key);
+      const value = await retry(() => this.#ask(watch.module, watch.kind, watch.key), {
+        policy: ASK_AGAIN_BACKOFF,
+        isRetriable: (error) => !watch.stopped && isMeshError(error, ErrorCode.TIMEOUT),
+        signal: this.#closing.signal,
+        onRetry: ({ attempt, error }) => {
+          if (attempt === 1)
+            this.#log(
+              `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} could not ask again (asked again until it is answered): ${error.message}`,
+            );
+        },
+      });
       next = { value: JSON.stringify(value), raw: value };
     } catch (error) {
       if (isMeshError(error, ReplyCode.REFUSED) || isMeshError(error, ReplyCode.NOT_FOUND)) {
         next = { refused: error.message };
-      } else {
-        // The client not reached (a timeout, no responders): nothing is handed; asked again on
-        // its next notice, which it says when it is back.
-        this.#log(
-          `[node-tools] ${watch.module}'s watch of its ${watch.kind} ${watch.key} could not ask again (asked again on the next change notice): ${String(error)}`,
-        );
+      } else if (watch.stopped || this.#closing.signal.aborted) {
         return;
+      } else {
+        throw error;
       }
     }
     if (watch.stopped) return;
@@ -260,6 +281,7 @@ export class Provisioner implements AsyncDisposable {
 
   /** Stops every watch and the subscription. Closing twice is harmless. */
   async close(): Promise<void> {
+    this.#closing.abort();
     for (const watch of this.#watches) watch.stopped = true;
     this.#watches.clear();
     this.#listening?.abort();
