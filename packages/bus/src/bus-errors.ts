@@ -140,6 +140,25 @@ export function isBusTrouble(error: unknown): boolean {
 }
 
 /**
+ * Whether a read that makes a consumer (a bucket's keys, its history, a watch read up to what
+ * stands) may be made again after `error`: a transient failure, or no answer in time. An R1
+ * consumer — every such read makes one — is placed on a peer of the stream drawn at random
+ * (nats-server 2.9.10, `createGroupForConsumer`, which does not look at whether the peer can be
+ * reached), and only that peer answers its create: with one server of three cut off, a third of
+ * the creates go unanswered for as long as it is away, while everything else answers. Another
+ * try makes another consumer, most likely on a peer that answers; the server removes an
+ * unanswered one once it has been idle. A read changes nothing, so making it again is harmless.
+ */
+export function isUnansweredRead(error: unknown): boolean {
+  if (isTransient(error)) return true;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof MeshError && e.code === ErrorCode.TIMEOUT) return true;
+    if (e instanceof TimeoutError) return true;
+  }
+  return false;
+}
+
+/**
  * Retries of a transient failure: 8, with the kit's backoff from 50 ms doubling to 2.5 s (jitter
  * included, so the processes a reload interrupted do not all come back at once): 6.5–8 s in all
  * before giving up. A reload on a loaded machine, or a cluster electing a stream leader (4–8 s,
@@ -152,22 +171,41 @@ const TRANSIENT_BACKOFF = { initialMs: 50, maxMs: 2_500 } as const;
  * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure
  * (see `isTransient`) is retried a few times first (`retries`, 8 by default), since `fn` is a
  * JetStream operation that did not reach JetStream and so did nothing. A caller that retries the
- * whole of what it does by itself passes 0, so its own backoff paces the attempts.
+ * whole of what it does by itself passes 0, so its own backoff paces the attempts. A read passes
+ * `isUnansweredRead` as `retriable`: it is made again also when it was not answered in time.
  */
 export async function withContext<T>(
   context: ErrorContext,
   fn: () => Promise<T>,
   retries?: number,
+  retriable: (error: unknown) => boolean = isTransient,
 ): Promise<T> {
   try {
     return await retry(fn, {
       policy: TRANSIENT_BACKOFF,
-      isRetriable: isTransient,
+      isRetriable: retriable,
       maxAttempts: (retries ?? TRANSIENT_RETRIES) + 1,
     });
   } catch (error) {
     throw toMeshError(error, context);
   }
+}
+
+/**
+ * Runs a read made of several requests (a watch read up to what stands), making it again as
+ * `withContext` makes a transient failure again, also when it was not answered in time
+ * (`isUnansweredRead`) or when `also` says so (a watch that ended before what stands was read).
+ */
+export function readAgainUnanswered<T>(
+  fn: () => Promise<T>,
+  options: { readonly signal?: AbortSignal; readonly also?: (error: unknown) => boolean } = {},
+): Promise<T> {
+  return retry(fn, {
+    policy: TRANSIENT_BACKOFF,
+    isRetriable: (error) => isUnansweredRead(error) || (options.also?.(error) ?? false),
+    maxAttempts: TRANSIENT_RETRIES + 1,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
 }
 
 /** Throws ABORTED when the signal has fired. */

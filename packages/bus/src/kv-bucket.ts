@@ -16,7 +16,7 @@ import {
   type BucketValueOf,
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
-import { abortable, toMeshError, withContext } from "./bus-errors.js";
+import { abortable, isUnansweredRead, toMeshError, withContext } from "./bus-errors.js";
 import { openRawWatch, type RawWatch } from "./kv-watch.js";
 import { natsOf } from "./mesh-bus.js";
 
@@ -116,8 +116,13 @@ export class KvBucket<T> {
   /** The key's current value, or undefined when it has none (never written, deleted or purged). */
   async get(key: string, options: CallOptions = {}): Promise<Entry<T> | undefined> {
     const doing = `reading ${this.name} key ${key}`;
-    const entry = await withContext({ doing, key }, () =>
-      abortable(this.#kv.get(key), options.signal, doing),
+    // Any copy answers a direct get, through a queue group: one on a server cut off is asked too
+    // until the routes to it close (isUnansweredRead).
+    const entry = await withContext(
+      { doing, key },
+      () => abortable(this.#kv.get(key), options.signal, doing),
+      undefined,
+      isUnansweredRead,
     );
     if (entry === null || entry.operation !== "PUT") return undefined;
     return {
@@ -169,16 +174,20 @@ export class KvBucket<T> {
   /** Every key with a value, optionally under a pattern. */
   async keys(filter = ">", options: CallOptions = {}): Promise<string[]> {
     const doing = `listing ${this.name} keys ${filter}`;
-    return withContext({ doing }, () =>
-      abortable(
-        (async () => {
-          const out: string[] = [];
-          for await (const key of await this.#kv.keys(filter)) out.push(key);
-          return out.sort();
-        })(),
-        options.signal,
-        doing,
-      ),
+    return withContext(
+      { doing },
+      () =>
+        abortable(
+          (async () => {
+            const out: string[] = [];
+            for await (const key of await this.#kv.keys(filter)) out.push(key);
+            return out.sort();
+          })(),
+          options.signal,
+          doing,
+        ),
+      undefined,
+      isUnansweredRead,
     );
   }
 
@@ -219,23 +228,28 @@ export class KvBucket<T> {
     options: CallOptions = {},
   ): Promise<Array<{ revision: number; value: T | undefined; key: string; at: Date }>> {
     const doing = `reading the history of ${this.name} key ${key}`;
-    return withContext({ doing, key }, () =>
-      abortable(
-        (async () => {
-          const out: Array<{ revision: number; value: T | undefined; key: string; at: Date }> = [];
-          for await (const entry of await this.#kv.history({ key })) {
-            out.push({
-              key: entry.key,
-              at: entry.created,
-              revision: entry.revision,
-              value: entry.operation === "PUT" ? this.#decode(entry, doing) : undefined,
-            });
-          }
-          return out;
-        })(),
-        options.signal,
-        doing,
-      ),
+    return withContext(
+      { doing, key },
+      () =>
+        abortable(
+          (async () => {
+            const out: Array<{ revision: number; value: T | undefined; key: string; at: Date }> =
+              [];
+            for await (const entry of await this.#kv.history({ key })) {
+              out.push({
+                key: entry.key,
+                at: entry.created,
+                revision: entry.revision,
+                value: entry.operation === "PUT" ? this.#decode(entry, doing) : undefined,
+              });
+            }
+            return out;
+          })(),
+          options.signal,
+          doing,
+        ),
+      undefined,
+      isUnansweredRead,
     );
   }
 

@@ -15,8 +15,9 @@
  * ```
  */
 import type { z } from "zod";
-import { Condition, Stream, Subject } from "@mesh/protocol";
+import { Condition, ErrorCode, Stream, Subject, isMeshError } from "@mesh/protocol";
 import type { Bucket, BucketValueOf, MeshError } from "@mesh/protocol";
+import { readAgainUnanswered } from "../bus-errors.js";
 import { KvBucket, type WatchEvent } from "../kv-bucket.js";
 import type { MeshBus } from "../mesh-bus.js";
 import { readStream, type StreamReadOptions } from "../stream-reader.js";
@@ -119,11 +120,24 @@ export function conditionsSource(
 
 /**
  * What a source holds as it stands, read once (its values by key; a value that breaks its
- * schema taken as absent): for what shows it and ends. A read cut short by `signal` throws.
+ * schema taken as absent): for what shows it and ends. A read cut short by `signal` throws. A
+ * read the bus did not answer in time, or whose watch ended before what stands was handed, is
+ * made again from the start a few times (`readAgainUnanswered`): with a server of a cluster cut
+ * off, a third of the watches' consumers are placed where nothing answers.
  */
 export async function readStanding<T>(
   source: Watchable<T>,
   options: { readonly key?: string; readonly signal?: AbortSignal | undefined } = {},
+): Promise<Map<string, T>> {
+  return readAgainUnanswered(() => readStandingOnce(source, options), {
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    also: (error) => isMeshError(error, ErrorCode.WATCH_ENDED),
+  });
+}
+
+async function readStandingOnce<T>(
+  source: Watchable<T>,
+  options: { readonly key?: string; readonly signal?: AbortSignal | undefined },
 ): Promise<Map<string, T>> {
   const values = new Map<string, T>();
   const { signal } = options;

@@ -119,18 +119,27 @@ export async function nodePartition(
   };
 }
 
+/**
+ * hello's mesh-wide greeting as `mesh config get` answers it ("Hello", its default, when none is
+ * set). A verb that fails is asked again, up to the stuck limit: a read that failed is not a value.
+ */
 export async function greetingOf(fleet: Fleet): Promise<string> {
-  const run = await runMesh([
-    "config",
-    "get",
-    "hello",
-    "greeting",
-    "--json",
-    "--root",
-    fleet.control.root,
-  ]);
-  const parsed = JSON.parse(run.stdout || "{}") as { value?: unknown };
-  return typeof parsed.value === "string" ? parsed.value : "Hello";
+  return until(
+    async () => {
+      const run = await runMesh([
+        ...["config", "get", "hello", "greeting", "--json"],
+        ...["--root", fleet.control.root],
+      ]);
+      if (run.code !== 0) return undefined;
+      const { keys } = JSON.parse(run.stdout) as {
+        keys?: Array<{ key?: string; value?: { value?: unknown } }>;
+      };
+      const value = keys?.find((k) => k.key === "greeting")?.value?.value;
+      return typeof value === "string" ? value : "Hello";
+    },
+    STUCK_MS,
+    "mesh config get hello greeting to answer",
+  );
 }
 
 /** How long after `healedAt` the server is a current follower (lag 0) of the config bucket again. */

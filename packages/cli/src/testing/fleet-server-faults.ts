@@ -89,6 +89,7 @@ export async function minorityPartition(fleet: Fleet, options: { readonly writes
   const minority = fleet.servers.find((s) => leader?.endsWith(`-${s.name}`) !== true)?.name ?? "s3";
   await fleet.net.partition(minority);
   const written: string[] = [];
+  const refusals = new Set<string>();
   let failed = 0;
   for (let i = 0; i < options.writes; i++) {
     const word = `Minority${i}x${Date.now() % 100_000}`;
@@ -102,7 +103,10 @@ export async function minorityPartition(fleet: Fleet, options: { readonly writes
       fleet.control.root,
     ]);
     if (run.code === 0) written.push(word);
-    else failed += 1;
+    else {
+      failed += 1;
+      refusals.add((run.stderr || run.stdout).trim().split("\n")[0]?.slice(0, 300) ?? "");
+    }
   }
   const healedAt = Date.now();
   await fleet.net.heal(minority);
@@ -122,7 +126,9 @@ export async function minorityPartition(fleet: Fleet, options: { readonly writes
       `${minority} current again ${(caughtUp / 1000).toFixed(1)} s after the heal`,
     ],
     wrong: [
-      ...(failed > 0 ? [`${failed} writes refused on the majority`] : []),
+      ...(failed > 0
+        ? [`${failed} writes refused on the majority (${[...refusals].join("; ")})`]
+        : []),
       ...(lost > 0
         ? [`the newest acknowledged write ${String(last)} is not what the bucket holds (${kept})`]
         : []),
