@@ -1,15 +1,21 @@
 /**
  * The bus on a real three-server JetStream cluster (docs/nats.md §5): the layout takes the three
- * replicas the cluster allows, a users reload keeps every server's `cluster {}` block, and a
- * server killed with SIGKILL under a constant write load loses no acknowledged write.
+ * replicas the cluster allows, a users reload keeps every server's `cluster {}` block, a
+ * server killed with SIGKILL under a constant write load loses no acknowledged write, reads
+ * through the others are answered while one is silent, and a connection on the silent one
+ * dials another first.
  */
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
+import type { Status } from "@nats-io/nats-core";
+import { z } from "zod";
 import { Bucket, ObjectStore, Stream, kvStreamName, objStreamName } from "@mesh/protocol";
 import { isTransient } from "./bus-errors.js";
+import { KvBucket } from "./kv-bucket.js";
 import { ensureLayout, ensureStateBucket } from "./layout-setup.js";
+import { readStanding } from "./mirror/sources.js";
 import { MeshBus, natsOf } from "./mesh-bus.js";
 import { FULL_PERMISSIONS, hashPassword } from "./server/server-config.js";
 import { serverFolderSink } from "./server/reload-users.js";
@@ -143,6 +149,83 @@ describe("a three-server cluster", () => {
     process.stdout.write(`# ${acked.length} writes acknowledged, ${failed} failed and retried\n`);
     for (const key of acked) {
       assert.notEqual(await kv.get(key), null, `acknowledged write ${key} is there`);
+    }
+  });
+});
+
+describe("a server of three gone silent (stopped, as behind a partition)", () => {
+  it("reads through the others are answered meanwhile", async () => {
+    // Reads through server 1 only; server 3 stops answering anything, its sockets left open,
+    // as a machine whose cable was pulled. Every R1 consumer a read makes (keys, a watch) is
+    // placed on one of the stream's three peers at random, server 3 too (decision 0182).
+    const reader = await MeshBus.connect(
+      {
+        ...cluster.credential(cluster.admin, { node: "n1", module: "reader" }),
+        servers: [cluster.urls[0] ?? ""],
+      },
+      { say: () => undefined },
+    );
+    const silent = cluster.server(2).pid;
+    try {
+      const state = await KvBucket.openWith(reader, "counter_total", z.unknown());
+      await state.put("n-silent", { n: 1 });
+      process.kill(silent, "SIGSTOP");
+      const stoppedAt = performance.now();
+      let reads = 0;
+      for (let round = 0; round < 8; round++) {
+        assert.ok((await state.keys()).includes("n-silent"), "keys() lists the key");
+        assert.ok((await readStanding(state)).has("n-silent"), "a standing read holds it");
+        assert.notEqual(await state.get("n-silent"), undefined, "a direct get answers it");
+        reads += 3;
+      }
+      process.stdout.write(
+        `# ${reads} reads answered in ${Math.round(performance.now() - stoppedAt)} ms with a server of three silent\n`,
+      );
+    } finally {
+      process.kill(silent, "SIGCONT");
+      await reader.close();
+    }
+  });
+});
+
+describe("the server a connection is on gone silent", () => {
+  it("the connection's first dial after the loss is to another server", async () => {
+    const bus = await MeshBus.connect(
+      cluster.credential(cluster.admin, { node: "n1", module: "mover" }),
+      { say: () => undefined },
+    );
+    const nc = natsOf(bus).nc;
+    const on = cluster.urls.findIndex((url) => url.endsWith(`:${nc.getServer().split(":")[1]}`));
+    assert.ok(on >= 0, `connected to one of the cluster's servers (${nc.getServer()})`);
+    const silent = cluster.server(on).pid;
+    const dials: string[] = [];
+    const statuses = nc.status() as AsyncIterable<Status> & { stop(): void };
+    const back = (async () => {
+      for await (const status of statuses) {
+        dials.push(status.type);
+        if (status.type === "reconnect") return status.server;
+      }
+      return undefined;
+    })();
+    process.kill(silent, "SIGSTOP");
+    const stoppedAt = performance.now();
+    try {
+      const now = await deadline(back, 30_000, "the connection back on another server");
+      const took = performance.now() - stoppedAt;
+      process.stdout.write(
+        `# failed over from server ${on + 1} to ${String(now)} in ${Math.round(took)} ms: ${dials.filter((d) => d !== "ping").join(", ")}\n`,
+      );
+      // The client's own choice was the head of its pool, the server just lost: that dial
+      // waited out its 5 s timeout before another was tried (decision 0182).
+      assert.equal(dials.filter((d) => d === "reconnecting").length, 1, dials.join(", "));
+      assert.ok(
+        now !== undefined && !(cluster.urls[on] ?? "").endsWith(`:${now.split(":")[1]}`),
+        `back on another server (${String(now)})`,
+      );
+    } finally {
+      process.kill(silent, "SIGCONT");
+      statuses.stop();
+      await bus.close();
     }
   });
 });

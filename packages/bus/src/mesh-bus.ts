@@ -18,6 +18,7 @@ import { abortable, jsonOf, toMeshError } from "./bus-errors.js";
 import { Backoff, delay } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
+import { leastRecentlyDialled, liveness } from "./liveness.js";
 import {
   ConnectionStates,
   toBusEvent,
@@ -25,9 +26,6 @@ import {
   type ConnectionListener,
   type ConnectionState,
 } from "./connection-state.js";
-
-/** How often a connection pings its server (ConnectOptions.pingIntervalMs). */
-export const DEFAULT_PING_INTERVAL_MS = 2_000;
 
 export interface ConnectOptions {
   /** The connection's name as the server shows it; defaults to `<node>.<module>`. */
@@ -342,14 +340,6 @@ function authOf(
   return { user: credential.user, pass: credential.password ?? "" };
 }
 
-/**
- * Beyond a partition only a missed pong tells: the client's 2 min would keep a node on a server
- * it cannot reach for 4–6 minutes; a ping every 2 s, two missed, fails over in 4–6 s (0140).
- */
-function liveness(options: ConnectOptions): { pingInterval: number; maxPingOut: number } {
-  return { pingInterval: options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS, maxPingOut: 2 };
-}
-
 /** One connection attempt, without the client's own retries, mapped to a MeshError. */
 async function connectOnce(
   login: BusLogin,
@@ -387,7 +377,8 @@ async function connectOnce(
     // Waiting for the bus is MeshBus.connect's loop, which sees every failure and the signal.
     waitOnFirstConnect: false,
     timeout: options.timeoutMs ?? 5_000,
-    ...liveness(options),
+    ...liveness(options.pingIntervalMs),
+    reconnectToServer: leastRecentlyDialled,
     ...(tls === undefined ? {} : { tls }),
   });
   try {
