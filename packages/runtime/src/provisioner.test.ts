@@ -5,13 +5,13 @@
  * `mesh.provision.<node>` that the test starts and stops.
  */
 import assert from "node:assert/strict";
-import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { MeshBus, flush, publish, serve, type Served } from "@mesh/bus";
 import {
   credentialFor,
   deadline,
   hasCode,
+  startCuttableLink,
   startTestServer,
   type TestServer,
 } from "@mesh/bus/testing";
@@ -162,50 +162,33 @@ describe("the runtime's provisioner when its client is not reachable", () => {
   });
 
   /**
-   * The runtime's connection through a proxy the test cuts: only it is away, as a runtime whose
+   * The runtime's connection through a link the test cuts: only it is away, as a runtime whose
    * host got back from a partition first.
    */
   const cuttableConnection = async () => {
-    let refusing = false;
-    const sockets = new Set<Socket>();
-    const proxy = createServer((inbound) => {
-      if (refusing) return void inbound.destroy();
-      const outbound = connect(server.port, "127.0.0.1");
-      for (const s of [inbound, outbound]) {
-        sockets.add(s);
-        s.on("error", () => undefined);
-        s.on("close", () => (inbound.destroy(), outbound.destroy(), sockets.delete(s)));
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const port = (proxy.address() as AddressInfo).port;
+    const link = await startCuttableLink(server.port);
     const runtimeBus = await MeshBus.connect({
       ...credentialFor(server, server.admin, { node: NODE, module: "runtime" }),
-      servers: [`nats://127.0.0.1:${port}`],
+      servers: [link.url],
     });
     return {
       bus: runtimeBus,
       /** Cuts the connection and keeps it away; resolves once the client noticed. */
       async cut(): Promise<void> {
         const events = runtimeBus.events();
-        refusing = true;
-        for (const socket of sockets) socket.destroy();
+        link.cut();
         for await (const event of events) if (event.type === "disconnected") break;
       },
       /** Lets the client connect again. */
-      mend(): void {
-        refusing = false;
-      },
+      mend: () => link.mend(),
       async close(): Promise<void> {
         await runtimeBus.close();
-        for (const socket of sockets) socket.destroy();
-        proxy.close();
+        await link.close();
       },
     };
   };
 
-  /** A watch of hello's greeting on `runtimeBus`: what it handed, and a wait for the next. */
+  /** A watch of hello's greeting: what it handed, and a wait for the next. */
   const watchGreeting = async (provisioner: Provisioner) => {
     const handed: ProvisionItem[] = [];
     let wake: (() => void) | undefined;

@@ -5,7 +5,8 @@
  * are the ones its tools see (the default, the mesh-wide value, this node's). It finds its secret
  * files from the environment the host gives it.
  */
-import { flush, request, type MeshBus } from "@mesh/bus";
+import { setTimeout as sleep } from "node:timers/promises";
+import { flush, isBusTrouble, request, type BusMessage, type MeshBus } from "@mesh/bus";
 import {
   Env,
   ErrorCode,
@@ -49,13 +50,10 @@ export function processConfigSource(
       await flush(bus);
       let last: string = JSON.stringify(await get(key, local.signal));
       yield { value: JSON.parse(last) as unknown };
-      for await (const message of changes) {
-        const changed = ProvisionChanged.safeParse(message.json());
-        if (!changed.success || changed.data.kind !== "config") continue;
-        if (changed.data.key !== undefined && changed.data.key !== key) continue;
+      for await (const _ of askAgain(bus, changes, key, local.signal)) {
         let next: string;
         try {
-          next = JSON.stringify(await get(key, local.signal));
+          next = JSON.stringify(await untilAnswered(() => get(key, local.signal), local.signal));
         } catch (error) {
           if (local.signal.aborted) return;
           const refused = (error as Error).message;
@@ -72,6 +70,73 @@ export function processConfigSource(
     }
   }
   return { get: (key) => get(key), watch };
+}
+
+/**
+ * When a watch asks again: at each change notice of its key, and each time the connection is back
+ * — a notice said while it was away is lost (core NATS keeps nothing), and a host back from a
+ * partition first says its notices then (decision 0182). Asks that pile up while one is made
+ * are one. Ends when the notices end; throws what ended them, unless the watch was stopped.
+ */
+function askAgain(
+  bus: MeshBus,
+  changes: AsyncIterable<BusMessage>,
+  key: string,
+  signal: AbortSignal,
+): AsyncIterable<void> {
+  let pending = false;
+  let ended: { error?: Error } | undefined;
+  let wake: (() => void) | undefined;
+  const poke = (): void => {
+    pending = true;
+    wake?.();
+  };
+  bus.onConnection((now) => (now.status === "connected" ? poke() : undefined), { signal });
+  void (async () => {
+    try {
+      for await (const message of changes) {
+        const changed = ProvisionChanged.safeParse(message.json());
+        if (!changed.success || changed.data.kind !== "config") continue;
+        if (changed.data.key === undefined || changed.data.key === key) poke();
+      }
+      ended = {};
+    } catch (error) {
+      ended = { error: error instanceof Error ? error : new Error(String(error)) };
+    }
+    wake?.();
+  })();
+  return (async function* () {
+    for (;;) {
+      while (!pending && ended === undefined) await new Promise<void>((r) => (wake = r));
+      if (pending) {
+        pending = false;
+        yield;
+      } else if (ended?.error !== undefined && !signal.aborted) {
+        throw ended.error;
+      } else return;
+    }
+  })();
+}
+
+/** Between asks the host did not answer: 0.5 s doubling to 5 s. */
+const ASK_AGAIN_FIRST_MS = 500;
+const ASK_AGAIN_MAX_MS = 5_000;
+
+/**
+ * `ask`, made again while the host does not answer it (no responders, no answer in time: its
+ * host restarting, or the ask routed to a connection of its host that a server still holds after
+ * a partition), until it is answered or the watch stops: the notice that would ask again may
+ * never come. A refusal is an answer, and is thrown.
+ */
+async function untilAnswered<T>(ask: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  for (let wait = ASK_AGAIN_FIRST_MS; ; wait = Math.min(wait * 2, ASK_AGAIN_MAX_MS)) {
+    try {
+      return await ask();
+    } catch (error) {
+      if (signal.aborted || !isBusTrouble(error)) throw error;
+    }
+    await sleep(wait, undefined, { signal }).catch(() => undefined);
+  }
 }
 
 /**

@@ -23,6 +23,7 @@ export { hasCode } from "./has-code.js";
 export { processesNaming, procStatFields, startTimeOf } from "./proc-stat.js";
 export { rawTar, rawTarStream, type RawEntry } from "./raw-tar.js";
 export { serveEchoOnRacks } from "./echo-racks.js";
+export { startCuttableLink, type CuttableLink } from "./cuttable-link.js";
 export { createBucket, destroyBucket, forgeDelivery, publishRaw } from "./buckets.js";
 export {
   readStockContext,
