@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { readdir, readFile } from "node:fs/promises";
-import { createServer } from "node:net";
+import { createServer, connect as netConnect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection, type Status } from "@nats-io/transport-node";
@@ -98,6 +98,29 @@ describe("EmbeddedServer lifecycle", () => {
     }
     const log = await readFile(server.logPath, "utf8");
     assert.match(log, /Server is ready/);
+    await server.stop();
+  });
+
+  it("closes a client that answers no ping within seconds, as one beyond a partition (decision 0182)", async () => {
+    const server = await start("silent-client");
+    // A client that logs in, then reads nothing and answers nothing, its socket left open.
+    const socket = netConnect(server.port, "127.0.0.1");
+    const closed = new Promise<number>((resolve) =>
+      socket.once("close", () => resolve(Date.now())),
+    );
+    socket.on("error", () => undefined);
+    await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+    const login = { verbose: false, pedantic: false, user: admin.user, pass: admin.password };
+    socket.write(`CONNECT ${JSON.stringify(login)}\r\nPING\r\n`);
+    await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+    const silentSince = Date.now();
+    socket.on("data", () => undefined); // read, never answered
+    // Pinged every 2 s and closed after three unanswered: ~8–10 s; the server's default (2 minutes
+    // and 2) kept it 4–6 minutes.
+    const closedAt = await deadline(closed, 20_000, "the server to close the silent client");
+    const took = closedAt - silentSince;
+    process.stdout.write(`# the server closed a silent client after ${took} ms\n`);
+    socket.destroy();
     await server.stop();
   });
 

@@ -91,6 +91,19 @@ export interface ServerAccountsConfig extends ServerAccounts {
 /** How often a cluster's resolvers sync: the longest a server back from an outage is behind. */
 export const RESOLVER_SYNC_INTERVAL = "5s";
 
+/**
+ * The server pings a connection it has neither heard from nor sent anything to for this long, and
+ * closes it after {@link SERVER_PING_MAX} pings unanswered: an idle client beyond a partition
+ * goes ~8–10 s after it fell silent (decision 0182). With the default, 2 minutes and 2, the
+ * server's first ping went unanswered into the partition and every call routed to the dead
+ * connection queued behind its retransmissions — lost for up to 2 minutes after the heal. A
+ * connection the server keeps sending to (a host's watches, a route's JetStream traffic) is
+ * never pinged: only TCP gives up on it. The mesh's clients ping every 2 s themselves, so the
+ * server never needs to ping a live one.
+ */
+export const SERVER_PING_INTERVAL = "2s";
+export const SERVER_PING_MAX = 3;
+
 /** The longest protocol line (a CONNECT with its user JWT) the server takes in accounts mode. */
 export const MAX_CONTROL_LINE = 128 * 1024;
 
@@ -171,6 +184,9 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     ...(options.monitorPort === undefined
       ? []
       : [`http: ${quoteConfigString(`${options.host ?? DEFAULT_HOST}:${options.monitorPort}`)}`]),
+    // How soon the server gives up on a client that went silent (decision 0182).
+    `ping_interval: ${quoteConfigString(SERVER_PING_INTERVAL)}`,
+    `ping_max: ${SERVER_PING_MAX}`,
     "",
     "jetstream {",
     `  store_dir: ${quoteConfigString(options.storeDir)}`,
