@@ -21,6 +21,8 @@ import { retry } from "@mesh/kit";
 
 /** Between asks of a watch the client did not answer: 0.5 s doubling to 5 s. */
 const ASK_AGAIN_BACKOFF = { initialMs: 500, maxMs: 5_000 } as const;
+/** How long an ask made again may wait for its answer. */
+const ASK_AGAIN_TIMEOUT_MS = 2_000;
 
 /** The kinds a module may name; anything else is INVALID_INPUT. */
 const KINDS = ["config", "bound", "secret"] as const;
@@ -121,7 +123,13 @@ export class Provisioner implements AsyncDisposable {
     }
   }
 
-  async #ask(module: string, kind: Kind, key: string, signal?: AbortSignal): Promise<unknown> {
+  async #ask(
+    module: string,
+    kind: Kind,
+    key: string,
+    signal?: AbortSignal,
+    timeoutMs = this.#askTimeoutMs,
+  ): Promise<unknown> {
     if (kind === "secret") {
       throw new MeshError(
         ErrorCode.REFUSED,
@@ -138,7 +146,7 @@ export class Provisioner implements AsyncDisposable {
         this.#bus,
         subject,
         { module, kind, key },
-        { timeoutMs: this.#askTimeoutMs, ...(signal === undefined ? {} : { signal }) },
+        { timeoutMs, ...(signal === undefined ? {} : { signal }) },
       );
     } catch (error) {
       // No responders, or no answer in time, is the client not being there (its host restarting
@@ -147,7 +155,7 @@ export class Provisioner implements AsyncDisposable {
       if (!isBusTrouble(error)) throw error;
       const how = isTransient(error)
         ? `nothing answers ${subject}`
-        : `nothing answered ${subject} within ${this.#askTimeoutMs} ms`;
+        : `nothing answered ${subject} within ${timeoutMs} ms`;
       throw new MeshError(
         ErrorCode.TIMEOUT,
         `the provisioner client of ${this.#node} is not reachable (${how}: its host is restarting or not running); ask for ${module}'s ${kind} ${JSON.stringify(key)} again shortly`,
@@ -246,7 +254,11 @@ export class Provisioner implements AsyncDisposable {
     if (watch.stopped) return;
     let next: { value: string; raw: unknown } | { refused: string };
     try {
-      const value = await retry(() => this.#ask(watch.module, watch.kind, watch.key), {
+      // The client answers from what it holds at once: an ask it has not answered in 2 s went
+      // where nothing answers, and the next one is made sooner than the first ask's deadline.
+      const timeoutMs = Math.min(this.#askTimeoutMs, ASK_AGAIN_TIMEOUT_MS);
+      const ask = () => this.#ask(watch.module, watch.kind, watch.key, undefined, timeoutMs);
+      const value = await retry(ask, {
         policy: ASK_AGAIN_BACKOFF,
         isRetriable: (error) => !watch.stopped && isMeshError(error, ErrorCode.TIMEOUT),
         signal: this.#closing.signal,

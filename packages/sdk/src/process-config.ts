@@ -20,6 +20,11 @@ import type { ProvisionItem } from "./worker-protocol.js";
 
 /** How long one ask of the host may take. */
 const ASK_TIMEOUT_MS = 5_000;
+/**
+ * How long an ask made again may take: the host answers from what it holds at once, so one not
+ * answered in 2 s went where nothing answers, and the next is made sooner.
+ */
+const ASK_AGAIN_TIMEOUT_MS = 2_000;
 
 /** Untyped `get` and `watch` of the module's config over the bus; `typedConfig` types them. */
 export function processConfigSource(
@@ -29,12 +34,16 @@ export function processConfigSource(
   get(key: string): Promise<unknown>;
   watch(key: string): AsyncIterableIterator<ProvisionItem>;
 } {
-  const get = async (key: string, signal?: AbortSignal): Promise<unknown> => {
+  const get = async (
+    key: string,
+    signal?: AbortSignal,
+    timeoutMs = ASK_TIMEOUT_MS,
+  ): Promise<unknown> => {
     const answer = await request(
       bus,
       provisionModuleSubject(who.node, who.module),
       { kind: "config", key },
-      { timeoutMs: ASK_TIMEOUT_MS, ...(signal === undefined ? {} : { signal }) },
+      { timeoutMs, ...(signal === undefined ? {} : { signal }) },
     );
     return ProvisionAnswer.parse(answer).value;
   };
@@ -53,7 +62,8 @@ export function processConfigSource(
       for await (const _ of askAgain(bus, changes, key, local.signal)) {
         let next: string;
         try {
-          next = JSON.stringify(await untilAnswered(() => get(key, local.signal), local.signal));
+          const ask = () => get(key, local.signal, ASK_AGAIN_TIMEOUT_MS);
+          next = JSON.stringify(await untilAnswered(ask, local.signal));
         } catch (error) {
           if (local.signal.aborted) return;
           const refused = (error as Error).message;
