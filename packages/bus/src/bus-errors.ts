@@ -109,16 +109,26 @@ export function toMeshError(error: unknown, context: ErrorContext): MeshError {
 }
 
 /**
+ * JetStream's "system temporarily unavailable" (10008): the server's JetStream meta group has no
+ * leader (nats-server 2.9.10 `isLeaderless`), as while a cluster elects one after its leader was
+ * cut off; the request did nothing.
+ */
+const JS_CLUSTER_NOT_AVAILABLE = 10008;
+
+/**
  * Whether an error is the bus being briefly unable to answer, not a refusal: JetStream's API has
  * no responder for a moment while the server reloads its users list (every grant change does
- * that) or while a cluster elects a stream leader (docs/nats.md §5). The same error also means
- * "no such bucket", so retries are bounded.
+ * that) or while a cluster elects a stream leader (docs/nats.md §5), and says it is unavailable
+ * while a cluster elects its meta leader. "No responders" also means "no such bucket", so retries
+ * are bounded.
  */
 export function isTransient(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
     if (e instanceof NoRespondersError) return true;
     if (e.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(e.message))
       return true;
+    if (e instanceof JetStreamApiError && e.code === JS_CLUSTER_NOT_AVAILABLE) return true;
+    if (/jetstream system temporarily unavailable/i.test(e.message)) return true;
   }
   return false;
 }
@@ -166,6 +176,12 @@ export function isUnansweredRead(error: unknown): boolean {
  */
 const TRANSIENT_RETRIES = 8;
 const TRANSIENT_BACKOFF = { initialMs: 50, maxMs: 2_500 } as const;
+/**
+ * Retries of a read (`isUnansweredRead`): 16, about 28 s of waiting in all besides the attempts —
+ * a cluster electing its meta leader after the leader was cut off answered "unavailable" for
+ * 8–10 s on a loaded machine, longer than a write's retries wait; a read changes nothing.
+ */
+export const READ_RETRIES = 16;
 
 /**
  * Runs `fn`, turning whatever it throws into a MeshError with `context`. A transient failure
@@ -203,7 +219,7 @@ export function readAgainUnanswered<T>(
   return retry(fn, {
     policy: TRANSIENT_BACKOFF,
     isRetriable: (error) => isUnansweredRead(error) || (options.also?.(error) ?? false),
-    maxAttempts: TRANSIENT_RETRIES + 1,
+    maxAttempts: READ_RETRIES + 1,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
 }

@@ -16,7 +16,13 @@ import {
   type BucketValueOf,
 } from "@mesh/protocol";
 import type { MeshBus } from "./mesh-bus.js";
-import { abortable, isUnansweredRead, toMeshError, withContext } from "./bus-errors.js";
+import {
+  READ_RETRIES,
+  abortable,
+  isUnansweredRead,
+  toMeshError,
+  withContext,
+} from "./bus-errors.js";
 import { openRawWatch, type RawWatch } from "./kv-watch.js";
 import { natsOf } from "./mesh-bus.js";
 
@@ -121,7 +127,7 @@ export class KvBucket<T> {
     const entry = await withContext(
       { doing, key },
       () => abortable(this.#kv.get(key), options.signal, doing),
-      undefined,
+      READ_RETRIES,
       isUnansweredRead,
     );
     if (entry === null || entry.operation !== "PUT") return undefined;
@@ -186,7 +192,7 @@ export class KvBucket<T> {
           options.signal,
           doing,
         ),
-      undefined,
+      READ_RETRIES,
       isUnansweredRead,
     );
   }
@@ -248,7 +254,7 @@ export class KvBucket<T> {
           options.signal,
           doing,
         ),
-      undefined,
+      READ_RETRIES,
       isUnansweredRead,
     );
   }
