@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { getEventListeners } from "node:events";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
 import { withDeadline } from "./deadline.js";
+import { printedBy } from "./test-support.js";
 
 const listeners = (signal: AbortSignal): number => getEventListeners(signal, "abort").length;
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -128,19 +128,12 @@ test("a thousand deadlines on one long-lived signal leave no listener behind, wh
 
 test("ref: false — a deadline alone does not keep the process alive; by default it does", () => {
   const url = new URL("./deadline.js", import.meta.url).href;
-  const run = (ref: string): string => {
-    const code = [
+  const run = (ref: string): string =>
+    printedBy([
       `import { withDeadline } from ${JSON.stringify(url)};`,
       `withDeadline(() => new Promise(() => {}), { ms: 300, expired: () => new Error("expired")${ref} })`,
       `  .catch((e) => console.log(e.message));`,
-    ].join("\n");
-    const child = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    assert.equal(child.status, 0, child.stderr);
-    return child.stdout.trim();
-  };
+    ]);
   assert.equal(run(""), "expired", "held open until the deadline");
   assert.equal(run(", ref: false"), "", "the process ended before it");
 });

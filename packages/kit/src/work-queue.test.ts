@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { WorkQueue } from "./work-queue.js";
+import { printedBy } from "./test-support.js";
 
 const POLICY = { initialMs: 100, maxMs: 800, jitter: 0 } as const;
 const queueOf = <K>(signal = new AbortController().signal) =>
@@ -199,20 +199,13 @@ test("no key is handed twice at once, adds coalesce, and no add is lost (model p
 
 test("ref: false — a key added later alone does not keep the process alive; by default it does", () => {
   const url = new URL("./work-queue.js", import.meta.url).href;
-  const run = (ref: string): string => {
-    const code = [
+  const run = (ref: string): string =>
+    printedBy([
       `import { WorkQueue } from ${JSON.stringify(url)};`,
       `const queue = new WorkQueue({ policy: { initialMs: 1, maxMs: 1 }, signal: new AbortController().signal${ref} });`,
       `queue.requeueAfter("k", 300);`,
       `void queue.get().then((key) => console.log(key));`,
-    ].join("\n");
-    const child = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    assert.equal(child.status, 0, child.stderr);
-    return child.stdout.trim();
-  };
+    ]);
   assert.equal(run(""), "k", "held open until the key was added");
   assert.equal(run(", ref: false"), "", "the process ended before it");
 });
