@@ -19,7 +19,7 @@ import { readStanding } from "./mirror/sources.js";
 import { MeshBus, natsOf } from "./mesh-bus.js";
 import { FULL_PERMISSIONS, hashPassword } from "./server/server-config.js";
 import { serverFolderSink } from "./server/reload-users.js";
-import { startTestCluster, type TestCluster } from "./testing/cluster.js";
+import { layoutReplicas, startTestCluster, type TestCluster } from "./testing/cluster.js";
 import { deadline, startTestServer } from "./testing/harness.js";
 
 let cluster: TestCluster;
@@ -232,20 +232,9 @@ describe("the server a connection is on gone silent", () => {
 
 describe("one server", () => {
   it("creates the layout with the one replica it allows", async () => {
-    const server = await startTestServer();
-    try {
-      const bus = await MeshBus.connect(
-        { servers: [server.url], ...server.admin, node: "n1", module: "test" },
-        { say: () => undefined },
-      );
-      try {
-        assert.equal((await ensureLayout(bus)).replicas, 1);
-      } finally {
-        await bus.close();
-      }
-    } finally {
-      await server.stop();
-    }
+    await using server = await startTestServer();
+    const credential = { servers: [server.url], ...server.admin, node: "n1", module: "test" };
+    assert.equal(await layoutReplicas(credential), 1);
   });
 });
 

@@ -11,11 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ErrorCode, isMeshError } from "@mesh/protocol";
-import { ensureLayout } from "./layout-setup.js";
 import { MeshBus } from "./mesh-bus.js";
 import { certificateFingerprint, keyMatches, makeSelfSigned } from "./server/self-signed.js";
 import { fetchPinnedCertificate } from "./tls-pin.js";
-import { startTestCluster } from "./testing/cluster.js";
+import { layoutReplicas, startTestCluster } from "./testing/cluster.js";
 import { deadline, startTestServer, type TestServer } from "./testing/harness.js";
 import { waitFor } from "./testing/wait-for.js";
 
@@ -131,23 +130,12 @@ describe("fetchPinnedCertificate", () => {
 
 describe("a cluster over TLS", () => {
   it("forms with routes verified by the self-made certificate and takes 3 replicas", async () => {
-    const cluster = await startTestCluster({ tls: tls() });
-    try {
-      const bus = await MeshBus.connect(
-        {
-          ...cluster.credential(cluster.admin, { node: "n1", module: "t" }),
-          fingerprint: made.fingerprint,
-          ca: made.certPem,
-        },
-        { say: () => undefined },
-      );
-      try {
-        assert.equal((await ensureLayout(bus)).replicas, 3);
-      } finally {
-        await bus.close();
-      }
-    } finally {
-      await cluster.stop();
-    }
+    await using cluster = await startTestCluster({ tls: tls() });
+    const credential = {
+      ...cluster.credential(cluster.admin, { node: "n1", module: "t" }),
+      fingerprint: made.fingerprint,
+      ca: made.certPem,
+    };
+    assert.equal(await layoutReplicas(credential), 3);
   });
 });

@@ -13,6 +13,8 @@ import type { Credential } from "@mesh/protocol";
 import { EmbeddedServer } from "../server/embedded-server.js";
 import type { ServerAccounts } from "../server/accounts.js";
 import type { NatsServerBinary } from "../server/find-server.js";
+import { ensureLayout } from "../layout-setup.js";
+import { MeshBus } from "../mesh-bus.js";
 import type { ServerTls, ServerUser } from "../server/server-config.js";
 import { freePort, hashUsers, type TestUser } from "./harness.js";
 import { waitFor } from "./wait-for.js";
@@ -160,4 +162,13 @@ async function routesFormed(monitorPorts: readonly number[]): Promise<void> {
       ),
     ),
   );
+}
+
+/**
+ * How many replicas the mesh's layout takes on the servers `credential` reaches: the layout made
+ * there through a quiet connection of its own, closed after.
+ */
+export async function layoutReplicas(credential: Credential): Promise<number | undefined> {
+  await using bus = await MeshBus.connect(credential, { say: () => undefined });
+  return (await ensureLayout(bus)).replicas;
 }
