@@ -9,20 +9,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Manifest, stateBucket } from "@mesh/protocol";
-import { MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import {
-  createBucket,
-  credentialFor,
-  reapWithMe,
-  startTestServer,
-  type TestServer,
-} from "@mesh/bus/testing";
-import { moduleGrant } from "@mesh/core";
+import { writeCredential } from "@mesh/bus";
+import { credentialFor, reapWithMe } from "@mesh/bus/testing";
+import { counter, greeter, moduleSuite } from "./test-support.js";
 
 const SDK = dirname(dirname(fileURLToPath(import.meta.url)));
 
@@ -61,67 +54,23 @@ async function declared(folder: string, file: RegExp, name: RegExp): Promise<str
   return names.sort();
 }
 
-// greeter, a go module, on n1: what the bus tests reach, each declared so the grant holds it.
-const greeter = Manifest.parse({
-  module: "greeter",
-  bundles: [{ name: "app", language: "go", entrypoints: ["main.go"] }],
-  processes: [{ name: "main", bundle: "app" }],
-  states: [
-    { name: "notes", readable: true },
-    { name: "drafts", readable: false },
-  ],
-  reads: ["counter/counts"],
-  calls: ["hello/greet", "hello/refuses", "hello/missing", "hello/slow"],
-  config: { greeting: { default: "Hello" } },
-  "own-secrets": { broker: { path: "broker.json" } },
-});
-const counter = Manifest.parse({
-  module: "counter",
-  states: [{ name: "counts", readable: true }],
-});
-const password = "greeter-password-0123456789";
-
-let server: TestServer;
-let dir: string;
-
-before(async () => {
-  const { permissions, problems } = moduleGrant({
-    node: "n1",
+// The Go SDK's bus tests' peer (MESH_TEST_PEER_FILE) plays the rest of the mesh as the admin.
+const fx = moduleSuite(
+  {
     manifest: greeter,
     owners: { greeter, counter },
-  });
-  assert.deepEqual(problems, []);
-  server = await startTestServer({ users: [{ user: "n1.greeter", password, permissions }] });
-  const admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n1", module: "peer" }),
-  );
-  try {
-    await ensureLayout(admin);
-    for (const [owner, state] of [
-      ["greeter", "notes"],
-      ["greeter", "drafts"],
+    otherStates: [
       ["counter", "counts"],
       ["other", "secrets"],
-    ] as const)
-      await createBucket(admin, stateBucket(owner, state), { history: 1 });
-  } finally {
-    await admin.close();
-  }
-  dir = await mkdtemp(join(tmpdir(), "mesh-sdk-go-"));
-  await writeCredential(
-    join(dir, "broker.json"),
-    credentialFor(server, { user: "n1.greeter", password }, { node: "n1", module: "greeter" }),
-  );
-  await writeCredential(
-    join(dir, "peer.json"),
-    credentialFor(server, server.admin, { node: "n1", module: "peer" }),
-  );
-});
-
-after(async () => {
-  await server?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-});
+    ],
+    setUp: () =>
+      writeCredential(
+        join(fx.dir, "peer.json"),
+        credentialFor(fx.server, fx.server.admin, { node: "n1", module: "peer" }),
+      ),
+  },
+  { before, after },
+);
 
 test("the Go SDK's go test passes, its bus tests on a real nats-server", async () => {
   const { ok, output } = await outcome(
@@ -129,7 +78,7 @@ test("the Go SDK's go test passes, its bus tests on a real nats-server", async (
     ["test", "-trimpath", "-tags", "meshbus", "-count=1", "-v", "."],
     {
       cwd: join(SDK, "go"),
-      root: dir,
+      root: fx.dir,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
         HOME: process.env.HOME ?? tmpdir(),
@@ -140,8 +89,8 @@ test("the Go SDK's go test passes, its bus tests on a real nats-server", async (
         GOPROXY: "off",
         // The go build module's cache: the standard library compiled for -trimpath once.
         GOCACHE: join(tmpdir(), "mesh-build-go-cache"),
-        MESH_BROKER_FILE: join(dir, "broker.json"),
-        MESH_TEST_PEER_FILE: join(dir, "peer.json"),
+        MESH_BROKER_FILE: fx.credentialFile,
+        MESH_TEST_PEER_FILE: join(fx.dir, "peer.json"),
         ...(process.env.MESH_TEST_TIME_FACTOR === undefined
           ? {}
           : { MESH_TEST_TIME_FACTOR: process.env.MESH_TEST_TIME_FACTOR }),

@@ -10,7 +10,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,42 +18,20 @@ import { promisify } from "node:util";
 import {
   Condition,
   Keeps,
-  Manifest,
   MeshError,
   ReplyCode,
   Stream,
   conditionSubject,
   keepsSubject,
-  stateBucket,
   toolSubject,
 } from "@mesh/protocol";
-import { MeshBus, ensureLayout, readStream, serve, writeCredential, type Served } from "@mesh/bus";
-import {
-  createBucket,
-  credentialFor,
-  reapWithMe,
-  startTestServer,
-  waitFor,
-  type TestServer,
-} from "@mesh/bus/testing";
-import { moduleGrant } from "@mesh/core";
+import { readStream, serve, type Served } from "@mesh/bus";
+import { reapWithMe, waitFor } from "@mesh/bus/testing";
 import { connectProcess } from "./process.js";
+import { counter, greeter, moduleSuite } from "./test-support.js";
 
 const SDK = dirname(dirname(fileURLToPath(import.meta.url)));
 const run = promisify(execFile);
-
-const greeter = Manifest.parse({
-  module: "greeter",
-  bundles: [{ name: "app", language: "go", entrypoints: ["main.go"] }],
-  processes: [{ name: "main", bundle: "app" }],
-  states: [
-    { name: "notes", readable: true },
-    { name: "drafts", readable: false },
-  ],
-  calls: ["hello/greet", "hello/refuses", "hello/missing"],
-  "own-secrets": { broker: { path: "broker.json" } },
-});
-const password = "greeter-password-0123456789";
 
 /** What every language's program prints: the same steps, the same names. */
 interface Steps {
@@ -73,64 +51,47 @@ const KEPT = [
   { name: "drafts", readable: false },
 ];
 
-let server: TestServer;
-let admin: MeshBus;
-let dir: string;
-let credentialFile: string;
 const served: Served[] = [];
 
-before(async () => {
-  const { permissions } = moduleGrant({ node: "n1", manifest: greeter, owners: { greeter } });
-  server = await startTestServer({ users: [{ user: "n1.greeter", password, permissions }] });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n1", module: "controller" }),
-  );
-  await ensureLayout(admin);
-  await createBucket(admin, stateBucket("greeter", "notes"), { history: 1 });
-  await createBucket(admin, stateBucket("greeter", "drafts"), { history: 1 });
-  // hello's tools on two nodes: greet answers with where it ran; refuses always refuses.
-  for (const node of ["n1", "n2"]) {
-    served.push(
-      await serve(admin, {
-        name: `hello-${node}`,
-        version: "0.0.1",
-        description: `hello on ${node}`,
-        endpoints: [
-          {
-            name: "greet",
-            subject: toolSubject(node, "hello", "greet"),
-            handler: (req) =>
-              Promise.resolve({ text: `hello, ${(req.json() as { name: string }).name}`, node }),
-          },
-          {
-            name: "refuses",
-            subject: toolSubject(node, "hello", "refuses"),
-            handler: () =>
-              Promise.reject(new MeshError(ReplyCode.INVALID_INPUT, "refuses everything")),
-          },
-        ],
-      }),
-    );
-  }
-  dir = await mkdtemp(join(tmpdir(), "mesh-sdk-languages-"));
-  credentialFile = join(dir, "broker.json");
-  await writeCredential(
-    credentialFile,
-    credentialFor(server, { user: "n1.greeter", password }, { node: "n1", module: "greeter" }),
-  );
-});
+/** hello's tools on `node`: greet answers with where it ran; refuses always refuses. */
+const serveHello = (node: string): Promise<Served> =>
+  serve(fx.admin, {
+    name: `hello-${node}`,
+    version: "0.0.1",
+    description: `hello on ${node}`,
+    endpoints: [
+      {
+        name: "greet",
+        subject: toolSubject(node, "hello", "greet"),
+        handler: (req) =>
+          Promise.resolve({ text: `hello, ${(req.json() as { name: string }).name}`, node }),
+      },
+      {
+        name: "refuses",
+        subject: toolSubject(node, "hello", "refuses"),
+        handler: () => Promise.reject(new MeshError(ReplyCode.INVALID_INPUT, "refuses everything")),
+      },
+    ],
+  });
 
-after(async () => {
-  for (const s of served) await s.stop().catch(() => undefined);
-  await admin?.close();
-  await server?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-});
+const fx = moduleSuite(
+  {
+    manifest: greeter,
+    owners: { greeter, counter },
+    setUp: async () => {
+      for (const node of ["n1", "n2"]) served.push(await serveHello(node));
+    },
+    tearDown: async () => {
+      for (const s of served) await s.stop().catch(() => undefined);
+    },
+  },
+  { before, after },
+);
 
 /** The keeps greeter said last, without its time. */
 async function keepsSaid(): Promise<Keeps> {
   let last: Keeps | undefined;
-  for await (const event of readStream(admin, Stream.keeps, {
+  for await (const event of readStream(fx.admin, Stream.keeps, {
     filter: keepsSubject("n1", "greeter"),
     schema: Keeps,
   })) {
@@ -144,7 +105,7 @@ async function keepsSaid(): Promise<Keeps> {
 /** The condition greeter said last under `ready`, parsed as the mesh's readers parse it. */
 async function readySaid(): Promise<Condition | undefined> {
   let last: Condition | undefined;
-  for await (const event of readStream(admin, Stream.conditions, {
+  for await (const event of readStream(fx.admin, Stream.conditions, {
     filter: conditionSubject("greeter", "ready"),
     schema: Condition,
   })) {
@@ -175,7 +136,7 @@ async function keepsSaidAfter(before: string | undefined, what: string): Promise
 }
 
 async function typescriptSteps(): Promise<Steps> {
-  await using mesh = await connectProcess({ credentialFile });
+  await using mesh = await connectProcess({ credentialFile: fx.credentialFile });
   const notes = mesh.state("notes");
   for (const key of ["b.1", "a.2", "a.1", "c"]) await notes.put(key, key);
   await notes.put("a.1", { n: 1, list: ["x", null], ok: true });
@@ -210,7 +171,7 @@ async function runProgram(command: string, args: string[], env: NodeJS.ProcessEn
   const before = (await keepsSaid().catch(() => undefined))?.at;
   const readyBefore = (await readySaid())?.at;
   const child = spawn(command, args, {
-    env: { ...process.env, ...env, MESH_BROKER_FILE: credentialFile },
+    env: { ...process.env, ...env, MESH_BROKER_FILE: fx.credentialFile },
     stdio: ["pipe", "pipe", "inherit"],
   });
   reapWithMe(child.pid);
@@ -325,12 +286,12 @@ func main() {
 
 test("the Go SDK's State.Get, Put, Delete and Keys, Call, Condition and Keeps do what the TypeScript SDK does, on a real bus", async () => {
   assert.ok(expected, "the TypeScript steps ran first");
-  const work = join(dir, "gopath");
+  const work = join(fx.dir, "gopath");
   const at = join(work, "src", "sdktest");
   await mkdir(at, { recursive: true });
   await cp(join(SDK, "go"), join(work, "src", "mesh.local", "sdk"), { recursive: true });
   await writeFile(join(at, "main.go"), GO_PROGRAM);
-  const binary = join(dir, "sdktest");
+  const binary = join(fx.dir, "sdktest");
   // As the go build module builds (GOPATH mode, Debian's nats.go), sharing its build cache.
   await run("go", ["build", "-trimpath", "-o", binary, "."], {
     cwd: at,
@@ -391,7 +352,7 @@ mesh.close()
 
 test("mesh_sdk's state get, put, delete and keys, call, condition and keeps (through the bridge) do what the TypeScript SDK does, on a real bus", async () => {
   assert.ok(expected, "the TypeScript steps ran first");
-  const program = join(dir, "steps.py");
+  const program = join(fx.dir, "steps.py");
   await writeFile(program, PYTHON_PROGRAM);
   // The bridge as the python build module bundles it, with mesh_sdk from the package's folder.
   const { steps, said, ready } = await runProgram(

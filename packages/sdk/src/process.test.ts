@@ -1,8 +1,5 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
 import {
   Condition,
@@ -13,16 +10,10 @@ import {
   isMeshError,
   stateBucket,
 } from "@mesh/protocol";
-import { MeshBus, KvBucket, ensureLayout, readStream, writeCredential } from "@mesh/bus";
-import {
-  createBucket,
-  credentialFor,
-  deadline,
-  startTestServer,
-  type TestServer,
-} from "@mesh/bus/testing";
-import { moduleGrant } from "@mesh/core";
+import { KvBucket, readStream } from "@mesh/bus";
+import { deadline } from "@mesh/bus/testing";
 import { connectProcess } from "./process.js";
+import { moduleSuite } from "./test-support.js";
 
 // counter keeps `counts` (readable); the process speaks with counter's own grant.
 const counter = Manifest.parse({
@@ -32,50 +23,26 @@ const counter = Manifest.parse({
   states: [{ name: "counts", readable: true }],
   "own-secrets": { broker: { path: "broker.json" } },
 });
-const password = "counter-password-0123456789";
 
-let server: TestServer;
-let admin: MeshBus;
-let dir: string;
-let credentialFile: string;
-
-before(async () => {
-  const { permissions } = moduleGrant({ node: "n1", manifest: counter, owners: { counter } });
-  server = await startTestServer({ users: [{ user: "n1.counter", password, permissions }] });
-  admin = await MeshBus.connect(
-    credentialFor(server, server.admin, { node: "n1", module: "controller" }),
-  );
-  await ensureLayout(admin);
-  await createBucket(admin, stateBucket("counter", "counts"), { history: 1 });
-  await createBucket(admin, stateBucket("other", "secrets"), { history: 1 });
-  dir = await mkdtemp(join(tmpdir(), "mesh-sdk-process-"));
-  credentialFile = join(dir, "broker.json");
-  await writeCredential(
-    credentialFile,
-    credentialFor(server, { user: "n1.counter", password }, { node: "n1", module: "counter" }),
-  );
-});
-
-after(async () => {
-  await admin?.close();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
-});
+const fx = moduleSuite(
+  { manifest: counter, otherStates: [["other", "secrets"]] },
+  { before, after },
+);
 
 test("a process reads and writes its own state as its module", async () => {
-  await using mesh = await connectProcess({ credentialFile });
+  await using mesh = await connectProcess({ credentialFile: fx.credentialFile });
   assert.equal(mesh.module, "counter");
   await mesh.state("counts").put("total", 41);
   assert.equal(await mesh.state("counts").get("total"), 41);
   assert.deepEqual(await mesh.state("counts").keys(), ["total"]);
   const seen = await (
-    await KvBucket.openWith(admin, stateBucket("counter", "counts"), z.json())
+    await KvBucket.openWith(fx.admin, stateBucket("counter", "counts"), z.json())
   ).get("total");
   assert.equal(seen?.value, 41);
 });
 
 test("a process cannot touch a state its manifest does not declare", async () => {
-  await using mesh = await connectProcess({ credentialFile });
+  await using mesh = await connectProcess({ credentialFile: fx.credentialFile });
   await assert.rejects(mesh.state("other/secrets").get("x"), (e) =>
     isMeshError(e, ErrorCode.PERMISSION_DENIED),
   );
@@ -95,7 +62,7 @@ async function firstMessage<T>(
   what: string,
 ): Promise<T | undefined> {
   const stop = new AbortController();
-  const read = readStream(admin, stream, { filter, schema, signal: stop.signal });
+  const read = readStream(fx.admin, stream, { filter, schema, signal: stop.signal });
   try {
     return await deadline(
       (async () => {
@@ -111,7 +78,7 @@ async function firstMessage<T>(
 }
 
 test("what the process keeps reaches the keeps stream, and its conditions the conditions stream", async () => {
-  await using mesh = await connectProcess({ credentialFile });
+  await using mesh = await connectProcess({ credentialFile: fx.credentialFile });
   mesh.keeps([{ name: "counts", readable: true }]);
   await mesh.condition("started", "info", "counting from 41");
   const said = await firstMessage(Stream.keeps, "mesh.keeps.n1.counter", Keeps, "counter's keeps");
