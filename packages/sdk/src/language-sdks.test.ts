@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import type { z } from "zod";
 import {
   Condition,
   Keeps,
@@ -88,32 +89,26 @@ const fx = moduleSuite(
   { before, after },
 );
 
-/** The keeps greeter said last, without its time. */
-async function keepsSaid(): Promise<Keeps> {
-  let last: Keeps | undefined;
-  for await (const event of readStream(fx.admin, Stream.keeps, {
-    filter: keepsSubject("n1", "greeter"),
-    schema: Keeps,
-  })) {
+/** The last message standing on `stream` under `filter`, read as the mesh's readers read it. */
+async function lastSaid<T>(stream: string, filter: string, schema: z.ZodType<T>) {
+  let last: T | undefined;
+  for await (const event of readStream(fx.admin, stream, { filter, schema })) {
     if (event.type === "current") break;
     if (event.type === "message") last = event.value;
   }
+  return last;
+}
+
+/** The keeps greeter said last. */
+async function keepsSaid(): Promise<Keeps> {
+  const last = await lastSaid(Stream.keeps, keepsSubject("n1", "greeter"), Keeps);
   assert.ok(last, "greeter said what it keeps");
   return last;
 }
 
-/** The condition greeter said last under `ready`, parsed as the mesh's readers parse it. */
-async function readySaid(): Promise<Condition | undefined> {
-  let last: Condition | undefined;
-  for await (const event of readStream(fx.admin, Stream.conditions, {
-    filter: conditionSubject("greeter", "ready"),
-    schema: Condition,
-  })) {
-    if (event.type === "current") break;
-    if (event.type === "message") last = event.value;
-  }
-  return last;
-}
+/** The condition greeter said last under `ready`. */
+const readySaid = (): Promise<Condition | undefined> =>
+  lastSaid(Stream.conditions, conditionSubject("greeter", "ready"), Condition);
 
 /** The ready condition each language's program says, but for its time. */
 const READY = {
