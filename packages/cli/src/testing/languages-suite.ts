@@ -25,25 +25,26 @@ const NODE = "e2e-languages";
 /** A Go build from a cold cache takes minutes on a loaded machine. */
 export const LONG = 400_000;
 
-/** Each language's example, and a main that exits at once. */
-export const LANGUAGES = [
-  {
-    language: "python",
-    module: "hello-python",
-    main: "main.py",
-    crash: 'raise SystemExit("hello-python crashes at start")\n',
-    serving: /hello-python serving on e2e-languages/,
-    changed: /greeting is now 'Hi'/,
-  },
-  {
-    language: "go",
-    module: "hello-go",
-    main: "main.go",
-    crash: 'package main\n\nimport "os"\n\nfunc main() { os.Exit(3) }\n',
-    serving: /hello-go serving on e2e-languages/,
-    changed: /greeting is now "Hi"/,
-  },
-] as const;
+/**
+ * Each language's example (examples/modules/hello-<language>, which says `<module> serving on
+ * <node>` once it serves), a main that exits at once, and what it logs once its greeting changed.
+ */
+export const LANGUAGES = (
+  [
+    {
+      language: "python",
+      main: "main.py",
+      crash: 'raise SystemExit("hello-python crashes at start")\n',
+      changed: /greeting is now 'Hi'/,
+    },
+    {
+      language: "go",
+      main: "main.go",
+      crash: 'package main\n\nimport "os"\n\nfunc main() { os.Exit(3) }\n',
+      changed: /greeting is now "Hi"/,
+    },
+  ] as const
+).map((l) => ({ ...l, module: `hello-${l.language}` as const }));
 
 let mesh: MeshUp;
 let scratch: string;
@@ -94,7 +95,8 @@ export function languageSuite(which: (typeof LANGUAGES)[number]["language"]): vo
     if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
   });
 
-  for (const { language, module, main, crash, serving, changed } of languages) {
+  for (const { language, module, main, crash, changed } of languages) {
+    const serving = new RegExp(`${module} serving on ${NODE}`);
     describe(`a ${language} module on a real mesh`, () => {
       test("built by its build module and run, its tool answers mesh call with its secret read from its file", async () => {
         const answer = await until(() => greet(module, "Ada"), LONG, `${module}'s greet to answer`);
