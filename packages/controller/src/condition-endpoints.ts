@@ -10,12 +10,11 @@ import {
   sayCondition,
   type EndpointSpec,
   type MeshBus,
-  type Request,
 } from "@mesh/bus";
 import type { Condition } from "@mesh/protocol";
-import { ErrorCode, MeshError, Principal, Subject, conditionSubject } from "@mesh/protocol";
-import { ConditionResolveAsk, type ConditionResolveAnswer } from "./controller-api.js";
-import { readAsk } from "./ask-input.js";
+import { ErrorCode, MeshError, Principal, conditionSubject } from "@mesh/protocol";
+import { ConditionResolve, type AnswerOf, type AskOf } from "./controller-api.js";
+import { answering } from "./ask-input.js";
 
 export interface ConditionEndpointsInput {
   readonly bus: MeshBus;
@@ -23,25 +22,13 @@ export interface ConditionEndpointsInput {
 }
 
 export function conditionEndpoints(input: ConditionEndpointsInput): EndpointSpec[] {
-  return [
-    {
-      name: "condition-resolve",
-      subject: Subject.conditionResolve,
-      handler: (r) => conditionResolve(input, r),
-    },
-  ];
+  return [answering(ConditionResolve, (ask) => conditionResolve(input, ask))];
 }
 
 async function conditionResolve(
   input: ConditionEndpointsInput,
-  request: Request,
-): Promise<ConditionResolveAnswer> {
-  const { module, name } = readAsk(
-    ConditionResolveAsk,
-    request,
-    "a condition-resolve ask",
-    "{module, name}",
-  );
+  { module, name }: AskOf<typeof ConditionResolve>,
+): Promise<AnswerOf<typeof ConditionResolve>> {
   const kept = await lastCondition(input.bus, conditionSubject(module, name));
   if (kept === undefined) {
     throw new MeshError(

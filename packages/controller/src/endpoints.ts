@@ -26,16 +26,15 @@ import { flush, seal, type EndpointSpec, type MeshBus, type Request } from "@mes
 import { PrincipalKind, principalUser, type Broker } from "./broker.js";
 import { ensureHost, hostCredentialText } from "./need-content.js";
 import {
-  JoinTokenAsk,
-  McpCredentialAsk,
-  ViewCredentialAsk,
-  type JoinTokenAnswer,
-  type McpCredentialAnswer,
-  type ViewCredentialAnswer,
+  JoinToken,
+  McpCredential,
+  ViewCredential,
+  type AnswerOf,
+  type AskOf,
 } from "./controller-api.js";
 import type { Fleet } from "./fleet.js";
 import { DEFAULT_JOIN_TOKEN_TTL_MS, type JoinTokens } from "./join-tokens.js";
-import { readAsk } from "./ask-input.js";
+import { answering, readAsk } from "./ask-input.js";
 
 export interface EndpointContext {
   readonly bus: MeshBus;
@@ -55,19 +54,11 @@ export function userEndpoints(context: () => EndpointContext): EndpointSpec[] {
     { name: "join", subject: Subject.join, handler: (r) => answerJoin(context(), r) },
     {
       name: "join-token",
-      subject: Subject.joinToken,
+      subject: JoinToken.subject,
       handler: (r) => answerJoinToken(context(), r),
     },
-    {
-      name: "mcp-credential",
-      subject: Subject.mcpCredential,
-      handler: (r) => answerMcpCredential(context(), r),
-    },
-    {
-      name: "view-credential",
-      subject: Subject.viewCredential,
-      handler: (r) => answerViewCredential(context(), r),
-    },
+    answering(McpCredential, (ask) => answerMcpCredential(context(), ask)),
+    answering(ViewCredential, (ask) => answerViewCredential(context(), ask)),
     { name: "renew", subject: `${Subject.renew}.*`, handler: (r) => answerRenew(context(), r) },
   ];
 }
@@ -153,12 +144,12 @@ export async function answerJoin(c: EndpointContext, request: Request): Promise<
 export async function answerJoinToken(
   c: EndpointContext,
   request: Request,
-): Promise<JoinTokenAnswer> {
-  const parsed = JoinTokenAsk.safeParse(request.json() ?? {});
+): Promise<AnswerOf<typeof JoinToken>> {
+  const parsed = JoinToken.ask.safeParse(request.json() ?? {});
   if (!parsed.success) {
     throw new MeshError(
       ErrorCode.INVALID_INPUT,
-      `a join-token ask is {ttlSeconds?} (at most a week): ${parsed.error.issues[0]?.message ?? ""}`,
+      `${JoinToken.what} is ${JoinToken.shape}: ${parsed.error.issues[0]?.message ?? ""}`,
     );
   }
   const ttlMs =
@@ -202,14 +193,8 @@ export async function answerJoinToken(
  */
 export async function answerMcpCredential(
   c: EndpointContext,
-  request: Request,
-): Promise<McpCredentialAnswer> {
-  const ask = readAsk(
-    McpCredentialAsk,
-    request,
-    "an mcp-credential ask",
-    "{modules: [module names, at least one], publicKey}",
-  );
+  ask: AskOf<typeof McpCredential>,
+): Promise<AnswerOf<typeof McpCredential>> {
   const modules = allowedModules(ask.modules);
   const principal = mcpPrincipal(modules);
   const node = c.bus.credential.node;
@@ -269,14 +254,8 @@ async function issueSealed(
  */
 export async function answerViewCredential(
   c: EndpointContext,
-  request: Request,
-): Promise<ViewCredentialAnswer> {
-  const ask = readAsk(
-    ViewCredentialAsk,
-    request,
-    "a view-credential ask",
-    '{access: "operate" | "read", publicKey}',
-  );
+  ask: AskOf<typeof ViewCredential>,
+): Promise<AnswerOf<typeof ViewCredential>> {
   const principal = ViewPrincipal[ask.access];
   const sealed = await issueSealed(c, {
     principal,

@@ -7,24 +7,22 @@ export { BROKER_USERS_FILE, Broker, PrincipalKind, serverUsersOnDisk } from "./b
 export { Vault } from "./vault.js";
 export { Controller, type ControllerOptions, type PassReport } from "./controller.js";
 export {
-  ConditionResolveAnswer,
-  ConditionResolveAsk,
-  JoinTokenAnswer,
-  JoinTokenAsk,
-  McpCredentialAnswer,
-  McpCredentialAsk,
+  ConditionResolve,
+  JoinToken,
+  McpCredential,
   MAX_SECRET_BYTES,
-  SecretSetAnswer,
-  SecretSetAsk,
+  SecretList,
+  SecretSet,
+  SecretUnset,
+  ViewCredential,
   askConditionResolve,
   askJoinToken,
   askMcpCredential,
   askViewCredential,
-  ViewCredentialAnswer,
-  ViewCredentialAsk,
   askSecretList,
   askSecretSet,
   askSecretUnset,
+  type AnswerOf,
 } from "./controller-api.js";
 export { Fleet } from "./fleet.js";
 export { planNode, type NodePlan, type NodeRefusal, type PlanContext } from "./node-plan.js";
