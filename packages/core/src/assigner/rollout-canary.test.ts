@@ -1,18 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Presence, Rollout } from "@mesh/protocol";
+import type { Presence } from "@mesh/protocol";
 import { canaryOf } from "./rollout-canary.js";
+import { resolveRolloutPolicy } from "./rollout-policy.js";
 
-const policy: Rollout["policy"] = {
-  canary: 1,
-  batch: 2,
-  minHealthyMs: 30_000,
-  healthyDeadlineMs: 300_000,
-  maxFailing: 0,
-  pauseAfterCanary: false,
-  order: "name",
-  source: "default",
-};
+/** The default policy on five nodes: a canary of 1, then batches of 2. */
+const policy = resolveRolloutPolicy({ nodes: 5 });
 const r = { build: "2-b", wave: 1, admitted: ["n1"], waveNodes: ["n1"], policy };
 
 const presence = (node: string, arch: string): [string, Presence] => [

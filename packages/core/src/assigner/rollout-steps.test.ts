@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Rollout } from "@mesh/protocol";
+import { resolveRolloutPolicy } from "./rollout-policy.js";
 import { stepConditions } from "./rollout-steps.js";
 
 const rolling: Rollout = {
@@ -14,16 +15,7 @@ const rolling: Rollout = {
   admitted: ["n1"],
   waveNodes: ["n1"],
   waveAt: "2026-01-01T00:00:00.000Z",
-  policy: {
-    canary: 1,
-    batch: 2,
-    minHealthyMs: 30_000,
-    healthyDeadlineMs: 300_000,
-    maxFailing: 0,
-    pauseAfterCanary: false,
-    order: "name",
-    source: "default",
-  },
+  policy: resolveRolloutPolicy({ nodes: 5 }),
   waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
 };
 const policy0 = rolling.policy;

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { Bucket, Principal, type Rollout } from "@mesh/protocol";
+import { resolveRolloutPolicy } from "@mesh/core";
 import { ROLLOUTS_URI, listResources, readResource } from "../../mcp/resources.js";
 import { operatorBusSuite } from "../../testing/operator-bus.js";
 import { policyOf } from "./rollout.js";
@@ -22,16 +23,8 @@ const record: Rollout = {
   admitted: ["n1"],
   waveNodes: ["n1"],
   waveAt: at,
-  policy: {
-    canary: 1,
-    batch: 2,
-    minHealthyMs: 30_000,
-    healthyDeadlineMs: 300_000,
-    maxFailing: 0,
-    pauseAfterCanary: false,
-    order: "name",
-    source: "operator",
-  },
+  // The operator's policy, which changed nothing, on five nodes: a canary of 1, batches of 2.
+  policy: resolveRolloutPolicy({ nodes: 5, override: {} }),
   waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
 };
 
