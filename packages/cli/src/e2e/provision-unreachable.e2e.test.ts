@@ -11,14 +11,13 @@
  * credential; nothing else says one then.
  */
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { MeshBus, flush, publish } from "@mesh/bus";
 import { provisionChangedSubject } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
 import { until, type DemoMesh } from "../testing/demo-mesh.js";
-import { moduleYaml } from "../testing/module-yaml.js";
+import { writeModuleFolder } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "unreached-1";
@@ -35,21 +34,15 @@ meshForFile(
  * `greeter`: its start watches its config `greeting` and keeps every item handed; `handed` says
  * them (with an id drawn when the module loaded, so a reload is seen), `ask` does one `get`.
  */
-async function greeterModule(): Promise<string> {
-  const dir = join(sources, "greeter");
-  await mkdir(join(dir, "src"), { recursive: true });
-  await writeFile(
-    join(dir, "mesh.yaml"),
-    moduleYaml({
-      module: "greeter",
-      description: "Keeps what its greeting's watch hands it.",
-      tools: true,
-      config: { greeting: { description: "The word it greets with.", default: "Hello" } },
-    }),
-  );
-  await writeFile(
-    join(dir, "src/tools.ts"),
-    [
+function greeterModule(): Promise<string> {
+  const greeter = {
+    module: "greeter",
+    description: "Keeps what its greeting's watch hands it.",
+    tools: true,
+    config: { greeting: { description: "The word it greets with.", default: "Hello" } },
+  };
+  return writeModuleFolder(sources, greeter, {
+    tools: [
       `import { defineModule, defineTool, isToolError, z } from "@mesh/sdk";`,
       `const loaded = Math.random().toString(36).slice(2);`,
       `const handed: string[] = [];`,
@@ -84,8 +77,7 @@ async function greeterModule(): Promise<string> {
       `});`,
       ``,
     ].join("\n"),
-  );
-  return dir;
+  });
 }
 
 async function mesh_(args: readonly string[]): Promise<string> {

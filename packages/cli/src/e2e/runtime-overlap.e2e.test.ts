@@ -10,13 +10,14 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { deadline, freePort } from "@mesh/bus/testing";
 import { Bucket, CallHeader, isMeshError, targetModuleKey, toolSubject } from "@mesh/protocol";
+import { writeModuleFolder } from "../testing/module-yaml.js";
 import { MESH_MAIN, runMesh } from "../testing/run-mesh.js";
 import { statusOf, until as waitUntil } from "../testing/until.js";
 
@@ -29,16 +30,13 @@ let upExit: Promise<number | null>;
 let operator: MeshBus;
 
 /** A tools module whose one tool answers with its version and the process it runs in. */
-async function writeSource(module: string, version: number): Promise<string> {
-  const dir = join(sources, module);
-  await mkdir(join(dir, "src"), { recursive: true });
-  await writeFile(
-    join(dir, "mesh.yaml"),
-    `module: ${module}\ndescription: Answers with its version, for the overlap test.\nbundles:\n  - name: tools\n    language: typescript\n    entrypoints: [src/tools.ts]\n    loads: [src/tools.ts]\n`,
-  );
-  await writeFile(
-    join(dir, "src", "tools.ts"),
-    `import { defineModule, defineTool, z } from "@mesh/sdk";
+function writeSource(module: string, version: number): Promise<string> {
+  const description = "Answers with its version, for the overlap test.";
+  return writeModuleFolder(
+    sources,
+    { module, description, tools: true },
+    {
+      tools: `import { defineModule, defineTool, z } from "@mesh/sdk";
 export default defineModule({
   tools: [
     defineTool({
@@ -53,8 +51,8 @@ export default defineModule({
   ],
 });
 `,
+    },
   );
-  return dir;
 }
 
 interface Answer {

@@ -4,14 +4,12 @@
  * and in `mesh status`), and starts by itself once the secret is set — no put, no re-assign.
  */
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { Bucket, nodeModuleKey, type Have } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
 import { until, type DemoMesh } from "../testing/demo-mesh.js";
-import { moduleYaml } from "../testing/module-yaml.js";
+import { writeModuleFolder } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "secret-1";
@@ -25,20 +23,16 @@ meshForFile(
 );
 
 /** A module with a daemon and an own secret `token`. */
-async function notesModule(): Promise<string> {
-  const dir = join(sources, "notes");
-  await mkdir(join(dir, "src"), { recursive: true });
-  await writeFile(
-    join(dir, "mesh.yaml"),
-    moduleYaml({
-      module: "notes",
-      description: "Keeps notes; needs its token.",
-      daemon: "notes",
-      ownSecrets: { token: "token.txt" },
-    }),
-  );
-  await writeFile(join(dir, "src/daemon.ts"), "setInterval(() => undefined, 60_000);\n");
-  return dir;
+function notesModule(): Promise<string> {
+  const notes = {
+    module: "notes",
+    description: "Keeps notes; needs its token.",
+    daemon: "notes",
+    ownSecrets: { token: "token.txt" },
+  };
+  return writeModuleFolder(sources, notes, {
+    daemon: "setInterval(() => undefined, 60_000);\n",
+  });
 }
 
 async function mesh_(args: readonly string[], input?: string) {

@@ -5,13 +5,12 @@
  * be edited into a good build or a crashing one. What the operator did is kept in a small model,
  * so a quiet period can be checked against what must hold then.
  */
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket } from "@mesh/bus";
 import { askSecretSet, askSecretUnset } from "@mesh/controller";
 import { Bucket, nodeModuleKey, targetModuleKey } from "@mesh/protocol";
 import type { DemoMesh, MeshProcessKind } from "./demo-mesh.js";
-import { moduleYaml } from "./module-yaml.js";
+import { writeModuleFolder, type ModuleSources, type ModuleYaml } from "./module-yaml.js";
 import { runMesh } from "./run-mesh.js";
 
 export const SOAK_MODULES = ["tally", "pulse", "vault"] as const;
@@ -53,29 +52,28 @@ export function newModel(): SoakModel {
   };
 }
 
-const MANIFESTS: Record<SoakModule, string> = {
-  tally: moduleYaml({
+const MANIFESTS: Record<SoakModule, ModuleYaml> = {
+  tally: {
     module: "tally",
     description: "Counts calls; tools only.",
     tools: true,
     config: { step: { description: "How much each call adds.", default: 1 } },
-  }),
-  pulse: moduleYaml({ module: "pulse", description: "A steady daemon.", daemon: "pulse" }),
-  vault: moduleYaml({
+  },
+  pulse: { module: "pulse", description: "A steady daemon.", daemon: "pulse" },
+  vault: {
     module: "vault",
     description: "A daemon that needs its token.",
     daemon: "vault",
     ownSecrets: { token: "token.txt" },
-  }),
+  },
 };
 
 /** The source of one edit: steady, or crashing at once (a build that fails where it runs). */
-function source(module: SoakModule, edit: number, good: boolean): { file: string; text: string } {
+function source(module: SoakModule, edit: number, good: boolean): ModuleSources {
   const crash = good ? "" : `throw new Error("${module} edit ${edit} crashes on purpose");\n`;
   if (module === "tally") {
     return {
-      file: "tools.ts",
-      text:
+      tools:
         `// edit ${edit}\nimport { defineModule, defineTool, z } from "@mesh/sdk";\n${crash}` +
         `let total = 0;\nconst count = defineTool({\n  name: "count",\n  description: "Adds one.",\n` +
         `  input: z.object({}),\n  output: z.object({ total: z.number() }),\n` +
@@ -84,8 +82,7 @@ function source(module: SoakModule, edit: number, good: boolean): { file: string
     };
   }
   return {
-    file: "daemon.ts",
-    text:
+    daemon:
       `// edit ${edit}\n${crash}` +
       `const alive = setInterval(() => undefined, 60_000);\n` +
       `process.once("SIGTERM", () => {\n  clearInterval(alive);\n  process.exit(0);\n});\n`,
@@ -94,14 +91,8 @@ function source(module: SoakModule, edit: number, good: boolean): { file: string
 
 /** Writes a module's folder as its current edit says. */
 export async function writeModule(dir: string, module: SoakModule, model: SoakModel) {
-  const { file, text } = source(
-    module,
-    model.edits.get(module) ?? 0,
-    model.good.get(module) ?? true,
-  );
-  await mkdir(join(dir, module, "src"), { recursive: true });
-  await writeFile(join(dir, module, "mesh.yaml"), MANIFESTS[module]);
-  await writeFile(join(dir, module, "src", file), text);
+  const code = source(module, model.edits.get(module) ?? 0, model.good.get(module) ?? true);
+  await writeModuleFolder(dir, MANIFESTS[module], code);
 }
 
 export interface SoakContext {
