@@ -23,25 +23,21 @@ import {
   type Want,
 } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
-import { until, type DemoMesh } from "../testing/demo-mesh.js";
+import { until } from "../testing/demo-mesh.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/modules", import.meta.url));
 const NODE = "marks-1";
 
-let mesh: DemoMesh | undefined;
-let root = "";
-let sources = "";
-
-meshForFile({ prefix: "mesh-marks", node: NODE }, (made) => ({ mesh, root, sources } = made));
+const fx = meshForFile({ prefix: "mesh-marks", node: NODE });
 
 async function mesh$(args: readonly string[]): Promise<Record<string, unknown>> {
-  const run = await runMesh([...args, "--root", root, "--json"]);
+  const run = await runMesh([...args, "--root", fx.root, "--json"]);
   assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
 
-const bucket = <B extends Bucket>(b: B) => KvBucket.open((mesh as DemoMesh).bus, b);
+const bucket = <B extends Bucket>(b: B) => KvBucket.open(fx.mesh.bus, b);
 
 /** The report of `module` on the node once `test` holds for it, within 150 s. */
 async function reportOf(module: string, test: (h: Have) => boolean, what: string): Promise<Have> {
@@ -62,7 +58,7 @@ async function wantOf(module: string): Promise<Want | undefined> {
 
 /** `broken`'s source as a module of its own named `name`, in the given mode. */
 async function copyOfBroken(name: string, mode: "crash" | "steady"): Promise<string> {
-  const folder = join(sources, name);
+  const folder = join(fx.sources, name);
   await cp(join(EXAMPLES, "broken"), folder, { recursive: true });
   const yaml = join(folder, "mesh.yaml");
   await writeFile(
@@ -116,7 +112,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
         reports.some((r) => r.health === "starting" && (r.exits?.inARow ?? 0) >= 1),
         `between restarts the host reports starting with the exits: ${JSON.stringify(reports)}`,
       );
-      const text = await runMesh(["status", "--root", root]);
+      const text = await runMesh(["status", "--root", fx.root]);
       assert.match(text.stdout, /NEEDS ATTENTION[\s\S]*looper[\s\S]*crash-loops/);
     } finally {
       ac.abort();
@@ -200,10 +196,10 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
       "the set-back to end with the healthy build running",
     );
     // Its credential was valid throughout: no process of wobbler was refused by the bus.
-    const logs = await runMesh(["logs", "wobbler", "--lines", "500", "--json", "--root", root]);
+    const logs = await runMesh(["logs", "wobbler", "--lines", "500", "--json", "--root", fx.root]);
     assert.doesNotMatch(logs.stdout, /Authorization Violation|stale or revoked/i);
 
-    const unput = await runMesh(["unput", "wobbler", "--node", NODE, "--root", root]);
+    const unput = await runMesh(["unput", "wobbler", "--node", NODE, "--root", fx.root]);
     assert.match(
       unput.stdout,
       new RegExp(`^no put stands at ${NODE}\\.wobbler, so nothing changes`),
@@ -219,7 +215,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     });
     const { written } = writes;
     try {
-      const retried = await runMesh(["retry", "wobbler", "--node", NODE, "--root", root]);
+      const retried = await runMesh(["retry", "wobbler", "--node", NODE, "--root", fx.root]);
       assert.match(
         retried.stdout,
         new RegExp(
@@ -236,7 +232,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
         "the newest wanted again, then set back again",
       );
       assert.ok(again.length >= 2, JSON.stringify(again));
-      const unputAgain = await runMesh(["unput", "wobbler", "--node", NODE, "--root", root]);
+      const unputAgain = await runMesh(["unput", "wobbler", "--node", NODE, "--root", fx.root]);
       assert.match(unputAgain.stdout, new RegExp(`marks it: ${NODE} \\(${bad}\\)`), "marked again");
     } finally {
       await writes[Symbol.asyncDispose]();
@@ -245,7 +241,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
   });
 
   test("14.3: tool calls that throw are the calls' errors (INTERNAL, exit 1), not the module's health: it stays healthy, wanted and unrestarted, and answers the next call", async () => {
-    const folder = join(sources, "thrower");
+    const folder = join(fx.sources, "thrower");
     await cp(join(EXAMPLES, "hello"), folder, { recursive: true });
     const yaml = join(folder, "mesh.yaml");
     await writeFile(
@@ -270,7 +266,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     await mesh$(["module", "add", folder]);
     await mesh$(["assign", "thrower", "--all"]);
     const call = (tool: string) =>
-      runMesh(["call", `thrower/${tool}`, "{}", "--json", "--root", root]);
+      runMesh(["call", `thrower/${tool}`, "{}", "--json", "--root", fx.root]);
     await until(
       async () => ((await call("ok")).code === 0 ? true : undefined),
       150_000,
@@ -285,7 +281,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
     }
     // Answered after the throws: a worker a throw had ended would have been restarted first.
     assert.equal((await call("ok")).code, 0);
-    const run = join(root, "run");
+    const run = join(fx.root, "run");
     const statuses = await Promise.all(
       (await readdir(run))
         .filter((f) => /^node-tools\.\d+\.status\.json$/.test(f))
@@ -306,7 +302,7 @@ describe("failed marks and puts on a real mesh (issue 14)", () => {
   });
 
   test("a put holds through kill -9 of the assigner with 3,000 puts standing: its want is never rewritten", async () => {
-    const demo = mesh as DemoMesh;
+    const demo = fx.mesh;
     const hello = await until(() => wantOf("hello"), 120_000, "hello wanted");
     await mesh$(["put", "hello", hello.build, "--node", NODE]);
     const wants = await bucket(Bucket.wants);

@@ -46,13 +46,10 @@ const SETTLE_MS = 150_000;
 const READ_MS = 5_000;
 const NODE = "soak-1";
 
-let mesh: DemoMesh | undefined;
-let sources = "";
-
 before(() => {
   process.stdout.write(`# lifecycle soak: seed ${SEED} (replay with MESH_SOAK_SEED=${SEED})\n`);
 });
-meshForFile({ prefix: "mesh-soak", node: NODE, demo: false }, (made) => ({ mesh, sources } = made));
+const fx = meshForFile({ prefix: "mesh-soak", node: NODE, demo: false });
 
 /** The soak's modules as status shows them, only those assigned. */
 const assignedCells = (report: StatusReport): StatusCell[] =>
@@ -235,10 +232,9 @@ async function readVerbs(c: SoakContext): Promise<number> {
 
 describe("the lifecycle soak", () => {
   test(`${ACTIONS} random operator actions: after each quiet period every module runs or says why`, async () => {
-    assert.ok(mesh !== undefined);
     const model = newModel();
-    for (const m of SOAK_MODULES) await writeModule(sources, m, model);
-    const c = soakContext(mesh, sources, model, seeded(SEED));
+    for (const m of SOAK_MODULES) await writeModule(fx.sources, m, model);
+    const c = soakContext(fx.mesh, fx.sources, model, seeded(SEED));
     const history: string[] = [];
     const reads: number[] = [];
     let quietPeriods = 0;
@@ -264,11 +260,11 @@ describe("the lifecycle soak", () => {
         (error as Error).message += `\nbuilds:\n${await buildsSaid(c)}`;
         throw error;
       }
-      const dup = await twice(mesh);
+      const dup = await twice(fx.mesh);
       if (dup.length > 0) {
         // A replacement may still be ending: looked at once more before it counts.
         await new Promise((resolve) => setTimeout(resolve, 3_000));
-        assert.deepEqual(await twice(mesh), [], `processes run twice (seed ${SEED})`);
+        assert.deepEqual(await twice(fx.mesh), [], `processes run twice (seed ${SEED})`);
       }
       quietPeriods += 1;
       process.stdout.write(

@@ -21,14 +21,7 @@ import { writeModuleFolder } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "unreached-1";
-let mesh: DemoMesh | undefined;
-let root = "";
-let sources = "";
-
-meshForFile(
-  { prefix: "mesh-unreached", node: NODE, demo: false },
-  (made) => ({ mesh, root, sources } = made),
-);
+const fx = meshForFile({ prefix: "mesh-unreached", node: NODE, demo: false });
 
 /**
  * `greeter`: its start watches its config `greeting` and keeps every item handed; `handed` says
@@ -41,7 +34,7 @@ function greeterModule(): Promise<string> {
     tools: true,
     config: { greeting: { description: "The word it greets with.", default: "Hello" } },
   };
-  return writeModuleFolder(sources, greeter, {
+  return writeModuleFolder(fx.sources, greeter, {
     tools: [
       `import { defineModule, defineTool, isToolError, z } from "@mesh/sdk";`,
       `const loaded = Math.random().toString(36).slice(2);`,
@@ -81,7 +74,7 @@ function greeterModule(): Promise<string> {
 }
 
 async function mesh_(args: readonly string[]): Promise<string> {
-  const run = await runMesh([...args, "--root", root]);
+  const run = await runMesh([...args, "--root", fx.root]);
   assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
   return run.stdout;
 }
@@ -111,7 +104,7 @@ function handedMore(m: DemoMesh, before: number, what: string): Promise<Handed> 
 async function logLines(): Promise<string[]> {
   const lines: string[] = [];
   for (const module of ["node-tools", "greeter"]) {
-    const run = await runMesh(["logs", module, "--json", "--root", root]);
+    const run = await runMesh(["logs", module, "--json", "--root", fx.root]);
     if (run.code !== 0) continue;
     const got = JSON.parse(run.stdout) as { lines: Array<{ line: string }> };
     lines.push(...got.lines.map((l) => l.line));
@@ -129,8 +122,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
 
 describe("a module whose provisioner client is not reachable", () => {
   test("14.6: with its host killed, a get fails as a timeout and a watch is handed no refusal (the runtime logs it); with the host back the next notice hands the value", async () => {
-    assert.ok(mesh !== undefined);
-    const m = mesh;
+    const m = fx.mesh;
     await mesh_(["module", "add", await greeterModule()]);
     await mesh_(["assign", "greeter", "--all"]);
     const first = await handedMore(m, 0, "greeter's watch to hand its greeting");
@@ -156,7 +148,7 @@ describe("a module whose provisioner client is not reachable", () => {
 
       // The notice a host says as a value moves, said as it goes away: the runtime asks again,
       // and nothing answers.
-      const host = await MeshBus.connectWithFile(join(root, "credentials", "host.json"), {
+      const host = await MeshBus.connectWithFile(join(fx.root, "credentials", "host.json"), {
         say: () => undefined,
       });
       try {

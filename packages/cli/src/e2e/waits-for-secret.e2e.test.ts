@@ -8,19 +8,12 @@ import { describe, test } from "node:test";
 import { KvBucket } from "@mesh/bus";
 import { Bucket, nodeModuleKey, type Have } from "@mesh/protocol";
 import { meshForFile } from "../testing/mesh-for-file.js";
-import { until, type DemoMesh } from "../testing/demo-mesh.js";
+import { until } from "../testing/demo-mesh.js";
 import { writeModuleFolder } from "../testing/module-yaml.js";
 import { runMesh } from "../testing/run-mesh.js";
 
 const NODE = "secret-1";
-let mesh: DemoMesh | undefined;
-let root = "";
-let sources = "";
-
-meshForFile(
-  { prefix: "mesh-secret-wait", node: NODE, demo: false },
-  (made) => ({ mesh, root, sources } = made),
-);
+const fx = meshForFile({ prefix: "mesh-secret-wait", node: NODE, demo: false });
 
 /** A module with a daemon and an own secret `token`. */
 function notesModule(): Promise<string> {
@@ -30,21 +23,20 @@ function notesModule(): Promise<string> {
     daemon: "notes",
     ownSecrets: { token: "token.txt" },
   };
-  return writeModuleFolder(sources, notes, {
+  return writeModuleFolder(fx.sources, notes, {
     daemon: "setInterval(() => undefined, 60_000);\n",
   });
 }
 
 async function mesh_(args: readonly string[], input?: string) {
-  const run = await runMesh([...args, "--root", root], input === undefined ? {} : { input });
+  const run = await runMesh([...args, "--root", fx.root], input === undefined ? {} : { input });
   assert.equal(run.code, 0, `mesh ${args.join(" ")}: ${run.stdout}${run.stderr}`);
   return run.stdout;
 }
 
 describe("a module assigned before its secret is set", () => {
   test("waits and says why, then starts by itself once the secret is set", async () => {
-    assert.ok(mesh !== undefined);
-    const bus = mesh.bus;
+    const bus = fx.mesh.bus;
     await mesh_(["module", "add", await notesModule()]);
     await mesh_(["assign", "notes", "--all"]);
     const have = await KvBucket.open(bus, Bucket.have);

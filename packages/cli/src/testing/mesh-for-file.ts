@@ -9,6 +9,7 @@ import { after, before } from "node:test";
 import { freePort } from "@mesh/bus/testing";
 import { DemoMesh } from "./demo-mesh.js";
 
+/** Filled in by the file's `before`: read it inside the tests, never at the file's top level. */
 export interface MeshForFile {
   readonly mesh: DemoMesh;
   readonly root: string;
@@ -17,15 +18,17 @@ export interface MeshForFile {
 }
 
 /**
- * Registers the file's `before` (up) and `after` (stop, remove) and hands what it made to `made`
- * once the mesh is up. `prefix` names the temporary folders; `demo: false` runs `mesh up`
- * without `--demo`.
+ * Registers the file's `before` (up) and `after` (stop, remove); what it made is read from what
+ * it returns once the mesh is up. `prefix` names the temporary folders; `demo: false` runs
+ * `mesh up` without `--demo`.
  */
-export function meshForFile(
-  options: { readonly prefix: string; readonly node: string; readonly demo?: boolean },
-  made: (m: MeshForFile) => void,
-): void {
+export function meshForFile(options: {
+  readonly prefix: string;
+  readonly node: string;
+  readonly demo?: boolean;
+}): MeshForFile {
   let mesh: DemoMesh | undefined;
+  let made: MeshForFile | undefined;
   const folders: string[] = [];
   before(async () => {
     const root = await mkdtemp(join(tmpdir(), `${options.prefix}-`));
@@ -39,10 +42,25 @@ export function meshForFile(
       ...(options.demo === undefined ? {} : { demo: options.demo }),
     });
     await mesh.up();
-    made({ mesh, root, sources });
+    made = { mesh, root, sources };
   });
   after(async () => {
     await mesh?.stop();
     for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
+  const up = (): MeshForFile => {
+    if (made === undefined) throw new Error("meshForFile: read before the mesh was up");
+    return made;
+  };
+  return {
+    get mesh() {
+      return up().mesh;
+    },
+    get root() {
+      return up().root;
+    },
+    get sources() {
+      return up().sources;
+    },
+  };
 }
