@@ -30,7 +30,14 @@ describe("the runtime's provisioner when its client is not reachable", () => {
   const logs: string[] = [];
   const logged = new Set<() => void>();
 
+  const stopClient = async (): Promise<void> => {
+    await client?.[Symbol.asyncDispose]();
+    client = undefined;
+    await flush(bus);
+  };
+  /** The one stand-in client: one a test left running is stopped first, or both would answer. */
   const startClient = async (): Promise<void> => {
+    await stopClient();
     client = await serve(bus, {
       name: "provision-stand-in",
       version: "0.1.0",
@@ -42,11 +49,6 @@ describe("the runtime's provisioner when its client is not reachable", () => {
         },
       ],
     });
-    await flush(bus);
-  };
-  const stopClient = async (): Promise<void> => {
-    await client?.[Symbol.asyncDispose]();
-    client = undefined;
     await flush(bus);
   };
   const notice = (): void =>
@@ -65,7 +67,9 @@ describe("the runtime's provisioner when its client is not reachable", () => {
       }),
       WAIT_MS,
       `the log to show ${String(pattern)}`,
-    );
+    ).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; it showed: ${logs.join(" | ") || "nothing"}`);
+    });
 
   before(async () => {
     server = await startTestServer();
