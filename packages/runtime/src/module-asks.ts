@@ -82,7 +82,8 @@ export class ModuleAsks {
   async answer(worker: Worker, id: number, op: AskOp, params: unknown): Promise<void> {
     try {
       const value = await this.#do(worker, id, op, (params ?? {}) as Record<string, unknown>);
-      if (this.#o.current(worker)) post(worker, { v: 1, t: "answer", id, value: value ?? null });
+      // As it is: a worker's message keeps undefined (a state key never written) apart from null.
+      if (this.#o.current(worker)) post(worker, { v: 1, t: "answer", id, value });
     } catch (error) {
       if (!this.#o.current(worker)) return;
       const code = replyCodeOf(error);

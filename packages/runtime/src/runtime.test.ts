@@ -275,7 +275,9 @@ describe("the runtime", () => {
   test("a module keeps its own state and says conditions", async () => {
     assert.deepEqual(await call("alpha", "note", { key: "k", text: "remember" }), {
       read: { text: "remember" },
-      keys: ["forged", "k"],
+      keys: ["forged", "k", "k-null"],
+      missing: true,
+      storedNull: true,
     });
     assert.deepEqual(await call("alpha", "warn", { message: "disk almost full" }), {});
   });

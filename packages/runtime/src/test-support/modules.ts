@@ -128,8 +128,16 @@ export default defineModule({
       description: "Writes and reads back a note in alpha's own state.",
       input: z.object({ key: z.string(), text: z.string() }),
       handler: async ({ key, text }, ctx) => {
-        await ctx.state("notes").put(key, { text });
-        return { read: await ctx.state("notes").get(key), keys: await ctx.state("notes").keys() };
+        const notes = ctx.state("notes");
+        await notes.put(key, { text });
+        await notes.put(key + "-null", null);
+        return {
+          read: await notes.get(key),
+          keys: await notes.keys(),
+          // A key never written is undefined, a stored null is null: the answer keeps them apart.
+          missing: (await notes.get(key + "-never")) === undefined,
+          storedNull: (await notes.get(key + "-null")) === null,
+        };
       },
     }),
     defineTool({
