@@ -41,7 +41,8 @@ describe("a process's config watch across a cut link", () => {
         {
           name: "provision",
           subject: provisionModuleSubject(WHO.node, WHO.module),
-          handler: () => (answers ? Promise.resolve({ value }) : new Promise<never>(() => undefined)),
+          handler: () =>
+            answers ? Promise.resolve({ value }) : new Promise<never>(() => undefined),
         },
       ],
     });
