@@ -53,6 +53,9 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   [ErrorCode.BUS_UNAVAILABLE]: ExitCode.failed,
   [ErrorCode.PROCESS_EXITED]: ExitCode.failed,
   [ErrorCode.TOOLS_FAILED]: ExitCode.failed,
+  [ErrorCode.HOST_HANDOVER]: ExitCode.failed,
+  [ErrorCode.HOST_UPGRADE_FAILED]: ExitCode.failed,
+  [ErrorCode.HOST_TOO_OLD]: ExitCode.refused,
   [ErrorCode.INTERNAL]: ExitCode.failed,
 };
 

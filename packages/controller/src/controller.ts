@@ -407,6 +407,7 @@ export class Controller implements AsyncDisposable {
       resources,
       modules: plan.modules,
       ...(hostCredential === undefined ? {} : { hostCredential }),
+      ...(plan.requires === undefined ? {} : { requires: plan.requires }),
     };
     const fingerprint = fingerprintOf(value);
     let before = this.#written.get(node);

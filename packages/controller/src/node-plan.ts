@@ -12,6 +12,7 @@ import {
   ObjectStore,
   RUNTIME_MODULE,
   type ComposedModule,
+  type CompositionRequires,
   type Manifest,
   type Resource,
 } from "@mesh/protocol";
@@ -73,6 +74,8 @@ export type NodePlan =
       readonly principals: readonly DesiredPrincipal[];
       readonly grantProblems: readonly GrantProblem[];
       readonly leftOut: readonly LeftOut[];
+      /** What the node's host must have to apply it (decision 0202). */
+      readonly requires?: CompositionRequires;
     }
   | { readonly ok: false; readonly node: string; readonly refusals: readonly NodeRefusal[] };
 
@@ -125,6 +128,7 @@ export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
     principals,
     grantProblems,
     leftOut: composition.leftOut,
+    ...(composition.requires === undefined ? {} : { requires: composition.requires }),
   };
 }
 

@@ -9,6 +9,8 @@ export const CompositionRule = {
   "runtime-one-entrypoint": "the runtime's bundle has exactly one entrypoint",
   "runtime-language": "the runtime's bundle is in a language the mesh has an interpreter for",
   "runtime-broker-secret": "the runtime module declares its broker own-secret",
+  "host-one-bundle":
+    "the host module (mesh-host) is one bundle with one entrypoint and declares no process",
   "artifact-store-missing": "every source is routed through the artifact store",
   "bundle-digest-missing": "a delivered bundle has the digest its build gave it",
   "process-bundle-exists": "a process runs a bundle its manifest declares",

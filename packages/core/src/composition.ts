@@ -22,8 +22,11 @@ import {
   ABSOLUTE_PATH_PATTERN,
   DEFAULT_NODE_ROOT,
   ErrorCode,
+  HOST_MODULE,
   RUNTIME_MODULE,
   isMeshError,
+  requiresOf,
+  type CompositionRequires,
   isName,
   MeshError,
   type Manifest,
@@ -32,6 +35,7 @@ import {
 import { canonicalJson } from "./fingerprint.js";
 import { archivesOf, cmp, needsOf, processesOf, type Context } from "./composition-resources.js";
 import { CompositionRule, type CompositionRuleId } from "./composition-rules.js";
+import { hostResourceOf } from "./composition-host.js";
 import { runtimeProcess } from "./composition-runtime.js";
 
 /** Everything composition needs to know about one node. */
@@ -81,6 +85,8 @@ export type Composition =
       /** The fingerprint of each module's own resources (the runtime's process is node-tools'). */
       readonly moduleFingerprints: Readonly<Record<string, string>>;
       readonly leftOut: readonly LeftOut[];
+      /** What the host must have to apply it (decision 0202); absent: any host applies it. */
+      readonly requires?: CompositionRequires;
     }
   | {
       readonly ok: false;
@@ -125,6 +131,12 @@ export function compose(resolution: NodeResolution): Composition {
   const resources: Resource[] = [];
   try {
     for (const manifest of modules) {
+      if (manifest.module === HOST_MODULE) {
+        // The host build is no module process: the node's launcher runs it (decision 0200).
+        const host = hostResourceOf(manifest, context);
+        if (host !== undefined) resources.push(host);
+        continue;
+      }
       resources.push(...needsOf(manifest, context), ...processesOf(manifest, context));
       if (context.runtimeHere) resources.push(...archivesOf(manifest, context));
     }
@@ -143,8 +155,21 @@ export function compose(resolution: NodeResolution): Composition {
     );
   }
   if (refusals.length > 0) return refused(node, refusals);
-  return { ok: true, node, ...fingerprinted(resources), leftOut };
+  const requires = requiresOf(resources.flatMap((r) => FEATURE_OF_TYPE[r.type] ?? []));
+  return {
+    ok: true,
+    node,
+    ...fingerprinted(resources),
+    leftOut,
+    ...(requires === undefined ? {} : { requires }),
+  };
 }
+
+/**
+ * The host feature each resource type needs, where not every host has it (decision 0202): a host
+ * older than the feature refuses a composition that uses it, and says the version it needs.
+ */
+const FEATURE_OF_TYPE: Partial<Record<Resource["type"], string>> = { host: "host-build" };
 
 /** The node's name, root and operator account, each refused when it is not a valid one. */
 function placeOf(

@@ -12,6 +12,7 @@ import {
   Manifest,
   NARROWED_MCP_PREFIX,
   RESERVED_MODULE_NAMES,
+  HOST_MODULE,
   RUNTIME_MODULE,
   type Manifest as ManifestValue,
 } from "@mesh/protocol";
@@ -166,7 +167,13 @@ function crossFieldProblems(input: unknown): ManifestProblem[] {
     processes.map((p) => p?.bundle).filter((n): n is string => typeof n === "string"),
   );
   for (const b of bundles)
-    out.push(...bundleProblems(b, { isRuntime, run: runBundles.has(b.name ?? "") }));
+    out.push(
+      ...bundleProblems(b, {
+        // The runtime's bundle and the host build are run by the mesh, not by a process of theirs.
+        runByTheMesh: isRuntime || module === HOST_MODULE,
+        run: runBundles.has(b.name ?? ""),
+      }),
+    );
   out.push(...everyProcessProblems(m, processes, bundles, secrets));
   out.push(...listDuplicates(["reads"], m.reads), ...listDuplicates(["calls"], m.calls));
   out.push(...readProblems(module, m.reads), ...meshRefProblems(module, m.reads, m.writes));

@@ -22,4 +22,5 @@ export { parseSourceArgument, readSourceManifest, registerModule } from "./regis
 export { PARTS_DIR, PRINCIPAL_PARTS, partsPrincipalGrant, readPartManifest } from "./parts.js";
 export { prebuiltManifest, readShippedParts, shipParts } from "./shipped-parts.js";
 export { registerShippedPart, type ShippedRegistration } from "./shipped-register.js";
+export { packArchive, type ArchiveFile } from "./pack.js";
 /** For tests (here and in the CLI): hand-made hostile archives. */

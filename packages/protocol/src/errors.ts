@@ -84,6 +84,18 @@ export const ErrorCode = {
   PROCESS_EXITED: "PROCESS_EXITED",
   /** The runtime could not load or serve a module's tools on a node (a throw, a crash, a hang). */
   TOOLS_FAILED: "TOOLS_FAILED",
+  /**
+   * A node's host is handing the node over to a new host build (decision 0200): the module
+   * `mesh-host` is starting on it until the new host says it is healthy.
+   */
+  HOST_HANDOVER: "HOST_HANDOVER",
+  /**
+   * A host build did not take a node over (it did not boot, let go, or become healthy within its
+   * deadline), or the host cannot hand over at all; the host that ran before runs on.
+   */
+  HOST_UPGRADE_FAILED: "HOST_UPGRADE_FAILED",
+  /** A node's composition needs features its host does not have (decision 0202). */
+  HOST_TOO_OLD: "HOST_TOO_OLD",
   /** A command line was given a missing or malformed argument. */
   USAGE: "USAGE",
   /** Something the mesh did not expect; the detail is in the log. */

@@ -150,6 +150,7 @@ export {
 export {
   ArchiveResource,
   NeedResource,
+  HostResource,
   ProcessResource,
   Resource,
   artifactSource,
@@ -238,5 +239,16 @@ export {
 export { Credential, FINGERPRINT_PATTERN, issuesText } from "./credential.js";
 export { AppliedDelivery, AppliedNeed, AppliedProcess, AppliedState } from "./host-state.js";
 export { MESH_VERSION } from "./version.js";
+export {
+  CompositionRequires,
+  HOST_FEATURES,
+  HOST_MODULE,
+  HOST_RESOURCE_ID,
+  hostUpgradeCondition,
+  hostVersionCondition,
+  compareVersions,
+  missingFeatures,
+  requiresOf,
+} from "./host-features.js";
 export { TOOL_STATS_INTERVAL_MS, ToolCounts, ToolStats } from "./tool-stats.js";
 export type { ServedTool } from "./served-tool.js";

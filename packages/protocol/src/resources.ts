@@ -81,10 +81,37 @@ export const ProcessResource = z
   .strict();
 export type ProcessResource = z.infer<typeof ProcessResource>;
 
+/**
+ * The host build the node runs (decision 0200): the `mesh-host` module's one bundle, fetched and
+ * verified like an archive, unpacked beside the host's other builds, and started with Node from
+ * `entry` (a path inside the bundle) by the node's launcher, which hands the node over to it. Its
+ * shape never changes incompatibly: a host that cannot apply the rest of a composition (its
+ * `requires`) still reads this resource, so an old host can always be upgraded.
+ */
+export const HostResource = z
+  .object({
+    id: z.string().min(1),
+    type: z.literal("host"),
+    module: z.string().min(1),
+    /** Where the host fetches it: `mesh-artifacts/<digest>` through the artifact store. */
+    source: z.string().min(1),
+    digest: Digest,
+    /** The file Node runs, relative to the unpacked bundle (no `..`, not absolute). */
+    entry: z
+      .string()
+      .min(1)
+      .refine((p) => !p.startsWith("/") && !p.split("/").some((s) => s === ".." || s === ""), {
+        message: "a path inside the bundle: relative, no empty or .. part",
+      }),
+  })
+  .strict();
+export type HostResource = z.infer<typeof HostResource>;
+
 export const Resource = z.discriminatedUnion("type", [
   ArchiveResource,
   NeedResource,
   ProcessResource,
+  HostResource,
 ]);
 export type Resource = z.infer<typeof Resource>;
 export type ResourceType = Resource["type"];

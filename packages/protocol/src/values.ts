@@ -7,6 +7,7 @@ import { z } from "zod";
 import { ErrorCode } from "./errors.js";
 import { BuildId, Digest, Manifest } from "./manifest.js";
 import { ALL_NODES, ASK_ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import { CompositionRequires } from "./host-features.js";
 import { Resource } from "./resources.js";
 
 const Name = z.string().regex(NAME_PATTERN);
@@ -296,6 +297,11 @@ export const Composed = z
      * `hostCredentialContext(node)`); renewed or regranted, it reaches the host here (decision 0150).
      */
     hostCredential: z.string().optional(),
+    /**
+     * What the host must apply to take this composition: features not every host has, and the
+     * mesh version that has them (decision 0202). Absent: any host applies it.
+     */
+    requires: CompositionRequires.optional(),
     fingerprint: z.string().min(1),
   })
   .strict();

@@ -7,7 +7,8 @@ import { listDuplicates, type Bundle } from "./shared.js";
 
 /** What a bundle's rules need to know of the rest of the manifest. */
 export interface BundleAbout {
-  readonly isRuntime: boolean;
+  /** The module's bundles are run by the mesh itself (the runtime's, the host build): no loads or process. */
+  readonly runByTheMesh: boolean;
   /** Whether a process runs this bundle. */
   readonly run: boolean;
 }
@@ -41,7 +42,8 @@ export function bundleProblems(b: Bundle, about: BundleAbout): ManifestProblem[]
       ),
     );
   }
-  if (!about.isRuntime && b.name !== undefined) out.push(...useProblems(seen, b.name, about.run));
+  if (!about.runByTheMesh && b.name !== undefined)
+    out.push(...useProblems(seen, b.name, about.run));
 
   // When entrypoints or loads is not a list, the schema says so, and nothing more can be said.
   const listsReadable =

@@ -11,7 +11,10 @@ import {
   ObjectStore,
   PROVISION_SERVICE,
   Principal,
+  HOST_MODULE,
   RUNTIME_MODULE,
+  hostUpgradeCondition,
+  hostVersionCondition,
   Stream,
   StreamSpec,
   Subject,
@@ -83,6 +86,12 @@ export function hostGrant(input: { readonly node: string }): Permissions {
       ),
       // Says when a runtime it replaced left a module that the new one did not bring up.
       publishTo(conditionSubject(RUNTIME_MODULE, "handover")),
+      // Says, of its own node only, a host build that did not take it over and a composition it
+      // is too old for (decisions 0200, 0202).
+      publishTo(
+        conditionSubject(HOST_MODULE, hostUpgradeCondition(node)),
+        conditionSubject(HOST_MODULE, hostVersionCondition(node)),
+      ),
       inbox(node, Principal.host),
     ),
   );

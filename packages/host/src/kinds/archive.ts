@@ -55,7 +55,8 @@ export const archiveKind = {
     const deliveries = new Map<string, Delivery>();
     const conflicts = new Map<string, string>();
     for (const r of resources) {
-      if (r.type === "need") continue;
+      // A need is a file; the host build is the host kind's (kinds/host.ts).
+      if (r.type === "need" || r.type === "host") continue;
       const seen = deliveries.get(r.path);
       if (seen !== undefined && (seen.digest !== r.digest || seen.module !== r.module)) {
         conflicts.set(

@@ -57,7 +57,9 @@ export async function composeVerb(options: ComposeOptions): Promise<ExitCode> {
         ? `${r.source} -> ${r.path}`
         : r.type === "process"
           ? `${r.run.join(" ")} (in ${r.path}${r.user === undefined ? "" : `, as ${r.user}`})`
-          : `${r.kind} file ${r.path} (sealed to the node by the controller)`;
+          : r.type === "host"
+            ? `${r.source}, node ${r.entry} (the node's host build, handed over to)`
+            : `${r.kind} file ${r.path} (sealed to the node by the controller)`;
     lines.push(`  ${r.type.padEnd(7)} ${r.id}  ${what}`);
   }
   for (const l of plan.leftOut) lines.push(`  left out: ${l.module}: ${l.reason}`);
