@@ -5,6 +5,8 @@ import type { BackoffPolicy } from "@mesh/kit";
 import type { Credential } from "@mesh/protocol";
 import type { ArchiveLimits } from "./archives.js";
 import type { HealthRules } from "./health.js";
+import type { LauncherLink } from "./launch/launcher-link.js";
+import type { FailedBuild } from "./launch/wire.js";
 import type { TailLimits } from "./log-lines.js";
 
 /** How often a module waiting for the bus is applied again while the bus is there. */
@@ -67,6 +69,13 @@ export interface HostOptions {
   readonly account?: { readonly name: string; readonly home?: string };
   /** Whether the machine is adopted (its own setup stays its administration's). */
   readonly adopted?: boolean;
+  /**
+   * The launcher that started this host build, which hands the node over to another build
+   * (decision 0200); without one the host cannot be upgraded in place.
+   */
+  readonly launcher?: LauncherLink;
+  /** The build that did not take the node over, when this host resumes after it (said as a condition). */
+  readonly resumedFrom?: FailedBuild;
   /** Where the host says what it does (default: stderr). */
   readonly log?: (line: string) => void;
 }

@@ -22,7 +22,6 @@
  * config); this file only orchestrates them. `Host.create()` does the async set-up, so every part
  * exists from the start.
  */
-import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -37,8 +36,8 @@ import {
 } from "@mesh/bus";
 import { DaemonLife, Lifecycle, aborted, type Daemon, type RunOptions } from "@mesh/kit";
 import {
-  RUNTIME_PROCESS_ID,
-  logsSubject,
+  ErrorCode,
+  HOST_MODULE,
   nodeKey,
   provisionChangedSubject,
   provisionModuleChangedSubject,
@@ -47,17 +46,20 @@ import {
   type ProvisionAnswer,
 } from "@mesh/protocol";
 import { AppliedStore } from "./applied-state.js";
-import { Applier } from "./apply.js";
+import type { Applier } from "./apply.js";
 import { Connection, DEFAULT_HEARTBEAT_MS } from "./connection.js";
 import { OwnCredential } from "./own-credential.js";
 import { DEFAULT_HEALTH_RULES } from "./health.js";
-import { DEFAULT_TAIL_LIMITS } from "./log-lines.js";
-import { LogOutbox } from "./log-outbox.js";
+import { RefusedHold } from "./composition-read.js";
+import { HostCondition, HostConditions } from "./host-conditions.js";
+import { HostLock } from "./host-lock.js";
+import { HostOutput } from "./host-output.js";
+import { applierFor, supervisorFor } from "./host-parts.js";
 import type { ProcessIdentity } from "./proc.js";
 import { Provisioner } from "./provisioner.js";
 import { Reporter } from "./report.js";
-import { pruneRuntimeStatus, runtimeStatusPath } from "./runtime-handover.js";
-import { DEFAULT_BACKOFF, Supervisor } from "./supervisor.js";
+import { runtimeStatusPath } from "./runtime-handover.js";
+import type { Supervisor } from "./supervisor.js";
 import { BusSessions, composedOf, watchSources, type WatchSources } from "./watches.js";
 import {
   BUS_RETRY_MS,
@@ -111,8 +113,18 @@ export class Host implements Daemon, AsyncDisposable {
   #passEnded: Array<() => void> = [];
   /** The connection being made: a stop waits for it before it closes the bus. */
   #connecting: Promise<void> = Promise.resolve();
-  /** Output lines read while there was no bus, sent once it is there. */
-  readonly #outbox = new LogOutbox();
+  readonly #output: HostOutput;
+  readonly #conditions: HostConditions;
+  /** A composition this host cannot apply (decision 0202): only its host build is taken. */
+  readonly #held: RefusedHold;
+  #lock: HostLock | undefined;
+  /** Letting go of the node (a handover, or the launcher gone): the processes stay as they are. */
+  #leaving = false;
+  /** Resolved once a heartbeat was written (the bus side is open and heard). */
+  #beat: () => void = () => undefined;
+  readonly #beaten = new Promise<void>((resolve) => (this.#beat = resolve));
+  #ran: () => void = () => undefined;
+  readonly #running = new Promise<void>((resolve) => (this.#ran = resolve));
 
   private constructor(loaded: Loaded) {
     const { options, node, root, log, store } = loaded;
@@ -124,6 +136,14 @@ export class Host implements Daemon, AsyncDisposable {
     this.#life = new DaemonLife({ initial: Lifecycle.stopped, log });
     this.#store = store;
     const signal = this.#stop.signal;
+    const bus = (): Connection["bus"] => this.#connection.bus;
+    this.#output = new HostOutput({ node, root, bus, log });
+    this.#conditions = new HostConditions({ node, bus, log });
+    this.#held = new RefusedHold({
+      node,
+      say: (message, code) => this.#conditions.say(HostCondition.version, `${message} [${code}]`),
+      resolve: (message) => this.#conditions.resolve(HostCondition.version, message),
+    });
     this.#provisioner = new Provisioner({
       node,
       servers: loaded.credential.servers,
@@ -135,8 +155,15 @@ export class Host implements Daemon, AsyncDisposable {
         publish(bus, provisionModuleChangedSubject(node, changed.module), changed);
       },
     });
-    this.#supervisor = this.#supervisorOf(options);
-    this.#applier = this.#applierOf(loaded);
+    this.#supervisor = supervisorFor({ options, root, store, output: this.#output, log });
+    this.#applier = applierFor({
+      ...loaded,
+      supervisor: this.#supervisor,
+      provisioner: this.#provisioner,
+      artifacts: () => this.#connection.artifacts,
+      bus,
+      signal,
+    });
     this.#reporter = new Reporter({
       node,
       root,
@@ -162,30 +189,35 @@ export class Host implements Daemon, AsyncDisposable {
       log,
     });
     this.#connection = this.#connectionOf(loaded);
+    this.#followLauncher(options);
   }
 
-  /** What applies the composition on this machine: files, archives, processes, provisions. */
-  #applierOf({ options, node, root, log, keys, store }: Loaded): Applier {
-    const signal = this.#stop.signal;
-    return new Applier({
-      root,
-      node,
-      marker: createHash("sha256").update(root).digest("hex").slice(0, 16),
-      keys,
-      store,
-      supervisor: this.#supervisor,
-      provisioner: this.#provisioner,
-      graceMs: options.graceMs ?? 10_000,
-      ...(options.archiveLimits === undefined ? {} : { archiveLimits: options.archiveLimits }),
-      ...(options.runtimeHandover === undefined
-        ? {}
-        : { runtimeHandover: options.runtimeHandover }),
-      ...(options.runtimeIdleMs === undefined ? {} : { runtimeIdleMs: options.runtimeIdleMs }),
-      artifacts: () => this.#connection.artifacts,
-      bus: () => this.#connection.bus,
-      signal,
-      log,
-    });
+  /**
+   * What the host's launcher asks (decision 0200): let go of the node for a handover (`park`), or
+   * try again once a build did not take the node over; a launcher gone is a let-go too.
+   */
+  #followLauncher(options: HostOptions): void {
+    const link = options.launcher;
+    if (link === undefined) return;
+    link.onPark(() => this.#letGo("handing the node over to a new host build"));
+    link.onNotUpgraded(() => this.#reconciler.enqueue(HostKey.composition));
+    const gone = (): void => this.#letGo("its launcher is gone");
+    if (link.gone.aborted) gone();
+    else link.gone.addEventListener("abort", gone, { once: true });
+    if (options.resumedFrom !== undefined) this.#conditions.resumedAfter(options.resumedFrom);
+  }
+
+  /** Stops the host, leaving every process running for the host that takes the node next. */
+  #letGo(why: string): void {
+    if (this.#stop.signal.aborted) return;
+    this.#log(`letting go of the node: ${why}`);
+    this.#leaving = true;
+    this.#stop.abort();
+  }
+
+  /** Whether the run ended by letting go of the node (not by a stop). */
+  get leftNode(): boolean {
+    return this.#leaving;
   }
 
   /** The bus side: connecting, presence, reconnecting; the watches start on each connection. */
@@ -201,7 +233,8 @@ export class Host implements Daemon, AsyncDisposable {
       ...(options.adopted === undefined ? {} : { adopted: options.adopted }),
       onConnected: async (bus) => {
         this.#reconciler.enqueue(HostKey.presence);
-        this.#sendHeldLines();
+        this.#output.sendHeld();
+        void this.#conditions.flush();
         await this.#reporter.restore();
         this.#sessions.begin(bus);
         // A module that waited for the bus is fetched now it is there.
@@ -210,6 +243,7 @@ export class Host implements Daemon, AsyncDisposable {
       onReconnected: (bus) => {
         this.#reconciler.enqueue(HostKey.presence);
         this.#reporter.forget(); // say it all again: what was written while away may be lost
+        void this.#conditions.flush(true);
         this.#sessions.begin(bus);
       },
       ...(typeof options.credential === "string" ? { credentialFile: options.credential } : {}),
@@ -262,49 +296,6 @@ export class Host implements Daemon, AsyncDisposable {
     return new Host({ options, node, root, log, keys, store, credential });
   }
 
-  #supervisorOf(options: HostOptions): Supervisor {
-    const rules = { ...DEFAULT_HEALTH_RULES, ...options.health };
-    const supervisor: Supervisor = new Supervisor({
-      root: this.root,
-      backoff: options.backoff ?? DEFAULT_BACKOFF,
-      healthyMs: rules.healthyMs,
-      graceMs: options.graceMs ?? 10_000,
-      tail: options.tail ?? DEFAULT_TAIL_LIMITS,
-      pollMs: options.pollMs ?? DEFAULT_POLL_MS,
-      onSpawned: (id, identity) => {
-        // What a crashed runtime wrote says nothing now.
-        if (id === RUNTIME_PROCESS_ID) void pruneRuntimeStatus(this.root, supervisor);
-        this.#store.spawned(id, identity);
-      },
-      onExit: (id, exit) => this.#log(`${exit.reason}; restarting in ${exit.delayMs} ms`),
-      onLine: (module, processName, stream, line) => {
-        const said = { process: processName, stream, line, at: new Date().toISOString() };
-        const bus = this.#connection.bus;
-        if (bus === undefined) {
-          this.#outbox.hold(module, said);
-          return;
-        }
-        this.#sendHeldLines();
-        publish(bus, logsSubject(this.node, module), said);
-      },
-    });
-    return supervisor;
-  }
-
-  /** Sends the output lines read while there was no bus, oldest first (see log-outbox.ts). */
-  #sendHeldLines(): void {
-    const bus = this.#connection.bus;
-    if (bus === undefined || this.#outbox.size === 0) return;
-    const dropped = this.#outbox.drain((module, said) =>
-      publish(bus, logsSubject(this.node, module), said),
-    );
-    if (dropped > 0) {
-      this.#log(
-        `the oldest ${dropped} output line(s) read while the bus was away were not sent to mesh logs: they are in the log files under ${join(this.root, "logs")}`,
-      );
-    }
-  }
-
   get state(): Lifecycle {
     return this.#life.state;
   }
@@ -326,6 +317,20 @@ export class Host implements Daemon, AsyncDisposable {
       await new Promise<void>((resolve) => this.#passEnded.push(resolve));
   }
 
+  /** Resolves once the host runs: it adopted what it found and applied what it kept. */
+  started(): Promise<void> {
+    return this.#running;
+  }
+
+  /**
+   * Resolves once the host is on the bus and heard (a heartbeat written) and every apply asked for
+   * so far is done: what a new host build says `healthy` on (decision 0200).
+   */
+  async healthy(): Promise<void> {
+    await this.#beaten;
+    await this.settled();
+  }
+
   /** Where the runtime with `pid` writes each module's load result (its status file). */
   runtimeStatusFile(pid: number): string {
     return runtimeStatusPath(this.root, pid);
@@ -343,6 +348,7 @@ export class Host implements Daemon, AsyncDisposable {
         throw error;
       }
       this.#life.set(Lifecycle.running);
+      this.#ran();
       await aborted(signal);
       this.#stop.abort(); // the parts hold the host's own signal: each ends with the run
       await this.#shutdown();
@@ -364,6 +370,8 @@ export class Host implements Daemon, AsyncDisposable {
   /** Adopts what an earlier host left, applies the last composition it had, then connects. */
   async #start(): Promise<void> {
     const provisioner = this.#provisioner;
+    // Never two hosts on one node: the one before (letting go) is waited for.
+    this.#lock = await HostLock.take(this.root, { signal: this.#stop.signal, log: this.#log });
     await this.#applier.recover();
     for (const [key, value] of Object.entries(this.#store.config))
       provisioner.setConfig(key, value as Json);
@@ -393,9 +401,10 @@ export class Host implements Daemon, AsyncDisposable {
       case HostKey.presence:
         // Nothing before the bus side opens: the connection asks for it then.
         if (this.#connection.bus === undefined) return;
-        return this.#every(this.#options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () =>
-          this.#connection.beat(),
-        );
+        return this.#every(this.#options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, async () => {
+          await this.#connection.beat();
+          this.#beat();
+        });
     }
   }
 
@@ -416,12 +425,17 @@ export class Host implements Daemon, AsyncDisposable {
     const applier = this.#applier;
     let failure: Error | undefined;
     try {
-      const composed = this.#store.composed;
+      const composed = this.#held.applied(this.#store.composed);
       if (composed !== undefined) await applier.apply(composed);
     } catch (error) {
       failure = error instanceof Error ? error : new Error(String(error));
       this.#log(`apply failed: ${failure.stack ?? failure.message}`);
     }
+    this.#conditions.runsItsBuild({
+      named: this.#applier.desired?.host?.digest,
+      running: this.#options.launcher?.build,
+      failing: this.#applier.applyErrors.has(HOST_MODULE),
+    });
     await this.#reporter.report();
     this.#appliedUpTo = Math.max(this.#appliedUpTo, upTo);
     this.#wakeSettled();
@@ -431,6 +445,9 @@ export class Host implements Daemon, AsyncDisposable {
     // A module waiting for the bus is tried again soon once the bus is there: that wait is the
     // bus's, never the build's. Before it is there, its connection asks for a pass.
     if (applier.waitsForBus && this.#connection.artifacts !== undefined) again.push(BUS_RETRY_MS);
+    // A handover waits for the runtime's own to drain: looked at again soon.
+    for (const w of applier.waiting.values())
+      if (w.code === ErrorCode.HOST_HANDOVER) again.push(BUS_RETRY_MS);
     if (again.length > 0) return { requeueAfterMs: Math.min(...again) };
   }
 
@@ -442,7 +459,8 @@ export class Host implements Daemon, AsyncDisposable {
   #changed(change: SourceChange<WatchSources>): void {
     this.#asked += 1;
     if (change.source === "composed") {
-      this.#setComposed(composedOf(this.node, change.after));
+      const composed = this.#held.heard(composedOf(this.node, change.after));
+      if (composed !== undefined) this.#setComposed(composed);
       return;
     }
     this.#provisioner.setConfig(change.key, change.after);
@@ -467,11 +485,14 @@ export class Host implements Daemon, AsyncDisposable {
     await this.#connecting.catch(() => undefined);
     // Its queue ends with the run's signal, the pass in progress finishes, its watches end.
     await this.#reconciling?.catch(() => undefined);
-    if (this.#options.stopProcessesOnStop === true) {
+    // A host that lets go leaves no runtime draining for the next one to end as a stranger.
+    if (this.#leaving) await supervisor.drained();
+    if (this.#options.stopProcessesOnStop === true && !this.#leaving) {
       await supervisor.stopAll();
       store.forgetAllProcesses();
     } else await supervisor[Symbol.asyncDispose]();
     await store.saved();
     await this.#connection.close();
+    await this.#lock?.release();
   }
 }

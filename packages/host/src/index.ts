@@ -14,3 +14,6 @@ export {
 } from "./archives.js";
 export { DEFAULT_HEALTH_RULES, runtimeUnreachable } from "./health.js";
 export { desiredOf, type Desired, type DesiredProcess } from "./plan.js";
+export { Launcher, DEFAULT_HANDOVER_STEP_MS, type LauncherOptions } from "./launch/launcher.js";
+export { runLauncher } from "./launch/run-launcher.js";
+export { LaunchEnv, hostBuildDir } from "./launch/wire.js";

@@ -58,7 +58,7 @@ test("one write larger than the limit: neither the file nor .1 passes it, the ne
     assert.equal((await stat(file)).size, 1000);
     assert.equal((await stat(`${file}.1`)).size, 1000);
   } finally {
-    pipe.close();
+    await pipe.close();
   }
 });
 
@@ -81,7 +81,7 @@ test("a host that stops reading takes nothing with it: the process runs on, and 
   const child = await writer(file, script, root);
   await writeFile(join(root, "go-0"), "");
   await waitFor("line 0 read", () => lines.includes("line 0"));
-  first.close(); // the host is gone
+  await first.close(); // the host is gone
   await writeFile(join(root, "go-1"), "");
   await waitFor("line 1 written while no host reads", async () =>
     readFile(join(root, "wrote-1")).then(
@@ -99,7 +99,7 @@ test("a host that stops reading takes nothing with it: the process runs on, and 
     assert.equal(child.exitCode, null, "the process runs on");
     assert.deepEqual(lines, ["line 0", "line 1", "line 2"]);
   } finally {
-    second.close();
+    await second.close();
     child.kill("SIGKILL");
   }
 });
@@ -113,6 +113,6 @@ test("a file left over the limit (by a host before pipes) is bounded when a read
     assert.equal((await stat(file)).size, 0);
     assert.equal((await stat(`${file}.1`)).size, 1000);
   } finally {
-    pipe.close();
+    await pipe.close();
   }
 });

@@ -20,6 +20,9 @@ import { LineSender, type TailLimits } from "./log-lines.js";
 
 const openRaw = promisify(openFd);
 
+/** The most a closing reader writes of what it read ahead (a writer faster than the disk never ends it). */
+const DRAIN_LIMIT = 4 * 1024 * 1024;
+
 /** The pipe that feeds a log file. */
 export const pipeOf = (file: string): string => `${file}.pipe`;
 
@@ -80,14 +83,33 @@ export class LogPipe {
     await this.#writing;
   }
 
-  /** Stops reading; what the pipe holds stays there for the next reader. */
-  close(): void {
+  /**
+   * Stops reading; what the pipe holds stays there for the next reader. What was read from the
+   * pipe already (the socket's buffer, up to its high-water mark) is written to the file first, so
+   * no line is lost between this reader and the next (a host handing the node over, decision 0200).
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
-    this.#socket?.destroy();
+    const socket = this.#socket;
     this.#socket = undefined;
+    if (socket !== undefined) {
+      socket.pause();
+      socket.removeAllListeners("data");
+      await this.#writing.catch(() => undefined);
+      // Each read hands what the socket holds; libuv pushes what it reads from the pipe in the
+      // same callback, so once a read finds nothing nothing is between the pipe and this reader.
+      for (let kept = 0; kept < DRAIN_LIMIT;) {
+        const chunk = socket.read() as Buffer | null;
+        if (chunk === null) break;
+        await this.#keep(chunk).catch(() => undefined);
+        kept += chunk.length;
+      }
+      socket.destroy();
+    }
     const file = this.#file;
     this.#file = undefined;
-    void this.#writing.finally(() => file?.close().catch(() => undefined));
+    await file?.close().catch(() => undefined);
   }
 
   async #open(): Promise<void> {

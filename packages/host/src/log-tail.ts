@@ -53,10 +53,11 @@ export class FileTail {
   }
 
   /** Stops watching the file (polls still work). */
-  close(): void {
+  close(): Promise<void> {
     this.#closed = true;
     this.#watcher?.close();
     this.#watcher = undefined;
+    return Promise.resolve();
   }
 
   async #pollOnce(): Promise<void> {

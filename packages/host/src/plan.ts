@@ -17,6 +17,7 @@ import { fingerprintOf } from "@mesh/core";
 import type { Resource } from "@mesh/protocol";
 import type { AppliedState } from "./applied-state.js";
 import { archiveKind, type ArchiveDesired, type ArchivePlan } from "./kinds/archive.js";
+import { hostKind, type HostDesired, type HostPlan } from "./kinds/host.js";
 import { needKind, type NeedDesired, type NeedPlan } from "./kinds/need.js";
 import { processKind, type ProcessDesired, type ProcessPlan } from "./kinds/process.js";
 
@@ -25,13 +26,14 @@ export type { DesiredProcess } from "./kinds/process.js";
 
 /** What the composition asks for, as units. */
 export type Desired = ArchiveDesired &
+  HostDesired &
   NeedDesired &
   ProcessDesired & {
     /** Every module with a resource, and each module's fingerprint over its resources. */
     readonly modules: ReadonlyMap<string, string>;
   };
 
-export type Plan = ArchivePlan & NeedPlan & ProcessPlan;
+export type Plan = ArchivePlan & HostPlan & NeedPlan & ProcessPlan;
 
 /**
  * The composition's units. `configOf(module)` is the module's config values as its processes
@@ -43,6 +45,7 @@ export function desiredOf(
 ): Desired {
   return {
     ...archiveKind.desired(resources),
+    ...hostKind.desired(resources),
     ...needKind.desired(resources),
     ...processKind.desired(resources, configOf),
     modules: modulesOf(resources),
@@ -53,6 +56,7 @@ export function desiredOf(
 export function planOf(desired: Desired, applied: AppliedState): Plan {
   return {
     ...archiveKind.plan(desired, applied),
+    ...hostKind.plan(desired),
     ...needKind.plan(desired, applied),
     ...processKind.plan(desired, applied),
   };

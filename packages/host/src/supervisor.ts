@@ -224,7 +224,7 @@ export class Supervisor implements AsyncDisposable {
       }
     }
     await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
-    for (const tail of unit.tails) tail.close();
+    await Promise.all(unit.tails.map((t) => t.close()));
   }
 
   /** Stops watching (processes keep running, to be adopted by the next host). */
@@ -236,9 +236,14 @@ export class Supervisor implements AsyncDisposable {
       unit.child?.removeAllListeners("exit");
       unit.child?.unref();
       await Promise.all(unit.tails.map((t) => t.poll().catch(() => undefined)));
-      for (const tail of unit.tails) tail.close();
+      await Promise.all(unit.tails.map((t) => t.close()));
     }
     this.#units.clear();
+  }
+
+  /** Resolves once every process being replaced has drained and ended. */
+  async drained(): Promise<void> {
+    await Promise.all([...this.#retiring.values()].map((r) => r.done));
   }
 
   /** Stops every process (waiting for those being replaced to drain), then stops watching. */
@@ -279,7 +284,7 @@ export class Supervisor implements AsyncDisposable {
     try {
       // A process adopted with its output in files was read there; the new one writes a pipe.
       if (unit.tails.length === 0 || unit.tails.some((t) => t instanceof FileTail)) {
-        for (const tail of unit.tails) tail.close();
+        await Promise.all(unit.tails.map((t) => t.close()));
         unit.tails = await this.#tails(spec);
       }
       // Read before the process can write a byte.
@@ -419,5 +424,6 @@ export class Supervisor implements AsyncDisposable {
 interface OutputTail {
   watch(): void | Promise<void>;
   poll(): Promise<void>;
-  close(): void;
+  /** Stops reading; what was read is written first. */
+  close(): Promise<void>;
 }

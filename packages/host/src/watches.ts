@@ -19,10 +19,10 @@ import {
   MeshError,
   nodeKey,
   type BucketValueOf,
-  type Composed,
   type ConfigValue,
 } from "@mesh/protocol";
 import type { AppliedStore } from "./applied-state.js";
+import { HeardComposition, type Heard } from "./composition-read.js";
 
 type Json = ConfigValue["value"];
 
@@ -70,22 +70,28 @@ export class BusSessions {
    * host has a bus, fails at once: a mirror stands without an optional source that fails.
    */
   watchable<B extends Bucket>(bucket: B): Watchable<BucketValueOf<B>> {
+    return this.watchableAs(bucket, (bus) => KvBucket.open(bus, bucket));
+  }
+
+  /** The same, with the bucket's values read by the caller's `open` (another schema). */
+  watchableAs<T>(bucket: Bucket, open: (bus: MeshBus) => Promise<KvBucket<T>>): Watchable<T> {
     let first = true;
     return {
       name: bucket,
       watch: (options) => {
         const before = first;
         first = false;
-        return this.#watch(bucket, before, options);
+        return this.#watch(bucket, open, before, options);
       },
     };
   }
 
-  async *#watch<B extends Bucket>(
-    bucket: B,
+  async *#watch<T>(
+    bucket: Bucket,
+    open: (bus: MeshBus) => Promise<KvBucket<T>>,
     first: boolean,
     options: Parameters<Watchable<unknown>["watch"]>[0],
-  ): AsyncGenerator<WatchEvent<BucketValueOf<B>>> {
+  ): AsyncGenerator<WatchEvent<T>> {
     if (first && this.#current === undefined)
       throw new MeshError(
         ErrorCode.BUS_UNAVAILABLE,
@@ -100,7 +106,7 @@ export class BusSessions {
     session.ended.signal.addEventListener("abort", stop, { once: true });
     if (options.signal?.aborted === true || session.ended.signal.aborted) stop();
     try {
-      const kv = await KvBucket.open(session.bus, bucket);
+      const kv = await open(session.bus);
       yield* kv.watch({ ...options, signal: end.signal });
     } finally {
       options.signal?.removeEventListener("abort", stop);
@@ -138,8 +144,13 @@ export function watchSources(options: {
     composed: {
       optional: true,
       key: nodeKey(node),
-      bucket: skippingInvalid(sessions.watchable(Bucket.composed), (_, problem) =>
-        log(`ignored an invalid composition: ${problem.message}`),
+      // Read as any version wrote it: one this host cannot apply is refused, not ignored
+      // (composition-read.ts).
+      bucket: skippingInvalid(
+        sessions.watchableAs(Bucket.composed, (bus) =>
+          KvBucket.openWith(bus, Bucket.composed, HeardComposition),
+        ),
+        (_, problem) => log(`ignored an invalid composition: ${problem.message}`),
       ),
     },
     // Only the config keys this node reads: mesh-wide (`<module>.<key>`) and its own
@@ -156,6 +167,6 @@ export function watchSources(options: {
 }
 
 /** The composition a change of the `composed` source says: a deleted one is an empty one. */
-export function composedOf(node: string, after: Composed | undefined): Composed {
-  return after ?? { node, resources: [], fingerprint: "none" };
+export function composedOf(node: string, after: Heard | undefined): Heard {
+  return after ?? { composed: { node, resources: [], fingerprint: "none" } };
 }

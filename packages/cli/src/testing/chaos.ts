@@ -54,7 +54,9 @@ const meshProcess = (kind: MeshProcessKind): Fault => ({
 
 /** Every fault the suite knows, by name. */
 export const FAULTS: readonly Fault[] = [
-  ...(["controller", "indexer", "builder", "assigner", "host"] as const).map(meshProcess),
+  ...(["controller", "indexer", "builder", "assigner", "host", "host-launcher"] as const).map(
+    meshProcess,
+  ),
   {
     name: "module",
     what: "kill -9 of a module's own process (counter's daemon)",

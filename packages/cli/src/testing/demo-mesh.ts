@@ -8,6 +8,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { KvBucket, MeshBus, request } from "@mesh/bus";
 import { deadline, reapWithMe } from "@mesh/bus/testing";
+import { LaunchEnv } from "@mesh/host";
 import {
   Bucket,
   Env,
@@ -38,6 +39,8 @@ export type MeshProcessKind =
   | "builder"
   | "assigner"
   | "host"
+  /** What runs the host and hands the node from one host build to the next (decision 0200). */
+  | "host-launcher"
   | "runtime"
   /** The runtime's standby, booted ahead to take over when the runtime dies: not a second copy. */
   | "runtime-standby"
@@ -294,8 +297,12 @@ function kindOf(cmdline: readonly string[], env: readonly string[]): MeshProcess
     const id = processResourceId(part, kind);
     if (env.some((v) => v.startsWith("MESH_HOST_PROCESS=") && v.endsWith(`:${id}`))) return kind;
   }
+  // A host build a launcher runs: the CLI's own (`mesh host`, told it is launched) or one from the root.
+  if (env.includes(`${LaunchEnv.launched}=1`)) return "host";
   for (const verb of ["controller", "host", "up"] as const) {
-    if (cmdline[1]?.endsWith("main.js") === true && cmdline[2] === verb) return verb;
+    if (cmdline[1]?.endsWith("main.js") !== true || cmdline[2] !== verb) continue;
+    // `mesh host` is the launcher (the host it runs is told it is launched, above).
+    return verb === "host" ? "host-launcher" : verb;
   }
   if (env.some((v) => v.startsWith(`${Env.brokerFile}=`) && v.includes("counter"))) {
     return "counter";

@@ -8,15 +8,17 @@
  */
 import type { Desired, Plan } from "../plan.js";
 import { archiveKind } from "./archive.js";
+import { hostKind } from "./host.js";
 import type { Step } from "./kind.js";
 import { needKind } from "./need.js";
 import { processKind } from "./process.js";
 
-export { archiveKind, needKind, processKind };
+export { archiveKind, hostKind, needKind, processKind };
 
 /** A pass, step by step. */
 export const STEPS: readonly Step<Desired, Plan>[] = [
   archiveKind.check, // fetch, verify and unpack beside every new bundle
+  hostKind.check, // and a new host build
   needKind.check, // a need with nothing sealed yet: its module waits
   processKind.remove, // stop what goes or restarts (the runtime is replaced below instead)
   needKind.remove,
@@ -24,4 +26,5 @@ export const STEPS: readonly Step<Desired, Plan>[] = [
   needKind.apply, // written before the bundles move: a refused one leaves its module's as it was
   archiveKind.apply,
   processKind.apply, // start, or replace the runtime without a gap
+  hostKind.apply, // last: hand the node over to a new host build
 ];

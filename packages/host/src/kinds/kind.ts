@@ -8,6 +8,7 @@
 import type { ArtifactStore, MeshBus, NodeKeys } from "@mesh/bus";
 import type { ErrorCode, Have, Resource } from "@mesh/protocol";
 import type { AppliedState, AppliedStore } from "../applied-state.js";
+import type { LauncherLink } from "../launch/launcher-link.js";
 import type { ArchiveLimits } from "../archives.js";
 import type { Reason } from "../health.js";
 import type { Provisioner } from "../provisioner.js";
@@ -34,6 +35,12 @@ export interface KindContext {
   readonly runtimeHandover?: { readonly readyMs?: number; readonly drainMs?: number };
   /** The node's idle time for its runtime's modules (HostOptions.runtimeIdleMs). */
   readonly runtimeIdleMs?: number;
+  /**
+   * The host build running here (its digest; undefined for the CLI's own of no known digest) and
+   * its launcher, which hands the node over to another build (decision 0200); none when the host
+   * was not started by one.
+   */
+  readonly handover: { readonly running: string | undefined; readonly link?: LauncherLink };
   /** The artifact store once the bus is there. */
   readonly artifacts: () => ArtifactStore | undefined;
   readonly bus: () => MeshBus | undefined;

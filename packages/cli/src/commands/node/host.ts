@@ -4,10 +4,12 @@
  * that is restarted or upgraded adopts them instead of restarting them. The credential is the
  * host's own (the principal `host` on its node), never the operator's.
  */
+import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { ErrorCode, MeshError } from "@mesh/protocol";
-import { runHost, type HostOptions } from "@mesh/host";
+import { LaunchEnv, runHost, runLauncher, type HostOptions } from "@mesh/host";
 import type { ExitCode } from "../../output.js";
+import { CLI_MAIN } from "../../shipped.js";
 import { MAX_TIMER_MS, positiveNumber } from "../../verb.js";
 
 /**
@@ -118,8 +120,30 @@ export function hostOptionsOf(options: HostCliOptions): HostOptions {
   };
 }
 
+/** The host's arguments as every host build takes them (the launcher passes them on). */
+export function hostArgs(options: HostCliOptions): string[] {
+  return [
+    ...["--node", options.node, "--root", resolve(options.root)],
+    ...["--credential", resolve(options.credential)],
+    ...(options.stopProcessesOnExit === true ? ["--stop-processes-on-exit"] : []),
+    ...machineArgs(options),
+  ];
+}
+
+/**
+ * Runs this machine's host: through the launcher (decision 0200), which runs the node's host build
+ * — the CLI's own (this command again, told it is launched) or the one the mesh handed the node
+ * to — and hands the node from one build to the next; the host itself when the launcher started
+ * this process.
+ */
 export async function host(options: HostCliOptions): Promise<ExitCode> {
-  return (await runHost(hostOptionsOf(options))) as ExitCode;
+  if (process.env[LaunchEnv.launched] === "1")
+    return (await runHost(hostOptionsOf(options))) as ExitCode;
+  return (await runLauncher({
+    root: resolve(options.root),
+    args: hostArgs(options),
+    own: { argv: [process.execPath, CLI_MAIN, "host"] },
+  })) as ExitCode;
 }
 
 /**

@@ -1,0 +1,54 @@
+/**
+ * Where the output lines of the host's processes go: `mesh.logs.<node>.<module>` when the bus is
+ * there; kept (log-outbox.ts) while it is not, and sent, oldest first, once it is.
+ */
+import { join } from "node:path";
+import { publish, type MeshBus } from "@mesh/bus";
+import { logsSubject } from "@mesh/protocol";
+import { LogOutbox } from "./log-outbox.js";
+
+export class HostOutput {
+  readonly #node: string;
+  readonly #root: string;
+  readonly #bus: () => MeshBus | undefined;
+  readonly #log: (line: string) => void;
+  readonly #outbox = new LogOutbox();
+
+  constructor(options: {
+    readonly node: string;
+    readonly root: string;
+    readonly bus: () => MeshBus | undefined;
+    readonly log: (line: string) => void;
+  }) {
+    this.#node = options.node;
+    this.#root = options.root;
+    this.#bus = options.bus;
+    this.#log = options.log;
+  }
+
+  /** One line a process wrote. */
+  line(module: string, processName: string, stream: "stdout" | "stderr", line: string): void {
+    const said = { process: processName, stream, line, at: new Date().toISOString() };
+    const bus = this.#bus();
+    if (bus === undefined) {
+      this.#outbox.hold(module, said);
+      return;
+    }
+    this.sendHeld();
+    publish(bus, logsSubject(this.#node, module), said);
+  }
+
+  /** Sends the lines read while there was no bus, oldest first (see log-outbox.ts). */
+  sendHeld(): void {
+    const bus = this.#bus();
+    if (bus === undefined || this.#outbox.size === 0) return;
+    const dropped = this.#outbox.drain((module, said) =>
+      publish(bus, logsSubject(this.#node, module), said),
+    );
+    if (dropped > 0) {
+      this.#log(
+        `the oldest ${dropped} output line(s) read while the bus was away were not sent to mesh logs: they are in the log files under ${join(this.#root, "logs")}`,
+      );
+    }
+  }
+}
