@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The mesh's own parts (mesh-indexer, mesh-builder, mesh-assigner) as the CLI ships them
-// (decision 0190): each part's folder in packages/delivery/parts built as the builder builds any
+// The mesh's own parts (mesh-indexer, mesh-builder, mesh-assigner, and the host build mesh-host:
+// decision 0200) as the CLI ships them (decision 0190): each part's folder in packages/delivery/parts built as the builder builds any
 // module, its source archive with those bundles as prebuilt, and the build `mesh up` registers
 // from it, in packages/cli/dist/shipped-parts/ (`npm run pack` copies it into the package). Run by
 // `npm run build` and scripts/setup.sh after tsc; skipped when nothing it is made of is newer than
@@ -17,7 +17,9 @@ export const SHIPPED_PARTS_DIR = join(pkg("cli"), "dist", "shipped-parts");
 
 /** What the parts' bundles are made of: the packages they import, their folders, the lock file. */
 const INPUTS = [
-  ...["protocol", "kit", "core", "bus", "sdk", "delivery"].map((name) => join(pkg(name), "dist")),
+  ...["protocol", "kit", "core", "bus", "sdk", "delivery", "host"].map((name) =>
+    join(pkg(name), "dist"),
+  ),
   join(pkg("delivery"), "parts"),
   join(root, "package-lock.json"),
 ];

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { builtEntrypoint, canonicalJson } from "@mesh/core";
 import {
   ErrorCode,
-  MESH_PARTS,
+  SHIPPED_MODULES,
   MESH_VERSION,
   MeshError,
   SHIPPED_PARTS_INDEX,
@@ -43,7 +43,7 @@ export async function shipParts(input: {
   await rm(input.outDir, { recursive: true, force: true });
   await mkdir(input.outDir, { recursive: true });
   const parts: ShippedPart[] = [];
-  for (const part of [...MESH_PARTS].sort()) {
+  for (const part of SHIPPED_MODULES) {
     parts.push(await shipPart(join(input.partsDir, part), input.outDir, say));
   }
   const index: ShippedParts = { v: 1, version: MESH_VERSION, parts };

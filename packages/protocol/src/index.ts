@@ -136,7 +136,12 @@ export {
   manifestJsonSchema,
   type ManifestInput,
 } from "./manifest.js";
-export { SHIPPED_PARTS_INDEX, ShippedPart, ShippedParts } from "./shipped-parts.js";
+export {
+  SHIPPED_MODULES,
+  SHIPPED_PARTS_INDEX,
+  ShippedPart,
+  ShippedParts,
+} from "./shipped-parts.js";
 export {
   MESH_BUILD_ASKS,
   MESH_OWNER,

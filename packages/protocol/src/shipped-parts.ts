@@ -5,8 +5,16 @@
  * that build as the builder would, so no builder is needed to start the builder.
  */
 import { z } from "zod";
+import { HOST_MODULE } from "./host-features.js";
 import { Digest, Manifest } from "./manifest.js";
+import { MESH_PARTS } from "./mesh-parts.js";
 import { NAME_PATTERN } from "./names.js";
+
+/**
+ * What the CLI ships prebuilt: delivery's parts, and the host build (`mesh-host`, decision 0200),
+ * whose digest is the CLI's own host's, so a host started by this CLI is the build the mesh names.
+ */
+export const SHIPPED_MODULES: readonly string[] = [...MESH_PARTS, HOST_MODULE].sort();
 
 const FileName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/);
 

@@ -53,7 +53,8 @@ export async function startDeliveryParts(
   const dir = options.dir ?? SHIPPED_PARTS;
   const index = await readShippedParts(dir);
   const parts: ShippedRegistration[] = [];
-  for (const part of index.parts) {
+  // The host build is every node's, not the delivery node's (up/host-module.ts).
+  for (const part of index.parts.filter((p) => MESH_PARTS.has(p.module))) {
     const registered = await registerShippedPart(admin, part, { dir, by: options.by, signal });
     if (registered.written) say(`registered ${part.module} build ${registered.build} (prebuilt)`);
     parts.push(registered);

@@ -15,6 +15,7 @@ import type { RootPaths } from "../mesh-root.js";
 import { CLI_MAIN } from "../shipped.js";
 import type { Children } from "./children.js";
 import { startDeliveryParts, type DeliveryPlacement } from "./delivery-parts.js";
+import { startHostModule } from "./host-module.js";
 import { ensureHostCredential } from "./local-node.js";
 import {
   DEMO_MODULES,
@@ -102,6 +103,14 @@ export async function startMeshProcesses(c: MeshProcessesContext): Promise<void>
     admin: bus,
     here: c.node,
     deliveryOn: options.deliveryOn,
+    by: registering.by,
+    signal,
+    say: log,
+  });
+  // The host build every node runs (decision 0200): the one this CLI ships, its own.
+  await startHostModule({
+    admin: bus,
+    operator: operatorBus,
     by: registering.by,
     signal,
     say: log,

@@ -10,6 +10,7 @@ import { ErrorCode, MeshError } from "@mesh/protocol";
 import { LaunchEnv, runHost, runLauncher, type HostOptions } from "@mesh/host";
 import type { ExitCode } from "../../output.js";
 import { CLI_MAIN } from "../../shipped.js";
+import { shippedHostDigest } from "../../up/host-module.js";
 import { MAX_TIMER_MS, positiveNumber } from "../../verb.js";
 
 /**
@@ -139,10 +140,15 @@ export function hostArgs(options: HostCliOptions): string[] {
 export async function host(options: HostCliOptions): Promise<ExitCode> {
   if (process.env[LaunchEnv.launched] === "1")
     return (await runHost(hostOptionsOf(options))) as ExitCode;
+  const digest = await shippedHostDigest();
   return (await runLauncher({
     root: resolve(options.root),
     args: hostArgs(options),
-    own: { argv: [process.execPath, CLI_MAIN, "host"] },
+    // The CLI's own host is the mesh-host build it ships: a composition naming it hands nothing over.
+    own: {
+      argv: [process.execPath, CLI_MAIN, "host"],
+      ...(digest === undefined ? {} : { digest }),
+    },
   })) as ExitCode;
 }
 
