@@ -25,6 +25,7 @@ import { registerSecretVerbs } from "./commands/secret/secret.js";
 import { registerStatusVerb } from "./commands/status/status.js";
 import { registerToolsVerb } from "./commands/tools/tools.js";
 import { registerUpVerb } from "./commands/up/up.js";
+import { registerUpgradeVerb } from "./commands/upgrade/upgrade.js";
 import { registerViewVerb } from "./commands/view/view.js";
 import { registerMcpVerb } from "./commands/mcp/mcp.js";
 import { registerContextVerb } from "./commands/shell/context.js";
@@ -40,6 +41,7 @@ const VERB_GROUPS: ReadonlyArray<(program: Command) => void> = [
   registerAssignVerbs,
   registerRetryVerb,
   registerRolloutVerbs,
+  registerUpgradeVerb,
   registerDecisionVerbs,
   registerConfigVerbs,
   registerSecretVerbs,
