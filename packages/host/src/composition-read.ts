@@ -106,13 +106,19 @@ export function withHostOf(
 export class RefusedHold {
   readonly #node: string;
   readonly #say: (message: string, code: string) => void;
-  readonly #resolve: (message: string) => void;
+  readonly #resolve: (message: string, unknown: boolean) => void;
   #refused: RefusedComposition | undefined;
+  /** Whether this process has heard no composition yet. */
+  #first = true;
 
   constructor(options: {
     readonly node: string;
     readonly say: (message: string, code: string) => void;
-    readonly resolve: (message: string) => void;
+    /**
+     * Resolves the condition; `unknown`: this process said nothing of it (a host that took the
+     * node over from one too old for its composition must still resolve what that one said).
+     */
+    readonly resolve: (message: string, unknown: boolean) => void;
   }) {
     this.#node = options.node;
     this.#say = options.say;
@@ -121,6 +127,8 @@ export class RefusedHold {
 
   /** A composition heard: the one to keep and apply, or undefined when it is refused. */
   heard(heard: Heard): Composed | undefined {
+    const first = this.#first;
+    this.#first = false;
     if ("refused" in heard) {
       const refused = heard.refused;
       this.#refused = refused;
@@ -132,9 +140,9 @@ export class RefusedHold {
       );
       return undefined;
     }
-    if (this.#refused !== undefined) {
+    if (this.#refused !== undefined || first) {
       this.#refused = undefined;
-      this.#resolve(`${this.#node}'s host (mesh ${MESH_VERSION}) applies its composition again`);
+      this.#resolve(`${this.#node}'s host (mesh ${MESH_VERSION}) applies its composition`, first);
     }
     return heard.composed;
   }

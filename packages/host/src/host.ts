@@ -142,7 +142,8 @@ export class Host implements Daemon, AsyncDisposable {
     this.#held = new RefusedHold({
       node,
       say: (message, code) => this.#conditions.say(HostCondition.version, `${message} [${code}]`),
-      resolve: (message) => this.#conditions.resolve(HostCondition.version, message),
+      resolve: (message, unknown) =>
+        this.#conditions.resolve(HostCondition.version, message, unknown),
     });
     this.#provisioner = new Provisioner({
       node,
