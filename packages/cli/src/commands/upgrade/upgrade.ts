@@ -83,14 +83,15 @@ export function registerUpgradeVerb(program: Command): void {
 
 export async function upgradeVerb(given: string, options: MeshOptions): Promise<ExitCode> {
   const root = resolve(rootOf(options));
+  // The mesh's controller first: nothing is unpacked or kept under a root that is no mesh's.
+  await using admin = await asController(root);
+  await using operator = await connect(options);
   const found = await findNewMesh(resolve(given), root);
   const kept = await keep(found, root);
   note(
     options,
     `upgrading to mesh ${kept.index.version} (this CLI is ${MESH_VERSION}) from ${resolve(given)}`,
   );
-  await using admin = await asController(root);
-  await using operator = await connect(options);
   const by = `mesh upgrade (${operator.credential.user})`;
   const builds = await KvBucket.open(admin, Bucket.builds);
   const registered: Upgraded[] = [];
