@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { sha256 } from "@mesh/bus";
 import { canonicalJson } from "@mesh/core";
 import { buildSource, packArchive, unpackArchive } from "@mesh/delivery";
-import { MESH_VERSION, type Manifest } from "@mesh/protocol";
+import { HOST_FEATURES, MESH_VERSION, type Manifest } from "@mesh/protocol";
 
 /** The `mesh-host` part's folder in this checkout. */
 export const HOST_PART = fileURLToPath(
@@ -57,21 +57,52 @@ export interface HostChange {
    * and exits with 70 at the moment it would say it is healthy.
    */
   readonly breakAfterTakeOver?: boolean;
+  /**
+   * A host older than its compositions (decision 0202): its feature table lacks `host-build`, so
+   * it refuses every composition that names a host build, all but that host build itself.
+   */
+  readonly withoutHostBuild?: boolean;
 }
 
 /** `base` with `change` made to its bundle's code, repacked reproducibly. */
 export async function hostVariant(base: HostBuild, change: HostChange): Promise<HostBuild> {
+  const bytes = await changedBundle(base.bytes, base.entry, change);
+  const digest = sha256(bytes);
+  const manifest: Manifest = {
+    ...base.manifest,
+    bundles: base.manifest.bundles.map((b) => ({ ...b, digest, size: bytes.length })),
+  };
+  return {
+    bytes,
+    digest,
+    entry: base.entry,
+    manifest,
+    manifestDigest: sha256(Buffer.from(canonicalJson(manifest), "utf8")),
+  };
+}
+
+/** A host bundle's archive with `change` made to the code of its `entry`, repacked reproducibly. */
+export async function changedBundle(
+  archive: Uint8Array,
+  entryPath: string,
+  change: HostChange,
+): Promise<Uint8Array> {
   const dir = await mkdtemp(join(tmpdir(), "mesh-host-variant-"));
   try {
-    await unpackArchive(base.bytes, join(dir, "b"));
+    await unpackArchive(archive, join(dir, "b"));
     const files = await filesUnder(join(dir, "b"));
-    const entry = files.find((f) => f.path === base.entry);
-    if (entry === undefined) throw new Error(`the host build has no ${base.entry}`);
+    const entry = files.find((f) => f.path === entryPath);
+    if (entry === undefined) throw new Error(`the host build has no ${entryPath}`);
     let code = Buffer.from(entry.bytes).toString("utf8");
     if (change.version !== undefined) {
       const said = `MESH_VERSION = ${JSON.stringify(MESH_VERSION)}`;
       if (code.split(said).length !== 2) throw new Error(`${said} is not in the bundle once`);
       code = code.replace(said, `MESH_VERSION = ${JSON.stringify(change.version)}`);
+    }
+    if (change.withoutHostBuild === true) {
+      const feature = `"host-build": ${JSON.stringify(HOST_FEATURES["host-build"])}`;
+      if (code.split(feature).length !== 2) throw new Error(`${feature} is not in the bundle once`);
+      code = code.replace(feature, "");
     }
     if (change.breakAfterTakeOver === true) {
       code =
@@ -79,28 +110,15 @@ export async function hostVariant(base: HostBuild, change: HostChange): Promise<
         '  if (send !== undefined) process.send = (m, ...rest) => (m?.t === "healthy" ? process.exit(70) : send(m, ...rest)); }\n' +
         code;
     }
-    const changed = files.map((f) =>
-      f === entry ? { path: f.path, bytes: Buffer.from(code, "utf8") } : f,
+    return packArchive(
+      files.map((f) => (f === entry ? { path: f.path, bytes: Buffer.from(code, "utf8") } : f)),
     );
-    const bytes = packArchive(changed);
-    const digest = sha256(bytes);
-    const manifest: Manifest = {
-      ...base.manifest,
-      bundles: base.manifest.bundles.map((b) => ({ ...b, digest, size: bytes.length })),
-    };
-    return {
-      bytes,
-      digest,
-      entry: base.entry,
-      manifest,
-      manifestDigest: sha256(Buffer.from(canonicalJson(manifest), "utf8")),
-    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function filesUnder(dir: string): Promise<Array<{ path: string; bytes: Uint8Array }>> {
+export async function filesUnder(dir: string): Promise<Array<{ path: string; bytes: Uint8Array }>> {
   const out: Array<{ path: string; bytes: Uint8Array }> = [];
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;

@@ -121,7 +121,12 @@ export interface JoinedNode {
  */
 export async function joinMeshUp(
   mesh: MeshUp,
-  options: { readonly node: string; readonly root: string },
+  options: {
+    readonly node: string;
+    readonly root: string;
+    /** More arguments of `mesh join` (`--heartbeat-ms 2000`, say). */
+    readonly args?: readonly string[];
+  },
 ): Promise<JoinedNode> {
   const made = await runMesh(["join-token", "--root", mesh.root, "--json"]);
   if (made.code !== 0) throw new Error(`mesh join-token failed: ${made.stdout}${made.stderr}`);
@@ -132,6 +137,7 @@ export async function joinMeshUp(
     // Ctrl-C stops the node's processes too (a host under a supervisor leaves them).
     "--stop-processes-on-exit",
     "--json",
+    ...(options.args ?? []),
   ]);
   const stop = async (): Promise<void> => {
     try {
@@ -154,5 +160,5 @@ export async function joinMeshUp(
     await stop();
     throw error;
   }
-  return { ...options, join, stop };
+  return { node: options.node, root: options.root, join, stop };
 }
