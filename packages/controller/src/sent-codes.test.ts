@@ -44,6 +44,8 @@ function literalCodes(file: string, text: string): { code: string; line: number 
       });
   };
   const visit = (node: ts.Node): void => {
+    // A schema's issue (`ctx.addIssue({ code: "custom" })`) is zod's, never sent on the bus.
+    if (ts.isCallExpression(node) && /\.addIssue$/.test(node.expression.getText(source))) return;
     if (ts.isPropertyAssignment(node) && node.name.getText(source) === "code")
       add(node.initializer);
     if (ts.isNewExpression(node) && node.expression.getText(source) === "MeshError") {
