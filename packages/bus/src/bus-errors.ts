@@ -34,12 +34,16 @@ export function jsonOf(
   }
 }
 
+/** An error and the errors it chains as `cause`, eight deep at the most (so a cycle ends). */
+export function causeChain(error: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let e: unknown = error; e instanceof Error && chain.length < 8; e = e.cause) chain.push(e);
+  return chain;
+}
+
 /** Finds a permission violation anywhere in an error's cause chain. */
 function permissionViolation(error: unknown): PermissionViolationError | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof PermissionViolationError) return e;
-  }
-  return undefined;
+  return causeChain(error).find((e) => e instanceof PermissionViolationError);
 }
 
 export function toMeshError(error: unknown, context: ErrorContext): MeshError {
@@ -123,14 +127,14 @@ const JS_CLUSTER_NOT_AVAILABLE = 10008;
  * are bounded.
  */
 export function isTransient(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof NoRespondersError) return true;
-    if (e.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(e.message))
-      return true;
-    if (e instanceof JetStreamApiError && e.code === JS_CLUSTER_NOT_AVAILABLE) return true;
-    if (/jetstream system temporarily unavailable/i.test(e.message)) return true;
-  }
-  return false;
+  return causeChain(error).some(
+    (e) =>
+      e instanceof NoRespondersError ||
+      e.name === "JetStreamNotEnabled" ||
+      /jetstream is not enabled/i.test(e.message) ||
+      (e instanceof JetStreamApiError && e.code === JS_CLUSTER_NOT_AVAILABLE) ||
+      /jetstream system temporarily unavailable/i.test(e.message),
+  );
 }
 
 /**
@@ -140,13 +144,10 @@ export function isTransient(error: unknown): boolean {
  * takes; it never says the thing it was doing failed.
  */
 export function isBusTrouble(error: unknown): boolean {
-  if (isTransient(error)) return true;
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof MeshError && e.code === ErrorCode.TIMEOUT) return true;
-    if (e instanceof TimeoutError) return true;
-    if (/connection (closed|draining)|disconnect/i.test(e.message)) return true;
-  }
-  return false;
+  return (
+    isUnansweredRead(error) ||
+    causeChain(error).some((e) => /connection (closed|draining)|disconnect/i.test(e.message))
+  );
 }
 
 /**
@@ -160,12 +161,12 @@ export function isBusTrouble(error: unknown): boolean {
  * unanswered one once it has been idle. A read changes nothing, so making it again is harmless.
  */
 export function isUnansweredRead(error: unknown): boolean {
-  if (isTransient(error)) return true;
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof MeshError && e.code === ErrorCode.TIMEOUT) return true;
-    if (e instanceof TimeoutError) return true;
-  }
-  return false;
+  return (
+    isTransient(error) ||
+    causeChain(error).some(
+      (e) => (e instanceof MeshError && e.code === ErrorCode.TIMEOUT) || e instanceof TimeoutError,
+    )
+  );
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { ErrorCode, MeshError, isMeshError, type Credential } from "@mesh/protocol";
-import { abortable, jsonOf, toMeshError } from "./bus-errors.js";
+import { abortable, causeChain, jsonOf, toMeshError } from "./bus-errors.js";
 import { Backoff, delay } from "@mesh/kit";
 import { credentialInbox, readCredential } from "./credential-file.js";
 import { BusLogin } from "./bus-login.js";
@@ -423,11 +423,9 @@ async function connectOnce(
 
 /** The Node TLS code of a certificate that did not verify, anywhere in the cause chain. */
 function tlsErrorCode(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== undefined && UNTRUSTED_CERTIFICATE.has(code)) return code;
-  }
-  return undefined;
+  return causeChain(error)
+    .map((e) => (e as NodeJS.ErrnoException).code)
+    .find((code) => code !== undefined && UNTRUSTED_CERTIFICATE.has(code));
 }
 
 /**
@@ -443,10 +441,7 @@ function isRetryable(error: unknown): boolean {
 }
 
 function isRefusedLogin(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof AuthorizationError) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => e instanceof AuthorizationError);
 }
 
 /** Resolves after `ms`, or rejects with ABORTED when the signal fires first. */

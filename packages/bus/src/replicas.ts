@@ -14,6 +14,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { ErrorCode, MeshError } from "@mesh/protocol";
 import { delay } from "@mesh/kit";
 import { natsOf, type MeshBus } from "./mesh-bus.js";
+import { causeChain } from "./bus-errors.js";
 
 /** Three copies: a cluster of three keeps every acknowledged write when any one server dies. */
 export const MAX_REPLICAS = 3;
@@ -71,11 +72,10 @@ export async function withAllowedReplicas(
 }
 
 function fewerReplicas(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+  return causeChain(error).some((e) => {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "number" && FEWER_REPLICAS.has(code)) return true;
-  }
-  return false;
+    return typeof code === "number" && FEWER_REPLICAS.has(code);
+  });
 }
 
 /**
