@@ -271,49 +271,50 @@ function withField<T extends object>(value: T, field: string, replacement: unkno
   return copy;
 }
 
-const BAD: ReadonlyArray<{ what: string; schema: z.ZodType; value: unknown; paths: string[] }> = [
-  {
-    what: 'a have with health "ok"',
-    schema: Have,
-    value: withField(SAMPLE[Bucket.have], "health", "ok"),
-    paths: ["health"],
-  },
-  {
-    what: "a have with negative restarts",
-    schema: Have,
-    value: withField(SAMPLE[Bucket.have], "restarts", -1),
-    paths: ["restarts"],
-  },
-  {
-    what: "a want with an unknown rule",
-    schema: Want,
-    value: withField(SAMPLE[Bucket.wants], "rule", "oldest"),
-    paths: ["rule"],
-  },
-  {
-    what: "a want without a reason",
-    schema: Want,
-    value: withField(SAMPLE[Bucket.wants], "reason", undefined),
-    paths: ["reason"],
-  },
-  {
-    what: "a credential with a lowercase fingerprint",
-    schema: Credential,
-    value: withField(CREDENTIAL, "fingerprint", fingerprint.toLowerCase()),
-    paths: ["fingerprint"],
-  },
-  {
-    what: "a credential with a fingerprint without colons",
-    schema: Credential,
-    value: withField(CREDENTIAL, "fingerprint", fingerprint.replaceAll(":", "")),
-    paths: ["fingerprint"],
-  },
-  {
-    what: "a credential with neither a password nor a signed user",
-    schema: Credential,
-    value: withField(CREDENTIAL, "password", undefined),
-    paths: ["password"],
-  },
+interface Bad {
+  readonly what: string;
+  readonly schema: z.ZodType;
+  readonly value: unknown;
+  readonly paths: readonly string[];
+}
+
+/**
+ * Rows of a good sample with one field changed (undefined removes it), each refused at that field
+ * unless its row names the path: `[what, field, replacement, path?]`.
+ */
+function fieldChanges(
+  schema: z.ZodType,
+  sample: object,
+  rows: ReadonlyArray<readonly [string, string, unknown, string?]>,
+): Bad[] {
+  return rows.map(([what, field, replacement, path = field]) => ({
+    what,
+    schema,
+    value: withField(sample, field, replacement),
+    paths: [path],
+  }));
+}
+
+const BAD: readonly Bad[] = [
+  ...fieldChanges(Have, SAMPLE[Bucket.have], [
+    ['a have with health "ok"', "health", "ok"],
+    ["a have with negative restarts", "restarts", -1],
+  ]),
+  ...fieldChanges(Want, SAMPLE[Bucket.wants], [
+    ["a want with an unknown rule", "rule", "oldest"],
+    ["a want without a reason", "reason", undefined],
+  ]),
+  ...fieldChanges(Credential, CREDENTIAL, [
+    ["a credential with a lowercase fingerprint", "fingerprint", fingerprint.toLowerCase()],
+    [
+      "a credential with a fingerprint without colons",
+      "fingerprint",
+      fingerprint.replaceAll(":", ""),
+    ],
+    ["a credential with neither a password nor a signed user", "password", undefined],
+    ["a credential with no server", "servers", []],
+    ["a credential with a bad module name", "module", "Hello"],
+  ]),
   {
     what: "a signed credential without its seed",
     schema: Credential,
@@ -326,121 +327,71 @@ const BAD: ReadonlyArray<{ what: string; schema: z.ZodType; value: unknown; path
     value: { ...CREDENTIAL, jwt: "a.b.c", seed: `SU${"A".repeat(56)}` },
     paths: ["password"],
   },
-  {
-    what: "a credential with no server",
-    schema: Credential,
-    value: withField(CREDENTIAL, "servers", []),
-    paths: ["servers"],
-  },
-  {
-    what: "a credential with a bad module name",
-    schema: Credential,
-    value: withField(CREDENTIAL, "module", "Hello"),
-    paths: ["module"],
-  },
-  {
-    what: "a candidate with seq 0",
-    schema: Candidate,
-    value: withField(SAMPLE[Bucket.candidates], "seq", 0),
-    paths: ["seq"],
-  },
-  {
-    what: "a candidate with a fractional seq",
-    schema: Candidate,
-    value: withField(SAMPLE[Bucket.candidates], "seq", 1.5),
-    paths: ["seq"],
-  },
-  {
-    what: "a build with an unknown status",
-    schema: Build,
-    value: withField(SAMPLE[Bucket.builds], "status", "done"),
-    paths: ["status"],
-  },
-  {
-    what: "a build whose bundle digest is uppercase",
-    schema: Build,
-    value: withField(SAMPLE[Bucket.builds], "bundles", [
-      { name: "tools", digest: digest.toUpperCase(), size: 1 },
-    ]),
-    paths: ["bundles.0.digest"],
-  },
-  {
-    what: "a registration with an unknown source kind",
-    schema: ModuleRegistration,
-    value: withField(SAMPLE[Bucket.modules], "source", { kind: "svn", url: "x" }),
-    paths: ["source.kind"],
-  },
-  {
-    what: "a presence whose heartbeat is not ISO 8601",
-    schema: Presence,
-    value: withField(SAMPLE[Bucket.presence], "heartbeat", "yesterday"),
-    paths: ["heartbeat"],
-  },
-  {
-    what: "a presence whose heartbeat has an offset rather than Z",
-    schema: Presence,
-    value: withField(SAMPLE[Bucket.presence], "heartbeat", "2025-01-02T05:04:05+02:00"),
-    paths: ["heartbeat"],
-  },
-  {
+  ...fieldChanges(Candidate, SAMPLE[Bucket.candidates], [
+    ["a candidate with seq 0", "seq", 0],
+    ["a candidate with a fractional seq", "seq", 1.5],
+  ]),
+  ...fieldChanges(Build, SAMPLE[Bucket.builds], [
+    ["a build with an unknown status", "status", "done"],
+    [
+      "a build whose bundle digest is uppercase",
+      "bundles",
+      [{ name: "tools", digest: digest.toUpperCase(), size: 1 }],
+      "bundles.0.digest",
+    ],
+  ]),
+  ...fieldChanges(ModuleRegistration, SAMPLE[Bucket.modules], [
+    [
+      "a registration with an unknown source kind",
+      "source",
+      { kind: "svn", url: "x" },
+      "source.kind",
+    ],
+  ]),
+  ...fieldChanges(Presence, SAMPLE[Bucket.presence], [
+    ["a presence whose heartbeat is not ISO 8601", "heartbeat", "yesterday"],
+    [
+      "a presence whose heartbeat has an offset rather than Z",
+      "heartbeat",
+      "2025-01-02T05:04:05+02:00",
+    ],
     // regression: node fields took any name, `all` included
-    what: 'a presence of node "all"',
-    schema: Presence,
-    value: withField(SAMPLE[Bucket.presence], "node", "all"),
-    paths: ["node"],
-  },
+    ['a presence of node "all"', "node", "all"],
+  ]),
   {
     what: 'a join request from node "all"',
     schema: JoinRequest,
     value: { token: "t", node: "all", publicKey: "k" },
     paths: ["node"],
   },
-  {
+  ...fieldChanges(Ask, SAMPLE[Bucket.asks], [
     // regression: an ask's id was any string, though askKey refuses most
-    what: "an ask whose id is not an ask id",
-    schema: Ask,
-    value: withField(SAMPLE[Bucket.asks], "id", "Ask 1"),
-    paths: ["id"],
-  },
-  {
-    what: 'an ask about node "all"',
-    schema: Ask,
-    value: withField(SAMPLE[Bucket.asks], "nodes", ["edge-01", "all"]),
-    paths: ["nodes.1"],
-  },
-  {
-    what: 'an answer "maybe"',
-    schema: Answer,
-    value: withField(SAMPLE[Bucket.answers], "answer", "maybe"),
-    paths: ["answer"],
-  },
-  {
-    what: "a put of a malformed build id",
-    schema: Put,
-    value: withField(SAMPLE[Bucket.puts], "build", "Build_1"),
-    paths: ["build"],
-  },
-  {
-    what: "a composition verdict other than ok or refused",
-    schema: CompositionVerdict,
-    value: withField(SAMPLE[Bucket.compositions], "verdict", "maybe"),
-    paths: ["verdict"],
-  },
-  {
-    what: "a composed resource of an unknown type",
-    schema: Composed,
-    value: withField(SAMPLE[Bucket.composed], "resources", [{ id: "x.y", type: "file" }]),
-    paths: ["resources.0.type"],
-  },
-  {
-    what: "a grant with an empty subject",
-    schema: Grant,
-    value: withField(SAMPLE[Bucket.grants], "permissions", {
-      publish: { deny: [">"] },
-      subscribe: { allow: [""] },
-    }),
-    paths: ["permissions.subscribe.allow.0"],
-  },
+    ["an ask whose id is not an ask id", "id", "Ask 1"],
+    ['an ask about node "all"', "nodes", ["edge-01", "all"], "nodes.1"],
+  ]),
+  ...fieldChanges(Answer, SAMPLE[Bucket.answers], [['an answer "maybe"', "answer", "maybe"]]),
+  ...fieldChanges(Put, SAMPLE[Bucket.puts], [
+    ["a put of a malformed build id", "build", "Build_1"],
+  ]),
+  ...fieldChanges(CompositionVerdict, SAMPLE[Bucket.compositions], [
+    ["a composition verdict other than ok or refused", "verdict", "maybe"],
+  ]),
+  ...fieldChanges(Composed, SAMPLE[Bucket.composed], [
+    [
+      "a composed resource of an unknown type",
+      "resources",
+      [{ id: "x.y", type: "file" }],
+      "resources.0.type",
+    ],
+  ]),
+  ...fieldChanges(Grant, SAMPLE[Bucket.grants], [
+    [
+      "a grant with an empty subject",
+      "permissions",
+      { publish: { deny: [">"] }, subscribe: { allow: [""] } },
+      "permissions.subscribe.allow.0",
+    ],
+  ]),
   {
     what: "a condition with an unknown level",
     schema: Condition,
