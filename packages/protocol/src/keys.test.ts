@@ -2,23 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { ErrorCode, isMeshError } from "./errors.js";
-import {
-  askKey,
-  buildKey,
-  candidateKey,
-  configKey,
-  digestKey,
-  nodeKey,
-  nodeModuleKey,
-  parseBuildKey,
-  parseCandidateKey,
-  parseConfigKey,
-  parseNodeModuleKey,
-  parseSecretKey,
-  parseTargetModuleKey,
-  secretKey,
-  targetModuleKey,
-} from "./keys.js";
+import * as keys from "./keys.js";
 import { parseToolSubject, toolSubject } from "./layout.js";
 import { ALL_NODES } from "./names.js";
 import {
@@ -94,15 +78,15 @@ function keyShape<P>(spec: KeyShapeSpec<P>): KeyShape {
 
 const configParts = fc.record({ module: moduleName, key: keyName });
 const buildConfigKey = ({ module, key, node }: { module: string; key: string; node?: string }) =>
-  configKey(module, key, node);
+  keys.configKey(module, key, node);
 
 const SHAPES: readonly KeyShape[] = [
   keyShape({
     builder: "nodeModuleKey",
     parser: "parseNodeModuleKey",
     parts: fc.record({ node: nodeName, module: moduleName }),
-    build: ({ node, module }) => nodeModuleKey(node, module),
-    parse: parseNodeModuleKey,
+    build: ({ node, module }) => keys.nodeModuleKey(node, module),
+    parse: keys.parseNodeModuleKey,
     examples: [[{ node: "edge-01", module: "hello" }, "edge-01.hello"]],
     malformed: [
       "",
@@ -124,8 +108,8 @@ const SHAPES: readonly KeyShape[] = [
     builder: "targetModuleKey",
     parser: "parseTargetModuleKey",
     parts: fc.record({ target, module: moduleName }),
-    build: ({ target, module }) => targetModuleKey(target, module),
-    parse: parseTargetModuleKey,
+    build: ({ target, module }) => keys.targetModuleKey(target, module),
+    parse: keys.parseTargetModuleKey,
     examples: [
       [{ target: { all: true }, module: "hello" }, "all.hello"],
       [{ target: { node: "edge-01" }, module: "hello" }, "edge-01.hello"],
@@ -136,8 +120,8 @@ const SHAPES: readonly KeyShape[] = [
     builder: "candidateKey",
     parser: "parseCandidateKey",
     parts: fc.record({ module: moduleName, seq }),
-    build: ({ module, seq }) => candidateKey(module, seq),
-    parse: parseCandidateKey,
+    build: ({ module, seq }) => keys.candidateKey(module, seq),
+    parse: keys.parseCandidateKey,
     examples: [[{ module: "hello", seq: 1 }, "hello.1"]],
     malformed: [
       "",
@@ -160,8 +144,8 @@ const SHAPES: readonly KeyShape[] = [
     builder: "buildKey",
     parser: "parseBuildKey",
     parts: fc.record({ module: moduleName, build: buildId }),
-    build: ({ module, build }) => buildKey(module, build),
-    parse: parseBuildKey,
+    build: ({ module, build }) => keys.buildKey(module, build),
+    parse: keys.parseBuildKey,
     malformed: ["", "hello", "hello.", ".b1", "hello.B1", "hello.b_1", "hello.b.c", "hello..b"],
   }),
   keyShape({
@@ -169,7 +153,7 @@ const SHAPES: readonly KeyShape[] = [
     parser: "parseConfigKey",
     parts: configParts,
     build: buildConfigKey,
-    parse: parseConfigKey,
+    parse: keys.parseConfigKey,
     examples: [[{ module: "hello", key: "greeting" }, "hello.greeting"]],
     malformed: [
       "",
@@ -190,15 +174,15 @@ const SHAPES: readonly KeyShape[] = [
     parser: "parseConfigKey",
     parts: fc.record({ module: moduleName, key: keyName, node: nodeName }),
     build: buildConfigKey,
-    parse: parseConfigKey,
+    parse: keys.parseConfigKey,
     examples: [[{ module: "hello", key: "greeting", node: "edge-01" }, "hello.greeting.edge-01"]],
   }),
   keyShape({
     builder: "secretKey",
     parser: "parseSecretKey",
     parts: fc.record({ module: moduleName, name: keyName }),
-    build: ({ module, name }) => secretKey(module, name),
-    parse: parseSecretKey,
+    build: ({ module, name }) => keys.secretKey(module, name),
+    parse: keys.parseSecretKey,
     malformed: ["", "hello", "hello.", ".x", "hello.api.token", "hello.Api", "Hello.api"],
   }),
   // Its round trip is among the subjects' tests (layout.test.ts).
@@ -232,8 +216,8 @@ describe("layout: keys round trip", () => {
   test("nodeKey and askKey are the name itself", () => {
     fc.assert(
       fc.property(nodeName, buildId, (node, id) => {
-        assert.equal(nodeKey(node), node);
-        assert.equal(askKey(id), id);
+        assert.equal(keys.nodeKey(node), node);
+        assert.equal(keys.askKey(id), id);
       }),
     );
   });
@@ -267,20 +251,20 @@ describe("layout: malformed keys", () => {
   }
 
   test("key builders refuse bad names with INVALID_NAME", () => {
-    refusal(() => nodeModuleKey(ALL_NODES, "hello"), ErrorCode.INVALID_NAME);
-    refusal(() => nodeModuleKey("edge", "hello.x"), ErrorCode.INVALID_NAME);
-    refusal(() => targetModuleKey({ node: ALL_NODES }, "hello"), ErrorCode.INVALID_NAME);
-    refusal(() => buildKey("hello", "B1"), ErrorCode.INVALID_NAME);
-    refusal(() => configKey("hello", "greeting", ALL_NODES), ErrorCode.INVALID_NAME);
-    refusal(() => configKey("hello", "a.b"), ErrorCode.INVALID_NAME);
-    refusal(() => secretKey("hello", ""), ErrorCode.INVALID_NAME);
-    refusal(() => nodeKey(ALL_NODES), ErrorCode.INVALID_NAME);
-    refusal(() => askKey("A"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.nodeModuleKey(ALL_NODES, "hello"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.nodeModuleKey("edge", "hello.x"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.targetModuleKey({ node: ALL_NODES }, "hello"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.buildKey("hello", "B1"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.configKey("hello", "greeting", ALL_NODES), ErrorCode.INVALID_NAME);
+    refusal(() => keys.configKey("hello", "a.b"), ErrorCode.INVALID_NAME);
+    refusal(() => keys.secretKey("hello", ""), ErrorCode.INVALID_NAME);
+    refusal(() => keys.nodeKey(ALL_NODES), ErrorCode.INVALID_NAME);
+    refusal(() => keys.askKey("A"), ErrorCode.INVALID_NAME);
   });
 
   for (const seq of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
     test(`candidateKey refuses seq ${seq} with INVALID_KEY`, () => {
-      refusal(() => candidateKey("hello", seq), ErrorCode.INVALID_KEY);
+      refusal(() => keys.candidateKey("hello", seq), ErrorCode.INVALID_KEY);
     });
   }
 });
@@ -289,7 +273,7 @@ describe("layout: digests", () => {
   const digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
   test("digestKey takes a lowercase hex SHA-256 and refuses anything else with INVALID_KEY", () => {
-    assert.equal(digestKey(digest), digest);
+    assert.equal(keys.digestKey(digest), digest);
     for (const bad of [
       "",
       digest.toUpperCase(),
@@ -297,7 +281,7 @@ describe("layout: digests", () => {
       `${digest}0`,
       `sha256:${digest}`,
     ]) {
-      assert.equal(refusal(() => digestKey(bad), ErrorCode.INVALID_KEY).key, bad);
+      assert.equal(refusal(() => keys.digestKey(bad), ErrorCode.INVALID_KEY).key, bad);
     }
   });
 });
