@@ -6,15 +6,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, readFile, readdir, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { KvBucket, loadOrCreateNodeKeys, seal, sha256 } from "@mesh/bus";
-import {
-  Bucket,
-  ErrorCode,
-  LogLine,
-  logsSubject,
-  type Have,
-  type NeedResource,
-} from "@mesh/protocol";
+import { KvBucket, loadOrCreateNodeKeys, sha256 } from "@mesh/bus";
+import { Bucket, ErrorCode, LogLine, logsSubject, type Have } from "@mesh/protocol";
 import { flush } from "@mesh/bus";
 import { chmod, writeFile } from "node:fs/promises";
 import { HOST_VERSION, Host } from "./host.js";
@@ -26,6 +19,7 @@ import {
   bundleOf,
   processResource,
   rawTar,
+  secretNeed,
   startBus,
   tempRoot,
   waitFor,
@@ -88,15 +82,7 @@ describe("the host", () => {
         bundle: "tools",
         digest: tools1Digest,
       });
-      const need: NeedResource = {
-        id: "app.need-token",
-        type: "need",
-        kind: "secret",
-        module: "app",
-        name: "token",
-        path: join(root, "secrets", "app", "token"),
-        sealed: seal(publicKey, "s3cret", "app.need-token"),
-      };
+      const need = secretNeed({ root, module: "app", name: "token", publicKey, value: "s3cret" });
       const watcher = processResource({
         root,
         module: "app",
@@ -209,24 +195,15 @@ describe("the host", () => {
       await writeFile(theirs, "the machine's own");
       // A need outside its module's secrets folder (a forged composition): never created there.
       const elsewhere = join(root, "..", `${basename(root)}-outside.conf`);
-      const outside: NeedResource = {
-        id: "outside.need-conf",
-        type: "need",
-        kind: "secret",
+      const sealed = "v1.a.b.c.d";
+      const outside = secretNeed({
+        root,
         module: "outside",
         name: "conf",
         path: elsewhere,
-        sealed: "v1.a.b.c.d",
-      };
-      const clash: NeedResource = {
-        id: "clash.need-conf",
-        type: "need",
-        kind: "secret",
-        module: "clash",
-        name: "conf",
-        path: theirs,
-        sealed: "v1.a.b.c.d",
-      };
+        sealed,
+      });
+      const clash = secretNeed({ root, module: "clash", name: "conf", path: theirs, sealed });
       await putComposed([
         clash,
         outside,
@@ -370,16 +347,14 @@ describe("the host", () => {
         async () => (await presence.get(NODE))?.value.publicKey,
       );
       const path = join(root, "secrets", "lowly", "token");
-      const need: NeedResource = {
-        id: "lowly.need-token",
-        type: "need",
-        kind: "secret",
+      const need = secretNeed({
+        root,
         module: "lowly",
         name: "token",
-        path,
         user: "nobody",
-        sealed: seal(publicKey, "only-mine", "lowly.need-token"),
-      };
+        publicKey,
+        value: "only-mine",
+      });
       const script = `console.log(process.getuid(), require("node:fs").readFileSync(${JSON.stringify(path)}, "utf8"));\n${LONG_RUNNING}`;
       const digest = (await bus.artifacts.put(await bundleOf({ "main.cjs": script }))).digest;
       const p = {

@@ -5,14 +5,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { KvBucket, seal } from "@mesh/bus";
-import { Bucket, ErrorCode, type NeedResource } from "@mesh/protocol";
+import { dirname } from "node:path";
+import { KvBucket } from "@mesh/bus";
+import { Bucket, ErrorCode } from "@mesh/protocol";
 import {
   LONG_RUNNING,
   bundleOf,
   busAndRoot,
   processResource,
+  secretNeed,
   waitFor,
   withHost,
 } from "./test-support.js";
@@ -30,15 +31,7 @@ test("a failed apply is applied again by itself after retryMs, with nothing new 
       "presence",
       async () => (await presence.get(NODE))?.value.publicKey,
     );
-    const need: NeedResource = {
-      id: "app.need-token",
-      type: "need",
-      kind: "secret",
-      module: "app",
-      name: "token",
-      path: join(root, "secrets", "app", "token"),
-      sealed: seal(publicKey, "s3cret", "app.need-token"),
-    };
+    const need = secretNeed({ root, module: "app", name: "token", publicKey, value: "s3cret" });
     // A file the host did not write stands where the need goes: the apply refuses it.
     await mkdir(dirname(need.path), { recursive: true });
     await writeFile(need.path, "the machine's own");

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before } from "node:test";
 import { create } from "tar";
 import { hostGrant } from "@mesh/core";
-import { ArtifactStore, KvBucket, MeshBus, ensureLayout } from "@mesh/bus";
+import { ArtifactStore, KvBucket, MeshBus, ensureLayout, seal } from "@mesh/bus";
 import {
   startTestServer,
   startTimeOf,
@@ -24,10 +24,12 @@ import {
   Principal,
   artifactSource,
   bundlePath,
+  needResourceId,
   type ArchiveResource,
   type ComposedModule,
   type Composed,
   type Credential,
+  type NeedResource,
   type Permissions,
   type ProcessResource,
   type Resource,
@@ -251,6 +253,28 @@ export function archiveResource(input: {
     source: artifactSource(ObjectStore.artifacts, input.digest),
     digest: input.digest,
     path: bundlePath(input.root, input.module, input.bundle),
+  };
+}
+
+/**
+ * A secret need `<module>.need-<name>`, written in the module's secrets folder (or at `path`):
+ * `value` sealed to the node's `publicKey`, or `sealed` as it stands.
+ */
+export function secretNeed(
+  input: { root: string; module: string; name: string; path?: string; user?: string } & (
+    { publicKey: string; value: string } | { sealed: string }
+  ),
+): NeedResource {
+  const id = needResourceId(input.module, input.name);
+  return {
+    id,
+    type: "need",
+    kind: "secret",
+    module: input.module,
+    name: input.name,
+    path: input.path ?? join(input.root, "secrets", input.module, input.name),
+    ...(input.user === undefined ? {} : { user: input.user }),
+    sealed: "sealed" in input ? input.sealed : seal(input.publicKey, input.value, id),
   };
 }
 
