@@ -1,4 +1,5 @@
 /** What the permissions tests share: whether a grant lets a subject through, and the KV client's subjects. */
+import assert from "node:assert/strict";
 import { MESH_OWNER, MESH_RESOURCES, MeshPart, type Permissions } from "@mesh/protocol";
 import { isAllowed } from "./match.js";
 import type { PartManifest } from "./parts.js";
@@ -6,6 +7,28 @@ import type { PartManifest } from "./parts.js";
 export const can = (p: Permissions, subject: string): boolean => isAllowed(p, "publish", subject);
 export const hears = (p: Permissions, subject: string): boolean =>
   isAllowed(p, "subscribe", subject);
+
+/** Which subjects a grant must let through, and which it must not. */
+export interface Expected {
+  readonly allowed?: readonly string[];
+  readonly refused?: readonly string[];
+}
+
+function assertGrant(p: Permissions, direction: "publish" | "subscribe", expected: Expected) {
+  for (const subject of expected.allowed ?? []) {
+    assert.ok(isAllowed(p, direction, subject), `${direction} ${subject}: not allowed`);
+  }
+  for (const subject of expected.refused ?? []) {
+    assert.equal(isAllowed(p, direction, subject), false, `${direction} ${subject}: not refused`);
+  }
+}
+
+/** Asserts that `p` may publish each of `allowed` and none of `refused`. */
+export const assertPublish = (p: Permissions, expected: Expected): void =>
+  assertGrant(p, "publish", expected);
+/** Asserts that `p` may subscribe to each of `allowed` and none of `refused`. */
+export const assertSubscribe = (p: Permissions, expected: Expected): void =>
+  assertGrant(p, "subscribe", expected);
 
 /** The exact subjects the v3 client sends (docs/nats.md §1.1), for a bucket with allow_direct. */
 export const kv = {
@@ -17,6 +40,13 @@ export const kv = {
   keysInfo: (bucket: string) => `$JS.API.CONSUMER.INFO.KV_${bucket}.oc_X_1`,
   put: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
   fc: (bucket: string) => `$JS.FC.KV_${bucket}.oc_X_1.abc`,
+  /** What a reader of a bucket sends: a get of `key`, a watch of it all, its keys, flow control. */
+  reads: (bucket: string, key: string) => [
+    kv.get(bucket, key),
+    kv.watch(bucket),
+    kv.keysInfo(bucket),
+    kv.fc(bucket),
+  ],
 };
 
 /**
