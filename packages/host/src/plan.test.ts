@@ -63,13 +63,17 @@ function appliedAfter(
   return state;
 }
 
+/** The plan that takes a machine on which `before` stands applied to `after`, with no config. */
+const planFrom = (before: readonly Resource[], after: readonly Resource[]) =>
+  planOf(
+    desiredOf(after, () => ({})),
+    appliedAfter(before),
+  );
+
 describe("planOf", () => {
   test("from nothing: fetch every bundle, write every need, start every process; stop and remove nothing", () => {
     const resources = [archive("a", "tools", D1), need("a", "s1"), proc("a", "p", D2)];
-    const plan = planOf(
-      desiredOf(resources, () => ({})),
-      emptyState(),
-    );
+    const plan = planFrom([], resources);
     assert.deepEqual(plan.fetch.map((d) => d.path).sort(), [
       `${ROOT}/bundles/a/main`,
       `${ROOT}/bundles/a/tools`,
@@ -88,14 +92,7 @@ describe("planOf", () => {
       need("a", "s1"),
       proc("a", "p", D2, ["a.bundle-tools"]),
     ];
-    assert.ok(
-      isEmptyPlan(
-        planOf(
-          desiredOf(resources, () => ({})),
-          appliedAfter(resources),
-        ),
-      ),
-    );
+    assert.ok(isEmptyPlan(planFrom(resources, resources)));
   });
 
   test("a new digest restarts exactly the processes whose restart-on names it", () => {
@@ -109,10 +106,7 @@ describe("planOf", () => {
       proc("a", "p", D2, ["a.bundle-tools"]),
       proc("b", "q", D2),
     ];
-    const plan = planOf(
-      desiredOf(after, () => ({})),
-      appliedAfter(before),
-    );
+    const plan = planFrom(before, after);
     assert.deepEqual(
       plan.fetch.map((d) => d.path),
       [`${ROOT}/bundles/a/tools`],
@@ -124,10 +118,7 @@ describe("planOf", () => {
   test("a resealed need restarts a process that restarts on it, not others", () => {
     const before = [need("a", "s1"), proc("a", "p", D1, ["a.need-broker"]), proc("a", "q", D1)];
     const after = [need("a", "s2"), proc("a", "p", D1, ["a.need-broker"]), proc("a", "q", D1)];
-    const plan = planOf(
-      desiredOf(after, () => ({})),
-      appliedAfter(before),
-    );
+    const plan = planFrom(before, after);
     assert.deepEqual(
       plan.writeNeeds.map((n) => n.id),
       ["a.need-broker"],
@@ -143,20 +134,14 @@ describe("planOf", () => {
     });
     const before = [keyed("s1", "UKEY1"), proc("a", "p", D1, ["a.need-broker"])];
     const renewed = [keyed("s2", "UKEY1"), proc("a", "p", D1, ["a.need-broker"])];
-    const plan = planOf(
-      desiredOf(renewed, () => ({})),
-      appliedAfter(before),
-    );
+    const plan = planFrom(before, renewed);
     assert.deepEqual(
       plan.writeNeeds.map((n) => n.id),
       ["a.need-broker"],
     );
     assert.deepEqual([plan.stop, plan.start], [[], []]);
     const moved = [keyed("s3", "UKEY2"), proc("a", "p", D1, ["a.need-broker"])];
-    const regranted = planOf(
-      desiredOf(moved, () => ({})),
-      appliedAfter(before),
-    );
+    const regranted = planFrom(before, moved);
     assert.deepEqual([regranted.stop, regranted.start], [["a.process-p"], ["a.process-p"]]);
   });
 
@@ -172,10 +157,7 @@ describe("planOf", () => {
 
   test("emptied: stop every process, remove every need and bundle", () => {
     const resources = [archive("a", "tools", D1), need("a", "s1"), proc("a", "p", D2)];
-    const plan = planOf(
-      desiredOf([], () => ({})),
-      appliedAfter(resources),
-    );
+    const plan = planFrom(resources, []);
     assert.deepEqual(plan.stop, ["a.process-p"]);
     assert.deepEqual(plan.removeNeeds, ["a.need-broker"]);
     assert.deepEqual(plan.removeDeliveries, [`${ROOT}/bundles/a/main`, `${ROOT}/bundles/a/tools`]);
