@@ -127,6 +127,20 @@ async function edit(c: SoakContext, good: boolean): Promise<string> {
   return `${good ? "a new build" : "a crashing build"} of ${m}`;
 }
 
+/** Assigns `m` to every node, or takes that assignment back: on the bus, then in the model. */
+async function assignAll(c: SoakContext, m: SoakModule, assigned: boolean): Promise<string> {
+  const assignments = await KvBucket.open(c.mesh.bus, Bucket.assignments);
+  const key = targetModuleKey({ all: true }, m);
+  if (assigned) {
+    await assignments.put(key, { by: "soak", at: at() });
+    c.model.assigned.add(m);
+  } else {
+    await assignments.delete(key);
+    c.model.assigned.delete(m);
+  }
+  return `${assigned ? "assign" : "unassign"} ${m} --all`;
+}
+
 /** Every action the soak draws from, with its weight. */
 export const SOAK_ACTIONS: readonly SoakAction[] = [
   {
@@ -147,30 +161,21 @@ export const SOAK_ACTIONS: readonly SoakAction[] = [
     name: "assign",
     weight: 4,
     can: (m) => [...m.registered].some((x) => !m.assigned.has(x)),
-    async run(c) {
-      const m = pick(
-        c.random,
-        among((x) => c.model.registered.has(x)),
-      );
-      await (
-        await KvBucket.open(c.mesh.bus, Bucket.assignments)
-      ).put(targetModuleKey({ all: true }, m), { by: "soak", at: at() });
-      c.model.assigned.add(m);
-      return `assign ${m} --all`;
-    },
+    run: (c) =>
+      assignAll(
+        c,
+        pick(
+          c.random,
+          among((x) => c.model.registered.has(x)),
+        ),
+        true,
+      ),
   },
   {
     name: "unassign",
     weight: 2,
     can: (m) => m.assigned.size > 0,
-    async run(c) {
-      const m = pick(c.random, [...c.model.assigned]);
-      await (
-        await KvBucket.open(c.mesh.bus, Bucket.assignments)
-      ).delete(targetModuleKey({ all: true }, m));
-      c.model.assigned.delete(m);
-      return `unassign ${m} --all`;
-    },
+    run: (c) => assignAll(c, pick(c.random, [...c.model.assigned]), false),
   },
   {
     name: "remove",
