@@ -72,11 +72,7 @@ describe("a runtime's lifecycle", () => {
 
   test("an idle module's worker stops, its service stays, and the next call starts it", async () => {
     const { runtime, statuses } = await start({ idleMs: 300, idle: new Map([["other", 0]]) });
-    const idle = await deadline(
-      statuses.until((s) => s.modules["steady"]?.state === ModuleState.idle),
-      WAIT,
-      "steady idle",
-    );
+    const idle = await deadline(statuses.inState("steady", ModuleState.idle), WAIT, "steady idle");
     assert.equal(runtime.module("steady")?.threadId, undefined, "its worker is stopped");
     assert.equal(idle.modules["other"]?.state, ModuleState.serving, "0 is never idle");
     const tools = await discoverTools(bus.admin, { maxWaitMs: 1_000 });

@@ -320,7 +320,7 @@ describe("the runtime", () => {
 
   test("killing B's worker leaves A's tools answering, and B is restarted", async () => {
     const restartsBefore = rt.runtime.status().modules["beta"]?.restarts ?? 0;
-    const failing = rt.statuses.until((s) => s.modules["beta"]?.state === ModuleState.failing);
+    const failing = rt.statuses.inState("beta", ModuleState.failing);
     await failsWith(call("beta", "crash", {}), ErrorCode.INTERNAL);
     const status = await deadline(failing, WAIT, "beta failing");
     assert.match(status.modules["beta"]?.error ?? "", /exited with code 3/);
@@ -338,43 +338,31 @@ describe("the runtime", () => {
   });
 
   test("a handler that blocks its worker is a hang: terminated, reported and restarted", async () => {
-    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.inState("gamma", ModuleState.failing);
     await failsWith(call("gamma", "block", {}, 300), ErrorCode.TIMEOUT);
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /hung/);
     assert.deepEqual(await call("alpha", "add", { a: 1, b: 2 }), { sum: 3 });
-    await deadline(
-      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
-      WAIT,
-      "gamma serving again",
-    );
+    await deadline(rt.statuses.inState("gamma", ModuleState.serving), WAIT, "gamma serving again");
     assert.deepEqual(await call("gamma", "ok", {}), { ok: true });
   });
 
   test("an error its code throws outside a handler is a crash: reported and restarted", async () => {
-    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.inState("gamma", ModuleState.failing);
     assert.deepEqual(await call("gamma", "fault", {}), {});
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /threw and did not catch.*gamma fault/s);
-    await deadline(
-      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
-      WAIT,
-      "gamma serving again",
-    );
+    await deadline(rt.statuses.inState("gamma", ModuleState.serving), WAIT, "gamma serving again");
     assert.deepEqual(await call("alpha", "add", { a: 2, b: 2 }), { sum: 4 });
   });
 
   test("a module past its memory limit is ended, reported and restarted; the others serve", async () => {
-    const failing = rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.failing);
+    const failing = rt.statuses.inState("gamma", ModuleState.failing);
     await failsWith(call("gamma", "hog", {}), ErrorCode.INTERNAL);
     const status = await deadline(failing, WAIT, "gamma failing");
     assert.match(status.modules["gamma"]?.error ?? "", /memory/i);
     assert.deepEqual(await call("alpha", "add", { a: 3, b: 3 }), { sum: 6 });
-    await deadline(
-      rt.statuses.until((s) => s.modules["gamma"]?.state === ModuleState.serving),
-      WAIT,
-      "gamma serving again",
-    );
+    await deadline(rt.statuses.inState("gamma", ModuleState.serving), WAIT, "gamma serving again");
   });
 
   test("a runtime given no modules serves nothing, says so, and stops", async () => {

@@ -121,11 +121,7 @@ describe("fuzzing tool inputs", () => {
         tuning: { heartbeatMs: 100, hangMs: 2_000, initialBackoffMs: 50, defaultTimeoutMs: 10_000 },
       },
     });
-    await deadline(
-      rt.statuses.until((s) => s.modules["fuzz"]?.state === ModuleState.serving),
-      30_000,
-      "fuzz serving",
-    );
+    await deadline(rt.statuses.inState("fuzz", ModuleState.serving), 30_000, "fuzz serving");
   });
 
   after(async () => {

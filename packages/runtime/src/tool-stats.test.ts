@@ -119,11 +119,7 @@ describe("the runtime's count of its tools' calls", () => {
       modules: { tally: { "tools.mjs": TALLY_TOOLS } },
       runtime: { toolStatsMs: STATS_MS },
     });
-    await deadline(
-      rt.statuses.until((s) => s.modules["tally"]?.state === ModuleState.serving),
-      WAIT,
-      "tally serving",
-    );
+    await deadline(rt.statuses.inState("tally", ModuleState.serving), WAIT, "tally serving");
   });
 
   after(async () => {

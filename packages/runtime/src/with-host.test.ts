@@ -43,16 +43,12 @@ describe("provision through the host's provisioner client", () => {
       runtime: { tuning: { initialBackoffMs: 50, maxBackoffMs: 200 } },
     });
     await deadline(
-      rt.statuses.until((s) => s.modules["app"]?.state === ModuleState.failing),
+      rt.statuses.inState("app", ModuleState.failing),
       WAIT,
       "app failing to load while nothing answers its asks",
     );
     host = await startHostClient({ bus, node: NODE, modules: { app: APP } });
-    await deadline(
-      rt.statuses.until((s) => s.modules["app"]?.state === ModuleState.serving),
-      WAIT,
-      "app serving",
-    );
+    await deadline(rt.statuses.inState("app", ModuleState.serving), WAIT, "app serving");
   });
 
   after(async () => {

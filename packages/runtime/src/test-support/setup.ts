@@ -7,6 +7,7 @@ import { credentialFor, startTestServer, type TestServer, type TestUser } from "
 import { runtimeGrant, type Owners, type ServedManifest } from "@mesh/core";
 import { RUNTIME_MODULE, type Credential } from "@mesh/protocol";
 import type { RuntimeStatus } from "../runtime.js";
+import type { ModuleState } from "../worker-tuning.js";
 
 export const NODE = "n1";
 export const RUNTIME_PASSWORD = "runtime-password-for-tests";
@@ -94,5 +95,10 @@ export class StatusLog {
   until(match: (s: RuntimeStatus) => boolean): Promise<RuntimeStatus> {
     if (this.latest !== undefined && match(this.latest)) return Promise.resolve(this.latest);
     return new Promise((resolve) => this.#waiters.push({ match, resolve }));
+  }
+
+  /** Resolves with the first status (the current one included) in which `module` is in `state`. */
+  inState(module: string, state: ModuleState): Promise<RuntimeStatus> {
+    return this.until((s) => s.modules[module]?.state === state);
   }
 }
