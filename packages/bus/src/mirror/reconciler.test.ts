@@ -12,7 +12,7 @@ import { KvBucket } from "../kv-bucket.js";
 import { MeshBus, natsOf } from "../mesh-bus.js";
 import { credentialFor, startTestServer, type TestServer } from "../testing/harness.js";
 import { waitFor } from "../testing/wait-for.js";
-import { reconciler } from "./reconciler.js";
+import { reconciler, type Reconcile, type Reconciler } from "./reconciler.js";
 
 const Value = z.object({ n: z.number() }).strict();
 type Value = z.infer<typeof Value>;
@@ -43,6 +43,25 @@ async function bucketWith(values: Record<string, number>): Promise<KvBucket<Valu
 
 const QUICK = { initialMs: 5, maxMs: 20, jitter: 0 } as const;
 
+type Values = { values: { bucket: KvBucket<Value> } };
+
+/**
+ * A reconciler of each key of `bucket`, on a quick retry: every standing key once the mirror
+ * stands, then each changed key.
+ */
+function eachKeyOf(
+  bucket: KvBucket<Value>,
+  options: { reconcile: Reconcile<Values, string>; workers?: number },
+): Reconciler<Values, string> {
+  return reconciler({
+    sources: { values: { bucket } },
+    keysOf: (change) => [change.key],
+    allKeys: (mirror) => mirror.map("values").keys(),
+    retry: QUICK,
+    ...options,
+  });
+}
+
 test("every standing key once the mirror stands, then each changed key; never one key twice at once", async () => {
   const bucket = await bucketWith({ a: 1, b: 1, c: 1 });
   const inFlight = new Set<string>();
@@ -51,12 +70,8 @@ test("every standing key once the mirror stands, then each changed key; never on
   const seen = new Map<string, number>();
   let release: () => void = () => undefined;
   let gate: Promise<void> | undefined;
-  const r = reconciler({
-    sources: { values: { bucket } },
-    keysOf: (change) => [change.key],
-    allKeys: (mirror) => mirror.map("values").keys(),
+  const r = eachKeyOf(bucket, {
     workers: 3,
-    retry: QUICK,
     reconcile: async (key, { mirror }) => {
       if (inFlight.has(key)) overlaps.push(key);
       inFlight.add(key);
@@ -99,11 +114,7 @@ test("a failing key is retried on its own backoff, and a success resets it", asy
   const bucket = await bucketWith({ bad: 1, good: 1 });
   const failuresSeen: number[] = [];
   let goodPasses = 0;
-  const r = reconciler({
-    sources: { values: { bucket } },
-    keysOf: (change) => [change.key],
-    allKeys: (mirror) => mirror.map("values").keys(),
-    retry: QUICK,
+  const r = eachKeyOf(bucket, {
     reconcile: (key, { failures }) => {
       if (key === "good") {
         goodPasses += 1;
@@ -132,11 +143,7 @@ test("a failing key is retried on its own backoff, and a success resets it", asy
 test("requeueAfterMs asks about the key again though nothing changed; enqueue asks from outside", async () => {
   const bucket = await bucketWith({ k: 1 });
   let passes = 0;
-  const r = reconciler({
-    sources: { values: { bucket } },
-    keysOf: (change) => [change.key],
-    allKeys: (mirror) => mirror.map("values").keys(),
-    retry: QUICK,
+  const r = eachKeyOf(bucket, {
     reconcile: () => {
       passes += 1;
       return passes < 3 ? { requeueAfterMs: 10 } : undefined;

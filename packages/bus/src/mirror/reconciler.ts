@@ -99,7 +99,7 @@ interface ReconcilerBase<S extends Sources, K> extends Omit<
 }
 
 /** Makes the world match what the mirror holds for `key`; throws to be retried. */
-type Reconcile<S extends Sources, K> = (
+export type Reconcile<S extends Sources, K> = (
   key: K,
   context: ReconcileContext<S>,
 ) => Promise<Reconciled | void> | Reconciled | void;
