@@ -40,6 +40,7 @@ export {
 export { delay, type DelayOptions } from "./delay.js";
 export { withDeadline, type DeadlineOptions, type DeadlineWork } from "./deadline.js";
 export { retry, type RetryAttempt, type RetryOptions } from "./retry.js";
+export { once } from "./once.js";
 export { within } from "./within.js";
 export { WorkQueue, type WorkQueueOptions } from "./work-queue.js";
 export { createLogger, loggerFrom, type Logger, type LoggerOptions } from "./logger.js";

@@ -4,6 +4,7 @@
  * same users (or the same operator and accounts) on each. A test kills a server with SIGKILL
  * and starts it again on the same folder.
  */
+import { once } from "@mesh/kit";
 import { reapWithMe } from "./reaper.js";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -99,14 +100,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      await Promise.all(servers.map((s) => s.stop({ graceMs: 2_000 })));
-      await rm(dir, { recursive: true, force: true });
-    })();
-    return stopping;
-  };
+  const stop = once(async () => {
+    await Promise.all(servers.map((s) => s.stop({ graceMs: 2_000 })));
+    await rm(dir, { recursive: true, force: true });
+  });
   const at = (index: number): EmbeddedServer => {
     const found = servers[index];
     if (found === undefined) throw new RangeError(`the cluster has no server ${index}`);

@@ -9,6 +9,7 @@
  * after(() => server.stop());
  * ```
  */
+import { once } from "@mesh/kit";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -122,15 +123,11 @@ export function stopper(server: EmbeddedServer, dir: string): () => Promise<void
     }
   };
   process.once("exit", removeOnExit);
-  let stopping: Promise<void> | undefined;
-  return () => {
-    stopping ??= (async () => {
-      await server.stop({ graceMs: 2_000 });
-      await rm(dir, { recursive: true, force: true });
-      process.removeListener("exit", removeOnExit);
-    })();
-    return stopping;
-  };
+  return once(async () => {
+    await server.stop({ graceMs: 2_000 });
+    await rm(dir, { recursive: true, force: true });
+    process.removeListener("exit", removeOnExit);
+  });
 }
 
 function testServer(

@@ -6,6 +6,7 @@
  * bound values the controller composes for the part (core's `boundValues` of its shipped manifest).
  * A real mesh (`mesh up`) serves the same bundle: e2e/self-hosting.e2e.test.ts.
  */
+import { once } from "@mesh/kit";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,16 +85,12 @@ export async function serveAssignerTools(input: {
       if (s.modules[part.module]?.state === "serving") ready(s);
     },
   });
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      await runtime.stop();
-      await bus.close();
-      await provision.stop();
-      await rm(dir, { recursive: true, force: true });
-    })();
-    return stopping;
-  };
+  const stop = once(async () => {
+    await runtime.stop();
+    await bus.close();
+    await provision.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
   try {
     await deadline(serving, 60_000, "the assigner's tools to be served");
   } catch (error) {

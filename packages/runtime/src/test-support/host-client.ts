@@ -4,6 +4,7 @@
  * wiretap on `mesh.provision.<node>` that records every ask as sent, so a test can prove what
  * the runtime asked and as whom (and that it never asked at all).
  */
+import { once } from "@mesh/kit";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,16 +72,12 @@ export async function startHostClient(options: {
     log: () => undefined,
   });
   const running = host.run({ signal: new AbortController().signal });
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      stopTap.abort();
-      await host.stop();
-      await running;
-      await rm(root, { recursive: true, force: true });
-    })();
-    return stopping;
-  };
+  const stop = once(async () => {
+    stopTap.abort();
+    await host.stop();
+    await running;
+    await rm(root, { recursive: true, force: true });
+  });
   return {
     asks,
     compose,
