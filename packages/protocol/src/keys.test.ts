@@ -38,9 +38,9 @@ const isKvKey = (key: string): boolean =>
 interface KeyShapeSpec<P> {
   /** The name of the round-trip test; none for a shape whose round trip is tested elsewhere. */
   readonly builder?: string;
-  readonly parser: string;
   readonly parts: fc.Arbitrary<P>;
   readonly build: (parts: P) => string;
+  /** A named function: the refusal tests are named after it. */
   readonly parse: (key: string) => P;
   readonly examples?: readonly (readonly [P, string])[];
   readonly malformed?: readonly string[];
@@ -59,7 +59,7 @@ interface KeyShape {
 function keyShape<P>(spec: KeyShapeSpec<P>): KeyShape {
   return {
     builder: spec.builder,
-    parser: spec.parser,
+    parser: spec.parse.name,
     malformed: spec.malformed ?? [],
     reparse: (key) => spec.build(spec.parse(key)),
     roundTrip: () => {
@@ -83,7 +83,6 @@ const buildConfigKey = ({ module, key, node }: { module: string; key: string; no
 const SHAPES: readonly KeyShape[] = [
   keyShape({
     builder: "nodeModuleKey",
-    parser: "parseNodeModuleKey",
     parts: fc.record({ node: nodeName, module: moduleName }),
     build: ({ node, module }) => keys.nodeModuleKey(node, module),
     parse: keys.parseNodeModuleKey,
@@ -106,7 +105,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "targetModuleKey",
-    parser: "parseTargetModuleKey",
     parts: fc.record({ target, module: moduleName }),
     build: ({ target, module }) => keys.targetModuleKey(target, module),
     parse: keys.parseTargetModuleKey,
@@ -118,7 +116,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "candidateKey",
-    parser: "parseCandidateKey",
     parts: fc.record({ module: moduleName, seq }),
     build: ({ module, seq }) => keys.candidateKey(module, seq),
     parse: keys.parseCandidateKey,
@@ -142,7 +139,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "buildKey",
-    parser: "parseBuildKey",
     parts: fc.record({ module: moduleName, build: buildId }),
     build: ({ module, build }) => keys.buildKey(module, build),
     parse: keys.parseBuildKey,
@@ -150,7 +146,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "configKey without a node",
-    parser: "parseConfigKey",
     parts: configParts,
     build: buildConfigKey,
     parse: keys.parseConfigKey,
@@ -171,7 +166,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "configKey with a node",
-    parser: "parseConfigKey",
     parts: fc.record({ module: moduleName, key: keyName, node: nodeName }),
     build: buildConfigKey,
     parse: keys.parseConfigKey,
@@ -179,7 +173,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   keyShape({
     builder: "secretKey",
-    parser: "parseSecretKey",
     parts: fc.record({ module: moduleName, name: keyName }),
     build: ({ module, name }) => keys.secretKey(module, name),
     parse: keys.parseSecretKey,
@@ -187,7 +180,6 @@ const SHAPES: readonly KeyShape[] = [
   }),
   // Its round trip is among the subjects' tests (layout.test.ts).
   keyShape({
-    parser: "parseToolSubject",
     parts: fc.record({ node: nodeName, module: moduleName, tool: toolName }),
     build: ({ node, module, tool }) => toolSubject(node, module, tool),
     parse: parseToolSubject,
