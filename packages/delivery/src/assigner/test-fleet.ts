@@ -59,37 +59,36 @@ const emptyManifest = (): Omit<Manifest, "module" | "bundles"> => ({
   "own-secrets": {},
 });
 
+/** A module named `name` whose manifest is empty but for what `fill` gives for a digest. */
+const testModule = (
+  name: string,
+  fill: (digest: string) => Pick<Manifest, "bundles"> & Partial<Manifest>,
+): Module => ({
+  name,
+  manifest: (digest) => ({ ...emptyManifest(), module: name, ...fill(digest) }),
+});
+
 /** hello: one tools bundle. */
-export const HELLO: Module = {
-  name: "hello",
-  manifest: (digest) => ({
-    ...emptyManifest(),
-    module: "hello",
-    bundles: [
-      {
-        name: "tools",
-        language: "typescript",
-        entrypoints: ["src/tools.ts"],
-        loads: ["src/tools.ts"],
-        digest,
-        size: 1,
-      },
-    ],
-  }),
-};
+export const HELLO = testModule("hello", (digest) => ({
+  bundles: [
+    {
+      name: "tools",
+      language: "typescript",
+      entrypoints: ["src/tools.ts"],
+      loads: ["src/tools.ts"],
+      digest,
+      size: 1,
+    },
+  ],
+}));
 
 /** node-tools, the tool runtime, as its manifest is (packages/runtime/node-tools/mesh.yaml). */
-export const NODE_TOOLS: Module = {
-  name: "node-tools",
-  manifest: (digest) => ({
-    ...emptyManifest(),
-    module: "node-tools",
-    bundles: [
-      { name: "runtime", language: "typescript", entrypoints: ["src/main.ts"], digest, size: 1 },
-    ],
-    "own-secrets": { broker: { path: "broker.json" } },
-  }),
-};
+export const NODE_TOOLS = testModule("node-tools", (digest) => ({
+  bundles: [
+    { name: "runtime", language: "typescript", entrypoints: ["src/main.ts"], digest, size: 1 },
+  ],
+  "own-secrets": { broker: { path: "broker.json" } },
+}));
 
 export async function addHelloBuild(admin: MeshBus, seq: number): Promise<string> {
   return addBuildOf(admin, HELLO, seq);
