@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before } from "node:test";
 import { freePort } from "@mesh/bus/testing";
 import { DemoMesh } from "./demo-mesh.js";
+import { standIn } from "./stand-in.js";
 
 /** Filled in by the file's `before`: read it inside the tests, never at the file's top level. */
 export interface MeshForFile {
@@ -48,19 +49,5 @@ export function meshForFile(options: {
     await mesh?.stop();
     for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
-  const up = (): MeshForFile => {
-    if (made === undefined) throw new Error("meshForFile: read before the mesh was up");
-    return made;
-  };
-  return {
-    get mesh() {
-      return up().mesh;
-    },
-    get root() {
-      return up().root;
-    },
-    get sources() {
-      return up().sources;
-    },
-  };
+  return standIn("meshForFile", () => made);
 }

@@ -13,6 +13,7 @@ import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testi
 import { operatorGrant } from "@mesh/core";
 import { Principal, type Credential, type Permissions } from "@mesh/protocol";
 import { runMesh, type MeshRun, type RunMeshOptions } from "./run-mesh.js";
+import { standIn } from "./stand-in.js";
 
 /**
  * A principal beside the operator (one of the mesh's own, or a module such as the runtime), with
@@ -143,32 +144,5 @@ export function operatorBusSuite(
   hooks.after(async () => {
     await bus?.[Symbol.asyncDispose]();
   });
-  const started = (): OperatorBus => {
-    if (bus === undefined) throw new Error("operatorBusSuite: read before the suite began");
-    return bus;
-  };
-  return {
-    get server() {
-      return started().server;
-    },
-    get admin() {
-      return started().admin;
-    },
-    get dir() {
-      return started().dir;
-    },
-    get root() {
-      return started().root;
-    },
-    get credential() {
-      return started().credential;
-    },
-    credentialOf: (module) => started().credentialOf(module),
-    loginOf: (module) => started().loginOf(module),
-    put: (bucket, key, value) => started().put(bucket, key, value),
-    run: (args, runOptions) => started().run(args, runOptions),
-    text: (args, runOptions) => started().text(args, runOptions),
-    json: (args, runOptions) => started().json(args, runOptions),
-    [Symbol.asyncDispose]: () => started()[Symbol.asyncDispose](),
-  };
+  return standIn("operatorBusSuite", () => bus);
 }
