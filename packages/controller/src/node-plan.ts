@@ -12,9 +12,7 @@ import {
   ObjectStore,
   RUNTIME_MODULE,
   type ComposedModule,
-  type CompositionRequires,
   type Manifest,
-  type Resource,
 } from "@mesh/protocol";
 import {
   boundValues,
@@ -22,10 +20,10 @@ import {
   compositionInput,
   moduleGrant,
   runtimeGrant,
+  type Composition,
   type CompositionRefusal,
   type CompositionRuleId,
   type GrantProblem,
-  type LeftOut,
   type StateDeclaration,
 } from "@mesh/core";
 import { PrincipalKind, principalUser, type DesiredPrincipal } from "./broker.js";
@@ -64,19 +62,20 @@ export type NodeRefusal = Omit<CompositionRefusal, "code" | "node"> & {
   readonly code: NodeRefusalCode;
 };
 
+/**
+ * A node composed: the composition's node, resources (their needs not yet sealed) and what it left
+ * out and what its host must have (decision 0202), with what the controller adds: each module's
+ * part, the principals and the grant problems.
+ */
 export type NodePlan =
-  | {
-      readonly ok: true;
-      readonly node: string;
-      /** Sorted by id; needs not yet sealed. */
-      readonly resources: readonly Resource[];
+  | (Pick<
+      Extract<Composition, { ok: true }>,
+      "ok" | "node" | "resources" | "leftOut" | "requires"
+    > & {
       readonly modules: Readonly<Record<string, ComposedModule>>;
       readonly principals: readonly DesiredPrincipal[];
       readonly grantProblems: readonly GrantProblem[];
-      readonly leftOut: readonly LeftOut[];
-      /** What the node's host must have to apply it (decision 0202). */
-      readonly requires?: CompositionRequires;
-    }
+    })
   | { readonly ok: false; readonly node: string; readonly refusals: readonly NodeRefusal[] };
 
 export function planNode(inputs: NodeInputs, context: PlanContext): NodePlan {
