@@ -6,12 +6,8 @@
  * mesh-wide value.
  */
 import { z } from "zod";
-import { NAME_PATTERN } from "./names.js";
 import { WAVE_FIELDS } from "./rollout.js";
-import { Instant } from "./values.js";
-
-const Name = z.string().regex(NAME_PATTERN);
-const Actor = z.string().min(1).max(200);
+import { Actor, Instant, Name, SET_VALUE_FIELDS } from "./values.js";
 
 /** The words an operator may say to a config rollout (a retry is a new `--rollout` of the value). */
 export const CONFIG_ROLLOUT_ACTIONS = ["pause", "resume", "promote", "abort"] as const;
@@ -25,9 +21,7 @@ export type ConfigRolloutAction = z.infer<typeof ConfigRolloutAction>;
  */
 export const ConfigRolloutRequest = z
   .object({
-    value: z.json(),
-    by: Actor,
-    at: Instant,
+    ...SET_VALUE_FIELDS,
     steer: z.object({ action: ConfigRolloutAction, by: Actor, at: Instant }).strict().optional(),
   })
   .strict();

@@ -4,12 +4,8 @@
  */
 import { z } from "zod";
 import { BuildId } from "./manifest.js";
-import { NAME_PATTERN } from "./names.js";
 import { RolloutPolicy } from "./rollout-policy.js";
-import { Instant } from "./values.js";
-
-const Name = z.string().regex(NAME_PATTERN);
-const Actor = z.string().min(1).max(200);
+import { Actor, Instant, Name } from "./values.js";
 
 /** mesh-rollout-policies `<module>`: an operator's policy, over the manifest's. */
 export const RolloutOverride = z.object({ policy: RolloutPolicy, by: Actor, at: Instant }).strict();

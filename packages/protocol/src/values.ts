@@ -10,7 +10,7 @@ import { ALL_NODES, ASK_ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN } from "./na
 import { CompositionRequires } from "./host-features.js";
 import { Resource } from "./resources.js";
 
-const Name = z.string().regex(NAME_PATTERN);
+export const Name = z.string().regex(NAME_PATTERN);
 /** A node's name: a name, and never `all`, which means every node in assignments and puts. */
 const NodeName = Name.refine((name) => name !== ALL_NODES, {
   error: '"all" is not a node name: it means every node in assignments and puts',
@@ -18,7 +18,7 @@ const NodeName = Name.refine((name) => name !== ALL_NODES, {
 /** An instant, as ISO 8601 in UTC. */
 export const Instant = z.iso.datetime();
 /** Who did something: an operator's name or one of the mesh's principals. */
-const Actor = z.string().min(1).max(200);
+export const Actor = z.string().min(1).max(200);
 
 // mesh-modules ---------------------------------------------------------------------------------
 
@@ -349,11 +349,12 @@ export type Grant = z.infer<typeof Grant>;
 
 // mesh-config, mesh-secrets --------------------------------------------------------------------
 
+/** A config value as an operator set it: the value, who set it and when. */
+export const SET_VALUE_FIELDS = { value: z.json(), by: Actor, at: Instant };
+
 export const ConfigValue = z
   .object({
-    value: z.json(),
-    by: Actor,
-    at: Instant,
+    ...SET_VALUE_FIELDS,
     /**
      * On a node's value the assigner wrote for a config rollout (decision 0131): the time of the
      * operator's request it moves. A node value without it is an operator's own.
