@@ -21,27 +21,30 @@ export function parseArtifactSource(source: string): { store: string; digest: st
   return slash > 0 && DIGEST_PATTERN.test(digest) ? { store, digest } : undefined;
 }
 
+/** What every resource has: its id, and the module it is of. */
+const RESOURCE_FIELDS = { id: z.string().min(1), module: z.string().min(1) };
+
+/** A bundle the host fetches, verifies and unpacks: an archive's, or the one a process runs. */
+const BUNDLE_FIELDS = {
+  /** Where the host fetches it: `mesh-artifacts/<digest>` through the artifact store. */
+  source: z.string().min(1),
+  digest: Digest,
+  /** Where it is unpacked, `<root>/bundles/<module>/<bundle>`. */
+  path: z.string().min(1),
+};
+
 /** A bundle archive to fetch, verify and unpack at `path`. */
 export const ArchiveResource = z
-  .object({
-    id: z.string().min(1),
-    type: z.literal("archive"),
-    module: z.string().min(1),
-    /** Where the host fetches it: `mesh-artifacts/<digest>` through the artifact store. */
-    source: z.string().min(1),
-    digest: Digest,
-    path: z.string().min(1),
-  })
+  .object({ ...RESOURCE_FIELDS, type: z.literal("archive"), ...BUNDLE_FIELDS })
   .strict();
 export type ArchiveResource = z.infer<typeof ArchiveResource>;
 
 /** A file a module declares (its credential, a secret), sealed to the node's public key. */
 export const NeedResource = z
   .object({
-    id: z.string().min(1),
+    ...RESOURCE_FIELDS,
     type: z.literal("need"),
     kind: z.enum(["credential", "secret"]),
-    module: z.string().min(1),
     name: z.string().min(1),
     path: z.string().min(1),
     /** The sealed content; absent until the controller has something to seal. */
@@ -61,15 +64,11 @@ export type NeedResource = z.infer<typeof NeedResource>;
 /** A process to run from a bundle, supervised by the host. */
 export const ProcessResource = z
   .object({
-    id: z.string().min(1),
+    ...RESOURCE_FIELDS,
     type: z.literal("process"),
     name: z.string().min(1),
-    module: z.string().min(1),
-    /** The bundle it runs, fetched like an archive and unpacked at `path`. */
-    source: z.string().min(1),
-    digest: Digest,
-    /** Where the bundle is unpacked, `<root>/bundles/<module>/<bundle>`; the process's working folder. */
-    path: z.string().min(1),
+    /** The bundle it runs, fetched like an archive; `path` is the process's working folder. */
+    ...BUNDLE_FIELDS,
     /** argv; relative paths are relative to `path`. */
     run: z.array(z.string().min(1)).min(1),
     env: z.record(z.string(), z.string()),
