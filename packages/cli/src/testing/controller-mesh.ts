@@ -12,6 +12,8 @@ import { credentialFor, deadline, startTestServer, type TestServer } from "@mesh
 import { operatorGrant } from "@mesh/core";
 import { Controller } from "@mesh/controller";
 import { Bucket, Principal, type Manifest } from "@mesh/protocol";
+import { startView, type View } from "@mesh/view";
+import { viewActions } from "../commands/view/view-actions.js";
 import { helloManifest, seedRunning } from "./fixtures.js";
 import { rawPutter } from "./operator-bus.js";
 import { runMesh, type MeshRun, type RunMeshOptions } from "./run-mesh.js";
@@ -105,4 +107,18 @@ export async function startHelloMesh(
   await mesh.register("hello");
   await seedRunning(mesh.put, manifest, { nodes, build: "1-a", at: new Date().toISOString() });
   return mesh;
+}
+
+/**
+ * The view as an operator runs it (\`mesh view\`: the CLI's actions, as ada) on a connection of
+ * its own with the mesh's operator credential; closing the view closes that connection too.
+ */
+export async function operatorView(mesh: ControllerMesh): Promise<View> {
+  const operator = await MeshBus.connectWithFile(mesh.credential);
+  const view = await startView({ bus: operator, actor: "ada", actions: viewActions });
+  const close = async (): Promise<void> => {
+    await view.close();
+    await operator.close();
+  };
+  return { ...view, close, [Symbol.asyncDispose]: close };
 }

@@ -15,16 +15,19 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import type { Locator, Page } from "playwright-core";
-import { KvBucket, MeshBus, readCredential } from "@mesh/bus";
+import { KvBucket } from "@mesh/bus";
 import { credentialFor, stretched } from "@mesh/bus/testing";
 import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket, buildKey } from "@mesh/protocol";
-import { startView, type View } from "@mesh/view";
+import type { View } from "@mesh/view";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
 import { serveAssignerTools, type AssignerTools } from "../../testing/assigner-tools.js";
-import { startHelloMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
+import {
+  startHelloMesh,
+  operatorView,
+  type ControllerMesh,
+} from "../../testing/controller-mesh.js";
 import { helloManifest } from "../../testing/fixtures.js";
-import { viewActions } from "./view-actions.js";
 
 const WAIT_MS = stretched(5_000);
 const NOTES = fileURLToPath(new URL("../../../../../examples/modules/notes", import.meta.url));
@@ -34,7 +37,6 @@ const execFileAsync = promisify(execFile);
 
 describe("the view's actions in Chromium", () => {
   let mesh: ControllerMesh;
-  let operator: MeshBus;
   let view: View;
   let tools: AssignerTools | undefined;
   const chromium = new TestChromium(WAIT_MS);
@@ -59,8 +61,7 @@ describe("the view's actions in Chromium", () => {
       log: "",
       timings: { started: at, finished: at, ms: 1 },
     });
-    operator = await MeshBus.connect(await readCredential(mesh.credential));
-    view = await startView({ bus: operator, actor: "ada", actions: viewActions });
+    view = await operatorView(mesh);
     // A put goes through the assigner's tool (decision 0190), which a runtime serves.
     tools = await serveAssignerTools({
       admin: mesh.admin,
@@ -72,7 +73,6 @@ describe("the view's actions in Chromium", () => {
     await chromium.close();
     await tools?.stop();
     await view?.close();
-    await operator?.close();
     await mesh?.[Symbol.asyncDispose]();
   });
 

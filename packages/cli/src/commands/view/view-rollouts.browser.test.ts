@@ -15,18 +15,20 @@ import { credentialFor, stretched, waitFor } from "@mesh/bus/testing";
 import { fingerprintOf } from "@mesh/core";
 import { Assigner } from "@mesh/delivery";
 import { Bucket, Principal, buildKey, type Have } from "@mesh/protocol";
-import { startView, type View } from "@mesh/view";
+import type { View } from "@mesh/view";
 import { TestChromium, keepScreenshot } from "@mesh/view/testing";
-import { startControllerMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
+import {
+  startControllerMesh,
+  operatorView,
+  type ControllerMesh,
+} from "../../testing/controller-mesh.js";
 import { healthyHave, helloManifest, seedRunning } from "../../testing/fixtures.js";
-import { viewActions } from "./view-actions.js";
 
 const WAIT_MS = stretched(5_000);
 const NODES = ["n1", "n2", "n3", "n4"];
 
 describe("a rollout steered from the view in Chromium", () => {
   let mesh: ControllerMesh;
-  let operator: MeshBus;
   let assignerBus: MeshBus;
   let view: View;
   const stop = new AbortController();
@@ -54,8 +56,7 @@ describe("a rollout steered from the view in Chromium", () => {
     );
     const assigner = await Assigner.create({ bus: assignerBus });
     void assigner.run({ signal: stop.signal }).catch(() => undefined);
-    operator = await MeshBus.connectWithFile(mesh.credential);
-    view = await startView({ bus: operator, actor: "ada", actions: viewActions });
+    view = await operatorView(mesh);
     // The rollout begins: build 2-b is built.
     await mesh.put(Bucket.builds, buildKey("hello", "2-b"), builtOf("2-b", 2, manifest));
   });
@@ -63,7 +64,6 @@ describe("a rollout steered from the view in Chromium", () => {
     stop.abort();
     await chromium.close();
     await view?.close();
-    await operator?.close();
     await assignerBus?.close();
     await mesh?.[Symbol.asyncDispose]();
   });
