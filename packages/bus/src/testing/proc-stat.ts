@@ -4,7 +4,7 @@
  * a recycled pid. Undefined when the process is gone or a zombie.
  */
 import { readFileSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, readlink } from "node:fs/promises";
 
 /** The fields of `/proc/<pid>/stat` after the command name (field 3 on), or undefined. */
 export function procStatFields(pid: number): string[] | undefined {
@@ -23,9 +23,9 @@ export function startTimeOf(pid: number): string | undefined {
 }
 
 /**
- * Pids of the processes, but this one, whose command line or environment names `path`, sorted:
- * what a test (or the reaper) kills after the processes it started, so nothing they started in
- * turn outlives it.
+ * Pids of the processes, but this one, whose command line or environment names `path`, or that
+ * work in it, sorted: what a test (or the reaper) kills after the processes it started, so
+ * nothing they started in turn outlives it.
  */
 export async function processesNaming(path: string): Promise<number[]> {
   const found: number[] = [];
@@ -33,7 +33,10 @@ export async function processesNaming(path: string): Promise<number[]> {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
     const environ = await readFile(`/proc/${entry}/environ`, "utf8").catch(() => "");
-    if (cmdline.includes(path) || environ.includes(path)) found.push(Number(entry));
+    // A module process a host started may name nothing of the root but work in it (its bundle).
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => "");
+    if (cmdline.includes(path) || environ.includes(path) || cwd.startsWith(path))
+      found.push(Number(entry));
   }
   return found.sort((a, b) => a - b);
 }

@@ -17,7 +17,7 @@ interface Entry {
   /** Signal its process group (when it leads one) rather than itself alone. */
   readonly group: boolean;
   readonly graceMs: number;
-  /** A folder: every process whose command line or environment names it is killed after. */
+  /** A folder: every process whose command line or environment names it, or that works in it, is killed after. */
   readonly root?: string;
 }
 

@@ -23,7 +23,7 @@ export interface ReapOptions {
   readonly group?: boolean;
   /** How long it has to stop before SIGKILL (default 20 s). */
   readonly graceMs?: number;
-  /** Every process that names this folder (in its command line or environment) is killed after. */
+  /** Every process that names this folder (in its command line or environment) or works in it is killed after. */
   readonly root?: string;
 }
 
