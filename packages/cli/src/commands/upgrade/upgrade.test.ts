@@ -47,6 +47,21 @@ describe("mesh upgrade on a bus, as the mesh's controller", () => {
     { before, after },
   );
 
+  /** `mesh upgrade <path>` as the operator on the suite's root: what it registered. */
+  const upgrade = (path: string) =>
+    bus.json<{ modules: Array<{ module: string; written: boolean }> }>([
+      "upgrade",
+      path,
+      "--root",
+      bus.root,
+    ]);
+  /** Where the runtime is registered from (its directory source). */
+  const runtimeFrom = async (): Promise<string | undefined> => {
+    const runtime = (await (await KvBucket.open(bus.admin, Bucket.modules)).get(RUNTIME_MODULE))
+      ?.value;
+    return runtime?.source.kind === "directory" ? runtime.source.path : undefined;
+  };
+
   /** A new mesh's folder as a checkout or the packed CLI holds it: shipped-parts and node-tools. */
   async function newMeshFolder(): Promise<string> {
     const folder = join(dir, "next");
@@ -61,12 +76,7 @@ describe("mesh upgrade on a bus, as the mesh's controller", () => {
   test("registers every shipped build and the runtime from where it is; again, nothing new", async () => {
     const folder = await newMeshFolder();
     const parts = await readShippedParts(SHIPPED_PARTS);
-    const first = await bus.json<{ modules: Array<{ module: string; written: boolean }> }>([
-      "upgrade",
-      folder,
-      "--root",
-      bus.root,
-    ]);
+    const first = await upgrade(folder);
     assert.deepEqual(
       first.modules.map((m) => m.module).sort(),
       [...parts.parts.map((p) => p.module), RUNTIME_MODULE].sort(),
@@ -78,11 +88,8 @@ describe("mesh upgrade on a bus, as the mesh's controller", () => {
       const keys = await builds.keys(`${part.module}.>`);
       assert.equal(keys.length, 1, `${part.module}'s one prebuilt build: ${keys.join(", ")}`);
     }
-    const runtime = (await (await KvBucket.open(bus.admin, Bucket.modules)).get(RUNTIME_MODULE))
-      ?.value;
-    assert.equal(runtime?.source.kind, "directory");
     assert.equal(
-      runtime?.source.kind === "directory" ? runtime.source.path : undefined,
+      await runtimeFrom(),
       join(folder, "node-tools"),
       "the runtime registered in place, where the builder finds its packages",
     );
@@ -90,12 +97,7 @@ describe("mesh upgrade on a bus, as the mesh's controller", () => {
       await KvBucket.open(bus.admin, Bucket.assignments)
     ).get(`all.${HOST_MODULE}`);
     assert.ok(assigned !== undefined, "the host build is wanted on every node");
-    const again = await bus.json<{ modules: Array<{ module: string; written: boolean }> }>([
-      "upgrade",
-      folder,
-      "--root",
-      bus.root,
-    ]);
+    const again = await upgrade(folder);
     assert.deepEqual(
       again.modules.filter((m) => m.written).map((m) => m.module),
       [],
@@ -109,20 +111,13 @@ describe("mesh upgrade on a bus, as the mesh's controller", () => {
     const tgz = join(dir, "mesh-next.tgz");
     const tar = spawnSync("tar", ["-czf", tgz, "-C", packed, "package"]);
     assert.equal(tar.status, 0, String(tar.stderr));
-    const run = await bus.json<{ modules: Array<{ module: string; written: boolean }> }>([
-      "upgrade",
-      tgz,
-      "--root",
-      bus.root,
-    ]);
+    const run = await upgrade(tgz);
     assert.deepEqual(
       run.modules.filter((m) => m.written).map((m) => m.module),
       [RUNTIME_MODULE],
       "the same shipped builds stand; the runtime moved",
     );
-    const runtime = (await (await KvBucket.open(bus.admin, Bucket.modules)).get(RUNTIME_MODULE))
-      ?.value;
-    const path = runtime?.source.kind === "directory" ? runtime.source.path : "";
+    const path = (await runtimeFrom()) ?? "";
     assert.ok(path.startsWith(join(bus.root, "upgrades")), path);
     assert.ok(path.endsWith(join("package", "node-tools")), path);
   });
