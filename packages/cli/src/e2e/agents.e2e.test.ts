@@ -337,12 +337,13 @@ describe("shell completion", () => {
       );
     assert.deepEqual(await complete(["mesh", "mc"]), ["mcp"]);
     assert.ok((await complete(["mesh", "mcp", "--al"])).includes("--allow"));
-    // Every registered module: the mesh's own parts too (decision 0190).
+    // Every registered module: the mesh's own parts and its host build too (decisions 0190, 0201).
     assert.deepEqual(await complete(["mesh", "assign", "--root", mesh.root, ""]), [
       "counter",
       "hello",
       "mesh-assigner",
       "mesh-builder",
+      "mesh-host",
       "mesh-indexer",
       "node-tools",
     ]);
