@@ -8,13 +8,15 @@ import { once } from "@mesh/kit";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KvBucket, flush, publish } from "@mesh/bus";
-import { credentialFor } from "@mesh/bus/testing";
+import { KvBucket, flush, publish, request, type MeshBus } from "@mesh/bus";
+import { credentialFor, waitFor } from "@mesh/bus/testing";
 import { fingerprintOf } from "@mesh/core";
 import { Host } from "@mesh/host";
 import {
   Bucket,
+  ErrorCode,
   Principal,
+  isMeshError,
   ProvisionAsk,
   provisionChangedSubject,
   provisionSubject,
@@ -78,6 +80,14 @@ export async function startHostClient(options: {
     await running;
     await rm(root, { recursive: true, force: true });
   });
+  try {
+    await composedHeard(admin, node, Object.keys(options.modules));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  // The probes are no ask of the runtime's.
+  asks.length = 0;
   return {
     asks,
     compose,
@@ -95,4 +105,25 @@ export async function startHostClient(options: {
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/**
+ * Resolves once the host has heard its composition: an ask of each module's bound value that no
+ * module has is NOT_FOUND (the module is composed), no longer REFUSED (not composed here yet). A
+ * runtime started before then would be refused its values as a module of another node.
+ */
+async function composedHeard(admin: MeshBus, node: string, modules: string[]): Promise<void> {
+  for (const module of modules) {
+    await waitFor(
+      async () => {
+        try {
+          await request(admin, provisionSubject(node), { module, kind: "bound", key: "probe" });
+          return true;
+        } catch (error) {
+          return isMeshError(error, ErrorCode.NOT_FOUND);
+        }
+      },
+      { what: `the host to hear ${module} composed on ${node}`, timeout: 60_000 },
+    );
+  }
 }
