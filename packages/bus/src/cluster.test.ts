@@ -16,11 +16,13 @@ import { isTransient } from "./bus-errors.js";
 import { KvBucket } from "./kv-bucket.js";
 import { ensureLayout, ensureStateBucket } from "./layout-setup.js";
 import { readStanding } from "./mirror/sources.js";
+import { streamPlacement } from "./replicas.js";
 import { MeshBus, natsOf } from "./mesh-bus.js";
 import { FULL_PERMISSIONS, hashPassword } from "./server/server-config.js";
 import { serverFolderSink } from "./server/reload-users.js";
 import { layoutReplicas, startTestCluster, type TestCluster } from "./testing/cluster.js";
 import { deadline, startTestServer } from "./testing/harness.js";
+import { waitFor as waitUntil } from "./testing/wait-for.js";
 
 let cluster: TestCluster;
 let admin: MeshBus;
@@ -169,6 +171,18 @@ describe("a server of three gone silent (stopped, as behind a partition)", () =>
     try {
       const state = await KvBucket.openWith(reader, "counter_total", z.unknown());
       await state.put("n-silent", { n: 1 });
+      // The write on every copy first: a put is acknowledged by two of three, and a read's
+      // consumer placed on the third before it has the write does not list it (what this tests
+      // is a silent server, not how soon a copy catches up).
+      await waitUntil(
+        async () => {
+          const placed = await streamPlacement(reader, "KV_counter_total");
+          return (
+            placed.followers.length === 2 && placed.followers.every((f) => f.current && f.lag === 0)
+          );
+        },
+        { what: "every copy of counter_total current", timeout: 30_000 },
+      );
       process.kill(silent, "SIGSTOP");
       const stoppedAt = performance.now();
       let reads = 0;
