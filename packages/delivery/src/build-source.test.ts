@@ -6,6 +6,7 @@ import { buildSource } from "./build-source.js";
 import { directoryDigest } from "./source.js";
 import { packArchive } from "./pack.js";
 import { createHash } from "node:crypto";
+import { gunzipSync } from "node:zlib";
 import { folderWith, prebuiltManifest, tempFolder, toolsManifest } from "./test-support.js";
 
 export const writeModule = (files: Record<string, string>, name = "hello"): Promise<string> =>
@@ -38,6 +39,29 @@ describe("buildSource", () => {
     );
     assert.equal(first.manifest.bundles[0]?.digest, first.archives[0]?.digest);
     assert.equal(await directoryDigest(a), await directoryDigest(b));
+  });
+
+  it("a package found outside the module's folder is named alike wherever it is kept: the same digest from an origin elsewhere", async () => {
+    // A CommonJS package (esbuild keys it by path) in node_modules beside the module: the copy
+    // leaves node_modules behind and the build finds it above the origin, as the mesh's own.
+    const files = {
+      "mesh.yaml":
+        "module: tiny\nbundles:\n  - name: daemon\n    language: typescript\n    entrypoints: [src/main.ts]\nprocesses:\n  - name: main\n    bundle: daemon\n",
+      "src/main.ts": 'import { shout } from "tiny-shout";\nconsole.log(shout("hi"));\n',
+      "node_modules/tiny-shout/package.json": '{ "name": "tiny-shout", "main": "index.js" }\n',
+      "node_modules/tiny-shout/index.js": "exports.shout = (s) => s.toUpperCase();\n",
+    };
+    const near = await folderWith(files, "origin-near");
+    const far = join(await tempFolder("origin-far"), "a", "much", "deeper", "folder");
+    await mkdir(far, { recursive: true });
+    await cp(near, far, { recursive: true });
+    const first = await buildSource(near);
+    const second = await buildSource(far);
+    assert.ok(first.ok && second.ok, first.ok ? (second.ok ? "" : second.log) : first.log);
+    assert.equal(first.archives[0]?.digest, second.archives[0]?.digest);
+    const text = gunzipSync(first.archives[0]?.bytes ?? new Uint8Array()).toString("latin1");
+    assert.match(text, /"node_modules\/tiny-shout\/index\.js"/);
+    assert.doesNotMatch(text, /origin-near/, "the folder it was built from is in the archive");
   });
 
   it("the directory digest ignores .gitignore'd files and node_modules, and sees a change", async () => {

@@ -7,7 +7,7 @@
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Message } from "esbuild";
 import { builtEntrypoint } from "@mesh/core";
@@ -154,7 +154,43 @@ async function bundleTypescript(
     if (!files.includes(built))
       return `the entrypoint ${entry} of bundle ${bundle.name} did not build to ${built}; give it a .ts, .mts, .tsx, .js or .mjs ending`;
   }
-  return Promise.all(files.map(async (path) => ({ path, bytes: await readFile(join(out, path)) })));
+  return Promise.all(
+    files.map(async (path) => ({
+      path,
+      bytes: withStablePaths(
+        path,
+        await readFile(join(out, path)),
+        root,
+        dirname(join(out, path)),
+        nodePaths,
+      ),
+    })),
+  );
+}
+
+/**
+ * esbuild names every file it bundles by its path: from the module's folder in the comments and
+ * the keys of bundled CommonJS modules, from the output's folder in the source map. A package found
+ * outside the module's folder (in the mesh's own node_modules, or above the module's origin) was
+ * so named by where this machine keeps it — `../../home/ci/mesh/node_modules/zod/…` — and the same
+ * source built by a mesh installed elsewhere got another digest. Such a package is named as if it
+ * were in the module's own node_modules, whichever of those paths it was reached by.
+ */
+export function withStablePaths(
+  file: string,
+  bytes: Buffer,
+  root: string,
+  outDir: string,
+  nodePaths: readonly string[],
+): Buffer {
+  const prefixes = nodePaths
+    .flatMap((p) => [relative(root, p), relative(outDir, p)])
+    .filter((prefix) => prefix.startsWith(".."))
+    .sort((a, b) => b.length - a.length);
+  if (prefixes.length === 0 || !/\.(m?js|cjs|map)$/.test(file)) return bytes;
+  let text = bytes.toString("utf8");
+  for (const prefix of prefixes) text = text.replaceAll(`${prefix}/`, "node_modules/");
+  return Buffer.from(text, "utf8");
 }
 
 function formatMessage(kind: string, m: Message): string {
