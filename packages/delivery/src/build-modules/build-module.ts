@@ -5,6 +5,12 @@
  * it fetches the source archive by digest, checks and unpacks it, builds the bundles the ask
  * names with its language's builder, stores each archive in `mesh-artifacts`, and answers their
  * digests and the build log. A fault of the module's source is a failed answer, never a throw.
+ *
+ * An ask made again is answered by the build it repeats: the builder asks again when its ask goes
+ * unanswered for BUILD_ASK_TIMEOUT_MS, which a build on a loaded machine can outlast, and each ask
+ * built anew (behind the one before, builds being one at a time) would outlast it again — the
+ * builder would wait for ever while this built the same source over and over. The asks being
+ * built and the answers of the last few are kept by what they build (language, source, bundles).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -31,6 +37,9 @@ import type {
   LanguageBuilder,
 } from "./language-builder.js";
 
+/** How many builds' answers are kept for an ask made again (the builder asks one at a time). */
+const KEPT_BUILDS = 16;
+
 export interface BuildModuleOptions {
   readonly bus: MeshBus;
   readonly builder: LanguageBuilder;
@@ -45,6 +54,8 @@ export class BuildModule extends DaemonBase {
   readonly #now: () => Date;
   /** One build at a time: builds are CPU-bound, and the builder asks one at a time anyway. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** The builds asked for, under way or answered lately, by what they build (oldest first). */
+  readonly #builds = new Map<string, Promise<BuildAnswer>>();
 
   private constructor(options: BuildModuleOptions) {
     const log = options.log ?? (() => undefined);
@@ -78,7 +89,7 @@ export class BuildModule extends DaemonBase {
         {
           name: "build",
           subject: buildAskSubject(language),
-          handler: (request) => this.#serial(() => this.#answer(request.json(), artifacts, signal)),
+          handler: (request) => this.#once(request.json(), artifacts, signal),
         },
       ],
       onRejected: (why, subject) => this.#log(`refused a message on ${subject}: ${why}`),
@@ -106,17 +117,29 @@ export class BuildModule extends DaemonBase {
     }
   }
 
-  #serial<T>(job: () => Promise<T>): Promise<T> {
+  /**
+   * The answer to an ask: the build under way or answered lately of the same language, source
+   * and bundles, or a new one, queued behind the others. An answer that threw (the bus in
+   * trouble) is not kept: the builder's next ask builds again.
+   */
+  #once(body: unknown, artifacts: ArtifactStore, signal: AbortSignal): Promise<BuildAnswer> {
+    const ask = this.#askOf(body);
+    const key = JSON.stringify([ask.language, ask.source, [...ask.bundles].sort()]);
+    const known = this.#builds.get(key);
+    if (known !== undefined) {
+      this.#log(`asked again for ${ask.module} ${ask.build}: answered by the same build`);
+      return known;
+    }
+    const job = (): Promise<BuildAnswer> => this.#answer(ask, artifacts, signal);
     const run = this.#queue.then(job, job);
     this.#queue = run.catch(() => undefined);
+    this.#builds.set(key, run);
+    run.catch(() => this.#builds.get(key) === run && this.#builds.delete(key));
+    while (this.#builds.size > KEPT_BUILDS) this.#builds.delete(this.#builds.keys().next().value!);
     return run;
   }
 
-  async #answer(
-    body: unknown,
-    artifacts: ArtifactStore,
-    signal: AbortSignal,
-  ): Promise<BuildAnswer> {
+  #askOf(body: unknown): BuildAsk {
     const parsed = BuildAsk.safeParse(body);
     if (!parsed.success) {
       throw new MeshError(
@@ -131,6 +154,14 @@ export class BuildModule extends DaemonBase {
         `${this.module} builds ${this.#builder.language}, and the ask is for ${ask.language}; ask ${buildAskSubject(ask.language)}`,
       );
     }
+    return ask;
+  }
+
+  async #answer(
+    ask: BuildAsk,
+    artifacts: ArtifactStore,
+    signal: AbortSignal,
+  ): Promise<BuildAnswer> {
     const log: string[] = [];
     const say = (line: string): void => {
       log.push(line);

@@ -9,11 +9,13 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { KvBucket, readStream, type MeshBus } from "@mesh/bus";
+import { ArtifactStore, KvBucket, readStream, request, type MeshBus } from "@mesh/bus";
 import { waitFor } from "@mesh/bus/testing";
 import {
   Bucket,
+  BuildAnswer,
   Condition,
+  buildAskSubject,
   Stream,
   conditionSubject,
   isMeshError,
@@ -30,6 +32,7 @@ import { pythonBuilder } from "./python.js";
 import { goBuilder } from "./go.js";
 import type { LanguageBuilder } from "./language-builder.js";
 import { waitingCondition } from "../build-waits.js";
+import { packArchive } from "../pack.js";
 
 /**
  * A module with a tools bundle and a daemon bundle, and the digests the builder gave it in-process
@@ -302,6 +305,64 @@ describe("build modules", () => {
     await registerModule(bus.operator, dir, { by: "ada" });
     const failed = await buildOf("cracked", (b) => b.status === "failed", "cracked failed");
     assert.match(failed.error ?? "", /mesh-build-brokenlang failed: ENOENT.*\/gone\/python/);
+  });
+
+  it("a build that outlasts the builder's ask is built once: the ask made again, during it or after, is answered by it", async () => {
+    let builds = 0;
+    let finish = (): void => undefined;
+    const slow: LanguageBuilder = {
+      language: "slowlang",
+      toolchain: "none",
+      build: async ({ root, bundles }) => {
+        builds += 1;
+        await new Promise<void>((resolve) => (finish = resolve));
+        return {
+          ok: true,
+          bundles: await Promise.all(
+            bundles.map(async (b) => ({
+              bundle: b.name,
+              files: [{ path: "main.x", bytes: await readFile(join(root, "main.x")) }],
+            })),
+          ),
+        };
+      },
+    };
+    await startBuildModule(slow);
+    const source = await (
+      await ArtifactStore.open(bus.delivery)
+    ).put(
+      packArchive([
+        {
+          path: "mesh.yaml",
+          bytes: Buffer.from(
+            "module: sloth\nbundles:\n  - name: app\n    language: slowlang\n    entrypoints: [main.x]\nprocesses:\n  - name: main\n    bundle: app\n",
+          ),
+        },
+        { path: "main.x", bytes: Buffer.from("x\n") },
+      ]),
+    );
+    const ask = (build: string, timeoutMs: number) =>
+      request(
+        bus.delivery,
+        buildAskSubject("slowlang"),
+        { module: "sloth", build, language: "slowlang", source: source.digest, bundles: ["app"] },
+        { timeoutMs },
+      );
+    // The builder's ask goes unanswered (here after 1 s) while the build runs, and it asks again.
+    await waitFor(
+      async () => (await ask("b1", 1_000).catch(() => undefined)) === undefined && builds === 1,
+      {
+        what: "the first ask unanswered while its build runs",
+      },
+    );
+    const again = ask("b1", 60_000);
+    finish();
+    const answer = BuildAnswer.parse(await again);
+    assert.ok(answer.ok, answer.ok ? "" : answer.error);
+    assert.equal(builds, 1, "the ask made again built the source again");
+    // And once answered, the same build asked again is answered at once, built no more.
+    assert.deepEqual(BuildAnswer.parse(await ask("b2", 60_000)), answer);
+    assert.equal(builds, 1);
   });
 
   it("a language no build module builds is refused at registration and by the builder, naming the languages the mesh has", async () => {
