@@ -22,6 +22,7 @@ export {
 export {
   KvBucket,
   type CallOptions,
+  type OpenOptions,
   type Entry,
   type WatchEvent,
   type WatchOptions,

@@ -23,6 +23,7 @@ import {
   toMeshError,
   withContext,
 } from "./bus-errors.js";
+import { heldUntilCurrent, leaderNewest } from "./current-copy.js";
 import { openRawWatch, type RawWatch } from "./kv-watch.js";
 import { natsOf } from "./mesh-bus.js";
 
@@ -71,29 +72,43 @@ export interface WatchOptions extends CallOptions {
   readonly include?: "last" | "history" | "updates";
 }
 
+/**
+ * `fromLeader`: what is read is what the cluster acknowledged (decision 0210): a get asks the
+ * stream's leader, and a watch hands what stands only once it reached what the leader holds.
+ * Without it any copy answers, one still catching up after a partition or a restart included.
+ * Needs `$JS.API.STREAM.MSG.GET.<stream>` (the key in the body: for whole-bucket readers only).
+ */
+export interface OpenOptions {
+  readonly fromLeader?: boolean;
+}
+
 export class KvBucket<T> {
   readonly name: string;
   readonly #kv: KV;
   readonly #schema: z.ZodType<T>;
   /** The connection, for what the client reports only there (see watch). */
   readonly #bus: MeshBus | undefined;
+  readonly #fromLeader: boolean;
 
-  constructor(name: string, kv: KV, schema: z.ZodType<T>, bus?: MeshBus) {
+  constructor(name: string, kv: KV, schema: z.ZodType<T>, bus?: MeshBus, fromLeader = false) {
     this.name = name;
     this.#kv = kv;
     this.#schema = schema;
     this.#bus = bus;
+    this.#fromLeader = fromLeader && bus !== undefined;
   }
 
   /** Opens a bucket of the layout with its schema. Opening does not talk to the server. */
   static async open<B extends Bucket>(
     bus: MeshBus,
     bucket: B,
+    options: OpenOptions = {},
   ): Promise<KvBucket<BucketValueOf<B>>> {
     return KvBucket.openWith(
       bus,
       bucket,
       BucketValue[bucket] as unknown as z.ZodType<BucketValueOf<B>>,
+      options,
     );
   }
 
@@ -102,14 +117,15 @@ export class KvBucket<T> {
     bus: MeshBus,
     bucket: string,
     schema: z.ZodType<T>,
-    options: { readonly fromLeader?: boolean } = {},
+    options: OpenOptions = {},
   ): Promise<KvBucket<T>> {
     // Direct gets (`$JS.API.DIRECT.GET.<stream>.<subject>`) carry the key in the subject, so a
     // credential can be granted a single key; every bucket the mesh creates allows them. Any copy
     // answers one, also one still catching up; `fromLeader` reads from the stream's leader only
     // (what it answers is what the cluster acknowledged), for a credential with MSG.GET.
-    const kv = await natsOf(bus).kvm.open(bucket, { allow_direct: options.fromLeader !== true });
-    return new KvBucket(bucket, kv, schema, bus);
+    const fromLeader = options.fromLeader === true;
+    const kv = await natsOf(bus).kvm.open(bucket, { allow_direct: !fromLeader });
+    return new KvBucket(bucket, kv, schema, bus, fromLeader);
   }
 
   /** Checks that the bucket exists and this credential may see it; use at start to fail early. */
@@ -272,7 +288,7 @@ export class KvBucket<T> {
     let watch: RawWatch;
     try {
       watch = await withContext({ doing }, () => {
-        starting = openRawWatch(this.#kv, options.key ?? ">", include);
+        starting = this.#openWatch(options.key ?? ">", include, doing, signal);
         return abortable(starting, signal, doing);
       });
     } catch (error) {
@@ -340,6 +356,29 @@ export class KvBucket<T> {
       statuses?.stop();
       await listening;
     }
+  }
+
+  /** The watch's consumer; read from the leader, its standing entries wait for the leader's newest. */
+  async #openWatch(
+    key: string,
+    include: "last" | "history" | "updates",
+    doing: string,
+    signal: AbortSignal | undefined,
+  ): Promise<RawWatch> {
+    if (!this.#fromLeader || this.#bus === undefined || include === "updates")
+      return openRawWatch(this.#kv, key, include);
+    // Asked before the consumer is made: what the leader held then, the consumer must hand.
+    const subject = `$KV.${this.name}.${key}`;
+    const newest = await leaderNewest(this.#bus, kvStreamName(this.name), subject, signal).catch(
+      (error: unknown) => {
+        // A grant made before decision 0210 (a controller older than this host) has no leader
+        // get for the bucket: such a credential watches as before rather than not at all.
+        if (isMeshError(error, ErrorCode.PERMISSION_DENIED)) return undefined;
+        throw error;
+      },
+    );
+    const raw = await openRawWatch(this.#kv, key, include);
+    return newest === undefined ? raw : heldUntilCurrent(raw, newest, doing);
   }
 
   #toEvent(entry: KvWatchEntry, doing: string): WatchEvent<T> {

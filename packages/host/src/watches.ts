@@ -126,9 +126,14 @@ export function watchSources(options: {
   readonly log: (line: string) => void;
 }) {
   const { node, store, sessions, log } = options;
+  // Through the bucket's leader (decision 0210): what the host serves its runtime's asks from is
+  // never what a copy still catching up held before the newest acknowledged writes.
   const config = () =>
-    skippingInvalid(sessions.watchable(Bucket.config), (key, problem) =>
-      log(`ignored an invalid config value for ${key}: ${problem.message}`),
+    skippingInvalid(
+      sessions.watchableAs(Bucket.config, (bus) =>
+        KvBucket.open(bus, Bucket.config, { fromLeader: true }),
+      ),
+      (key, problem) => log(`ignored an invalid config value for ${key}: ${problem.message}`),
     );
   // What the host kept is where each starts: a key a fresh watch does not hand was deleted
   // while the host was away, and goes.

@@ -32,6 +32,12 @@ export interface TestClusterOptions {
    * its full resolver; `users` and `admin` are then not used (sign users with the account keys).
    */
   readonly accounts?: ServerAccounts;
+  /**
+   * Each server on a network stack of its own (one per server, in order): run in the namespace,
+   * listening on the address, on the standard ports; a test cuts one off by its link (as
+   * packages/cli/src/testing/fleet-net.ts makes them) and the others go on without it.
+   */
+  readonly network?: ReadonlyArray<{ readonly netns: string; readonly address: string }>;
 }
 
 export interface TestCluster extends AsyncDisposable {
@@ -61,16 +67,25 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const ports: number[] = [];
   const routePorts: number[] = [];
   const monitorPorts: number[] = [];
+  const network = options.network;
+  const hosts: string[] = [];
   for (let i = 0; i < size; i++) {
-    ports.push(await freePort());
-    routePorts.push(await freePort());
-    monitorPorts.push(await freePort());
+    const own = network?.[i];
+    // A server on a stack of its own has every port to itself.
+    ports.push(own === undefined ? await freePort() : 4222);
+    routePorts.push(own === undefined ? await freePort() : 6222);
+    monitorPorts.push(own === undefined ? await freePort() : 8222);
+    hosts.push(own?.address ?? "127.0.0.1");
   }
-  const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`);
+  const routes = routePorts.map((port, i) => `nats-route://${hosts[i] ?? ""}:${port}`);
+  const monitors = monitorPorts.map((port, i) => `http://${hosts[i] ?? ""}:${port}`);
   const startOne = (index: number, list: readonly ServerUser[]): Promise<EmbeddedServer> =>
     EmbeddedServer.start({
       dir: join(dir, `s${index + 1}`),
       port: ports[index] ?? 0,
+      ...(network?.[index] === undefined
+        ? {}
+        : { host: hosts[index] ?? "", netns: network[index]?.netns ?? "" }),
       ...(options.accounts === undefined ? { users: list } : { accounts: options.accounts }),
       serverName: `mesh-test-s${index + 1}`,
       monitorPort: monitorPorts[index] ?? 0,
@@ -94,7 +109,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const servers: EmbeddedServer[] = [];
   try {
     servers.push(...(await Promise.all(ports.map((_, i) => startOne(i, users)))));
-    await routesFormed(monitorPorts);
+    await routesFormed(monitors);
   } catch (error) {
     await Promise.all(servers.map((s) => s.stop({ graceMs: 0 })));
     await rm(dir, { recursive: true, force: true });
@@ -110,11 +125,11 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     return found;
   };
   return {
-    urls: ports.map((port) => `nats://127.0.0.1:${port}`),
+    urls: ports.map((port, i) => `nats://${hosts[i] ?? ""}:${port}`),
     admin,
     server: at,
     credential: (who, as) => ({
-      servers: ports.map((port) => `nats://127.0.0.1:${port}`),
+      servers: ports.map((port, i) => `nats://${hosts[i] ?? ""}:${port}`),
       user: who.user,
       password: who.password,
       node: as.node,
@@ -128,7 +143,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
     async start(index) {
       servers[index] = await startOne(index, users);
-      await routesFormed(monitorPorts);
+      await routesFormed(monitors);
     },
     stop,
     [Symbol.asyncDispose]: stop,
@@ -141,13 +156,13 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
  * to: an account update sent to one server in that window stays unknown to the others until
  * their resolvers next sync (decision 0181). On a loaded machine the window is seconds long.
  */
-async function routesFormed(monitorPorts: readonly number[]): Promise<void> {
-  const others = monitorPorts.length - 1;
+async function routesFormed(monitors: readonly string[]): Promise<void> {
+  const others = monitors.length - 1;
   await Promise.all(
-    monitorPorts.map((port, i) =>
+    monitors.map((monitor, i) =>
       waitFor(
         async () => {
-          const response = await fetch(`http://127.0.0.1:${port}/routez`);
+          const response = await fetch(`${monitor}/routez`);
           const routez = (await response.json()) as { routes?: Array<{ remote_id?: string }> };
           return new Set((routez.routes ?? []).map((route) => route.remote_id)).size >= others;
         },

@@ -110,6 +110,9 @@ export async function minorityPartition(fleet: Fleet, options: { readonly writes
   }
   const healedAt = Date.now();
   await fleet.net.heal(minority);
+  // Read at once, while the server cut off is still behind (decision 0210), and once it caught up.
+  const atOnce = await greetingOf(fleet);
+  const readMs = Date.now() - healedAt;
   const caughtUp = await caughtUpAfter(fleet, minority, healedAt);
   const last = written.at(-1);
   const kept = await greetingOf(fleet);
@@ -124,8 +127,12 @@ export async function minorityPartition(fleet: Fleet, options: { readonly writes
     notes: [
       `${written.length} of ${options.writes} writes acknowledged on the majority`,
       `${minority} current again ${(caughtUp / 1000).toFixed(1)} s after the heal`,
+      `mesh config get at once gave ${atOnce === last ? "the newest write" : atOnce} in ${(readMs / 1000).toFixed(1)} s`,
     ],
     wrong: [
+      ...(last !== undefined && atOnce !== last
+        ? [`mesh config get at once after the heal gave ${atOnce}, not the newest write ${last}`]
+        : []),
       ...(failed > 0
         ? [`${failed} writes refused on the majority (${[...refusals].join("; ")})`]
         : []),

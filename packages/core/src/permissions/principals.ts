@@ -38,6 +38,7 @@ import {
   inbox,
   kvGet,
   kvRead,
+  kvReadFromLeader,
   kvReadWrite,
   kvWatch,
   kvWrite,
@@ -74,7 +75,8 @@ export function hostGrant(input: { readonly node: string }): Permissions {
       kvWrite(Bucket.have, `${ownKey}.>`),
       kvGet(Bucket.have, `${ownKey}.>`),
       objRead(ObjectStore.artifacts),
-      kvRead(Bucket.config),
+      // Through the leader: what it serves its runtime is what the cluster acknowledged.
+      kvReadFromLeader(Bucket.config),
       subscribeTo(provisionSubject(node), provisionModuleWildcard(node)),
       // The provisioner client is a NATS service: its discovery subjects come with it.
       serviceDiscovery(PROVISION_SERVICE),
@@ -123,7 +125,8 @@ export function operatorGrant(_input: { readonly node: string }): Permissions {
 function operatorReads(): Rights {
   const reads = Object.values(Bucket).filter((b) => b !== Bucket.secrets);
   return merge(
-    ...reads.map(kvRead),
+    // `mesh config get` reads what the cluster acknowledged, through the leader (decision 0210).
+    ...reads.map((b) => (b === Bucket.config ? kvReadFromLeader(b) : kvRead(b))),
     streamRead(Stream.conditions, streamFilter(Stream.conditions)),
     streamRead(Stream.logs, streamFilter(Stream.logs)),
     streamRead(Stream.toolStats, streamFilter(Stream.toolStats)),

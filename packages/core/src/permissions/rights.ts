@@ -123,6 +123,17 @@ export function kvWrite(bucket: string, keys = ">"): Rights {
 export const kvReadWrite = (bucket: string): Rights => merge(kvRead(bucket), kvWrite(bucket));
 
 /**
+ * A whole bucket read, also through the stream's leader (`STREAM.MSG.GET`, the key in the body):
+ * for a reader that must be answered by a current copy (decision 0210). It reads every key
+ * anyway, so the key in the body widens nothing.
+ */
+export const kvReadFromLeader = (bucket: string): Rights =>
+  merge(kvRead(bucket), {
+    publish: [`$JS.API.STREAM.MSG.GET.${kvStreamName(bucket)}`],
+    subscribe: [],
+  });
+
+/**
  * A module's own state: read-write, and also read through the stream's leader
  * (`STREAM.MSG.GET`, the key in the body). A direct get is answered by any copy, one still
  * catching up included, so a daemon that reads its total at start after a server died could read

@@ -252,6 +252,18 @@ export async function unsetConfig(
   };
 }
 
+/**
+ * Every value set for `module`'s config (`<module>.<key>[.<node>]`), as the cluster acknowledged
+ * it: read through the config bucket's leader (decision 0210), so a copy still catching up after
+ * a partition cannot answer with what stood before the newest writes.
+ */
+export async function configValues(
+  bus: MeshBus,
+  module: string,
+): Promise<Map<string, ConfigValue>> {
+  return readAll(await KvBucket.open(bus, Bucket.config, { fromLeader: true }), `${module}.>`);
+}
+
 interface ConfigRow {
   readonly key: string;
   readonly declared: boolean;
@@ -272,7 +284,7 @@ export async function configGet(
   if (key !== undefined) checkName("config key", key);
   const node = nodeOf(options);
   await using bus = await connect(options);
-  const values = await readAll(await KvBucket.open(bus, Bucket.config), `${module}.>`);
+  const values = await configValues(bus, module);
   const declared = await declaredConfig(bus, module);
   const rows = new Map<string, ConfigRow>();
   const row = (name: string): ConfigRow => {

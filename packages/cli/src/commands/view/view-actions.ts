@@ -2,12 +2,10 @@
  * The CLI's own verbs as the view's page does them (`ViewActions`): each is the function the
  * verb itself calls, on the view's bus, so the page and the terminal cannot drift apart.
  */
-import { KvBucket } from "@mesh/bus";
-import { Bucket, parseConfigKey } from "@mesh/protocol";
+import { parseConfigKey } from "@mesh/protocol";
 import type { ViewActions } from "@mesh/view";
-import { readAll } from "../../read-bucket.js";
 import { assign, put } from "../module/assign.js";
-import { declaredConfig, setConfig, unsetConfig } from "../config/config.js";
+import { configValues, declaredConfig, setConfig, unsetConfig } from "../config/config.js";
 import { addModule } from "../module/module.js";
 import { retry } from "../module/retry.js";
 import { steerRollout } from "../rollout/rollout-steer.js";
@@ -35,7 +33,7 @@ export const viewActions: ViewActions = {
   },
   configKeys: async (bus, module) => {
     const values: Record<string, unknown> = {};
-    for (const [k, v] of await readAll(await KvBucket.open(bus, Bucket.config), `${module}.>`)) {
+    for (const [k, v] of await configValues(bus, module)) {
       const parsed = parseConfigKey(k);
       if (parsed.module !== module) continue;
       values[parsed.node === undefined ? parsed.key : `${parsed.key}.${parsed.node}`] = v.value;
