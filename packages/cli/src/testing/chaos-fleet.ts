@@ -1,7 +1,9 @@
 /**
  * `npm run chaos -- --fleet`: the network scenarios (issue 23.2) on a fleet of its own — three
  * bus servers and three nodes on network namespaces (fleet.ts) — one after another, each measured
- * by fleet-faults.ts. Prints a table and writes it into docs/reliability.md between its markers.
+ * by fleet-faults.ts; then slow-lossy-links on a fleet of its own whose node links are slow and
+ * lossy from the start (fleet-link-faults.ts). Prints a table and writes it into
+ * docs/reliability.md between its markers.
  * `--away S` sets how long the node stays cut off (300 s by default, as the issue asks).
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -16,6 +18,7 @@ import {
   serverKillAndPartition,
   serverPartition,
 } from "./fleet-server-faults.js";
+import { slowLossyLinks, startSlowFleet } from "./fleet-link-faults.js";
 
 const REPORT = new URL("../../../../docs/reliability.md", import.meta.url);
 const BEGIN = "<!-- chaos-fleet:begin -->";
@@ -29,6 +32,7 @@ export const SCENARIOS = [
   "minority-partition",
   "server-kill-and-partition",
   "refused-joins",
+  "slow-lossy-links",
 ] as const;
 
 export interface FleetChaosOptions {
@@ -46,25 +50,34 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
   const known: readonly string[] = SCENARIOS.filter(
     (n) => options.only === undefined || options.only.includes(n),
   );
-  const fleet = await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) });
+  const shared = known.some((n) => n !== "slow-lossy-links");
+  const fleet = shared
+    ? await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) })
+    : undefined;
   const results: NetFaultResult[] = [];
-  const scenarios: [string, () => Promise<NetFaultResult>][] = [
+  type Run = () => Promise<NetFaultResult>;
+  const scenarios: [string, (fleet: Fleet) => Promise<NetFaultResult>][] = [
     [
       "node-partition",
-      () => nodePartition(fleet, { node: "n1", caller: "n2", awayMs: options.awayMs }),
+      (fleet) => nodePartition(fleet, { node: "n1", caller: "n2", awayMs: options.awayMs }),
     ],
-    ["away-through-changes", () => awayThroughChanges(fleet, { node: "n2" })],
-    ["server-partition", () => serverPartition(fleet, { node: "n3", awayMs: 30_000 })],
-    ["minority-partition", () => minorityPartition(fleet, { writes: 10 })],
+    ["away-through-changes", (fleet) => awayThroughChanges(fleet, { node: "n2" })],
+    ["server-partition", (fleet) => serverPartition(fleet, { node: "n3", awayMs: 30_000 })],
+    ["minority-partition", (fleet) => minorityPartition(fleet, { writes: 10 })],
     [
       "server-kill-and-partition",
-      () => serverKillAndPartition(fleet, { caller: "n2", counterNode: "n3", awayMs: 30_000 }),
+      (fleet) => serverKillAndPartition(fleet, { caller: "n2", counterNode: "n3", awayMs: 30_000 }),
     ],
-    ["refused-joins", () => refusedJoins(fleet)],
+    ["refused-joins", (fleet) => refusedJoins(fleet)],
+  ];
+  const runs: [string, Run][] = [
+    ...(fleet === undefined ? [] : scenarios.map(([n, r]): [string, Run] => [n, () => r(fleet)])),
+    // On a fleet of its own, alone: the shared one is stopped first.
+    ["slow-lossy-links", async () => (await fleet?.stop(), onSlowFleet(say))],
   ];
   let bad = 0;
   try {
-    for (const [name, run] of scenarios.filter(([n]) => known.includes(n))) {
+    for (const [name, run] of runs.filter(([n]) => known.includes(n))) {
       say(`${name} …`);
       const result = await run().catch((error: unknown): NetFaultResult => ({
         fault: name,
@@ -83,13 +96,23 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
       );
     }
   } finally {
-    await fleet.stop();
+    await fleet?.stop();
   }
   const table = fleetTable(results);
   const took = Math.round((Date.now() - startedAt) / 1000);
   say(`\n${table}\n\n${results.length - bad} held, ${bad} did not; ${took} s in all`);
   if (options.write && options.only === undefined) await writeReport(table, took);
   return bad;
+}
+
+/** slow-lossy-links on a fleet of its own, whose node links are slow from before they join. */
+async function onSlowFleet(say: (line: string) => void): Promise<NetFaultResult> {
+  const slow = await startSlowFleet({ nodes: 3, say: (line) => say(`slow fleet: ${line}`) });
+  try {
+    return await slowLossyLinks(slow, { caller: "n1", callee: "n2", callMs: 60_000 });
+  } finally {
+    await slow.stop();
+  }
 }
 
 /** The results as docs/reliability.md shows them. */
