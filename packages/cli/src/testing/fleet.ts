@@ -321,8 +321,12 @@ export class Fleet {
    * host's own sockets in its namespace; undefined while it is connected to none.
    */
   async connectedServer(node: string): Promise<number | undefined> {
+    // The host is the join's child since the join hands the node to a host build (decision
+    // 0200); the join's own sockets are read too, for a join that runs the host itself.
     const pid = this.node(node).join.pid;
-    const remotes = await establishedRemotes(pid);
+    const remotes: string[] = [];
+    for (const p of [pid, ...(await childrenOf(pid))])
+      remotes.push(...(await establishedRemotes(p)));
     const index = this.servers.findIndex((s) => remotes.includes(`${s.address}:${FLEET_PORT}`));
     return index < 0 ? undefined : index;
   }
@@ -354,6 +358,15 @@ export class Fleet {
     await this.net.remove();
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The pids of a process's children. */
+async function childrenOf(pid: number): Promise<number[]> {
+  const listed = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
+  return listed
+    .split(/\s+/)
+    .filter((p) => p !== "")
+    .map(Number);
 }
 
 /** `a.b.c.d:port` of every established TCP connection of process `pid`. */
