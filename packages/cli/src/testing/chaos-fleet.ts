@@ -1,8 +1,8 @@
 /**
  * `npm run chaos -- --fleet`: the network scenarios (issue 23.2) on a fleet of its own — three
  * bus servers and three nodes on network namespaces (fleet.ts) — one after another, each measured
- * by fleet-faults.ts; then slow-lossy-links on a fleet of its own whose node links are slow and
- * lossy from the start (fleet-link-faults.ts). Prints a table and writes it into
+ * by fleet-faults.ts; then slow-lossy-links and slow-server-partition on a fleet of their own whose
+ * node links are slow and lossy from the start (fleet-link-faults.ts). Prints a table and writes it into
  * docs/reliability.md between its markers.
  * `--away S` sets how long the node stays cut off (300 s by default, as the issue asks).
  */
@@ -18,7 +18,7 @@ import {
   serverKillAndPartition,
   serverPartition,
 } from "./fleet-server-faults.js";
-import { slowLossyLinks, startSlowFleet } from "./fleet-link-faults.js";
+import { slowLossyLinks, slowServerPartition, startSlowFleet } from "./fleet-link-faults.js";
 
 const REPORT = new URL("../../../../docs/reliability.md", import.meta.url);
 const BEGIN = "<!-- chaos-fleet:begin -->";
@@ -33,6 +33,7 @@ export const SCENARIOS = [
   "server-kill-and-partition",
   "refused-joins",
   "slow-lossy-links",
+  "slow-server-partition",
 ] as const;
 
 export interface FleetChaosOptions {
@@ -50,11 +51,19 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
   const known: readonly string[] = SCENARIOS.filter(
     (n) => options.only === undefined || options.only.includes(n),
   );
-  const shared = known.some((n) => n !== "slow-lossy-links");
+  const shared = known.some((n) => !n.startsWith("slow-"));
   const fleet = shared
     ? await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) })
     : undefined;
   const results: NetFaultResult[] = [];
+  // The slow scenarios run on a fleet of their own whose node links are slow from before the
+  // nodes join, alone: the shared fleet is stopped first.
+  let slow: Promise<Fleet> | undefined;
+  const slowFleet = async () => {
+    await fleet?.stop();
+    slow ??= startSlowFleet({ nodes: 3, say: (line) => say(`slow fleet: ${line}`) });
+    return slow;
+  };
   type Run = () => Promise<NetFaultResult>;
   const scenarios: [string, (fleet: Fleet) => Promise<NetFaultResult>][] = [
     [
@@ -72,8 +81,14 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
   ];
   const runs: [string, Run][] = [
     ...(fleet === undefined ? [] : scenarios.map(([n, r]): [string, Run] => [n, () => r(fleet)])),
-    // On a fleet of its own, alone: the shared one is stopped first.
-    ["slow-lossy-links", async () => (await fleet?.stop(), onSlowFleet(say))],
+    [
+      "slow-lossy-links",
+      async () => slowLossyLinks(await slowFleet(), { caller: "n1", callee: "n2", callMs: 60_000 }),
+    ],
+    [
+      "slow-server-partition",
+      async () => slowServerPartition(await slowFleet(), { node: "n3", awayMs: 30_000 }),
+    ],
   ];
   let bad = 0;
   try {
@@ -97,22 +112,13 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
     }
   } finally {
     await fleet?.stop();
+    await (await slow?.catch(() => undefined))?.stop();
   }
   const table = fleetTable(results);
   const took = Math.round((Date.now() - startedAt) / 1000);
   say(`\n${table}\n\n${results.length - bad} held, ${bad} did not; ${took} s in all`);
   if (options.write && options.only === undefined) await writeReport(table, took);
   return bad;
-}
-
-/** slow-lossy-links on a fleet of its own, whose node links are slow from before they join. */
-async function onSlowFleet(say: (line: string) => void): Promise<NetFaultResult> {
-  const slow = await startSlowFleet({ nodes: 3, say: (line) => say(`slow fleet: ${line}`) });
-  try {
-    return await slowLossyLinks(slow, { caller: "n1", callee: "n2", callMs: 60_000 });
-  } finally {
-    await slow.stop();
-  }
 }
 
 /** The results as docs/reliability.md shows them. */

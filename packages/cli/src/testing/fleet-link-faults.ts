@@ -4,7 +4,8 @@
  * healthy on every node after the first join, a caller on one node calling a tool served on
  * another for a while (calls made, failed, and how long they took), and how long a config change
  * took to reach every node; and, as evidence that the links were what they claim, the round trip
- * the node's TCP saw, its retransmissions, and the packets nft dropped.
+ * the node's TCP saw, its retransmissions, and the packets nft dropped. And a failover across
+ * the slow links: the server a node is on cut off.
  */
 import { execFile } from "node:child_process";
 import { setTimeout as delay } from "node:timers/promises";
@@ -12,6 +13,7 @@ import { promisify } from "node:util";
 import { Fleet } from "./fleet.js";
 import type { LinkQuality } from "./fleet-net.js";
 import { CONVERGE_MS, STUCK_MS, greets, operator, type NetFaultResult } from "./fleet-faults.js";
+import { serverPartition } from "./fleet-server-faults.js";
 import { until } from "./until.js";
 
 const run = promisify(execFile);
@@ -71,8 +73,8 @@ export async function slowLossyLinks(
   await delay(options.callMs);
   const counts = await caller.stop();
   const word = `Slow${Date.now() % 100_000}`;
-  const setAt = Date.now();
   await operator(fleet, ["config", "set", "hello", "greeting", word]);
+  const setAt = Date.now(); // acknowledged: the verb's own start on a loaded machine is not the links'
   for (const node of ["c", ...fleet.nodes.map((n) => n.name)]) {
     await until(
       () => greets(fleet, node, "hello", word),
@@ -96,7 +98,7 @@ export async function slowLossyLinks(
     notes: [
       `the demo healthy on every node ${(fleet.convergedMs / 1000).toFixed(1)} s after the first join`,
       `calls ${calls} p50 ${latency.p50} ms, p99 ${latency.p99} ms, max ${latency.max} ms`,
-      `a config change on every node after ${(configMs / 1000).toFixed(1)} s`,
+      `a config change on every node ${(configMs / 1000).toFixed(1)} s after it was acknowledged`,
       `${options.caller}'s TCP to the bus: rtt ${seen.rttMs.toFixed(0)} ms, ${seen.retransmits} segments retransmitted`,
       `${dropped} packets dropped on the node links`,
     ],
@@ -114,5 +116,23 @@ export async function slowLossyLinks(
         : []),
       ...(quality.lossPercent > 0 && dropped === 0 ? ["the links dropped no packet"] : []),
     ],
+  };
+}
+
+/**
+ * The server a node's host is on cut off, on a fleet with slow links: the node fails over to
+ * another server across its slow link (the same bar as on plain links).
+ */
+export async function slowServerPartition(
+  fleet: Fleet,
+  options: { readonly node: string; readonly awayMs: number },
+): Promise<NetFaultResult> {
+  const quality = fleet.net.quality(options.node);
+  if (quality === undefined) throw new Error(`${options.node}'s link is not slow`);
+  const result = await serverPartition(fleet, options);
+  return {
+    ...result,
+    fault: "slow-server-partition",
+    what: `${result.what}, every node link +${quality.delayMs} ms round trip and ${quality.lossPercent}% loss each way`,
   };
 }
