@@ -82,6 +82,18 @@ if ! command -v python3 >/dev/null 2>&1; then
   fi
 fi
 
+# nftables: the fleet's slow, lossy links (decision 0213) drop packets with nft in a node's network
+# namespace; the fleet's tests need root, so a root machine gets it here.
+if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "nft is missing: installing it from the system's packages (apt-get install nftables)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables >&2
+  else
+    say "nft is missing: a fleet's lossy links cannot be made (npm run fleet -- --loss, the slow-links test). As root on Debian or Ubuntu: apt-get install -y nftables."
+  fi
+fi
+
 # Build, unless no source or config changed since the last build (a stamp file says when):
 # `./mesh <verb>` runs this every time, and even an incremental tsc takes seconds. `npm run build`
 # makes the same outputs and touches the same stamp, so ./mesh does not build again after it.

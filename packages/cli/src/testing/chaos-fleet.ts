@@ -1,7 +1,9 @@
 /**
  * `npm run chaos -- --fleet`: the network scenarios (issue 23.2) on a fleet of its own — three
  * bus servers and three nodes on network namespaces (fleet.ts) — one after another, each measured
- * by fleet-faults.ts. Prints a table and writes it into docs/reliability.md between its markers.
+ * by fleet-faults.ts; then slow-lossy-links and slow-server-partition on a fleet of their own whose
+ * node links are slow and lossy from the start (fleet-link-faults.ts). Prints a table and writes it into
+ * docs/reliability.md between its markers.
  * `--away S` sets how long the node stays cut off (300 s by default, as the issue asks).
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -16,6 +18,7 @@ import {
   serverKillAndPartition,
   serverPartition,
 } from "./fleet-server-faults.js";
+import { slowLossyLinks, slowServerPartition, startSlowFleet } from "./fleet-link-faults.js";
 
 const REPORT = new URL("../../../../docs/reliability.md", import.meta.url);
 const BEGIN = "<!-- chaos-fleet:begin -->";
@@ -29,6 +32,8 @@ export const SCENARIOS = [
   "minority-partition",
   "server-kill-and-partition",
   "refused-joins",
+  "slow-lossy-links",
+  "slow-server-partition",
 ] as const;
 
 export interface FleetChaosOptions {
@@ -46,25 +51,48 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
   const known: readonly string[] = SCENARIOS.filter(
     (n) => options.only === undefined || options.only.includes(n),
   );
-  const fleet = await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) });
+  const shared = known.some((n) => !n.startsWith("slow-"));
+  const fleet = shared
+    ? await Fleet.start({ nodes: 3, servers: 3, say: (line) => say(`fleet: ${line}`) })
+    : undefined;
   const results: NetFaultResult[] = [];
-  const scenarios: [string, () => Promise<NetFaultResult>][] = [
+  // The slow scenarios run on a fleet of their own whose node links are slow from before the
+  // nodes join, alone: the shared fleet is stopped first.
+  let slow: Promise<Fleet> | undefined;
+  const slowFleet = async () => {
+    await fleet?.stop();
+    slow ??= startSlowFleet({ nodes: 3, say: (line) => say(`slow fleet: ${line}`) });
+    return slow;
+  };
+  type Run = () => Promise<NetFaultResult>;
+  const scenarios: [string, (fleet: Fleet) => Promise<NetFaultResult>][] = [
     [
       "node-partition",
-      () => nodePartition(fleet, { node: "n1", caller: "n2", awayMs: options.awayMs }),
+      (fleet) => nodePartition(fleet, { node: "n1", caller: "n2", awayMs: options.awayMs }),
     ],
-    ["away-through-changes", () => awayThroughChanges(fleet, { node: "n2" })],
-    ["server-partition", () => serverPartition(fleet, { node: "n3", awayMs: 30_000 })],
-    ["minority-partition", () => minorityPartition(fleet, { writes: 10 })],
+    ["away-through-changes", (fleet) => awayThroughChanges(fleet, { node: "n2" })],
+    ["server-partition", (fleet) => serverPartition(fleet, { node: "n3", awayMs: 30_000 })],
+    ["minority-partition", (fleet) => minorityPartition(fleet, { writes: 10 })],
     [
       "server-kill-and-partition",
-      () => serverKillAndPartition(fleet, { caller: "n2", counterNode: "n3", awayMs: 30_000 }),
+      (fleet) => serverKillAndPartition(fleet, { caller: "n2", counterNode: "n3", awayMs: 30_000 }),
     ],
-    ["refused-joins", () => refusedJoins(fleet)],
+    ["refused-joins", (fleet) => refusedJoins(fleet)],
+  ];
+  const runs: [string, Run][] = [
+    ...(fleet === undefined ? [] : scenarios.map(([n, r]): [string, Run] => [n, () => r(fleet)])),
+    [
+      "slow-lossy-links",
+      async () => slowLossyLinks(await slowFleet(), { caller: "n1", callee: "n2", callMs: 60_000 }),
+    ],
+    [
+      "slow-server-partition",
+      async () => slowServerPartition(await slowFleet(), { node: "n3", awayMs: 30_000 }),
+    ],
   ];
   let bad = 0;
   try {
-    for (const [name, run] of scenarios.filter(([n]) => known.includes(n))) {
+    for (const [name, run] of runs.filter(([n]) => known.includes(n))) {
       say(`${name} …`);
       const result = await run().catch((error: unknown): NetFaultResult => ({
         fault: name,
@@ -83,7 +111,8 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
       );
     }
   } finally {
-    await fleet.stop();
+    await fleet?.stop();
+    await (await slow?.catch(() => undefined))?.stop();
   }
   const table = fleetTable(results);
   const took = Math.round((Date.now() - startedAt) / 1000);

@@ -33,6 +33,8 @@ export interface CallerCounts {
   readonly lostWrites: number;
   /** counter's tool reads (any copy answers) that were lower than one before. */
   readonly staleReads: number;
+  /** How long the answered calls took, in ms (in the report at its end). */
+  readonly latencyMs?: { readonly p50: number; readonly p99: number; readonly max: number };
   readonly stopped: boolean;
 }
 
@@ -69,6 +71,7 @@ let acknowledged = 0;
 let lostWrites = 0;
 let toolMax = 0;
 let staleReads = 0;
+const took: number[] = [];
 const leaderBus =
   values["leader-credential"] === undefined
     ? undefined
@@ -109,6 +112,12 @@ async function leaderRead(key: string): Promise<number | undefined> {
     return undefined;
   }
 }
+function percentiles(ms: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number) => Math.round(sorted[Math.ceil(q * sorted.length) - 1] ?? 0);
+  return { p50: at(0.5), p99: at(0.99), max: at(1) };
+}
+
 let stopping = false;
 const print = (stopped: boolean) => {
   const counts: CallerCounts = {
@@ -120,6 +129,7 @@ const print = (stopped: boolean) => {
     acknowledged,
     lostWrites,
     staleReads,
+    ...(stopped ? { latencyMs: percentiles(took) } : {}),
     stopped,
   };
   process.stdout.write(`${JSON.stringify(counts)}\n`);
@@ -132,10 +142,12 @@ while (!stopping) {
     if (stopping) break;
     try {
       const input = call.tool === "greet" ? { name: "Ada" } : {};
+      const started = performance.now();
       const reply = await request(bus, toolSubject(call.node, call.module, call.tool), input, {
         timeoutMs,
       });
       answered += 1;
+      took.push(performance.now() - started);
       const total = (reply as { total?: unknown } | undefined)?.total;
       if (call.module === "counter" && typeof total === "number") {
         if (total < toolMax) staleReads += 1;

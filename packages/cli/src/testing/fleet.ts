@@ -19,7 +19,7 @@ import { deadline, processesNaming, reapWithMe } from "@mesh/bus/testing";
 import type { CallerCounts } from "./fleet-caller.js";
 import { Bucket, nodeModuleKey, toolSubject } from "@mesh/protocol";
 import { DEMO_HEALTHY, DemoMesh } from "./demo-mesh.js";
-import { FleetNet, type FleetMember } from "./fleet-net.js";
+import { FleetNet, linkQualityProblem, type FleetMember, type LinkQuality } from "./fleet-net.js";
 import { runMesh, startMesh, type MeshProcess } from "./run-mesh.js";
 import { until } from "./until.js";
 
@@ -46,6 +46,8 @@ export interface FleetOptions {
   readonly servers?: number;
   /** How long the mesh and each node may take to come up (default 5 min). */
   readonly upTimeoutMs?: number;
+  /** Every node's link made slow and lossy before it joins (decision 0213). */
+  readonly link?: LinkQuality;
   readonly say?: (line: string) => void;
 }
 
@@ -66,6 +68,9 @@ export class Fleet {
   readonly control: DemoMesh;
   readonly servers: readonly FleetMember[];
   readonly nodes: readonly FleetNode[];
+  /** From the first node's `mesh join` until every node ran the demo healthy. */
+  convergedMs = 0;
+  #stopping: Promise<void> | undefined;
   readonly #say: (line: string) => void;
 
   private constructor(init: {
@@ -94,6 +99,8 @@ export class Fleet {
     if (count !== 1 && (count < 3 || count > 7)) {
       throw new Error(`--servers takes 1, or 3 to 7 for a cluster, got ${count}`);
     }
+    const problem = options.link === undefined ? undefined : linkQualityProblem(options.link);
+    if (problem !== undefined) throw new Error(problem);
     const net = await FleetNet.create();
     const dir = await mkdtemp(join(tmpdir(), `mesh-fleet-${net.subnet}-`));
     const timeout = options.upTimeoutMs ?? 300_000;
@@ -108,6 +115,12 @@ export class Fleet {
       for (let i = 1; i <= count; i++) servers.push(await net.add(`s${i}`, 10 + i));
       const members: FleetMember[] = [];
       for (let j = 1; j <= options.nodes; j++) members.push(await net.add(`n${j}`, 100 + j));
+      if (options.link !== undefined) {
+        for (const member of members) await net.slow(member.name, options.link);
+        say(
+          `every node's link adds ${options.link.delayMs} ms round trip and drops ${options.link.lossPercent}% each way`,
+        );
+      }
       const mesh = new DemoMesh({
         root: join(dir, "c"),
         port: FLEET_PORT,
@@ -124,6 +137,7 @@ export class Fleet {
       );
       await mesh.up(timeout);
       fleet = new Fleet({ net, dir, control: mesh, servers, nodes, say });
+      const joinedFrom = Date.now();
       for (const member of members) nodes.push(await fleet.#join(member));
       say(
         `${nodes.length} nodes joined; waiting until each runs ${DEMO_HEALTHY.join(", ")} healthy`,
@@ -136,6 +150,7 @@ export class Fleet {
           { explain: () => fleet?.account(node.name) ?? Promise.resolve("") },
         );
       }
+      fleet.convergedMs = Date.now() - joinedFrom;
       return fleet;
     } catch (error) {
       if (fleet !== undefined) await fleet.stop();
@@ -306,8 +321,12 @@ export class Fleet {
    * host's own sockets in its namespace; undefined while it is connected to none.
    */
   async connectedServer(node: string): Promise<number | undefined> {
+    // The host is the join's child since the join hands the node to a host build (decision
+    // 0200); the join's own sockets are read too, for a join that runs the host itself.
     const pid = this.node(node).join.pid;
-    const remotes = await establishedRemotes(pid);
+    const remotes: string[] = [];
+    for (const p of [pid, ...(await childrenOf(pid))])
+      remotes.push(...(await establishedRemotes(p)));
     const index = this.servers.findIndex((s) => remotes.includes(`${s.address}:${FLEET_PORT}`));
     return index < 0 ? undefined : index;
   }
@@ -319,11 +338,17 @@ export class Fleet {
     return `${status?.stdout ?? ""}${status?.stderr ?? ""}${host === "" ? "" : `\n--- ${node}'s host ---\n${host}`}`;
   }
 
-  /** Stops every node's host and its processes, then the control plane, then the network. */
-  async stop(): Promise<void> {
-    for (const node of this.nodes) {
-      process.kill(node.join.pid, "SIGTERM");
-    }
+  /**
+   * Stops every node's host and its processes, then the control plane, then the network.
+   * Stopping twice is harmless.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    for (const node of this.nodes) signal(node.join.pid, "SIGTERM");
     for (const node of this.nodes) await node.join.ended(30_000).catch(() => undefined);
     for (const pid of await processesNaming(this.dir)) {
       if (pid !== this.control.upPid) signal(pid, "SIGKILL");
@@ -333,6 +358,15 @@ export class Fleet {
     await this.net.remove();
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The pids of a process's children. */
+async function childrenOf(pid: number): Promise<number[]> {
+  const listed = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
+  return listed
+    .split(/\s+/)
+    .filter((p) => p !== "")
+    .map(Number);
 }
 
 /** `a.b.c.d:port` of every established TCP connection of process `pid`. */
