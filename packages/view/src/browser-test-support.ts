@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
+import type { View } from "./start-view.js";
+import type { TestMesh } from "./test-support.js";
 
 const CHROMIUM = process.env["MESH_CHROMIUM"] ?? "/usr/bin/chromium";
 
@@ -30,10 +32,14 @@ export async function launch(): Promise<Browser> {
   });
 }
 
+/** A step of a browser test: its name (said, and its screenshot named, when it fails) and its work. */
+export type Step<T> = readonly [name: string, run: (t: T) => Promise<void>];
+
 /**
  * One browser test's Chromium: launched by the first page asked of it (call that in the test, not
  * in before(): a machine without Chromium then fails the test, by name), the errors of all its
- * pages collected, and steps that save the page last opened when they fail. after() closes it.
+ * pages collected, and steps that save the page last opened when they fail. Closed by the suite's
+ * after hook, which it registers first of the suite's: make it before the suite's own after().
  */
 export class TestChromium {
   /** What the pages threw; a test ends by asserting it is empty. */
@@ -42,9 +48,12 @@ export class TestChromium {
   #browser: Browser | undefined;
   #page: Page | undefined;
 
-  /** Each page waits at most `waitMs` for anything. */
-  constructor(waitMs: number) {
+  /** Each page waits at most `waitMs` for anything; `after` is the suite's (`node:test`'s). */
+  constructor(waitMs: number, hooks: { readonly after: (fn: () => Promise<void>) => void }) {
     this.#waitMs = waitMs;
+    hooks.after(async () => {
+      await this.#browser?.close();
+    });
   }
 
   /** A page in a context of its own (another operator); failing steps save it from now on. */
@@ -58,8 +67,10 @@ export class TestChromium {
   readonly step = (name: string, run: () => Promise<void>): Promise<void> =>
     stepper(() => this.#page, this.pageErrors)(name, run);
 
-  async close(): Promise<void> {
-    await this.#browser?.close();
+  /** Runs `steps` in order, each handed `t`, as steps; then checks that no page threw. */
+  async steps<T>(t: T, steps: ReadonlyArray<Step<T>>): Promise<void> {
+    for (const [name, run] of steps) await this.step(name, () => run(t));
+    assert.deepEqual(this.pageErrors, []);
   }
 }
 
@@ -80,6 +91,37 @@ export async function pageOf(
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.setDefaultTimeout(waitMs);
   return page;
+}
+
+/** Opens the view at `url` (its page, or a login link to it) and waits until it shows the mesh. */
+export async function openView(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready]");
+}
+
+/** What a step of a browser test of the view works with: the page, the mesh and the view on it. */
+export interface OnTheView<Mesh = TestMesh> {
+  readonly page: Page;
+  readonly mesh: Mesh;
+  readonly view: View;
+}
+
+/**
+ * Runs `steps` on a new page that first opens the view (the step "open"), each handed the page,
+ * the mesh and the view; then checks that no page threw. Call it in the test, not in before(): a
+ * machine without Chromium then fails the test, by name.
+ */
+export async function stepsOnTheView<Mesh>(
+  chromium: TestChromium,
+  on: { readonly mesh: Mesh; readonly view: View },
+  steps: ReadonlyArray<Step<OnTheView<Mesh>>>,
+): Promise<void> {
+  const page = await chromium.newPage();
+  const { mesh, view } = on;
+  await chromium.steps<OnTheView<Mesh>>({ page, mesh, view }, [
+    ["open", () => openView(page, view.url)],
+    ...steps,
+  ]);
 }
 
 /** Saves the page as `test-results/view/<name>.png`. */

@@ -8,63 +8,42 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Locator, Page } from "playwright-core";
+import type { Locator } from "playwright-core";
 import { Bucket, logsSubject, nodeModuleKey, type LogLine } from "@mesh/protocol";
 import { KvBucket, flush, publish, sayCondition } from "@mesh/bus";
 import { stretched } from "@mesh/bus/testing";
 import { cellConditionName } from "@mesh/core";
-import { TestChromium, keepScreenshot } from "./browser-test-support.js";
-import { startView, type View } from "./start-view.js";
-import { digestOf, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
+import {
+  TestChromium,
+  keepScreenshot,
+  stepsOnTheView,
+  type OnTheView,
+} from "./browser-test-support.js";
+import { digestOf, viewSuite } from "./test-support.js";
 
 const WAIT_MS = stretched(4_000);
 
 describe("the view as a console in Chromium", () => {
-  let mesh: TestMesh;
-  let view: View;
-  const chromium = new TestChromium(WAIT_MS);
-  const { step } = chromium;
+  const chromium = new TestChromium(WAIT_MS, { after });
+  const fx = viewSuite({ before, after });
 
-  before(async () => {
-    mesh = await startTestMesh();
-    await seedMesh(mesh.admin);
-    view = await startView({ bus: mesh.operator, actor: "ada" });
-  });
-  after(async () => {
-    await chromium.close();
-    await view?.close();
-    await mesh?.stop();
-  });
-
-  it("streams a module's logs and shows a cell's history", async () => {
-    const page = await chromium.newPage();
-    const t: Steps = { page, mesh, view };
-    await step("open", async () => {
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-ready]");
-    });
-    await step("logs on every node", () => logsOnEveryNode(t));
-    await step("logs stream as the module writes", () => logsStream(t));
-    await step("search and one node", () => searchAndOneNode(t));
-    await step("a cell's history after two builds and a set-back", () => cellHistory(t));
-    await step("a rollout's progress over time", () => rolloutProgress(t));
-    assert.deepEqual(chromium.pageErrors, []);
-  });
+  it("streams a module's logs and shows a cell's history", () =>
+    stepsOnTheView(chromium, fx, [
+      ["logs on every node", logsOnEveryNode],
+      ["logs stream as the module writes", logsStream],
+      ["search and one node", searchAndOneNode],
+      ["a cell's history after two builds and a set-back", cellHistory],
+      ["a rollout's progress over time", rolloutProgress],
+    ]));
 });
 
 /** One attribute of every element a locator finds, in order. */
 const attributes = async (locator: Locator, name: string): Promise<Array<string | null>> =>
   Promise.all((await locator.all()).map((l) => l.getAttribute(name)));
 
-interface Steps {
-  readonly page: Page;
-  readonly mesh: TestMesh;
-  readonly view: View;
-}
-
 /** Writes lines as a module's process does: on `mesh.logs.<node>.<module>`, into the stream. */
 async function write(
-  t: Steps,
+  t: OnTheView,
   node: string,
   lines: ReadonlyArray<Partial<LogLine>>,
 ): Promise<void> {
@@ -80,12 +59,12 @@ async function write(
   await flush(t.mesh.admin);
 }
 
-async function selectCell(t: Steps, node: string, module: string): Promise<void> {
+async function selectCell(t: OnTheView, node: string, module: string): Promise<void> {
   await t.page.locator(`td.cell[data-node="${node}"][data-module="${module}"]`).click();
   await t.page.locator("#detail h2", { hasText: `${module} on ${node}` }).waitFor();
 }
 
-async function logsOnEveryNode(t: Steps): Promise<void> {
+async function logsOnEveryNode(t: OnTheView): Promise<void> {
   // 150 lines on each node, written in turn: more than one page (200), fewer than two.
   for (let i = 0; i < 150; i += 1) {
     await write(t, "laptop", [{ line: `laptop tick ${i}` }]);
@@ -122,7 +101,7 @@ async function logsOnEveryNode(t: Steps): Promise<void> {
   );
 }
 
-async function logsStream(t: Steps): Promise<void> {
+async function logsStream(t: OnTheView): Promise<void> {
   await t.page.locator('[data-log-status="live"]').waitFor();
   await write(t, "rack-2", [
     { line: "counter: could not open its state", stream: "stderr" },
@@ -143,7 +122,7 @@ async function logsStream(t: Steps): Promise<void> {
   await keepScreenshot(t.page, "logs-every-node");
 }
 
-async function searchAndOneNode(t: Steps): Promise<void> {
+async function searchAndOneNode(t: OnTheView): Promise<void> {
   await t.page.locator("#log-search").fill("tick 14");
   // tick 14 and tick 140–149, on both nodes.
   await t.page.locator("#log-count", { hasText: "22 of 303 lines" }).waitFor();
@@ -162,7 +141,7 @@ async function searchAndOneNode(t: Steps): Promise<void> {
  * Build 1 ran healthy, build 2 came and failed, the assigner set the cell back to build 1 and
  * said so in a condition: the history shows each of these, the timeline the three bands.
  */
-async function cellHistory(t: Steps): Promise<void> {
+async function cellHistory(t: OnTheView): Promise<void> {
   const have = await KvBucket.open(t.mesh.admin, Bucket.have);
   const wants = await KvBucket.open(t.mesh.admin, Bucket.wants);
   const key = nodeModuleKey("rack-2", "counter");
@@ -254,7 +233,7 @@ async function cellHistory(t: Steps): Promise<void> {
  * The build that rack-2 took and was set back from is rolled out: the plot of its nodes over time
  * rose to one and fell back to none, against the two nodes admitted.
  */
-async function rolloutProgress(t: Steps): Promise<void> {
+async function rolloutProgress(t: OnTheView): Promise<void> {
   const second = `2-${digestOf("counter-2").slice(0, 8)}`;
   const first = (await (await KvBucket.open(t.mesh.admin, Bucket.have)).get("laptop.counter"))
     ?.value.build;

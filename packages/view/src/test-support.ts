@@ -24,8 +24,9 @@ import {
   type Request,
   type Served,
 } from "@mesh/bus";
-import { startTestServer, type TestServer, type TestUser } from "@mesh/bus/testing";
+import { standIn, startTestServer, type TestServer, type TestUser } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
+import { startView, type View } from "./start-view.js";
 
 export const OPERATOR_NODE = "laptop";
 
@@ -70,6 +71,44 @@ export async function startTestMesh(
     return stopping;
   };
   return { server, admin, operator, stop, [Symbol.asyncDispose]: stop };
+}
+
+type Hook = (fn: () => Promise<void>) => void;
+
+/** Filled in by the suite's `before`: read it inside the tests, never at the describe's level. */
+export interface ViewSuite {
+  readonly mesh: TestMesh;
+  /** The view on the mesh as the operator ada runs it. */
+  readonly view: View;
+}
+
+/**
+ * A test mesh (with `users` beside the operator), seeded, and the view on it as ada, started
+ * before the suite's tests; `setUp` runs between the seed and the view. After them, `tearDown`
+ * first, then the view is closed and the mesh stopped.
+ */
+export function viewSuite(
+  hooks: { readonly before: Hook; readonly after: Hook },
+  options: {
+    readonly users?: readonly TestUser[];
+    readonly setUp?: (mesh: TestMesh) => Promise<void>;
+    readonly tearDown?: () => Promise<void>;
+  } = {},
+): ViewSuite {
+  let mesh: TestMesh | undefined;
+  let made: ViewSuite | undefined;
+  hooks.before(async () => {
+    mesh = await startTestMesh(options.users === undefined ? {} : { users: options.users });
+    await seedMesh(mesh.admin);
+    await options.setUp?.(mesh);
+    made = { mesh, view: await startView({ bus: mesh.operator, actor: "ada" }) };
+  });
+  hooks.after(async () => {
+    await options.tearDown?.();
+    await made?.view.close();
+    await mesh?.stop();
+  });
+  return standIn("viewSuite", () => made);
 }
 
 /** A lowercase hex SHA-256 of a word, for digests that must look real. */

@@ -17,9 +17,8 @@ import { Env, RUNTIME_MODULE, RuntimeStatusFile, toolSubject } from "@mesh/proto
 import { writeCredential } from "@mesh/bus";
 import { credentialFor, reapWithMe, stretched, waitFor } from "@mesh/bus/testing";
 import { runtimeGrant } from "@mesh/core";
-import { TestChromium, keepScreenshot } from "./browser-test-support.js";
-import { startView, type View } from "./start-view.js";
-import { OPERATOR_NODE, seedMesh, startTestMesh, type TestMesh } from "./test-support.js";
+import { TestChromium, keepScreenshot, openView } from "./browser-test-support.js";
+import { OPERATOR_NODE, viewSuite, type TestMesh } from "./test-support.js";
 
 const WAIT_MS = stretched(10_000);
 /** The runtime files every 5 s and the page reads every 5 s: a plot may lag both, and a load. */
@@ -39,57 +38,51 @@ export default defineModule({
 });
 `;
 
-describe("a module's tool calls plotted in Chromium", () => {
-  let mesh: TestMesh;
-  let view: View;
-  let runtime: ChildProcess | undefined;
-  let dir: string;
-  const chromium = new TestChromium(WAIT_MS);
-  const { step } = chromium;
+/** The runtime's grant when it runs counter's tools bundle alone. */
+const RUNTIME_GRANT = runtimeGrant({
+  node: OPERATOR_NODE,
+  modules: [
+    {
+      module: "counter",
+      states: [],
+      reads: [],
+      calls: [],
+      bundles: [{ name: "tools", language: "typescript", entrypoints: ["t.ts"], loads: ["t.ts"] }],
+    },
+  ],
+  owners: {},
+});
 
-  before(async () => {
-    const grant = runtimeGrant({
-      node: OPERATOR_NODE,
-      modules: [
-        {
-          module: "counter",
-          states: [],
-          reads: [],
-          calls: [],
-          bundles: [
-            { name: "tools", language: "typescript", entrypoints: ["t.ts"], loads: ["t.ts"] },
-          ],
-        },
-      ],
-      owners: {},
-    });
-    mesh = await startTestMesh({ users: [{ ...RUNTIME_USER, permissions: grant.permissions }] });
-    await seedMesh(mesh.admin);
-    dir = await mkdtemp(join(tmpdir(), "mesh-view-tool-calls-"));
-    runtime = await startRuntime(mesh, dir);
-    view = await startView({ bus: mesh.operator, actor: "ada" });
-  });
-  after(async () => {
-    await chromium.close();
-    await view?.close();
-    if (runtime !== undefined && runtime.exitCode === null) {
-      const exited = new Promise((resolve) => runtime?.once("exit", resolve));
-      runtime.kill("SIGTERM");
-      await exited;
-    }
-    await mesh?.stop();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  });
+describe("a module's tool calls plotted in Chromium", () => {
+  let runtime: ChildProcess | undefined;
+  let dir: string | undefined;
+  const chromium = new TestChromium(WAIT_MS, { after });
+  const fx = viewSuite(
+    { before, after },
+    {
+      users: [{ ...RUNTIME_USER, permissions: RUNTIME_GRANT.permissions }],
+      setUp: async (mesh) => {
+        dir = await mkdtemp(join(tmpdir(), "mesh-view-tool-calls-"));
+        runtime = await startRuntime(mesh, dir);
+      },
+      tearDown: async () => {
+        if (runtime !== undefined && runtime.exitCode === null) {
+          const exited = new Promise((resolve) => runtime?.once("exit", resolve));
+          runtime.kill("SIGTERM");
+          await exited;
+        }
+        if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      },
+    },
+  );
 
   it("plots the calls and the error of tools called from the page", async () => {
     const page = await chromium.newPage();
-    await step("open", async () => {
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-ready]");
-    });
-    await step("call from the page", () => callFromThePage(page));
-    await step("the plot shows the calls and the error", () => plotShowsThem(page));
-    assert.deepEqual(chromium.pageErrors, []);
+    await chromium.steps(page, [
+      ["open", () => openView(page, fx.view.url)],
+      ["call from the page", callFromThePage],
+      ["the plot shows the calls and the error", plotShowsThem],
+    ]);
   });
 });
 

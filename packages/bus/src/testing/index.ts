@@ -37,6 +37,7 @@ export {
   type AccountsTestServer,
   type SignedLogin,
 } from "./accounts-harness.js";
+export { standIn } from "./stand-in.js";
 export {
   accountsSuite,
   busSuite,

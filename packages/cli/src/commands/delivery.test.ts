@@ -10,7 +10,6 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import type { MeshBus } from "@mesh/bus";
 import { KvBucket } from "@mesh/bus";
 import { credentialFor, deadline } from "@mesh/bus/testing";
 import { buildGrant } from "@mesh/core";
@@ -18,19 +17,29 @@ import { partsPrincipalGrant } from "@mesh/delivery";
 import { Bucket, Principal } from "@mesh/protocol";
 import { rawTar } from "@mesh/bus/testing";
 import { serveAssignerTools } from "../testing/assigner-tools.js";
-import { startOperatorBus, type OperatorBus } from "../testing/operator-bus.js";
+import { operatorBusSuite } from "../testing/operator-bus.js";
 
 const MAIN = fileURLToPath(new URL("../main.js", import.meta.url));
 const NODE = "n0";
 
 describe("delivery verbs", () => {
-  let bus: OperatorBus;
-  let dir: string;
-  let admin: MeshBus;
   const daemons: ChildProcess[] = [];
-
-  before(async () => {
-    bus = await startOperatorBus({
+  // Registered before the bus's: the daemons end before their bus goes.
+  after(async () => {
+    // Each daemon stopped by its own pid, gracefully.
+    await Promise.all(
+      daemons.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once("exit", () => resolve());
+            process.kill(child.pid as number, "SIGTERM");
+          }),
+      ),
+    );
+  });
+  const bus = operatorBusSuite(
+    async () => ({
       name: "delivery",
       node: NODE,
       others: [
@@ -44,8 +53,11 @@ describe("delivery verbs", () => {
         },
         { module: Principal.build, permissions: buildGrant({ node: NODE }) },
       ],
-    });
-    ({ dir, admin } = bus);
+    }),
+    { before, after },
+  );
+
+  before(() => {
     for (const [daemon, credential] of [
       ["indexer", Principal.delivery],
       ["builder", Principal.delivery],
@@ -62,23 +74,8 @@ describe("delivery verbs", () => {
     }
   });
 
-  after(async () => {
-    // Each daemon stopped by its own pid, gracefully.
-    await Promise.all(
-      daemons.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null) return resolve();
-            child.once("exit", () => resolve());
-            process.kill(child.pid as number, "SIGTERM");
-          }),
-      ),
-    );
-    await bus?.[Symbol.asyncDispose]();
-  });
-
   test("module add --wait follows the build; assign --all makes a want; wants, builds and module list show it", async () => {
-    const src = join(dir, "hello");
+    const src = join(bus.dir, "hello");
     await mkdir(join(src, "src"), { recursive: true });
     await writeFile(
       join(src, "mesh.yaml"),
@@ -94,7 +91,7 @@ describe("delivery verbs", () => {
     assert.equal(added.build.status, "built");
 
     await (
-      await KvBucket.open(admin, Bucket.presence)
+      await KvBucket.open(bus.admin, Bucket.presence)
     ).put("n1", {
       node: "n1",
       facts: { hostname: "n1", os: "linux", arch: "x64", version: "0.1.0" },
@@ -103,7 +100,7 @@ describe("delivery verbs", () => {
     });
     const assign = await bus.run(["assign", "hello", "--all"]);
     assert.equal(assign.code, 0, assign.stderr);
-    const wantsBucket = await KvBucket.open(admin, Bucket.wants);
+    const wantsBucket = await KvBucket.open(bus.admin, Bucket.wants);
     const ac = new AbortController();
     await deadline(
       (async () => {
@@ -127,7 +124,7 @@ describe("delivery verbs", () => {
   });
 
   test("a bad manifest is refused with every problem and exit code 3", async () => {
-    const src = join(dir, "bad");
+    const src = join(bus.dir, "bad");
     await mkdir(src, { recursive: true });
     await writeFile(join(src, "mesh.yaml"), "module: Bad\nbundles: 3\n");
     const run = await bus.run(["module", "add", src, "--json"]);
@@ -139,7 +136,7 @@ describe("delivery verbs", () => {
   });
 
   test("a hostile archive is refused with exit 3 and ARCHIVE_REFUSED naming each bad entry, never INTERNAL", async () => {
-    const file = join(dir, "hostile.tar.gz");
+    const file = join(bus.dir, "hostile.tar.gz");
     await writeFile(
       file,
       rawTar([
@@ -165,7 +162,7 @@ describe("delivery verbs", () => {
     assert.match(unserved.message, /no node serves mesh-assigner\/put/);
     {
       await using _tools = await serveAssignerTools({
-        admin,
+        admin: bus.admin,
         credential: credentialFor(bus.server, bus.server.admin, { node: NODE, module: "x" }),
         node: NODE,
       });

@@ -23,10 +23,12 @@ import {
   hostUpgradeCondition,
   hostVersionCondition,
   toolSubject,
+  type RolloutStatus,
 } from "@mesh/protocol";
 import { readConditions } from "../commands/status/status.js";
 import { rootProcesses } from "../testing/demo-mesh.js";
 import { joinMeshUp, startMeshUp, type JoinedNode, type MeshUp } from "../testing/mesh-up.js";
+import type { HostChange } from "../testing/host-builds.js";
 import { newMesh } from "../testing/new-mesh.js";
 import { runMesh, type MeshRun } from "../testing/run-mesh.js";
 import { statusOf, until } from "../testing/until.js";
@@ -108,6 +110,52 @@ const allOn = (build: string, version: string, what: string): Promise<true> =>
     what,
     explain,
   );
+
+/** hello's greet answering `text` on every node. */
+const everyGreets = (text: string, what: string): Promise<true> =>
+  until(
+    async () => {
+      for (const node of NODES) if ((await greet(node)).text !== text) return undefined;
+      return true;
+    },
+    LONG,
+    what,
+    explain,
+  );
+
+/** The host's rollout once it rolls out `build` and its status is `status`. */
+const hostRolloutIn = (build: string, status: RolloutStatus, what: string) =>
+  until(
+    async () => {
+      const r = await hostRollout();
+      return r?.build === build && r.status === status ? r : undefined;
+    },
+    LONG,
+    what,
+    explain,
+  );
+
+/** mesh-host's condition `name` once it stands open, or once it is resolved. */
+const hostCondition = (name: string, state: "open" | "resolved") =>
+  until(
+    async () =>
+      (await readConditions(theBus(), { module: HOST_MODULE })).find(
+        (c) => c.name === name && (c.resolved === true) === (state === "resolved"),
+      ),
+    LONG,
+    `the condition ${HOST_MODULE}/${name} ${state}`,
+    explain,
+  );
+
+/** `mesh upgrade` with a new mesh of `version` made in `name`: the host build it registers. */
+async function upgradeHost(name: string, version: string, change: HostChange): Promise<string> {
+  const made = await newMesh(join(dir, name), version, change);
+  const upgraded = await meshJson<{ modules: Array<{ module: string; build?: string }> }>([
+    "upgrade",
+    made.folder,
+  ]);
+  return upgraded.modules.find((m) => m.module === HOST_MODULE)?.build ?? "";
+}
 
 /** The node's processes as its host's state records them: resource id → pid. */
 async function processesOf(node: string): Promise<Record<string, number>> {
@@ -216,15 +264,7 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
     for (const node of NODES) assert.equal(await versionOf(node), MESH_VERSION);
     await meshJson(["module", "add", HELLO]);
     await meshJson(["assign", "hello", "--all"]);
-    await until(
-      async () => {
-        for (const node of NODES) if ((await greet(node)).text !== "Hello, Ada!") return undefined;
-        return true;
-      },
-      LONG,
-      "hello built and answering on every node",
-      explain,
-    );
+    await everyGreets("Hello, Ada!", "hello built and answering on every node");
     for (const node of NODES) {
       const processes = await steadyProcesses(node);
       pidsBefore.set(node, processes);
@@ -254,14 +294,10 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
     for (const m of upgraded.modules.filter((x) => x.module !== HOST_MODULE))
       assert.equal(m.written, false, `${m.module} is this version's build still`);
 
-    const paused = await until(
-      async () => {
-        const r = await hostRollout();
-        return r?.build === nextHost && r.status === "paused" ? r : undefined;
-      },
-      LONG,
+    const paused = await hostRolloutIn(
+      nextHost,
+      "paused",
       "the host's rollout paused after its canary",
-      explain,
     );
     assert.equal(paused.admitted.length, 1, `one canary: ${paused.admitted.join(", ")}`);
     canary = paused.admitted[0] ?? "";
@@ -274,15 +310,7 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
       assert.equal((await hostHave(node))?.build, shippedHost);
     }
     await meshJson(["config", "set", "hello", "greeting", "Hi"]);
-    await until(
-      async () => {
-        for (const node of NODES) if ((await greet(node)).text !== "Hi, Ada!") return undefined;
-        return true;
-      },
-      LONG,
-      "the new greeting answered by hello on both hosts' nodes",
-      explain,
-    );
+    await everyGreets("Hi, Ada!", "the new greeting answered by hello on both hosts' nodes");
     assert.equal(await versionOf(others[0] ?? ""), MESH_VERSION, "still two versions");
 
     await meshJson(["rollout", "resume", HOST_MODULE]);
@@ -306,32 +334,11 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
 
   test("a broken host build: the canary's host before it resumes and says why, the rollout halts, no other node is handed to it", async () => {
     assert.ok(canary !== "" && nextHost !== "", "the upgrade before ran");
-    const made = await newMesh(join(dir, "broken"), BROKEN, { breakAfterTakeOver: true });
-    const upgraded = await meshJson<{ modules: Array<{ module: string; build?: string }> }>([
-      "upgrade",
-      made.folder,
-    ]);
-    const broken = upgraded.modules.find((m) => m.module === HOST_MODULE)?.build ?? "";
+    const broken = await upgradeHost("broken", BROKEN, { breakAfterTakeOver: true });
     assert.ok(broken !== "" && broken !== nextHost);
-    const condition = await until(
-      async () =>
-        (await readConditions(theBus(), { module: HOST_MODULE })).find(
-          (c) => c.name === hostUpgradeCondition(canary) && c.resolved !== true,
-        ),
-      LONG,
-      `the condition ${HOST_MODULE}/${hostUpgradeCondition(canary)}`,
-      explain,
-    );
+    const condition = await hostCondition(hostUpgradeCondition(canary), "open");
     assert.match(condition.message, /after it took the node over/);
-    const halted = await until(
-      async () => {
-        const r = await hostRollout();
-        return r?.build === broken && r.status === "failed" ? r : undefined;
-      },
-      LONG,
-      "the host's rollout halted",
-      explain,
-    );
+    const halted = await hostRolloutIn(broken, "failed", "the host's rollout halted");
     assert.deepEqual(halted.admitted, [canary], "only the canary was given the broken build");
     // Set back to the build it ran healthy: the host that resumed runs it, healthy again.
     await allOn(nextHost, NEXT, `every host on ${NEXT} again`);
@@ -356,21 +363,8 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
 
   test("a host too old for its composition refuses it, naming the version it needs, runs what it ran, and takes the host build that applies it", async (t) => {
     // A host build whose feature table lacks host-build: as a host of a version before it.
-    const made = await newMesh(join(dir, "old"), OLD, { withoutHostBuild: true });
-    const upgraded = await meshJson<{ modules: Array<{ module: string; build?: string }> }>([
-      "upgrade",
-      made.folder,
-    ]);
-    const old = upgraded.modules.find((m) => m.module === HOST_MODULE)?.build ?? "";
-    const condition = await until(
-      async () =>
-        (await readConditions(theBus(), { module: HOST_MODULE })).find(
-          (c) => c.name === hostVersionCondition(canary) && c.resolved !== true,
-        ),
-      LONG,
-      `the condition ${HOST_MODULE}/${hostVersionCondition(canary)}`,
-      explain,
-    );
+    const old = await upgradeHost("old", OLD, { withoutHostBuild: true });
+    const condition = await hostCondition(hostVersionCondition(canary), "open");
     assert.match(condition.message, /host-build/, condition.message);
     assert.match(condition.message, /upgrade the host to mesh 0\.1\.0/, condition.message);
     assert.equal(await versionOf(canary), OLD, "the too-old host runs the canary");
@@ -382,15 +376,7 @@ describe("mesh upgrade on a mesh of three nodes (issue 24 item 2)", () => {
     // The way out is open: set back, the refused composition's host build is taken.
     await meshJson(["rollout", "abort", HOST_MODULE]);
     await allOn(nextHost, NEXT, `every host on ${NEXT} once the old build is aborted`);
-    await until(
-      async () =>
-        (await readConditions(theBus(), { module: HOST_MODULE })).find(
-          (c) => c.name === hostVersionCondition(canary) && c.resolved === true,
-        ),
-      LONG,
-      "the host-version condition resolved",
-      explain,
-    );
+    await hostCondition(hostVersionCondition(canary), "resolved");
     await samePids("after the too-old host");
     const calls = await (caller as Caller).stop();
     caller = undefined;

@@ -123,18 +123,15 @@ export async function runFleetChaos(options: FleetChaosOptions): Promise<number>
 
 /** The results as docs/reliability.md shows them. */
 export function fleetTable(results: readonly NetFaultResult[]): string {
-  return markdownTable(
-    ["scenario", "what", "failed calls", "converged after", "lost writes", "measured", "held"],
-    results.map((r) => [
-      r.fault,
-      r.what,
-      `${r.failedCalls} of ${r.failedCalls + r.answeredCalls}`,
-      `${(r.convergedMs / 1000).toFixed(1)} s`,
-      String(r.lostWrites),
-      r.notes.join("; "),
-      r.wrong.length === 0 ? "yes" : `no: ${r.wrong.join("; ")}`,
-    ]),
-  );
+  return markdownTable(results, {
+    scenario: (r) => r.fault,
+    what: (r) => r.what,
+    "failed calls": (r) => `${r.failedCalls} of ${r.failedCalls + r.answeredCalls}`,
+    "converged after": (r) => `${(r.convergedMs / 1000).toFixed(1)} s`,
+    "lost writes": (r) => String(r.lostWrites),
+    measured: (r) => r.notes.join("; "),
+    held: (r) => (r.wrong.length === 0 ? "yes" : `no: ${r.wrong.join("; ")}`),
+  });
 }
 
 async function writeReport(table: string, took: number): Promise<void> {

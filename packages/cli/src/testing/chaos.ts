@@ -281,16 +281,14 @@ export function shuffled<T>(items: readonly T[], seed: number): T[] {
 
 /** The results as the table docs/reliability.md shows. */
 export function resultTable(results: readonly FaultResult[]): string {
-  return markdownTable(
-    ["fault", "what", "failed calls", "whole again after", "duplicates", "changed", "lost writes"],
-    results.map((r) => [
-      r.fault,
-      r.what,
-      String(r.failedCalls),
-      `${(r.backAfterMs / 1000).toFixed(1)} s`,
+  return markdownTable(results, {
+    fault: (r) => r.fault,
+    what: (r) => r.what,
+    "failed calls": (r) => String(r.failedCalls),
+    "whole again after": (r) => `${(r.backAfterMs / 1000).toFixed(1)} s`,
+    duplicates: (r) =>
       Object.keys(r.duplicates).length === 0 ? "0" : JSON.stringify(r.duplicates),
-      r.changed.length === 0 ? "none" : r.changed.join(", "),
-      String(r.lostWrites),
-    ]),
-  );
+    changed: (r) => (r.changed.length === 0 ? "none" : r.changed.join(", ")),
+    "lost writes": (r) => String(r.lostWrites),
+  });
 }

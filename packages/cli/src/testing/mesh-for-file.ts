@@ -6,9 +6,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before } from "node:test";
-import { freePort } from "@mesh/bus/testing";
+import { freePort, standIn } from "@mesh/bus/testing";
 import { DemoMesh } from "./demo-mesh.js";
-import { standIn } from "./stand-in.js";
 
 /** Filled in by the file's `before`: read it inside the tests, never at the file's top level. */
 export interface MeshForFile {

@@ -9,11 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { KvBucket, MeshBus, ensureLayout, writeCredential } from "@mesh/bus";
-import { credentialFor, startTestServer, type TestServer } from "@mesh/bus/testing";
+import { credentialFor, standIn, startTestServer, type TestServer } from "@mesh/bus/testing";
 import { operatorGrant } from "@mesh/core";
 import { Principal, type Credential, type Permissions } from "@mesh/protocol";
 import { runMesh, type MeshRun, type RunMeshOptions } from "./run-mesh.js";
-import { standIn } from "./stand-in.js";
 
 /**
  * A principal beside the operator (one of the mesh's own, or a module such as the runtime), with

@@ -112,23 +112,35 @@ export async function declaredConfig(
   return declared;
 }
 
-export async function configSet(
+export function configSet(
   module: string,
   key: string,
   text: string,
   options: ConfigOptions,
 ): Promise<ExitCode> {
+  return doneForNode(options, (bus, forNode) =>
+    setConfig(bus, {
+      module,
+      key,
+      value: text,
+      ...forNode,
+      force: options.force === true,
+      rollout: options.rollout === true,
+    }),
+  );
+}
+
+/**
+ * A config verb that changes a value: `--node` checked first, then `work` done on the bus for
+ * that node (or mesh-wide), and what it did answered.
+ */
+async function doneForNode(
+  options: ConfigOptions,
+  work: (bus: MeshBus, forNode: { readonly node?: string }) => Promise<Done>,
+): Promise<ExitCode> {
   const node = nodeOf(options);
   await using bus = await connect(options);
-  const done = await setConfig(bus, {
-    module,
-    key,
-    value: text,
-    ...(node === undefined ? {} : { node }),
-    force: options.force === true,
-    rollout: options.rollout === true,
-  });
-  return answerDone(options, done);
+  return answerDone(options, await work(bus, node === undefined ? {} : { node }));
 }
 
 /**
@@ -224,15 +236,12 @@ async function requestRollout(
   };
 }
 
-export async function configUnset(
+export function configUnset(
   module: string,
   key: string,
   options: ConfigOptions,
 ): Promise<ExitCode> {
-  const node = nodeOf(options);
-  await using bus = await connect(options);
-  const done = await unsetConfig(bus, { module, key, ...(node === undefined ? {} : { node }) });
-  return answerDone(options, done);
+  return doneForNode(options, (bus, forNode) => unsetConfig(bus, { module, key, ...forNode }));
 }
 
 /** `mesh config unset` on a bus: the view's page does the same. */

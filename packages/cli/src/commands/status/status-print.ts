@@ -21,20 +21,32 @@ export function printStatus(report: StatusReport, query: StatusQuery): void {
   process.stdout.write(`${sections.map((lines) => lines.join("\n")).join("\n\n")}\n`);
 }
 
+/** A table's columns: each one's header, and what its cell shows of an item. */
+type Columns<T> = Readonly<Record<string, (item: T) => string>>;
+
+/** The table of `items`, a row each, with `columns` in their order. */
+function tableOf<T>(items: readonly T[], columns: Columns<T>): string[] {
+  const cells = Object.values(columns);
+  return table(
+    Object.keys(columns),
+    items.map((item) => cells.map((cell) => cell(item))),
+  );
+}
+
 /**
  * A section whose body is a table: its title, the table, or a line saying why it is empty, then
  * the line saying how many more there are (when there are more).
  */
-function tableSection(
+function tableSection<T>(
   title: string,
   empty: string,
-  header: readonly string[],
-  rows: readonly (readonly string[])[],
+  items: readonly T[],
+  columns: Columns<T>,
   more?: string,
 ): string[] {
   const lines = [title];
-  if (rows.length === 0) lines.push(empty);
-  else for (const line of table(header, rows)) lines.push(line);
+  if (items.length === 0) lines.push(empty);
+  else for (const line of tableOf(items, columns)) lines.push(line);
   return withMore(lines, more);
 }
 
@@ -42,15 +54,15 @@ function tableSection(
  * A table section showing one page of a list: when the page has no rows, `none` if the whole list
  * is empty, else that this page has none; then how many more there are.
  */
-function pageSection(
+function pageSection<T>(
   title: string,
   none: string,
-  header: readonly string[],
-  rows: readonly (readonly string[])[],
+  items: readonly T[],
+  columns: Columns<T>,
   page: { readonly total: number; readonly query: StatusQuery },
 ): string[] {
   const empty = page.total === 0 ? none : "  none on this page";
-  return tableSection(title, empty, header, rows, moreLine(rows.length, page.total, page.query));
+  return tableSection(title, empty, items, columns, moreLine(items.length, page.total, page.query));
 }
 
 /** The lines, then the line saying how many more there are, when there are more. */
@@ -70,15 +82,14 @@ function summarySection(report: StatusReport): string[] {
     sourceLine(report),
   ];
   if (summary.modules.length === 0) return lines;
-  const rows = summary.modules.map((m) => [
-    m.module,
-    String(m.assigned),
-    String(m.healthy),
-    String(m.starting),
-    String(m.notRunning),
-  ]);
-  for (const line of table(["module", "assigned", "healthy", "starting", "not running"], rows))
-    lines.push(line);
+  const columns: Columns<(typeof summary.modules)[number]> = {
+    module: (m) => m.module,
+    assigned: (m) => String(m.assigned),
+    healthy: (m) => String(m.healthy),
+    starting: (m) => String(m.starting),
+    "not running": (m) => String(m.notRunning),
+  };
+  for (const line of tableOf(summary.modules, columns)) lines.push(line);
   return lines;
 }
 
@@ -87,14 +98,15 @@ function nodesSection(report: StatusReport, query: StatusQuery): string[] {
   return pageSection(
     "NODES",
     "  no node has joined; `mesh up` or `mesh join` adds one",
-    ["node", "state", "last heartbeat", "machine", "host"],
-    report.nodes.map((node) => [
-      node.node,
-      node.heartbeat === null ? "never seen" : node.present ? "present" : "gone",
-      node.since === null ? "-" : `${node.since} (${ago(now, node.since)})`,
-      machineOf(node.facts),
-      node.facts === null ? "-" : `${node.facts.hostname} ${node.facts.os}/${node.facts.arch}`,
-    ]),
+    report.nodes,
+    {
+      node: (node) => node.node,
+      state: (node) => (node.heartbeat === null ? "never seen" : node.present ? "present" : "gone"),
+      "last heartbeat": (node) =>
+        node.since === null ? "-" : `${node.since} (${ago(now, node.since)})`,
+      machine: (node) => machineOf(node.facts),
+      host: ({ facts }) => (facts === null ? "-" : `${facts.hostname} ${facts.os}/${facts.arch}`),
+    },
     { total: report.page.totals.nodes, query },
   );
 }
@@ -103,17 +115,17 @@ function modulesSection(report: StatusReport, query: StatusQuery): string[] {
   return pageSection(
     "MODULES",
     "  nothing is wanted or running; `mesh assign <module> --all` places one",
-    ["module", "node", "want", "rule", "have", "health", "restarts", "state"],
-    report.modules.map((cell) => [
-      cell.module,
-      cell.node,
-      cell.want?.build ?? "-",
-      cell.want?.rule ?? "-",
-      cell.have?.build ?? "-",
-      cell.health,
-      cell.have === null ? "-" : String(cell.have.restarts),
-      `${cell.state}${cell.differs ? ", differs" : ""}`,
-    ]),
+    report.modules,
+    {
+      module: (cell) => cell.module,
+      node: (cell) => cell.node,
+      want: (cell) => cell.want?.build ?? "-",
+      rule: (cell) => cell.want?.rule ?? "-",
+      have: (cell) => cell.have?.build ?? "-",
+      health: (cell) => cell.health,
+      restarts: (cell) => (cell.have === null ? "-" : String(cell.have.restarts)),
+      state: (cell) => `${cell.state}${cell.differs ? ", differs" : ""}`,
+    },
     { total: report.page.totals.modules, query },
   );
 }
@@ -156,18 +168,13 @@ function asksSection(report: StatusReport): string[] {
 }
 
 function conditionsSection(report: StatusReport): string[] {
-  return tableSection(
-    "RECENT CONDITIONS",
-    "  none",
-    ["at", "level", "module", "node", "message"],
-    report.conditions.map((k) => [
-      k.at,
-      k.level,
-      `${k.module}/${k.name}`,
-      k.node ?? "-",
-      k.message,
-    ]),
-  );
+  return tableSection("RECENT CONDITIONS", "  none", report.conditions, {
+    at: (k) => k.at,
+    level: (k) => k.level,
+    module: (k) => `${k.module}/${k.name}`,
+    node: (k) => k.node ?? "-",
+    message: (k) => k.message,
+  });
 }
 
 /** Where the numbers come from: the assigner's summary (and how old it is), or every bucket. */

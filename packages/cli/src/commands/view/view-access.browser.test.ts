@@ -18,7 +18,7 @@ import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { deadline, reapWithMe, stretched } from "@mesh/bus/testing";
 import { Env } from "@mesh/protocol";
-import { TestChromium, keepScreenshot } from "@mesh/view/testing";
+import { TestChromium, keepScreenshot, openView } from "@mesh/view/testing";
 import { startHelloMesh, type ControllerMesh } from "../../testing/controller-mesh.js";
 
 const MAIN = fileURLToPath(new URL("../../main.js", import.meta.url));
@@ -30,7 +30,7 @@ describe("mesh view --listen in Chromium", () => {
   let mesh: ControllerMesh;
   let root: string;
   let child: Child | undefined;
-  const chromium = new TestChromium(WAIT_MS);
+  const chromium = new TestChromium(WAIT_MS, { after });
   const { step } = chromium;
 
   before(async () => {
@@ -41,7 +41,6 @@ describe("mesh view --listen in Chromium", () => {
     await copyFile(mesh.credential, join(root, "credentials", "operator.json"));
   });
   after(async () => {
-    await chromium.close();
     child?.kill("SIGINT");
     await mesh?.[Symbol.asyncDispose]();
     await rm(root, { recursive: true, force: true });
@@ -141,8 +140,7 @@ async function assignFromPage(page: Page): Promise<void> {
 
 async function operate(page: Page, t: Steps, link: string): Promise<void> {
   assert.match(link, /\/login\?token=[\w-]+\.[\w-]+$/);
-  await page.goto(link);
-  await page.waitForSelector("body[data-ready]");
+  await openView(page, link);
   assert.equal(new URL(page.url()).pathname, "/");
   assert.equal(new URL(page.url()).search, "", "the token left the address bar");
   await page.locator('#who[data-access="operate"]').waitFor();
@@ -233,8 +231,7 @@ async function readOnly(page: Page, t: Steps): Promise<void> {
     "bob",
   ]);
   assert.ok(made.link.startsWith(`${t.url}login?token=`), made.link);
-  await page.goto(made.link);
-  await page.waitForSelector("body[data-ready]");
+  await openView(page, made.link);
   await page.locator('#who[data-access="read"]', { hasText: "bob" }).waitFor();
   // The page offers the action; the bus refuses it: view-read may write nothing.
   await page.locator('td.cell[data-node="n1"][data-module="hello"]').click();

@@ -14,13 +14,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
-import type { Locator, Page } from "playwright-core";
+import type { Locator } from "playwright-core";
 import { KvBucket } from "@mesh/bus";
 import { credentialFor, stretched } from "@mesh/bus/testing";
 import { resolveRolloutPolicy } from "@mesh/core";
 import { Bucket, buildKey } from "@mesh/protocol";
 import type { View } from "@mesh/view";
-import { TestChromium, keepScreenshot } from "@mesh/view/testing";
+import { TestChromium, keepScreenshot, stepsOnTheView, type OnTheView } from "@mesh/view/testing";
 import { serveAssignerTools, type AssignerTools } from "../../testing/assigner-tools.js";
 import {
   startHelloMesh,
@@ -39,8 +39,7 @@ describe("the view's actions in Chromium", () => {
   let mesh: ControllerMesh;
   let view: View;
   let tools: AssignerTools | undefined;
-  const chromium = new TestChromium(WAIT_MS);
-  const { step } = chromium;
+  const chromium = new TestChromium(WAIT_MS, { after });
 
   before(async () => {
     // Real keys: the controller seals the secret for each node that needs it.
@@ -70,36 +69,31 @@ describe("the view's actions in Chromium", () => {
     });
   });
   after(async () => {
-    await chromium.close();
     await tools?.stop();
     await view?.close();
     await mesh?.[Symbol.asyncDispose]();
   });
 
-  it("does every action from the page, each confirmed, its effect on the mesh", async () => {
-    const page = await chromium.newPage();
-    const t: Steps = { page, mesh };
-    await step("open and select a cell", async () => {
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-ready]");
-      await page.locator('td.cell[data-node="n1"][data-module="hello"]').click();
-      await page.locator('[data-actions-for="n1.hello"]').waitFor();
-    });
-    await step("assign and unassign", () => assignments(t));
-    await step("put and unput", () => puts(t));
-    await step("retry", () => retries(t));
-    await step("config set and unset", () => config(t));
-    await step("secret set", () => secret(t));
-    await step("register a module", () => register(t));
-    await step("steer a rollout", () => steer(t));
-    await step("steer a config value's rollout", () => steerConfig(t));
-    assert.deepEqual(chromium.pageErrors, []);
-  });
+  it("does every action from the page, each confirmed, its effect on the mesh", () =>
+    stepsOnTheView(chromium, { mesh, view }, [
+      ["select a cell", selectCell],
+      ["assign and unassign", assignments],
+      ["put and unput", puts],
+      ["retry", retries],
+      ["config set and unset", config],
+      ["secret set", secret],
+      ["register a module", register],
+      ["steer a rollout", steer],
+      ["steer a config value's rollout", steerConfig],
+    ]));
 });
 
-interface Steps {
-  readonly page: Page;
-  readonly mesh: ControllerMesh;
+type Steps = OnTheView<ControllerMesh>;
+
+/** hello's cell on n1 selected: its actions shown. */
+async function selectCell(t: Steps): Promise<void> {
+  await t.page.locator('td.cell[data-node="n1"][data-module="hello"]').click();
+  await t.page.locator('[data-actions-for="n1.hello"]').waitFor();
 }
 
 /** A git repository of its own holding a copy of `folder`, one commit on branch main. */

@@ -16,7 +16,7 @@ import { fingerprintOf } from "@mesh/core";
 import { Assigner } from "@mesh/delivery";
 import { Bucket, Principal, buildKey, type Have } from "@mesh/protocol";
 import type { View } from "@mesh/view";
-import { TestChromium, keepScreenshot } from "@mesh/view/testing";
+import { TestChromium, keepScreenshot, openView } from "@mesh/view/testing";
 import {
   startControllerMesh,
   operatorView,
@@ -32,7 +32,7 @@ describe("a rollout steered from the view in Chromium", () => {
   let assignerBus: MeshBus;
   let view: View;
   const stop = new AbortController();
-  const chromium = new TestChromium(WAIT_MS);
+  const chromium = new TestChromium(WAIT_MS, { after });
   const { step } = chromium;
 
   before(async () => {
@@ -62,7 +62,6 @@ describe("a rollout steered from the view in Chromium", () => {
   });
   after(async () => {
     stop.abort();
-    await chromium.close();
     await view?.close();
     await assignerBus?.close();
     await mesh?.[Symbol.asyncDispose]();
@@ -72,8 +71,7 @@ describe("a rollout steered from the view in Chromium", () => {
     const page = await chromium.newPage();
     const t: Steps = { page, mesh };
     await step("open: the canary given and healthy", async () => {
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-ready]");
+      await openView(page, view.url);
       const row = rowOf(page, "rolling");
       await row.locator('[data-canary="n1"][data-canary-health="healthy"]').waitFor();
       assert.equal(await row.locator("[data-wave]").getAttribute("data-wave"), "1/4");
