@@ -138,21 +138,20 @@ export class BuildProcess {
   }
 
   /** Ends it at once (SIGKILL to its own pid: the node's processes are in groups of their own). */
-  async kill(): Promise<void> {
-    if (this.#exit !== undefined) return;
-    try {
-      this.child.kill("SIGKILL");
-    } catch {
-      // gone meanwhile
-    }
-    await this.#gone;
+  kill(): Promise<void> {
+    return this.#signalAndWait("SIGKILL");
   }
 
   /** Asks it to stop (SIGTERM), and waits for its exit. */
-  async terminate(): Promise<void> {
+  terminate(): Promise<void> {
+    return this.#signalAndWait("SIGTERM");
+  }
+
+  /** Sends `signal` unless it exited already, and waits for its exit. */
+  async #signalAndWait(signal: NodeJS.Signals): Promise<void> {
     if (this.#exit !== undefined) return;
     try {
-      this.child.kill("SIGTERM");
+      this.child.kill(signal);
     } catch {
       // gone meanwhile
     }
