@@ -4,13 +4,14 @@
  * is too old for (`mesh-host/host-version-<node>`); each resolved once its cause ends. Said as soon
  * as the bus is there, and again when it comes back, until it is heard.
  */
-import { sayCondition, type MeshBus } from "@mesh/bus";
+import { sayCondition } from "@mesh/bus";
 import {
   HOST_MODULE,
   MESH_VERSION,
   hostUpgradeCondition,
   hostVersionCondition,
 } from "@mesh/protocol";
+import type { HostVoice } from "./host-options.js";
 
 export const HostCondition = { upgrade: "upgrade", version: "version" } as const;
 export type HostCondition = (typeof HostCondition)[keyof typeof HostCondition];
@@ -21,29 +22,21 @@ interface Saying {
 }
 
 export class HostConditions {
-  readonly #node: string;
-  readonly #bus: () => MeshBus | undefined;
-  readonly #log: (line: string) => void;
+  readonly #voice: HostVoice;
   /** What is to be said (or was said last), by condition. */
   readonly #now = new Map<HostCondition, Saying>();
   /** Whether what stands was heard by the bus. */
   readonly #heard = new Set<HostCondition>();
 
-  constructor(options: {
-    readonly node: string;
-    readonly bus: () => MeshBus | undefined;
-    readonly log: (line: string) => void;
-  }) {
-    this.#node = options.node;
-    this.#bus = options.bus;
-    this.#log = options.log;
+  constructor(voice: HostVoice) {
+    this.#voice = voice;
   }
 
   /** Says `message` as the condition (an error, open until resolved). */
   say(which: HostCondition, message: string): void {
     const before = this.#now.get(which);
     if (before?.message === message && !before.resolved) return;
-    this.#log(message);
+    this.#voice.log(message);
     this.#now.set(which, { message, resolved: false });
     this.#heard.delete(which);
     void this.flush();
@@ -66,7 +59,7 @@ export class HostConditions {
   resumedAfter(failed: { readonly digest: string; readonly reason: string }): void {
     this.say(
       HostCondition.upgrade,
-      `host build ${failed.digest.slice(0, 12)}… did not take ${this.#node} over: ${failed.reason}; the host before it (mesh ${MESH_VERSION}) resumed and adopted the node's processes again`,
+      `host build ${failed.digest.slice(0, 12)}… did not take ${this.#voice.node} over: ${failed.reason}; the host before it (mesh ${MESH_VERSION}) resumed and adopted the node's processes again`,
     );
   }
 
@@ -80,14 +73,14 @@ export class HostConditions {
       return;
     this.resolve(
       HostCondition.upgrade,
-      `${this.#node}'s host runs host build ${o.running.slice(0, 12)}… (mesh ${MESH_VERSION}), the one its composition names`,
+      `${this.#voice.node}'s host runs host build ${o.running.slice(0, 12)}… (mesh ${MESH_VERSION}), the one its composition names`,
       true,
     );
   }
 
   /** Says what the bus has not heard yet (on a connection, and when the bus comes back: all). */
   async flush(again = false): Promise<void> {
-    const bus = this.#bus();
+    const bus = this.#voice.bus();
     if (bus === undefined) return;
     if (again) this.#heard.clear();
     for (const [which, saying] of this.#now) {
@@ -95,18 +88,18 @@ export class HostConditions {
       try {
         await sayCondition(bus, {
           module: HOST_MODULE,
-          node: this.#node,
+          node: this.#voice.node,
           name:
             which === HostCondition.upgrade
-              ? hostUpgradeCondition(this.#node)
-              : hostVersionCondition(this.#node),
+              ? hostUpgradeCondition(this.#voice.node)
+              : hostVersionCondition(this.#voice.node),
           level: "error",
           message: saying.message,
           ...(saying.resolved ? { resolved: true } : {}),
         });
         if (this.#now.get(which) === saying) this.#heard.add(which);
       } catch (error) {
-        this.#log(`the condition ${which} was not said: ${(error as Error).message}`);
+        this.#voice.log(`the condition ${which} was not said: ${(error as Error).message}`);
       }
     }
   }

@@ -1,6 +1,7 @@
 /**
  * What a host is started with, and what it reconciles (docs/architecture.md, "The host").
  */
+import type { MeshBus } from "@mesh/bus";
 import type { BackoffPolicy } from "@mesh/kit";
 import type { Credential } from "@mesh/protocol";
 import type { ArchiveLimits } from "./archives.js";
@@ -17,6 +18,16 @@ export const DEFAULT_RETRY_MS = 30_000;
 
 /** How often health, adopted processes and output files are looked at, unless told otherwise. */
 export const DEFAULT_POLL_MS = 250;
+
+/**
+ * What a part of the host that speaks on the bus for its node is given (its conditions, its
+ * processes' output): the node, the bus while it is there, and the host's log.
+ */
+export interface HostVoice {
+  readonly node: string;
+  readonly bus: () => MeshBus | undefined;
+  readonly log: (line: string) => void;
+}
 
 /** What the host reconciles. */
 export const HostKey = {
