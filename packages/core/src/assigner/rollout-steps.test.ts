@@ -1,26 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Rollout } from "@mesh/protocol";
-import { resolveRolloutPolicy } from "./rollout-policy.js";
+import { canaryRollout } from "../testing/index.js";
 import { stepConditions } from "./rollout-steps.js";
 
-const rolling: Rollout = {
-  module: "hello",
-  build: "2-b",
-  from: ["1-a"],
-  attempt: 1,
-  status: "rolling",
-  wave: 1,
-  waves: 3,
-  admitted: ["n1"],
-  waveNodes: ["n1"],
-  waveAt: "2026-01-01T00:00:00.000Z",
-  policy: resolveRolloutPolicy({ nodes: 5 }),
-  waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
-};
-const policy0 = rolling.policy;
+const policy0 = canaryRollout.policy;
 const wave2: Rollout = {
-  ...rolling,
+  ...canaryRollout,
   wave: 2,
   admitted: ["n1", "n2", "n3"],
   waveNodes: ["n2", "n3"],
@@ -42,7 +28,7 @@ const said = (before: Rollout | undefined, after: Rollout | undefined) =>
 
 describe("a rollout's steps as conditions (issue 22 item 5)", () => {
   it("the canary given is said under rollout-<module>, naming the node and the gate", () => {
-    const [c, ...rest] = said(undefined, rolling);
+    const [c, ...rest] = said(undefined, canaryRollout);
     assert.deepEqual(rest, []);
     assert.deepEqual([c?.name, c?.level, c?.resolved], ["rollout-hello", "info", false]);
     assert.match(c?.message ?? "", /build 2-b: the canary \(wave 1 of 3\) given to n1/);
@@ -50,7 +36,7 @@ describe("a rollout's steps as conditions (issue 22 item 5)", () => {
   });
 
   it("each later wave is said once; a record that did not move says nothing (a rerun)", () => {
-    const [c] = said(rolling, wave2);
+    const [c] = said(canaryRollout, wave2);
     assert.match(c?.message ?? "", /wave 2 of 3 given to n2, n3/);
     assert.deepEqual(said(wave2, wave2), []);
     assert.deepEqual(said(wave2, { ...wave2, waiting: "other words" }), []);
@@ -81,7 +67,7 @@ describe("a rollout's steps as conditions (issue 22 item 5)", () => {
     );
     assert.match(halt[0]?.message ?? "", /n2 \(exited with 1\).*set back to build 1-a/);
     assert.match(halt[0]?.message ?? "", /mesh rollout retry hello/);
-    const next = said(failed, { ...rolling, build: "3-c", from: ["1-a"] });
+    const next = said(failed, { ...canaryRollout, build: "3-c", from: ["1-a"] });
     const lifted = next.find((c) => c.name === "rollout-failed-hello");
     assert.deepEqual([lifted?.resolved, lifted?.level], [true, "info"]);
     assert.match(lifted?.message ?? "", /no longer stands: build 3-c rolls out/);
@@ -89,7 +75,13 @@ describe("a rollout's steps as conditions (issue 22 item 5)", () => {
 
   it("a wave of 1,001 nodes and a halt of 300 with long errors fit a condition (at most 4,000 characters): five named, the rest counted", () => {
     const many = Array.from({ length: 1001 }, (_, i) => `sim-${String(i).padStart(5, "0")}`);
-    const all = { ...rolling, admitted: many, waveNodes: many, waves: 1, policy: { ...policy0 } };
+    const all = {
+      ...canaryRollout,
+      admitted: many,
+      waveNodes: many,
+      waves: 1,
+      policy: { ...policy0 },
+    };
     const [given] = said(undefined, all);
     assert.ok((given?.message.length ?? 0) <= 4000, `${given?.message.length} characters`);
     assert.match(

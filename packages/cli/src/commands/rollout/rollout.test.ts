@@ -7,25 +7,15 @@ import { after, before, describe, test } from "node:test";
 import { KvBucket, MeshBus } from "@mesh/bus";
 import { Bucket, Principal, type Rollout } from "@mesh/protocol";
 import { resolveRolloutPolicy } from "@mesh/core";
+import { canaryRollout } from "@mesh/core/testing";
 import { ROLLOUTS_URI, listResources, readResource } from "../../mcp/resources.js";
 import { operatorBusSuite } from "../../testing/operator-bus.js";
 import { policyOf } from "./rollout.js";
 
-const at = "2026-01-01T00:00:00.000Z";
 const record: Rollout = {
-  module: "hello",
-  build: "2-b",
-  from: ["1-a"],
-  attempt: 1,
-  status: "rolling",
-  wave: 1,
-  waves: 3,
-  admitted: ["n1"],
-  waveNodes: ["n1"],
-  waveAt: at,
+  ...canaryRollout,
   // The operator's policy, which changed nothing, on five nodes: a canary of 1, batches of 2.
   policy: resolveRolloutPolicy({ nodes: 5, override: {} }),
-  waiting: "wave 1 of 3 (n1): each runs 2-b healthy for 30s",
 };
 
 const bus = operatorBusSuite({ name: "rollout" }, { before, after });
@@ -122,7 +112,7 @@ describe("mesh rollout (issue 22)", () => {
       build: "2-b",
       fingerprint: "f".repeat(16),
       health: "healthy",
-      since: at,
+      since: record.waveAt,
       restarts: 0,
     });
     const got = await bus.json<{ rollouts: Array<Record<string, unknown>> }>([
