@@ -12,6 +12,7 @@ import { KvBucket, type WatchEvent } from "./kv-bucket.js";
 import { MeshBus } from "./mesh-bus.js";
 import { PROMPT_MS, credentialFor, deadline } from "./testing/harness.js";
 import { busSuite } from "./testing/fixtures.js";
+import { kvBucketSubjects, moduleGrant } from "./testing/grants.js";
 import { hasCode } from "./testing/has-code.js";
 import { natsOf } from "./mesh-bus.js";
 
@@ -20,29 +21,13 @@ const WAIT_MS = 5_000;
 const Value = z.object({ n: z.number() }).strict();
 type Value = z.infer<typeof Value>;
 
-/**
- * Read, watch, check and write one bucket opened with `{allow_direct: true}`, as KvBucket opens
- * it (docs/nats.md §1.2 (a) and (b)).
- */
-function bucketGrant(bucket: string): string[] {
-  const stream = kvStreamName(bucket);
-  return [
-    `$JS.API.DIRECT.GET.${stream}.$KV.${bucket}.>`,
-    `$JS.API.DIRECT.GET.${stream}`,
-    `$JS.API.CONSUMER.CREATE.${stream}.*.$KV.${bucket}.>`,
-    `$JS.API.CONSUMER.INFO.${stream}.*`,
-    `$JS.FC.${stream}.>`,
-    `$JS.API.STREAM.INFO.${stream}`,
-    `$KV.${bucket}.>`,
-  ];
-}
-
-function grant(node: string, module: string, buckets: readonly string[]): Permissions {
-  return {
-    publish: { allow: buckets.flatMap(bucketGrant) },
-    subscribe: { allow: [`${inboxPrefix(node, module)}.>`] },
-  };
-}
+/** A module's grant to use `buckets` as KvBucket opens them. */
+const grant = (node: string, module: string, buckets: readonly string[]): Permissions =>
+  moduleGrant(
+    node,
+    module,
+    buckets.flatMap((bucket) => kvBucketSubjects(bucket)),
+  );
 
 // Buckets of the watch tests: one each, so every test knows exactly what stands in its bucket.
 const WATCHED = {
@@ -62,15 +47,11 @@ const gamma = { user: "n1-gamma", password: "gamma-pw" };
 const delta = { user: "n1-delta", password: "delta-pw" };
 /** A host's kind of grant: the watch of one key, no consumer info, no reads. */
 const epsilon = { user: "n1-epsilon", password: "epsilon-pw" };
-const watchOneKey = (bucket: string, key: string): Permissions => ({
-  publish: {
-    allow: [
-      `$JS.API.CONSUMER.CREATE.${kvStreamName(bucket)}.*.$KV.${bucket}.${key}`,
-      `$JS.FC.${kvStreamName(bucket)}.>`,
-    ],
-  },
-  subscribe: { allow: [`${inboxPrefix("n1", "epsilon")}.>`] },
-});
+const watchOneKey = (bucket: string, key: string): Permissions =>
+  moduleGrant("n1", "epsilon", [
+    `$JS.API.CONSUMER.CREATE.${kvStreamName(bucket)}.*.$KV.${bucket}.${key}`,
+    `$JS.FC.${kvStreamName(bucket)}.>`,
+  ]);
 
 const users = () => [
   { ...alpha, permissions: grant("n1", "alpha", ["alpha_data"]) },

@@ -4,13 +4,7 @@ import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import {
-  ErrorCode,
-  inboxPrefix,
-  isMeshError,
-  kvStreamName,
-  type Permissions,
-} from "@mesh/protocol";
+import { ErrorCode, inboxPrefix, isMeshError } from "@mesh/protocol";
 import {
   PROMPT_MS,
   deadline,
@@ -20,25 +14,14 @@ import {
   type TestUser,
 } from "./harness.js";
 import { connectAs } from "../server/test-servers.js";
+import { kvBucketSubjects, moduleGrant } from "./grants.js";
 
-/** Read and write one bucket, and receive on the user's own inbox (docs/nats.md §1.2 (b)). */
-function ownBucket(node: string, module: string, bucket: string): Permissions {
-  const stream = kvStreamName(bucket);
-  return {
-    publish: {
-      allow: [
-        `$JS.API.STREAM.MSG.GET.${stream}`,
-        `$JS.API.DIRECT.GET.${stream}.$KV.${bucket}.>`,
-        `$JS.API.DIRECT.GET.${stream}`,
-        `$JS.API.CONSUMER.CREATE.${stream}.*.$KV.${bucket}.>`,
-        `$JS.API.CONSUMER.INFO.${stream}.*`,
-        `$JS.FC.${stream}.>`,
-        `$KV.${bucket}.>`,
-      ],
-    },
-    subscribe: { allow: [`${inboxPrefix(node, module)}.>`] },
-  };
-}
+/**
+ * Read and write one bucket, and receive on the user's own inbox; these tests open buckets as the
+ * stock client does, without direct gets.
+ */
+const ownBucket = (node: string, module: string, bucket: string) =>
+  moduleGrant(node, module, kvBucketSubjects(bucket, { plainGet: true }));
 
 const alpha: TestUser = {
   user: "n1-alpha",
