@@ -160,6 +160,17 @@ describe("checkManifest", () => {
     assert.match(checked.problems[0]?.fix ?? "", /"restart-on"/);
   });
 
+  it("suggests the field of a rollout policy that was meant, as of any object in a manifest", () => {
+    // The fields were once looked up in a hand-kept list of the manifest's objects that had no
+    // rollout: the fix then named no field at all.
+    const checked = checkManifest({ module: "c", rollout: { canery: 1 } });
+    assert.ok(!checked.ok);
+    assert.deepEqual(
+      checked.problems.map((p) => [p.code, p.at, p.fix]),
+      [["unknown-field", ["rollout", "canery"], 'write "canary" instead']],
+    );
+  });
+
   it("keeps long values short in a problem", () => {
     const checked = checkManifest({ module: "x".repeat(5000) });
     assert.ok(!checked.ok);

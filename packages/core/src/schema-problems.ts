@@ -2,17 +2,7 @@
  * The manifest schema's issues, told as manifest problems: each gets the rule id a program can
  * match on, and a fix that says what to write there — not the schema library's own words.
  */
-import {
-  ConfigDeclaration,
-  Manifest,
-  ManifestBundle,
-  ManifestFilter,
-  ManifestProcess,
-  ManifestState,
-  OwnSecret,
-  RESERVED_ENV_PREFIX,
-  nameLike,
-} from "@mesh/protocol";
+import { RESERVED_ENV_PREFIX, manifestFields, nameLike } from "@mesh/protocol";
 import {
   problem,
   quote,
@@ -326,23 +316,7 @@ function unknownField(at: ManifestPath, key: string, value: unknown): ManifestPr
 /** The fields an object at `at` may have, from the schema itself. */
 function knownFields(at: ManifestPath): string[] {
   const [top] = at;
-  const shape =
-    at.length === 0
-      ? Manifest.shape
-      : top === "bundles"
-        ? ManifestBundle.shape
-        : top === "processes"
-          ? ManifestProcess.shape
-          : top === "states"
-            ? ManifestState.shape
-            : top === "config"
-              ? ConfigDeclaration.shape
-              : top === "own-secrets"
-                ? OwnSecret.shape
-                : top === "filter"
-                  ? ManifestFilter.shape
-                  : {};
-  return Object.keys(shape);
+  return manifestFields(top === undefined ? undefined : String(top));
 }
 
 function whereIs(at: ManifestPath): string {

@@ -133,6 +133,7 @@ export {
   SECRET_PATH_PATTERN,
   StateRef,
   ToolRef,
+  manifestFields,
   manifestJsonSchema,
   type ManifestInput,
 } from "./manifest.js";

@@ -337,6 +337,29 @@ export type ManifestInput = z.input<typeof Manifest>;
 /** A manifest after parsing: every list and map present. */
 export type Manifest = z.infer<typeof Manifest>;
 
+/**
+ * The fields an object in a manifest may have, read from the schema: the manifest's own (no
+ * `top`), or an entry's of the top-level field `top` (a bundle, a process, a state, a config key's
+ * declaration, an own secret, the filter, the rollout policy); none where `top` holds no objects.
+ */
+export function manifestFields(top?: string): string[] {
+  if (top === undefined) return Object.keys(Manifest.shape);
+  let schema: z.ZodType | undefined = Object.hasOwn(Manifest.shape, top)
+    ? (Manifest.shape as Record<string, z.ZodType>)[top]
+    : undefined;
+  while (schema !== undefined && !(schema instanceof z.ZodObject)) {
+    schema =
+      schema instanceof z.ZodDefault || schema instanceof z.ZodOptional
+        ? (schema.unwrap() as z.ZodType)
+        : schema instanceof z.ZodArray
+          ? (schema.element as z.ZodType)
+          : schema instanceof z.ZodRecord
+            ? (schema.valueType as z.ZodType)
+            : undefined;
+  }
+  return schema === undefined ? [] : Object.keys(schema.shape);
+}
+
 /** The JSON Schema of a manifest, for editors (kept in `docs/manifest.schema.json`). */
 export function manifestJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(Manifest, { io: "input" }) as Record<string, unknown>;
