@@ -227,6 +227,7 @@ export {
   RolloutOverride,
   RolloutSteer,
   RolloutStatus,
+  type WaveRecord,
 } from "./rollout.js";
 export {
   CONFIG_ROLLOUT_ACTIONS,

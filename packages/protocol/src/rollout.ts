@@ -68,6 +68,8 @@ export const WAVE_FIELDS = {
   /** What it waits for, in words. */
   waiting: z.string(),
 };
+/** The fields of a rollout's record the waves move (mesh-rollouts and mesh-config-waves). */
+export type WaveRecord = z.infer<z.ZodObject<typeof WAVE_FIELDS>>;
 
 /**
  * mesh-rollouts `<module>`: the assigner's record of a module's rollout. It changes only at a

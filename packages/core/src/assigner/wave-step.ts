@@ -5,26 +5,11 @@
  * canary first, then a batch at a time), or says what the rollout waits for: a pause, the
  * policy's pause after the canary, or the gate. Pure; the record changes only at a step.
  */
-import type { Presence, ResolvedRolloutPolicy, Rollout, RolloutStatus } from "@mesh/protocol";
+import type { Presence, ResolvedRolloutPolicy, RolloutStatus, WaveRecord } from "@mesh/protocol";
 import { durationText } from "./rollout-policy.js";
 
-/** The fields of a rollout's record the waves move (mesh-rollouts and mesh-config-waves). */
-export interface WaveRecord {
-  readonly status: RolloutStatus;
-  readonly wave: number;
-  readonly waves: number;
-  readonly admitted: readonly string[];
-  readonly waveNodes: readonly string[];
-  readonly waveAt: string;
-  readonly policy: ResolvedRolloutPolicy;
-  readonly waiting: string;
-}
-
 /** The wave fields of a new rollout: rolling, nothing admitted yet. */
-export function notStarted(
-  policy: ResolvedRolloutPolicy,
-  now: string,
-): Pick<Rollout, keyof WaveRecord> {
+export function notStarted(policy: ResolvedRolloutPolicy, now: string): WaveRecord {
   return {
     status: "rolling",
     wave: 0,
