@@ -7,7 +7,13 @@ import { directoryDigest } from "./source.js";
 import { packArchive } from "./pack.js";
 import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
-import { folderWith, prebuiltManifest, tempFolder, toolsManifest } from "./test-support.js";
+import {
+  folderWith,
+  prebuiltManifest,
+  processManifest,
+  tempFolder,
+  toolsManifest,
+} from "./test-support.js";
 
 export const writeModule = (files: Record<string, string>, name = "hello"): Promise<string> =>
   folderWith(files, `src-${name}`);
@@ -45,8 +51,7 @@ describe("buildSource", () => {
     // A CommonJS package (esbuild keys it by path) in node_modules beside the module: the copy
     // leaves node_modules behind and the build finds it above the origin, as the mesh's own.
     const files = {
-      "mesh.yaml":
-        "module: tiny\nbundles:\n  - name: daemon\n    language: typescript\n    entrypoints: [src/main.ts]\nprocesses:\n  - name: main\n    bundle: daemon\n",
+      "mesh.yaml": processManifest("tiny", "typescript", "src/main.ts"),
       "src/main.ts": 'import { shout } from "tiny-shout";\nconsole.log(shout("hi"));\n',
       "node_modules/tiny-shout/package.json": '{ "name": "tiny-shout", "main": "index.js" }\n',
       "node_modules/tiny-shout/index.js": "exports.shout = (s) => s.toUpperCase();\n",

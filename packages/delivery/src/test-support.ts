@@ -39,6 +39,25 @@ export async function folderWith(files: Record<string, string>, name = "src"): P
   return folder;
 }
 
+/** The mesh.yaml of a module with one bundle (`app` unless named) in `language`, run as process main. */
+export const processManifest = (
+  module: string,
+  language: string,
+  entry: string,
+  bundle = "app",
+): string =>
+  [
+    `module: ${module}`,
+    "bundles:",
+    `  - name: ${bundle}`,
+    `    language: ${language}`,
+    `    entrypoints: [${entry}]`,
+    "processes:",
+    "  - name: main",
+    `    bundle: ${bundle}`,
+    "",
+  ].join("\n");
+
 /** The mesh.yaml of a module with one typescript tools bundle that loads `entry`. */
 export const toolsManifest = (module: string, entry = "src/tools.ts"): string =>
   [

@@ -25,7 +25,12 @@ import { Builder } from "../builder.js";
 import { buildSource } from "../build-source.js";
 import { Indexer } from "../indexer.js";
 import { registerModule } from "../register.js";
-import { folderWith, startDeliveryBus, type DeliveryBus } from "../test-support.js";
+import {
+  folderWith,
+  processManifest,
+  startDeliveryBus,
+  type DeliveryBus,
+} from "../test-support.js";
 import { BuildModule } from "./build-module.js";
 import { typescriptBuilder } from "./typescript.js";
 import { pythonBuilder } from "./python.js";
@@ -192,7 +197,7 @@ describe("build modules", () => {
     const language = builder.language;
     it(`a ${language} build waits, with a condition naming mesh-build-${language}, while no ${language} build module runs, and builds once it starts`, async () => {
       const module = `waits-${language}`;
-      const manifest = `module: ${module}\nbundles:\n  - name: app\n    language: ${language}\n    entrypoints: [${entry}]\nprocesses:\n  - name: main\n    bundle: app\n`;
+      const manifest = processManifest(module, language, entry);
       const dir = await folderWith({ "mesh.yaml": manifest, ...files }, module);
       await registerModule(bus.operator, dir, { by: "ada" });
       const waiting = await buildOf(
@@ -251,10 +256,8 @@ describe("build modules", () => {
         ),
       }),
     };
-    const manifest = (module: string, language: string) =>
-      `module: ${module}\nbundles:\n  - name: app\n    language: ${language}\n    entrypoints: [main.sh]\nprocesses:\n  - name: main\n    bundle: app\n`;
     const files = (module: string, language: string) => ({
-      "mesh.yaml": manifest(module, language),
+      "mesh.yaml": processManifest(module, language, "main.sh"),
       "main.sh": "echo hello from sh\n",
     });
     // Before it runs, shell is refused like any language the mesh has no build module for.
@@ -296,8 +299,7 @@ describe("build modules", () => {
     });
     const dir = await folderWith(
       {
-        "mesh.yaml":
-          "module: cracked\nbundles:\n  - name: app\n    language: brokenlang\n    entrypoints: [main.x]\nprocesses:\n  - name: main\n    bundle: app\n",
+        "mesh.yaml": processManifest("cracked", "brokenlang", "main.x"),
         "main.x": "x\n",
       },
       "cracked",
@@ -334,9 +336,7 @@ describe("build modules", () => {
       packArchive([
         {
           path: "mesh.yaml",
-          bytes: Buffer.from(
-            "module: sloth\nbundles:\n  - name: app\n    language: slowlang\n    entrypoints: [main.x]\nprocesses:\n  - name: main\n    bundle: app\n",
-          ),
+          bytes: Buffer.from(processManifest("sloth", "slowlang", "main.x")),
         },
         { path: "main.x", bytes: Buffer.from("x\n") },
       ]),

@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { describe, it } from "node:test";
 import { buildSource } from "../build-source.js";
 import { archiveEntries } from "./test-archive.js";
-import { folderWith, tempFolder } from "../test-support.js";
+import { folderWith, processManifest, tempFolder } from "../test-support.js";
 
 const EXAMPLE = fileURLToPath(
   new URL("../../../../examples/modules/hello-python", import.meta.url),
@@ -58,8 +58,7 @@ const r = await buildSource(${JSON.stringify(copy)}); console.log(r.ok ? r.archi
 
   it("a syntax error fails the build with python3's words", async () => {
     const dir = await folderWith({
-      "mesh.yaml":
-        "module: snake\nbundles:\n  - name: app\n    language: python\n    entrypoints: [main.py]\nprocesses:\n  - name: main\n    bundle: app\n",
+      "mesh.yaml": processManifest("snake", "python", "main.py"),
       "main.py": "def broken(:\n    pass\n",
     });
     const result = await buildSource(dir);
@@ -72,8 +71,7 @@ const r = await buildSource(${JSON.stringify(copy)}); console.log(r.ok ? r.archi
 
   it("a requirement that is not vendored fails the build naming it; one in vendor/ builds", async () => {
     const files = {
-      "mesh.yaml":
-        "module: deps\nbundles:\n  - name: app\n    language: python\n    entrypoints: [main.py]\nprocesses:\n  - name: main\n    bundle: app\n",
+      "mesh.yaml": processManifest("deps", "python", "main.py"),
       "main.py": "import tinylib\n",
       "requirements.txt": "# pinned\ntinylib==1.0\n",
     };
