@@ -74,13 +74,17 @@ export async function mesh(
   const start = performance.now();
   const where = args[0] === "--version" ? [] : ["--root", root];
   const child = spawn(process.execPath, [CLI, ...args, ...where], {
-    stdio: ["ignore", "pipe", "ignore"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
+  let err = "";
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (err += chunk));
   const code = await new Promise<number>((r) => child.once("close", (c) => r(c ?? -1)));
-  return { ms: performance.now() - start, out, code };
+  // What a failed verb said: the caller's error carries it.
+  return { ms: performance.now() - start, out: code === 0 ? out : `${out}${err}`, code };
 }
 
 export interface JoinOptions {

@@ -21,6 +21,7 @@
  *   BENCH_FLEET_N=1000 npm run bench -- fleet                    # N = 1,000 (long)
  *
  * Other knobs: BENCH_FLEET_JOINS_AT_ONCE (8), BENCH_FLEET_BUDGET_S (joins stop after it, 1200),
+ * BENCH_FLEET_ATTEMPTS (how many times a node tries to join, with a new token each, 1),
  * BENCH_FLEET_REST_S (60), BENCH_FLEET_AUTH (passed to `mesh up --auth` when set),
  * BENCH_FLEET_LOGS (a folder the mesh's logs are copied to before its root is removed).
  */
@@ -53,7 +54,14 @@ const AT_ONCE = Number(env["BENCH_FLEET_JOINS_AT_ONCE"] ?? 8);
 const BUDGET_MS = Number(env["BENCH_FLEET_BUDGET_S"] ?? 1200) * 1000;
 const REST_MS = Number(env["BENCH_FLEET_REST_S"] ?? 60) * 1000;
 const HEARTBEAT_MS = 15_000;
-const JOINS = { n: N, atOnce: AT_ONCE, budgetMs: BUDGET_MS, heartbeatMs: HEARTBEAT_MS };
+const ATTEMPTS = Number(env["BENCH_FLEET_ATTEMPTS"] ?? 1);
+const JOINS = {
+  n: N,
+  atOnce: AT_ONCE,
+  budgetMs: BUDGET_MS,
+  heartbeatMs: HEARTBEAT_MS,
+  attempts: ATTEMPTS,
+};
 const AUTH = env["BENCH_FLEET_AUTH"] === undefined ? [] : ["--auth", env["BENCH_FLEET_AUTH"]];
 
 /** The controller's passes while the fleet joined: early and late, and the account updates. */
@@ -110,7 +118,11 @@ const max = (xs: readonly number[]): number => xs.reduce((a, b) => Math.max(a, b
 
 /** The floor for N writes: the operator's writes of N config keys of a node that is not there. */
 async function writeFloor(credential: string, n: number): Promise<number> {
-  const operator = await MeshBus.connectWithFile(credential);
+  // Waits for the bus: on a loaded machine a login can time out (the server's 2 s).
+  const operator = await MeshBus.connectWithFile(credential, {
+    waitForBus: true,
+    say: () => undefined,
+  });
   try {
     const config = await KvBucket.open(operator, "mesh-config");
     const [ms] = await timeEach(1, async () => {

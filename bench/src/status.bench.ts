@@ -5,7 +5,8 @@
  * entry written through the bus, as the assigner and the hosts write them, and the fleet's summary
  * as the assigner keeps it (decision 0090). Measured, against
  * the CLI's start (`mesh --version`) in the same run: `mesh status`, `mesh status --json`, and
- * the view's first paint (`mesh view` up, its page's state and first grid page answered), with
+ * `mesh wants`, `mesh differences` (a first page, and one past what the summary carries) and the
+ * view's first paint (`mesh view` up, its page's state and first grid page answered), with
  * the size of what each printed or sent.
  *
  *   npm run build && npm run bench -- status
@@ -24,6 +25,7 @@ import {
   Principal,
   SUMMARY_KEY,
   type Assignment,
+  type Difference,
   type Have,
   type ModuleRegistration,
   type Presence,
@@ -60,7 +62,7 @@ async function mesh(
 }
 
 /**
- * Writes the fleet: presence, and a want and a have per cell, 2,000 puts at a time; then the
+ * Writes the fleet: presence, a want and a have per cell (a difference per failing one), 2,000 puts at a time; then the
  * fleet's summary as the assigner keeps it (core's `summarizeFleet` of the same entries), timed.
  */
 async function fill(admin: MeshBus): Promise<number> {
@@ -71,6 +73,7 @@ async function fill(admin: MeshBus): Promise<number> {
     registrations: new Map<string, ModuleRegistration>(),
     wants: new Map<string, Want>(),
     have: new Map<string, Have>(),
+    differences: new Map<string, Difference>(),
   };
   const entries = await fillBuckets(admin, state);
   const started = performance.now();
@@ -89,6 +92,7 @@ type Filled = Pick<FleetState, "now"> & {
   registrations: Map<string, ModuleRegistration>;
   wants: Map<string, Want>;
   have: Map<string, Have>;
+  differences: Map<string, Difference>;
 };
 
 async function fillBuckets(admin: MeshBus, state: Filled): Promise<number> {
@@ -111,6 +115,7 @@ async function fillBuckets(admin: MeshBus, state: Filled): Promise<number> {
   const presence = await KvBucket.open(admin, Bucket.presence);
   const wants = await KvBucket.open(admin, Bucket.wants);
   const have = await KvBucket.open(admin, Bucket.have);
+  const differences = await KvBucket.open(admin, Bucket.differences);
   const build = "1-0123abcd";
   const puts: Array<() => Promise<unknown>> = [];
   for (let i = 0; i < NODES; i++) {
@@ -143,6 +148,12 @@ async function fillBuckets(admin: MeshBus, state: Filled): Promise<number> {
       state.have.set(key, h);
       puts.push(() => wants.put(key, want));
       puts.push(() => have.put(key, h));
+      // The failing cells differ too: more differences than the summary carries (its first 100).
+      if (h.health === "failing") {
+        const d: Difference = { want: build, have: build, reasons: [`${module} fails on ${node}`] };
+        state.differences.set(key, d);
+        puts.push(() => differences.put(key, d));
+      }
     }
   }
   for (let i = 0; i < puts.length; i += 2_000) {
@@ -180,7 +191,16 @@ async function main(): Promise<void> {
     const bare: number[] = [];
     for (let i = 0; i < RUNS; i++) bare.push((await mesh(["--version"])).ms);
     const base = { what: "mesh --version (the CLI's start)", value: quantile(bare, 0.5) };
-    for (const args of [["status"], ["status", "--json"]]) {
+    // `mesh wants` and `mesh differences` page as status does (decision 0218): a first page, and
+    // one of differences past what the summary carries, read by key.
+    for (const args of [
+      ["status"],
+      ["status", "--json"],
+      ["wants"],
+      ["wants", "--json"],
+      ["differences"],
+      ["differences", "--from", "1000", "--json"],
+    ]) {
       const runs: Array<{ ms: number; out: string; err: string; code: number }> = [];
       for (let i = 0; i < RUNS; i++) runs.push(await mesh([...args, "--credential", credential]));
       const failed = runs.find((r) => r.code !== 0);

@@ -9,6 +9,7 @@ import { ErrorCode, MeshError, Permissions } from "@mesh/protocol";
 import type { ServerUser } from "@mesh/bus/server";
 import { readJsonFile } from "./files.js";
 import { readRecords, versionOneFile, type RecordFileOptions } from "./record-file.js";
+import { DueIndex } from "./due-index.js";
 
 const Sealed = z.object({ nonce: z.string(), ciphertext: z.string(), tag: z.string() }).strict();
 
@@ -78,15 +79,24 @@ export const IssuedUser = IssuedUserFields.transform(({ supersedes, ...u }): Iss
 /**
  * The issued users by name, with each node's users indexed: a pass asks for one node's users
  * per node it composes, and scanning every user for it grew with the fleet (three or more
- * users a node). Every set and delete keeps the index.
+ * users a node). Likewise when each is due (`dueOf`: its renewal), which every pass asks.
+ * Every set and delete keeps the indexes.
  */
 export class IssuedUsers extends Map<string, IssuedUser> {
   readonly #byNode = new Map<string, Set<string>>();
+  readonly #due = new DueIndex();
+  readonly #dueOf: (u: IssuedUser) => number | undefined;
+
+  constructor(dueOf: (u: IssuedUser) => number | undefined = () => undefined) {
+    super();
+    this.#dueOf = dueOf;
+  }
 
   override set(user: string, u: IssuedUser): this {
     const before = this.get(user);
     if (before !== undefined && before.node !== u.node) this.#unindex(before);
     super.set(user, u);
+    this.#due.set(user, this.#dueOf(u));
     let users = this.#byNode.get(u.node);
     if (users === undefined) {
       users = new Set();
@@ -99,12 +109,24 @@ export class IssuedUsers extends Map<string, IssuedUser> {
   override delete(user: string): boolean {
     const before = this.get(user);
     if (before !== undefined) this.#unindex(before);
+    this.#due.delete(user);
     return super.delete(user);
   }
 
   override clear(): void {
     this.#byNode.clear();
+    this.#due.clear();
     super.clear();
+  }
+
+  /** When the first user is due (epoch ms), if one ever is. */
+  nextDue(): number | undefined {
+    return this.#due.next();
+  }
+
+  /** The users due at or before `now`, earliest first. */
+  dueBy(now: number): IssuedUser[] {
+    return this.#due.dueBy(now).flatMap((user) => this.get(user) ?? []);
   }
 
   /** Every user of `node`. */

@@ -123,7 +123,7 @@ function sameHolder(kept: IssuedUser, p: DesiredPrincipal): boolean {
 export class Broker {
   readonly #options: BrokerOptions;
   readonly #file: RecordFile<IssuedUser>;
-  readonly #users = new IssuedUsers();
+  readonly #users: IssuedUsers;
   /** Users set or taken away since the file last kept them. */
   readonly #unsaved = new Set<string>();
   readonly #changed = new Set<string>();
@@ -153,6 +153,10 @@ export class Broker {
     }
     this.#options = options;
     this.#file = file;
+    const lifetime = options.credentialLifetimeMs;
+    this.#users = new IssuedUsers((u) =>
+      lifetime === undefined ? undefined : renewAt(u, lifetime),
+    );
   }
 
   static async open(options: BrokerOptions): Promise<Broker> {
@@ -340,14 +344,8 @@ export class Broker {
    * ms), if one waits.
    */
   nextDueAt(): number | undefined {
-    let next: number | undefined;
+    let next = this.#users.nextDue();
     for (const { due } of this.#superseded.values()) next = Math.min(next ?? due, due);
-    const lifetime = this.#options.credentialLifetimeMs;
-    if (lifetime === undefined) return next;
-    for (const u of this.#users.values()) {
-      const at = renewAt(u, lifetime);
-      if (at !== undefined) next = Math.min(next ?? at, at);
-    }
     return next;
   }
 
@@ -362,9 +360,7 @@ export class Broker {
     if (lifetime === undefined || accounts === undefined) return [];
     const now = this.#now();
     const nodes = new Set<string>();
-    for (const u of [...this.#users.values()]) {
-      const at = renewAt(u, lifetime);
-      if (at === undefined || at > now.getTime()) continue;
+    for (const u of this.#users.dueBy(now.getTime())) {
       this.#users.set(u.user, await renewUser(accounts, u, expiryFor(u.kind, now, lifetime)));
       this.#unsaved.add(u.user);
       this.#dirty = true;

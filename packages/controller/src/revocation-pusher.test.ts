@@ -1,7 +1,9 @@
 /**
  * The revocation pusher (revocation-pusher.ts) on a real nats-server in accounts mode: a burst
  * of revocations is one account update, a spent join user waits for its batch, and a principal
- * taken away is refused within 2 s whatever waits.
+ * taken away is refused within 2 s whatever waits; gathered ones wait at least
+ * GATHERED_COST_TIMES the last update's cost, and an update the bus did not take is not queued
+ * again behind itself.
  */
 import { natsOf } from "@mesh/bus/internal";
 import assert from "node:assert/strict";
@@ -11,7 +13,7 @@ import { after, before, describe, it } from "node:test";
 import { MeshBus } from "@mesh/bus";
 import { accountsSuite, deadline, refusesLogin, waitFor } from "@mesh/bus/testing";
 import { Broker, PrincipalKind, hostPrincipal, type DesiredPrincipal } from "./broker.js";
-import { RevocationPusher } from "./revocation-pusher.js";
+import { GATHERED_COST_TIMES, RevocationPusher, Urgency } from "./revocation-pusher.js";
 import { Vault } from "./vault.js";
 
 const vault = Vault.withKey(randomBytes(32));
@@ -97,5 +99,60 @@ describe("the revocation pusher on a real bus", () => {
     assert.equal(await refusesLogin(joinB), true);
     assert.equal(await refusesLogin(host), true);
     process.stdout.write(`# a host taken away: refused in ${refusedMs} ms\n`);
+  });
+
+  it("gives gathered revocations an update of their own no sooner than 50 times the last one took", async () => {
+    const pushed: Array<{ at: number; ms: number }> = [];
+    const pusher = new RevocationPusher({
+      accounts: suite.server.authority,
+      gatheredEveryMs: 100,
+      onPushed: ({ ms }) => pushed.push({ at: Date.now() - ms, ms }),
+    });
+    pushers.push(pusher);
+    const gathered = (id: string) => new Map([[`K${id}`, { at: Math.floor(Date.now() / 1000) }]]);
+    pusher.add(gathered("one"), Urgency.gathered);
+    await waitFor(() => Promise.resolve(pushed.length === 1), { what: "the first update" });
+    pusher.add(gathered("two"), Urgency.gathered);
+    await waitFor(() => Promise.resolve(pushed.length === 2), {
+      what: "the second update",
+      timeout: 120_000,
+    });
+    const [first, second] = pushed as [{ at: number; ms: number }, { at: number; ms: number }];
+    const waited = second.at - first.at;
+    assert.ok(
+      waited >= Math.max(100, GATHERED_COST_TIMES * first.ms),
+      `the second began ${waited} ms after the first, which took ${first.ms} ms`,
+    );
+  });
+
+  it("does not push again, behind itself, an update the bus did not take", async () => {
+    const tries: number[] = [];
+    const deferred: number[] = [];
+    // An authority whose bus takes 300 ms and then does not answer: the server's side is not
+    // the point here, the pusher's waits are.
+    const failing = {
+      push: async () => {
+        tries.push(Date.now());
+        await new Promise((r) => setTimeout(r, 300));
+        throw new Error("timeout");
+      },
+    } as unknown as typeof suite.server.authority;
+    const pusher = new RevocationPusher({
+      accounts: failing,
+      gatheredEveryMs: 100,
+      onDeferred: (_, inMs) => deferred.push(inMs),
+    });
+    pushers.push(pusher);
+    pusher.add(new Map([["Kgathered", { at: 1 }]]), Urgency.gathered);
+    await waitFor(() => Promise.resolve(deferred.length === 1), { what: "the first failure" });
+    // Gathered alone: no retry on the backoff, the next waits its period (50 × 300 ms).
+    assert.ok((deferred[0] ?? 0) >= GATHERED_COST_TIMES * 300, `waits ${deferred[0]} ms`);
+    assert.equal(tries.length, 1);
+    // Urgent: tried again, but not sooner than the failed one took.
+    pusher.add(new Map([["Kurgent", { at: 1 }]]));
+    await waitFor(() => Promise.resolve(tries.length >= 3), { what: "two urgent tries" });
+    const [, second, third] = tries as [number, number, number];
+    assert.ok(third - second >= 300 + 300, `tried again ${third - second} ms after`);
+    pusher.close();
   });
 });

@@ -87,6 +87,15 @@ export const GATHER_MS = 200;
 /** How often, at most, spent join users' revocations get an update of their own. */
 export const JOIN_REVOCATIONS_EVERY_MS = 60_000;
 
+/**
+ * How much longer than the last update took, at least, gathered revocations wait for an update
+ * of their own: the server spends at most a fiftieth of its time on them whatever the fleet. An
+ * update's cost grows with the account's connections (3.8–35 s at ~1,500 on the loaded machine
+ * while nodes joined, when every watch of the account lapsed meanwhile: decision 0217), so a
+ * fixed period would make it the server's main work as a fleet grows.
+ */
+export const GATHERED_COST_TIMES = 50;
+
 /** One update the bus took: how many keys it revoked (of them gathered), and how long it took. */
 export interface PushedUpdate {
   readonly revoked: number;
@@ -117,6 +126,8 @@ export class RevocationPusher {
   #kept = false;
   /** When the last update (or this pusher) began: gathered ones wait a period from it. */
   #lastPushAt = Date.now();
+  /** How long the last update took, or took to fail (ms). */
+  #lastCostMs = 0;
   /** Aborted by `close`: the queue shuts down, a retry's wait ends. */
   readonly #closing = new AbortController();
   /**
@@ -194,7 +205,13 @@ export class RevocationPusher {
   #dueAt(): number | undefined {
     if (this.#urgentWaits()) return Date.now() + (this.#options.gatherMs ?? GATHER_MS);
     if (this.#gathered.size === 0) return undefined;
-    return this.#lastPushAt + (this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS);
+    return this.#lastPushAt + this.#gatheredPeriodMs();
+  }
+
+  /** How long gathered revocations wait from the last update: the period, or the cost's share. */
+  #gatheredPeriodMs(): number {
+    const every = this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS;
+    return Math.max(every, GATHERED_COST_TIMES * this.#lastCostMs);
   }
 
   /** Asks for the next update when it is due, unless one is out (it looks again when it ends). */
@@ -223,8 +240,7 @@ export class RevocationPusher {
   }
 
   #gatheredDue(): boolean {
-    const every = this.#options.gatheredEveryMs ?? JOIN_REVOCATIONS_EVERY_MS;
-    return this.#gathered.size > 0 && Date.now() >= this.#lastPushAt + every;
+    return this.#gathered.size > 0 && Date.now() >= this.#lastPushAt + this.#gatheredPeriodMs();
   }
 
   async #run(): Promise<void> {
@@ -240,6 +256,7 @@ export class RevocationPusher {
       try {
         await this.#options.accounts.push();
         this.#lastPushAt = started;
+        this.#lastCostMs = Date.now() - started;
         this.#retry.reset();
         this.#options.onPushed?.({
           revoked: urgent.size + gathered.size,
@@ -250,11 +267,19 @@ export class RevocationPusher {
         stageInto(this.#urgent, urgent);
         stageInto(this.#gathered, gathered);
         this.#kept ||= kept;
-        const retryMs = this.#retry.next();
+        // The server may still be working through it: its cost counts, and gathered ones
+        // alone wait for their period again rather than queue a second update behind it.
+        this.#lastPushAt = started;
+        this.#lastCostMs = Date.now() - started;
+        const urgentWaits = this.#urgentWaits();
+        const retryMs = urgentWaits
+          ? Math.max(this.#retry.next(), this.#lastCostMs)
+          : this.#gatheredPeriodMs();
         const said = isMeshError(error)
           ? error
           : new MeshError(ErrorCode.ACCOUNT_UPDATE_FAILED, String(error), { cause: error });
         this.#options.onDeferred?.(said, retryMs);
+        if (!urgentWaits) return;
         // Not holding the process open: a controller that stops keeps the list on disk.
         await delay(retryMs, { signal: this.#closing.signal, ref: false });
       }

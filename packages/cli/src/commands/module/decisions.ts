@@ -4,25 +4,21 @@
  * core's read model of the fleet, as `mesh status` and the view do.
  */
 import type { Command } from "commander";
-import { KvBucket } from "@mesh/bus";
+import { KvBucket, readNodeKeys } from "@mesh/bus";
 import { Bucket, ErrorCode, MeshError, checkName } from "@mesh/protocol";
 import { readAll } from "../../read-bucket.js";
 import { ExitCode, act, connect, meshVerb, out, printJson, type MeshOptions } from "../../verb.js";
 import { answerAsk } from "@mesh/view";
 import { by } from "./assign.js";
-import { readFleetState, statusOf } from "../status/status.js";
+import { pagingOptions, readStatus, statusQuery, type StatusOptions } from "../status/status.js";
+import { moreLine, type StatusQuery } from "../status/status-page.js";
 
 export function registerDecisionVerbs(program: Command): void {
   for (const [verb, run, what] of [
     ["wants", wantsVerb, "What each node should run, by which rule and why."],
     ["differences", differencesVerb, "Where want, composed and have differ, and why."],
   ] as const) {
-    act(
-      meshVerb(program, verb, what)
-        .option("--node <name>", "only this node")
-        .option("--module <name>", "only this module"),
-      run,
-    );
+    act(pagingOptions(meshVerb(program, verb, what), "rows"), run);
   }
   act(meshVerb(program, "asks", "Questions that wait for an operator's answer."), asksVerb);
   act(
@@ -33,36 +29,34 @@ export function registerDecisionVerbs(program: Command): void {
   );
 }
 
-export interface ListOptions extends MeshOptions {
-  readonly node?: string;
-  readonly module?: string;
-}
-
-const matches = (key: string, options: ListOptions): boolean => {
-  const [node, module] = key.split(".");
-  return (
-    (options.node === undefined || node === options.node) &&
-    (options.module === undefined || module === options.module)
-  );
-};
+export type ListOptions = StatusOptions;
 
 /**
  * What each node should run: every want, and every assigned (node, module) without one, each
- * with the read model's state, reason and fix — the same words `mesh status` says.
+ * with the read model's state, reason and fix — the same words `mesh status` says. A page of
+ * them (`--from`, `--limit`), read as status reads its cells: by key on a large fleet (decision
+ * 0218), so only the page's wants are read.
  */
 export async function wantsVerb(options: ListOptions): Promise<ExitCode> {
   await using bus = await connect(options);
-  const now = new Date();
-  const { state, conditions } = await readFleetState(bus, { now });
-  const cells = statusOf(state, conditions, now).modules.filter(
-    (c) => matches(`${c.node}.${c.module}`, options) && (c.want !== null || c.state !== "leaving"),
-  );
+  const query = statusQuery(options);
+  const report = await readStatus(bus, { now: new Date(), query });
+  const cells = report.modules.filter((c) => c.want !== null || c.state !== "leaving");
   if (options.json === true) {
-    const wants = [...state.wants].filter(([k]) => matches(k, options)).sort();
-    printJson({ ok: true, wants: Object.fromEntries(wants), cells });
+    const { wants } = await readNodeKeys(bus, {
+      nodes: [],
+      compositions: [],
+      cells: cells.filter((c) => c.want !== null),
+    });
+    const sorted = [...wants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    printJson({ ok: true, wants: Object.fromEntries(sorted), cells, page: report.page });
     return ExitCode.ok;
   }
-  if (cells.length === 0)
+  if (
+    cells.length === 0 &&
+    query.from === 0 &&
+    report.modules.length === report.page.totals.modules
+  )
     out("nothing is wanted; assign a module with `mesh assign <module> --all`");
   for (const c of cells) {
     const w = c.want;
@@ -74,30 +68,37 @@ export async function wantsVerb(options: ListOptions): Promise<ExitCode> {
     if (c.state === "leaving") out(`    ${c.reason}`);
     if (c.fix !== undefined) out(`    fix: ${c.fix}`);
   }
+  more("wants", report.modules.length, report.page.totals.modules, query);
   return ExitCode.ok;
 }
 
 /**
  * Where want, composed and have differ, and every assigned module that does not run although
  * nothing differs (waiting for a secret, an answer, a build): what `mesh status` names under
- * NEEDS ATTENTION, so "no differences" here means the same as "nothing" there.
+ * NEEDS ATTENTION, so "no differences" here means the same as "nothing" there. A page of each
+ * (`--from`, `--limit`), read as status reads them (decision 0218).
  */
 export async function differencesVerb(options: ListOptions): Promise<ExitCode> {
   await using bus = await connect(options);
-  const now = new Date();
-  const { state, conditions } = await readFleetState(bus, { now });
-  const report = statusOf(state, conditions, now);
-  const diffs = [...state.differences].filter(([k]) => matches(k, options)).sort();
-  const fixes = new Map(report.attention.map((c) => [`${c.node}.${c.module}`, c.fix]));
-  const notRunning = report.attention.filter(
-    (c) =>
-      matches(`${c.node}.${c.module}`, options) && !state.differences.has(`${c.node}.${c.module}`),
+  const query = statusQuery(options);
+  const report = await readStatus(bus, { now: new Date(), query });
+  const diffs = report.differences.map(
+    ({ node, module, ...d }) => [`${node}.${module}`, d] as const,
   );
+  const fixes = new Map(report.attention.map((c) => [`${c.node}.${c.module}`, c.fix]));
+  // Whether each cell needing attention differs: its own key, read by key.
+  const { differences: differing } = await readNodeKeys(bus, {
+    nodes: [],
+    compositions: [],
+    cells: report.attention,
+  });
+  const notRunning = report.attention.filter((c) => !differing.has(`${c.node}.${c.module}`));
   if (options.json === true) {
-    printJson({ ok: true, differences: Object.fromEntries(diffs), notRunning });
+    printJson({ ok: true, differences: Object.fromEntries(diffs), notRunning, page: report.page });
     return ExitCode.ok;
   }
-  if (diffs.length === 0 && notRunning.length === 0)
+  const { totals } = report.page;
+  if (totals.differences === 0 && totals.attention === 0)
     out("no differences: every node has what it should");
   for (const [key, d] of diffs) {
     out(`${key}: want ${d.want ?? "-"}, composed ${d.composed ?? "-"}, have ${d.have ?? "-"}`);
@@ -105,12 +106,20 @@ export async function differencesVerb(options: ListOptions): Promise<ExitCode> {
     const fix = fixes.get(key);
     if (fix !== undefined) out(`    fix: ${fix}`);
   }
+  more("differences", diffs.length, totals.differences, query);
   for (const c of notRunning) {
     out(`${c.node}.${c.module}: not running, though want, composed and have agree`);
     out(`    because ${c.reason}`);
     if (c.fix !== undefined) out(`    fix: ${c.fix}`);
   }
+  more("differences", report.attention.length, totals.attention, query);
   return ExitCode.ok;
+}
+
+/** Says how many rows of a list are left past the page, and the command for the next. */
+function more(verb: string, shown: number, total: number, query: StatusQuery): void {
+  const line = moreLine(shown, total, query);
+  if (line !== undefined) out(line.replace("mesh status", `mesh ${verb}`));
 }
 
 export async function asksVerb(options: MeshOptions): Promise<ExitCode> {

@@ -157,12 +157,18 @@ describe("mesh status from the summary and pages read by key", () => {
     await bus.put(Bucket.summary, SUMMARY_KEY, summarizeFleet(state, { first: 2 }));
     for (const query of [
       { from: 0, limit: 500 },
+      { from: 0, limit: 2 },
+      { from: 1, limit: 7 },
+      { from: 30, limit: 500 },
+      { from: 3, limit: 10, module: "alpha" },
       { from: 0, limit: 50, node: "n0022" },
     ]) {
       const byKey = await readStatus(operator, { now, query, wholeUpTo: 0 });
       const whole = await everyBucket(query);
       assert.deepEqual(byKey.modules, whole.modules, JSON.stringify(query));
       assert.ok(byKey.modules.some((c) => c.differs));
+      assert.deepEqual(byKey.differences, whole.differences, JSON.stringify(query));
+      assert.equal(byKey.page.totals.differences, whole.page.totals.differences);
       assert.deepEqual(byKey.nodes, whole.nodes);
       assert.equal(byKey.page.totals.attention, whole.page.totals.attention);
     }
@@ -189,4 +195,40 @@ describe("mesh status from the summary and pages read by key", () => {
     );
     assert.match(text, /nodes: 521 \(\d+ present, \d+ gone, 1 never seen\)/);
   });
+
+  test("mesh wants and mesh differences: their pages, read by key, join up to the whole read", async () => {
+    const { state, conditions } = await readFleetState(operator, { now });
+    // Only the first differences in the summary: later pages are read by key.
+    await bus.put(Bucket.summary, SUMMARY_KEY, summarizeFleet(state, { first: 2 }));
+    const whole = statusOf(state, conditions, now);
+    type Wants = { cells: Array<{ node: string; module: string; state: string }> };
+    const cells: Wants["cells"] = [];
+    const wants: Record<string, unknown> = {};
+    for (let from = 0; from < whole.page.totals.modules; from += 400) {
+      const page = await bus.json<Wants & { wants: Record<string, unknown> }>(
+        ["wants", "--from", String(from), "--limit", "400"],
+        { deadlineMs: 60_000 },
+      );
+      cells.push(...page.cells);
+      Object.assign(wants, page.wants);
+    }
+    const wholeCells = whole.modules.filter((c) => c.want !== null || c.state !== "leaving");
+    assert.deepEqual(cells, JSON.parse(JSON.stringify(wholeCells)));
+    assert.deepEqual(wants, Object.fromEntries([...state.wants].sort(([a], [b]) => cmp(a, b))));
+    const differences: Record<string, unknown> = {};
+    for (let from = 0; from < state.differences.size; from += 20) {
+      const page = await bus.json<{ differences: Record<string, unknown> }>(
+        ["differences", "--from", String(from), "--limit", "20"],
+        { deadlineMs: 60_000 },
+      );
+      assert.ok(Object.keys(page.differences).length > 0, `a page from ${from}`);
+      Object.assign(differences, page.differences);
+    }
+    assert.deepEqual(differences, Object.fromEntries(state.differences));
+    const text = await bus.text(["differences", "--limit", "5"]);
+    assert.match(text, /… \d+ more of \d+: `mesh differences --from 5`/);
+    await bus.put(Bucket.summary, SUMMARY_KEY, summarizeFleet(state));
+  });
 });
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

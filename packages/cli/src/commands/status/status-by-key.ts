@@ -17,13 +17,14 @@ import {
   type CellReason,
 } from "@mesh/core";
 import {
+  Bucket,
   conditionSubject,
   nodeModuleKey,
   type Difference,
   type NodeKeys,
   type Summary,
 } from "@mesh/protocol";
-import { readNodeKeys, type MeshBus } from "@mesh/bus";
+import { KvBucket, readNodeKeys, type MeshBus } from "@mesh/bus";
 import { readShape } from "@mesh/view";
 import { narrowed, pageInfo, pageOf, type StatusQuery } from "./status-page.js";
 import {
@@ -82,14 +83,20 @@ export async function readStatusByKey(
     if (assigned(c))
       reasons.set(nodeModuleKey(c.node, c.module), cellReason(state, c.node, c.module));
   const { attention, attentionTotal } = attentionOf(summary, query, read, reasons);
-  const { differences, differencesTotal } = differencesOf(summary, query, read, keys.differences);
+  const { differences, differencesTotal } = await differencesOf(bus, {
+    summary,
+    query,
+    read,
+    found: keys.differences,
+    signal,
+  });
   return {
     at: options.now.toISOString(),
     nodes: pageNodes.map((node) => statusNode(node, state.presence.get(node), state.now)),
     modules: pageCells.map(({ node, module }) =>
       statusCell(nodeModuleKey(node, module), node, module, state, reasons),
     ),
-    differences: pageOf(differences, query),
+    differences,
     asks: [...wide.asks.values()]
       .filter((a) => !wide.answers.has(a.id))
       .sort((a, b) => cmp(a.at, b.at)),
@@ -199,13 +206,22 @@ function attentionOf(
   return { attention, attentionTotal: total };
 }
 
-/** The differences: a node's own, whole; else the summary's first, narrowed, and its count. */
-function differencesOf(
-  summary: Summary,
-  query: StatusQuery,
-  read: readonly Cell[],
-  found: ReadonlyMap<string, Difference>,
-): { differences: StatusReport["differences"]; differencesTotal: number } {
+/**
+ * A page of the differences: of a node's own, whole; else of the summary's, when it carries
+ * them all or the page falls within its first; else read by key (decision 0218): the keys of
+ * `mesh-differences` listed (narrowed to the module), and only the page's values read.
+ */
+async function differencesOf(
+  bus: MeshBus,
+  o: {
+    readonly summary: Summary;
+    readonly query: StatusQuery;
+    readonly read: readonly Cell[];
+    readonly found: ReadonlyMap<string, Difference>;
+    readonly signal: AbortSignal | undefined;
+  },
+): Promise<{ differences: StatusReport["differences"]; differencesTotal: number }> {
+  const { summary, query, read, found } = o;
   if (query.node !== undefined) {
     const differences = read
       .map((c) => nodeModuleKey(c.node, c.module))
@@ -214,17 +230,36 @@ function differencesOf(
         const d = found.get(key);
         return d === undefined ? [] : [{ ...d, ...splitKey(key) }];
       });
-    return { differences, differencesTotal: differences.length };
+    return { differences: pageOf(differences, query), differencesTotal: differences.length };
   }
   const differences = summary.differences.first.flatMap(({ key, difference }) => {
     const cell = splitKey(key);
     return narrowed(query, cell.node, cell.module) ? [{ ...cell, ...difference }] : [];
   });
-  // Narrowed to a module: exact when the summary carries every difference, else those it carries.
-  return {
-    differences,
-    differencesTotal: query.module === undefined ? summary.differences.total : differences.length,
-  };
+  const page = pageOf(differences, query);
+  if (summary.differences.first.length >= summary.differences.total)
+    return { differences: page, differencesTotal: differences.length };
+  if (query.module === undefined && query.from + query.limit <= differences.length)
+    return { differences: page, differencesTotal: summary.differences.total };
+  return differencesByKey(bus, query, o.signal);
+}
+
+/** A page of the differences, by key: every key listed, the page's values read. */
+async function differencesByKey(
+  bus: MeshBus,
+  query: StatusQuery,
+  signal: AbortSignal | undefined,
+): Promise<{ differences: StatusReport["differences"]; differencesTotal: number }> {
+  const bucket = await KvBucket.open(bus, Bucket.differences);
+  const options = signal === undefined ? {} : { signal };
+  const keys = await bucket.keys(query.module === undefined ? ">" : `*.${query.module}`, options);
+  const page = keys.slice(query.from, query.from + query.limit);
+  const values = await Promise.all(page.map((key) => bucket.get(key, options)));
+  const differences = page.flatMap((key, i) => {
+    const d = values[i]?.value;
+    return d === undefined ? [] : [{ ...d, ...splitKey(key) }];
+  });
+  return { differences, differencesTotal: keys.length };
 }
 
 function statusNode(

@@ -229,21 +229,39 @@ export async function readConditions(
 
 export function registerStatusVerb(program: Command): void {
   act(
-    meshVerb(
-      program,
-      "status",
-      "The mesh at a glance: a summary, nodes, modules × nodes (want, have, health), differences, open asks, recent conditions; long lists come in pages.",
-    )
-      .option("--node <name>", "only this node's rows")
-      .option("--module <name>", "only this module's rows")
-      .option("--from <n>", "the first row of each list to show (0-based)", wholeNumber("--from"))
-      .option(
-        "--limit <n>",
-        `the most rows of each list (default ${STATUS_LIMIT.text}, with --json ${STATUS_LIMIT.json})`,
-        positiveNumber("--limit", "200", 100_000),
+    pagingOptions(
+      meshVerb(
+        program,
+        "status",
+        "The mesh at a glance: a summary, nodes, modules × nodes (want, have, health), differences, open asks, recent conditions; long lists come in pages.",
       ),
+    ),
     statusVerb,
   );
+}
+
+/** The narrowing and paging options of status, also `mesh wants`' and `mesh differences'`. */
+export function pagingOptions(command: Command, rows = "rows"): Command {
+  return command
+    .option("--node <name>", `only this node's ${rows}`)
+    .option("--module <name>", `only this module's ${rows}`)
+    .option("--from <n>", "the first row of each list to show (0-based)", wholeNumber("--from"))
+    .option(
+      "--limit <n>",
+      `the most rows of each list (default ${STATUS_LIMIT.text}, with --json ${STATUS_LIMIT.json})`,
+      positiveNumber("--limit", "200", 100_000),
+    );
+}
+
+/** The query the paging options ask for. */
+export function statusQuery(options: StatusOptions): StatusQuery {
+  const json = options.json === true;
+  return {
+    from: options.from ?? 0,
+    limit: options.limit ?? (json ? STATUS_LIMIT.json : STATUS_LIMIT.text),
+    ...(options.node === undefined ? {} : { node: options.node }),
+    ...(options.module === undefined ? {} : { module: options.module }),
+  };
 }
 
 export interface StatusOptions extends MeshOptions {
@@ -256,12 +274,7 @@ export interface StatusOptions extends MeshOptions {
 export async function statusVerb(options: StatusOptions): Promise<ExitCode> {
   await using bus = await connectToMesh(options);
   const json = options.json === true;
-  const query: StatusQuery = {
-    from: options.from ?? 0,
-    limit: options.limit ?? (json ? STATUS_LIMIT.json : STATUS_LIMIT.text),
-    ...(options.node === undefined ? {} : { node: options.node }),
-    ...(options.module === undefined ? {} : { module: options.module }),
-  };
+  const query = statusQuery(options);
   const report = await readStatus(bus, { now: new Date(), query });
   // Rollouts under way or halted (a done one is in `mesh rollout status`).
   const open = <R extends { status: string }>(rows: R[]) => rows.filter((r) => r.status !== "done");
