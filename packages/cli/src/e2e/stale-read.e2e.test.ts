@@ -66,42 +66,51 @@ const shown = async (read: () => Promise<unknown>): Promise<string> =>
     await read().catch((error: unknown) => `failed: ${(error as Error).message.slice(0, 300)}`),
   );
 
+/** The config bucket, read through its leader (decision 0210) or from any copy as before it. */
+const configBucket = (bus: MeshBus, fromLeader: boolean) =>
+  KvBucket.open(bus, Bucket.config, fromLeader ? { fromLeader: true } : {});
+
+/** GETS gets of the key, each through a bucket of its own, called `read`. */
+const getsOfKey = (
+  read: string,
+  bus: MeshBus,
+  fromLeader: boolean,
+): Array<[string, Promise<string>]> =>
+  Array.from({ length: GETS }, (): [string, Promise<string>] => [
+    read,
+    shown(async () => (await (await configBucket(bus, fromLeader)).get(KEY))?.value.value),
+  ]);
+
+/** Each read with what it answered, once all have. */
+const answered = (reads: Array<[string, Promise<string>]>): Promise<Array<[string, string]>> =>
+  Promise.all(reads.map(async ([read, value]): Promise<[string, string]> => [read, await value]));
+
 /** What each read for "the value now" answers, all made at once: `[read, value]`. */
-async function readsNow(bus: MeshBus): Promise<Array<[string, string]>> {
-  const fromLeader = () => KvBucket.open(bus, Bucket.config, { fromLeader: true });
-  const reads: Array<[string, Promise<string>]> = [
+const readsNow = (bus: MeshBus): Promise<Array<[string, string]>> =>
+  answered([
     ["mesh config get", shown(async () => (await configValues(bus, "hello")).get(KEY)?.value)],
     [
       "the host's config source, first read",
-      shown(async () => (await readStanding(await fromLeader(), { key: "*.*" })).get(KEY)?.value),
+      shown(
+        async () =>
+          (await readStanding(await configBucket(bus, true), { key: "*.*" })).get(KEY)?.value,
+      ),
     ],
-    ...Array.from({ length: GETS }, (): [string, Promise<string>] => [
-      "a get of the key",
-      shown(async () => (await (await fromLeader()).get(KEY))?.value.value),
-    ]),
-  ];
-  return Promise.all(
-    reads.map(async ([read, value]): Promise<[string, string]> => [read, await value]),
-  );
-}
+    ...getsOfKey("a get of the key", bus, true),
+  ]);
 
 /** The same reads from any copy, as before decision 0210, made at the same time. */
-async function readsAnyCopy(bus: MeshBus): Promise<Array<[string, string]>> {
-  const plain = () => KvBucket.open(bus, Bucket.config);
-  const reads: Array<[string, Promise<string>]> = [
+const readsAnyCopy = (bus: MeshBus): Promise<Array<[string, string]>> =>
+  answered([
     [
       "a watch's first read",
-      shown(async () => (await readStanding(await plain(), { key: "hello.>" })).get(KEY)?.value),
+      shown(
+        async () =>
+          (await readStanding(await configBucket(bus, false), { key: "hello.>" })).get(KEY)?.value,
+      ),
     ],
-    ...Array.from({ length: GETS }, (): [string, Promise<string>] => [
-      "a direct get",
-      shown(async () => (await (await plain()).get(KEY))?.value.value),
-    ]),
-  ];
-  return Promise.all(
-    reads.map(async ([read, value]): Promise<[string, string]> => [read, await value]),
-  );
-}
+    ...getsOfKey("a direct get", bus, false),
+  ]);
 
 describe("a minority server cut off while config writes are acknowledged", () => {
   test("read at once after the heal, and until it is current again: every read gives the newest write", async () => {
