@@ -7,6 +7,25 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
+# A system package the mesh or its tests need: installed with apt-get when we are root (the
+# package lists updated once a run), else `missing` is said with what to do; returns 1 then.
+apt_updated=""
+install_or_say() {
+  local what=$1 missing=$2
+  shift 2
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "$what is missing: installing it from the system's packages (apt-get install $*)"
+    if [ -z "$apt_updated" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+      apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+  else
+    say "$what is missing: $missing"
+    return 1
+  fi
+}
+
 if ! command -v node >/dev/null 2>&1; then
   say "Node.js is not installed. Install Node.js 20 or newer (https://nodejs.org or your system's packages), then run this again."
   exit 1
@@ -34,64 +53,33 @@ find_nats() {
   return 1
 }
 if ! find_nats >/dev/null; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    say "nats-server is missing: installing it from the system's packages (apt-get install nats-server)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >&2
-  else
-    say "nats-server is missing and cannot be installed from here."
-    say "  On Debian or Ubuntu, as root: apt-get install -y nats-server"
-    say "  Elsewhere: put a nats-server (2.9 or newer) release binary on PATH, or set MESH_NATS_SERVER to its path."
-    exit 1
-  fi
+  install_or_say nats-server "it cannot be installed from here.
+  On Debian or Ubuntu, as root: apt-get install -y nats-server
+  Elsewhere: put a nats-server (2.9 or newer) release binary on PATH, or set MESH_NATS_SERVER to its path." nats-server || exit 1
 fi
 
 # Chromium: the view's browser test drives it (playwright-core downloads no browser). Without it
 # that test fails rather than skips, so it is installed here when we can.
 if [ ! -x "${MESH_CHROMIUM:-/usr/bin/chromium}" ]; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    say "chromium is missing: installing it from the system's packages (apt-get install chromium)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
-  else
-    say "chromium is missing: the view's browser test will fail. As root on Debian or Ubuntu: apt-get install -y chromium; elsewhere set MESH_CHROMIUM to a Chromium binary."
-  fi
+  install_or_say chromium "the view's browser test will fail. As root on Debian or Ubuntu: apt-get install -y chromium; elsewhere set MESH_CHROMIUM to a Chromium binary." chromium || true
 fi
 
 # Go and the NATS Go client's sources: the Go build module (mesh-build-go) compiles Go modules
 # offline against them, and the Go examples and SDK tests need them. Without them those tests fail
 # rather than skip, so they are installed here when we can.
 if ! command -v go >/dev/null 2>&1 || [ ! -d "${MESH_GOPATH:-/usr/share/gocode}/src/github.com/nats-io/nats.go" ]; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    say "go or the NATS Go client is missing: installing them from the system's packages (apt-get install golang-go golang-github-nats-io-go-nats-dev)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go golang-github-nats-io-go-nats-dev >&2
-  else
-    say "go or the NATS Go client is missing: Go modules cannot be built. As root on Debian or Ubuntu: apt-get install -y golang-go golang-github-nats-io-go-nats-dev; elsewhere set MESH_GOPATH to a GOPATH holding github.com/nats-io/nats.go."
-  fi
+  install_or_say "go or the NATS Go client" "Go modules cannot be built. As root on Debian or Ubuntu: apt-get install -y golang-go golang-github-nats-io-go-nats-dev; elsewhere set MESH_GOPATH to a GOPATH holding github.com/nats-io/nats.go." golang-go golang-github-nats-io-go-nats-dev || true
 fi
 
 # python3: the Python build module (mesh-build-python) and the Python modules' bridge run it.
 if ! command -v python3 >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    say "python3 is missing: installing it from the system's packages (apt-get install python3)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >&2
-  else
-    say "python3 is missing: Python modules cannot be built or run. As root on Debian or Ubuntu: apt-get install -y python3."
-  fi
+  install_or_say python3 "Python modules cannot be built or run. As root on Debian or Ubuntu: apt-get install -y python3." python3 || true
 fi
 
 # nftables: the fleet's slow, lossy links (decision 0213) drop packets with nft in a node's network
 # namespace; the fleet's tests need root, so a root machine gets it here.
 if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ]; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    say "nft is missing: installing it from the system's packages (apt-get install nftables)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables >&2
-  else
-    say "nft is missing: a fleet's lossy links cannot be made (npm run fleet -- --loss, the slow-links test). As root on Debian or Ubuntu: apt-get install -y nftables."
-  fi
+  install_or_say nft "a fleet's lossy links cannot be made (npm run fleet -- --loss, the slow-links test). As root on Debian or Ubuntu: apt-get install -y nftables." nftables || true
 fi
 
 # Build, unless no source or config changed since the last build (a stamp file says when):
